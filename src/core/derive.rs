@@ -1,0 +1,688 @@
+//! Facts computed for one pair: drift, routes, margins, the re-checked
+//! expectation, validity and the pair's status.
+//!
+//! Nothing here trusts the runner blindly: routes are recomputed from the
+//! policy and the expectation is checked again, and any disagreement with
+//! what the file recorded becomes a visible warning. The effective verdict
+//! fails a pair when either the runner or the re-check says it failed, so a
+//! runner bug can never hide a failure.
+
+use super::diff::{self, Change, DiffEntry, JsonPath};
+use super::model::{Expectation, PairRecord, Route, fmt_num};
+
+/// Where a pair stands after derivation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Status {
+    /// The variant changed undeclared facts: the test is at fault.
+    Invalid,
+    /// A request failed: the pair says nothing about the model.
+    ServiceError,
+    /// The expectation was broken.
+    Fail,
+    /// Nothing says whether it passed (no verdict and no expectation).
+    Unchecked,
+    Pass,
+}
+
+impl Status {
+    /// The short name used in queries and exports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Status::Invalid => "invalid",
+            Status::ServiceError => "error",
+            Status::Fail => "fail",
+            Status::Unchecked => "unchecked",
+            Status::Pass => "pass",
+        }
+    }
+
+    /// Whether the pair needs a reviewer's diagnosis.
+    pub fn is_failure(self) -> bool {
+        matches!(self, Status::Invalid | Status::ServiceError | Status::Fail)
+    }
+}
+
+/// Whether the variant changed only what it declared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Validity {
+    /// Every change is declared in `allowed_changes`.
+    Valid,
+    /// Some changes were not declared: the pair is invalid.
+    Invalid { unexpected: Vec<String> },
+    /// The pair declares no `allowed_changes`, so validity cannot be judged.
+    Undeclared,
+    /// The payloads were not recorded, so nothing can be compared.
+    NotRecorded,
+}
+
+/// The transformation, as recorded or as inferred from the diff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Transformation {
+    pub name: String,
+    pub inferred: bool,
+}
+
+/// What the variant changed, with each changed path sorted into permitted or not.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Changes {
+    pub question_changed: bool,
+    pub state: Vec<DiffEntry>,
+    pub permitted: Vec<String>,
+    pub unexpected: Vec<String>,
+}
+
+/// All derived facts of one pair.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Derived {
+    /// Variant minus source probability.
+    pub dp: Option<f64>,
+    /// Variant minus source confidence.
+    pub dc: Option<f64>,
+    /// Recorded route, or the policy's when none was recorded.
+    pub source_route: Option<Route>,
+    pub variant_route: Option<Route>,
+    /// The policy's routes, when a policy and a probability are recorded.
+    pub computed_source_route: Option<Route>,
+    pub computed_variant_route: Option<Route>,
+    pub source_margin: Option<f64>,
+    pub variant_margin: Option<f64>,
+    /// Source margin under `minimum_boundary_margin`.
+    pub near_boundary: Option<bool>,
+    pub flip: Option<bool>,
+    /// The expectation re-checked: the list of broken conditions.
+    pub check: Option<Vec<String>>,
+    /// The effective verdict (false when either runner or re-check failed it).
+    pub verdict: Option<bool>,
+    pub service_error: bool,
+    pub validity: Validity,
+    pub changes: Changes,
+    pub transformation: Transformation,
+    pub status: Status,
+    /// Disagreements between the file and the re-computation, and field problems.
+    pub warnings: Vec<String>,
+    /// One line, in plain words, of why the pair failed (or that it passed).
+    pub why: String,
+}
+
+/// Compute every derived fact of a pair.
+pub fn derive(r: &PairRecord) -> Derived {
+    let mut warnings: Vec<String> = r.field_warnings.clone();
+    let (ps, pv) = (r.source.probability, r.variant.probability);
+    let dp = ps.zip(pv).map(|(a, b)| b - a);
+    let dc = r
+        .source
+        .confidence
+        .zip(r.variant.confidence)
+        .map(|(a, b)| b - a);
+
+    let computed_source_route = r.policy.zip(ps).map(|(pol, p)| pol.route(p));
+    let computed_variant_route = r.policy.zip(pv).map(|(pol, p)| pol.route(p));
+    for (side, recorded, computed, p) in [
+        ("source", r.source.route, computed_source_route, ps),
+        ("variant", r.variant.route, computed_variant_route, pv),
+    ] {
+        if let (Some(rec), Some(comp), Some(p)) = (recorded, computed, p)
+            && rec != comp
+        {
+            warnings.push(format!(
+                "The {side} route was recorded as {rec}, but the policy routes p = {} to {comp}.",
+                fmt_num(p)
+            ));
+        }
+    }
+    let source_route = r.source.route.or(computed_source_route);
+    let variant_route = r.variant.route.or(computed_variant_route);
+    let source_margin = r.policy.zip(ps).map(|(pol, p)| pol.margin(p));
+    let variant_margin = r.policy.zip(pv).map(|(pol, p)| pol.margin(p));
+    let near_boundary = source_margin
+        .zip(r.minimum_boundary_margin)
+        .map(|(m, min)| m < min);
+    let flip = source_route.zip(variant_route).map(|(a, b)| a != b);
+
+    let src_fail = r.source.failure_phrase();
+    let var_fail = r.variant.failure_phrase();
+    let service_error = src_fail.is_some() || var_fail.is_some();
+
+    let mut check = check_expectation(r, dp, dc, source_route, variant_route, source_margin);
+    if service_error {
+        service_failures(&src_fail, &var_fail, check.get_or_insert_with(Vec::new));
+    }
+    let checked_pass = check.as_ref().map(|c| c.is_empty());
+    if let (Some(rec), Some(chk)) = (r.passed, checked_pass)
+        && rec != chk
+    {
+        warnings.push(if rec {
+            "The runner recorded a pass, but re-checking the expectation fails it.".to_string()
+        } else {
+            "The runner recorded a failure, but re-checking the expectation passes it.".to_string()
+        });
+    }
+    let verdict = match (r.passed, checked_pass) {
+        (Some(a), Some(b)) => Some(a && b),
+        (a, b) => a.or(b),
+    };
+
+    let changes = compute_changes(r);
+    let validity = judge_validity(r, &changes);
+    if let Validity::Invalid { unexpected } = &validity {
+        warnings.push(format!(
+            "Invalid pair: the variant changed undeclared {}: {}.",
+            if unexpected.len() == 1 {
+                "path"
+            } else {
+                "paths"
+            },
+            unexpected.join(", ")
+        ));
+    }
+    let transformation = match &r.transformation {
+        Some(t) => Transformation {
+            name: t.clone(),
+            inferred: false,
+        },
+        None => Transformation {
+            name: infer_transformation(r, &changes).to_string(),
+            inferred: true,
+        },
+    };
+
+    let status = if matches!(validity, Validity::Invalid { .. }) {
+        Status::Invalid
+    } else if service_error {
+        Status::ServiceError
+    } else {
+        match verdict {
+            Some(true) => Status::Pass,
+            Some(false) => Status::Fail,
+            None => Status::Unchecked,
+        }
+    };
+
+    let why = why_line(r, status, &validity, check.as_deref(), &src_fail, &var_fail);
+    Derived {
+        dp,
+        dc,
+        source_route,
+        variant_route,
+        computed_source_route,
+        computed_variant_route,
+        source_margin,
+        variant_margin,
+        near_boundary,
+        flip,
+        check,
+        verdict,
+        service_error,
+        validity,
+        changes,
+        transformation,
+        status,
+        warnings,
+        why,
+    }
+}
+
+fn service_failures(src: &Option<String>, var: &Option<String>, out: &mut Vec<String>) {
+    if let Some(s) = src {
+        out.push(format!("The source request {s}."));
+    }
+    if let Some(v) = var {
+        out.push(format!("The variant request {v}."));
+    }
+}
+
+/// Re-check the recorded expectation; `None` when there is nothing to check.
+fn check_expectation(
+    r: &PairRecord,
+    dp: Option<f64>,
+    dc: Option<f64>,
+    src_route: Option<Route>,
+    var_route: Option<Route>,
+    src_margin: Option<f64>,
+) -> Option<Vec<String>> {
+    let exp = r.expectation.as_ref()?;
+    let mut fails = Vec::new();
+    match exp {
+        Expectation::Invariant {
+            max_probability_drift,
+            max_confidence_drift,
+            require_same_route,
+        } => {
+            // The reference runner treats a source too close to a threshold as
+            // a failure of the invariant test; so do we, to agree with it.
+            if let (Some(m), Some(min)) = (src_margin, r.minimum_boundary_margin)
+                && m < min
+            {
+                fails.push(format!(
+                    "The source is too close to a threshold: margin {} < {}.",
+                    fmt3(m),
+                    fmt_num(min)
+                ));
+            }
+            if let (Some(d), Some(max)) = (dp, max_probability_drift)
+                && d.abs() > *max + 1e-12
+            {
+                fails.push(format!(
+                    "Probability drift {} exceeds the allowed {}.",
+                    fmt3(d.abs()),
+                    fmt_num(*max)
+                ));
+            }
+            if let (Some(d), Some(max)) = (dc, max_confidence_drift)
+                && d.abs() > *max + 1e-12
+            {
+                fails.push(format!(
+                    "Confidence drift {} exceeds the allowed {}.",
+                    fmt3(d.abs()),
+                    fmt_num(*max)
+                ));
+            }
+            if *require_same_route
+                && let (Some(a), Some(b)) = (src_route, var_route)
+                && a != b
+            {
+                fails.push(format!(
+                    "The route moved from {a} to {b}; the expectation requires the same route."
+                ));
+            }
+        }
+        Expectation::NotLessUrgent {
+            permitted_probability_movement: m,
+        } => {
+            if let Some(d) = dp
+                && -d > *m + 1e-12
+            {
+                fails.push(format!(
+                    "The probability fell by {}, more than the permitted {}.",
+                    fmt3(-d),
+                    fmt_num(*m)
+                ));
+            }
+        }
+        Expectation::NotMoreUrgent {
+            permitted_probability_movement: m,
+        } => {
+            if let Some(d) = dp
+                && d > *m + 1e-12
+            {
+                fails.push(format!(
+                    "The probability rose by {}, more than the permitted {}.",
+                    fmt3(d),
+                    fmt_num(*m)
+                ));
+            }
+        }
+        Expectation::AllowedRoutes { allowed_routes } => {
+            if let Some(v) = var_route
+                && !allowed_routes.contains(&v)
+            {
+                fails.push(format!(
+                    "The variant route {v} is not among the allowed routes ({}).",
+                    allowed_routes
+                        .iter()
+                        .map(|r| r.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+        Expectation::Unknown { .. } => return None,
+    }
+    Some(fails)
+}
+
+/// Three decimals, the precision drift and margins are reported at.
+pub fn fmt3(x: f64) -> String {
+    format!("{x:.3}")
+}
+
+fn compute_changes(r: &PairRecord) -> Changes {
+    let mut c = Changes::default();
+    if let (Some(a), Some(b)) = (&r.source.question, &r.variant.question) {
+        c.question_changed = a != b;
+    } else if r.source.question.is_some() != r.variant.question.is_some() {
+        c.question_changed = true;
+    }
+    let root = JsonPath::root("state");
+    match (&r.source.state, &r.variant.state) {
+        (Some(a), Some(b)) => c.state = diff::diff_values(&root, a, b),
+        (Some(a), None) => c.state.push(DiffEntry {
+            path: root,
+            change: Change::Removed { before: a.clone() },
+        }),
+        (None, Some(b)) => c.state.push(DiffEntry {
+            path: root,
+            change: Change::Added { after: b.clone() },
+        }),
+        (None, None) => {}
+    }
+    let allowed: Vec<JsonPath> = r
+        .allowed_changes
+        .iter()
+        .flatten()
+        .flat_map(|s| allowed_paths(s))
+        .collect();
+    let mut changed: Vec<JsonPath> = Vec::new();
+    if c.question_changed {
+        changed.push(JsonPath::root("question"));
+    }
+    for e in &c.state {
+        // A reorder keeps every canonical value, so it is not a change of facts.
+        if !matches!(e.change, Change::Reordered { .. }) {
+            changed.push(e.path.clone());
+        }
+    }
+    for p in changed {
+        let name = p.to_string();
+        if allowed.iter().any(|a| a.is_prefix_of(&p)) {
+            c.permitted.push(name);
+        } else {
+            c.unexpected.push(name);
+        }
+    }
+    c
+}
+
+/// An `allowed_changes` entry as paths; a bare key also names a state field.
+fn allowed_paths(s: &str) -> Vec<JsonPath> {
+    let mut out = Vec::new();
+    if let Some(p) = JsonPath::parse(s.trim()) {
+        let first_is_root =
+            matches!(p.0.first(), Some(diff::Seg::Key(k)) if k == "state" || k == "question");
+        if !first_is_root {
+            let mut segs = vec![diff::Seg::Key("state".to_string())];
+            segs.extend(p.0.iter().cloned());
+            out.push(JsonPath(segs));
+        }
+        out.push(p);
+    }
+    out
+}
+
+fn judge_validity(r: &PairRecord, c: &Changes) -> Validity {
+    let has_payload = r.source.state.is_some()
+        || r.variant.state.is_some()
+        || r.source.question.is_some()
+        || r.variant.question.is_some();
+    if !has_payload {
+        return Validity::NotRecorded;
+    }
+    if r.allowed_changes.is_none() {
+        return Validity::Undeclared;
+    }
+    if c.unexpected.is_empty() {
+        Validity::Valid
+    } else {
+        Validity::Invalid {
+            unexpected: c.unexpected.clone(),
+        }
+    }
+}
+
+/// Name the transformation from what the diff shows.
+fn infer_transformation(r: &PairRecord, c: &Changes) -> &'static str {
+    let has_payload = r.source.state.is_some()
+        || r.variant.state.is_some()
+        || r.source.question.is_some()
+        || r.variant.question.is_some();
+    if !has_payload {
+        return "not recorded";
+    }
+    let state_changed = !c.state.is_empty();
+    match (c.question_changed, state_changed) {
+        (false, false) => "identical",
+        (true, false) => "question-wording",
+        (true, true) => "question-and-state",
+        (false, true) => {
+            let all = |f: fn(&Change) -> bool| c.state.iter().all(|e| f(&e.change));
+            if all(|ch| matches!(ch, Change::Added { .. })) {
+                "add-field"
+            } else if all(|ch| matches!(ch, Change::Removed { .. })) {
+                "remove-field"
+            } else if all(|ch| matches!(ch, Change::Reordered { .. })) {
+                "reorder"
+            } else {
+                "value-change"
+            }
+        }
+    }
+}
+
+fn why_line(
+    r: &PairRecord,
+    status: Status,
+    validity: &Validity,
+    check: Option<&[String]>,
+    src_fail: &Option<String>,
+    var_fail: &Option<String>,
+) -> String {
+    match status {
+        Status::Invalid => match validity {
+            Validity::Invalid { unexpected } => format!(
+                "The variant also changed {}, which it did not declare: the test pair is at fault, not the model.",
+                unexpected.join(", ")
+            ),
+            _ => "The pair is invalid.".to_string(),
+        },
+        Status::ServiceError => {
+            let side = if var_fail.is_some() {
+                "variant"
+            } else {
+                "source"
+            };
+            let phrase = var_fail
+                .as_ref()
+                .or(src_fail.as_ref())
+                .cloned()
+                .unwrap_or_default();
+            format!("The {side} request {phrase}; the pair says nothing about the model.")
+        }
+        Status::Fail => match check.and_then(|c| c.first()) {
+            Some(first) => first.clone(),
+            None => match r.reasons.first() {
+                Some(reason) => format!("Recorded as failed: {reason}"),
+                None => "Recorded as failed; the file gives no reason.".to_string(),
+            },
+        },
+        Status::Unchecked => {
+            "No verdict recorded and no expectation to check it against.".to_string()
+        }
+        Status::Pass => "The variant kept its expectation.".to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::model::{Outcome, Policy, Side};
+    use serde_json::json;
+
+    fn pair(ps: f64, pv: f64) -> PairRecord {
+        PairRecord {
+            case_id: "c".into(),
+            variant_id: "v".into(),
+            policy: Some(Policy {
+                review_threshold: 0.55,
+                action_threshold: 0.9,
+            }),
+            expectation: Some(Expectation::Invariant {
+                max_probability_drift: Some(0.1),
+                max_confidence_drift: Some(0.15),
+                require_same_route: true,
+            }),
+            minimum_boundary_margin: Some(0.1),
+            source: Side {
+                probability: Some(ps),
+                confidence: Some(0.8),
+                question: Some("q".into()),
+                state: Some(json!({"a": 1})),
+                ..Side::default()
+            },
+            variant: Side {
+                probability: Some(pv),
+                confidence: Some(0.8),
+                question: Some("q".into()),
+                state: Some(json!({"a": 1})),
+                ..Side::default()
+            },
+            ..PairRecord::default()
+        }
+    }
+
+    #[test]
+    fn drift_routes_and_margin() {
+        let d = derive(&pair(0.91, 0.52));
+        assert!((d.dp.unwrap() + 0.39).abs() < 1e-9);
+        assert_eq!(d.source_route, Some(Route::Action));
+        assert_eq!(d.variant_route, Some(Route::Pass));
+        assert!((d.source_margin.unwrap() - 0.01).abs() < 1e-9);
+        assert!((d.variant_margin.unwrap() - 0.03).abs() < 1e-9);
+        assert_eq!(d.flip, Some(true));
+        assert_eq!(d.near_boundary, Some(true));
+        assert_eq!(d.status, Status::Fail);
+        let c = d.check.unwrap();
+        assert_eq!(c.len(), 3, "{c:?}");
+        assert!(c[0].contains("margin 0.010 < 0.1"));
+        assert!(c[1].contains("Probability drift 0.390"));
+        assert!(c[2].contains("from action to pass"));
+    }
+
+    #[test]
+    fn thresholds_are_inclusive() {
+        let pol = Policy {
+            review_threshold: 0.55,
+            action_threshold: 0.9,
+        };
+        assert_eq!(pol.route(0.9), Route::Action);
+        assert_eq!(pol.route(0.55), Route::Review);
+        assert_eq!(pol.route(0.5499), Route::Pass);
+    }
+
+    #[test]
+    fn stable_pair_passes() {
+        let d = derive(&pair(0.3, 0.32));
+        assert_eq!(d.status, Status::Pass);
+        assert_eq!(d.check, Some(vec![]));
+        assert_eq!(d.transformation.name, "identical");
+        assert!(d.transformation.inferred);
+    }
+
+    #[test]
+    fn recorded_route_mismatch_is_a_warning() {
+        let mut r = pair(0.3, 0.32);
+        r.source.route = Some(Route::Review);
+        let d = derive(&r);
+        assert!(d.warnings.iter().any(|w| w.contains("recorded as review")));
+        assert_eq!(d.source_route, Some(Route::Review));
+    }
+
+    #[test]
+    fn passed_mismatch_fails_the_pair() {
+        let mut r = pair(0.3, 0.7);
+        r.passed = Some(true);
+        let d = derive(&r);
+        assert_eq!(d.verdict, Some(false));
+        assert_eq!(d.status, Status::Fail);
+        assert!(d.warnings.iter().any(|w| w.contains("recorded a pass")));
+    }
+
+    #[test]
+    fn directional_expectations() {
+        let mut r = pair(0.7, 0.6);
+        r.expectation = Some(Expectation::NotLessUrgent {
+            permitted_probability_movement: 0.05,
+        });
+        let d = derive(&r);
+        assert_eq!(d.status, Status::Fail);
+        assert!(d.why.contains("fell by 0.100"));
+        r.expectation = Some(Expectation::NotMoreUrgent {
+            permitted_probability_movement: 0.05,
+        });
+        assert_eq!(derive(&r).status, Status::Pass);
+    }
+
+    #[test]
+    fn allowed_routes() {
+        let mut r = pair(0.7, 0.95);
+        r.expectation = Some(Expectation::AllowedRoutes {
+            allowed_routes: vec![Route::Review, Route::Pass],
+        });
+        let d = derive(&r);
+        assert_eq!(d.status, Status::Fail);
+        assert!(d.why.contains("action is not among"));
+    }
+
+    #[test]
+    fn service_error_is_its_own_status() {
+        let mut r = pair(0.7, 0.7);
+        r.variant.probability = None;
+        r.variant.outcome = Some(Outcome::Timeout);
+        r.variant.latency_ms = Some(30000.0);
+        let d = derive(&r);
+        assert_eq!(d.status, Status::ServiceError);
+        assert!(d.why.contains("timed out after 30000 ms"), "{}", d.why);
+        assert!(d.service_error);
+    }
+
+    #[test]
+    fn validity_splits_permitted_and_unexpected() {
+        let mut r = pair(0.3, 0.3);
+        r.variant.state = Some(json!({"a": 2, "theme": "dark"}));
+        r.allowed_changes = Some(vec!["state.theme".into()]);
+        let d = derive(&r);
+        assert_eq!(d.changes.permitted, vec!["state.theme"]);
+        assert_eq!(d.changes.unexpected, vec!["state.a"]);
+        assert_eq!(d.status, Status::Invalid);
+        assert_eq!(d.transformation.name, "value-change");
+
+        r.allowed_changes = Some(vec!["state".into()]);
+        assert_eq!(derive(&r).validity, Validity::Valid);
+        // A bare key names a state field.
+        r.allowed_changes = Some(vec!["a".into(), "theme".into()]);
+        assert_eq!(derive(&r).validity, Validity::Valid);
+        r.allowed_changes = None;
+        assert_eq!(derive(&r).validity, Validity::Undeclared);
+    }
+
+    #[test]
+    fn inference_names_the_change() {
+        let mut r = pair(0.3, 0.3);
+        r.variant.question = Some("q2".into());
+        assert_eq!(derive(&r).transformation.name, "question-wording");
+        let mut r = pair(0.3, 0.3);
+        r.variant.state = Some(json!({"a": 1, "b": 2}));
+        assert_eq!(derive(&r).transformation.name, "add-field");
+        let mut r = pair(0.3, 0.3);
+        r.source.state = Some(json!({"a": 1, "b": 2}));
+        r.variant.state = Some(json!({"b": 2, "a": 1}));
+        let d = derive(&r);
+        assert_eq!(d.transformation.name, "reorder");
+        // A reorder keeps every value: not a change of facts.
+        r.allowed_changes = Some(vec![]);
+        assert_eq!(derive(&r).validity, Validity::Valid);
+        let mut r = pair(0.3, 0.3);
+        r.variant.state = Some(json!({}));
+        assert_eq!(derive(&r).transformation.name, "remove-field");
+        r.transformation = Some("remove-evidence".into());
+        let d = derive(&r);
+        assert_eq!(d.transformation.name, "remove-evidence");
+        assert!(!d.transformation.inferred);
+    }
+
+    #[test]
+    fn bare_rows_have_no_validity() {
+        let mut r = pair(0.91, 0.93);
+        r.source.state = None;
+        r.variant.state = None;
+        r.source.question = None;
+        r.variant.question = None;
+        r.policy = None;
+        r.source.route = Some(Route::Action);
+        r.variant.route = Some(Route::Action);
+        let d = derive(&r);
+        assert_eq!(d.validity, Validity::NotRecorded);
+        assert_eq!(d.transformation.name, "not recorded");
+        assert_eq!(d.source_margin, None);
+        assert_eq!(d.status, Status::Pass);
+    }
+}

@@ -1,0 +1,1540 @@
+//! Structural diff of a source request against its variant, plus inline word diffs.
+//!
+//! [`JsonPath`] names a place inside a JSON value (`state.evidence[1].status`) and
+//! round-trips through `Display` / [`JsonPath::parse`]. [`diff_values`] walks two JSON
+//! values and lists what changed as [`DiffEntry`]s (added / removed / changed / reordered);
+//! arrays are matched by element `id` when every element has one, otherwise aligned with
+//! an LCS. [`word_diff`] and [`changed_words`] explain how a string changed word by word.
+//! Everything here is pure and terminal-free: rendering (and making text inert) is the
+//! caller's job.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::{self, Write as _};
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Number, Value};
+use similar::{Algorithm, ChangeTag, DiffTag, TextDiff};
+
+/// Deepest level `diff_values` descends to; below it a differing subtree is one `Changed`.
+pub const MAX_DEPTH: usize = 256;
+
+// Myers is O((N+M)·D); a huge, wholly different array or string must not freeze the UI,
+// so the alignment gets a time budget after which similar falls back to a coarser (still
+// correct) diff.
+const ARRAY_DIFF_BUDGET: Duration = Duration::from_millis(500);
+const WORD_DIFF_BUDGET: Duration = Duration::from_millis(250);
+
+/// One step of a JSON path.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Seg {
+    /// An object member, by key.
+    Key(String),
+    /// An array element, by position.
+    Index(usize),
+}
+
+/// A path into a JSON value, displayed as `state.affectedUsers`, `state.evidence[1].status`, or `state["odd key"]` when a key is not a plain identifier (`[A-Za-z_][A-Za-z0-9_-]*`). The first segment is displayed without a leading dot.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct JsonPath(pub Vec<Seg>);
+
+impl JsonPath {
+    /// A one-segment path naming the root value, e.g. `state` or `question`.
+    pub fn root(name: &str) -> Self {
+        JsonPath(vec![Seg::Key(name.to_string())])
+    }
+
+    /// This path extended by an object key.
+    pub fn key(&self, k: &str) -> Self {
+        let mut segs = self.0.clone();
+        segs.push(Seg::Key(k.to_string()));
+        JsonPath(segs)
+    }
+
+    /// This path extended by an array index.
+    pub fn index(&self, i: usize) -> Self {
+        let mut segs = self.0.clone();
+        segs.push(Seg::Index(i));
+        JsonPath(segs)
+    }
+
+    /// True when `other` starts with every segment of `self` (a path is a prefix of itself).
+    pub fn is_prefix_of(&self, other: &JsonPath) -> bool {
+        other.0.starts_with(&self.0)
+    }
+
+    /// Parse the `Display` form back into a path (`a.b[2]["x y"]`); `None` if malformed.
+    pub fn parse(s: &str) -> Option<JsonPath> {
+        let bytes = s.as_bytes();
+        let mut segs = Vec::new();
+        let mut i = 0;
+        while i < bytes.len() {
+            match bytes[i] {
+                b'[' => {
+                    i += 1;
+                    if bytes.get(i) == Some(&b'"') {
+                        // Find the closing quote, skipping escaped characters. Escapes are
+                        // ASCII and UTF-8 continuation bytes never equal `"` or `\`, so the
+                        // slice below always lands on char boundaries.
+                        let start = i;
+                        let mut j = i + 1;
+                        loop {
+                            match bytes.get(j)? {
+                                b'\\' => j += 2,
+                                b'"' => break,
+                                _ => j += 1,
+                            }
+                        }
+                        let key: String = serde_json::from_str(s.get(start..=j)?).ok()?;
+                        segs.push(Seg::Key(key));
+                        i = j + 1;
+                    } else {
+                        let start = i;
+                        while bytes.get(i).is_some_and(u8::is_ascii_digit) {
+                            i += 1;
+                        }
+                        let n: usize = s.get(start..i)?.parse().ok()?;
+                        segs.push(Seg::Index(n));
+                    }
+                    if bytes.get(i) != Some(&b']') {
+                        return None;
+                    }
+                    i += 1;
+                }
+                b'.' if !segs.is_empty() => {
+                    let (key, next) = parse_ident(s, i + 1)?;
+                    segs.push(Seg::Key(key));
+                    i = next;
+                }
+                _ if segs.is_empty() => {
+                    let (key, next) = parse_ident(s, i)?;
+                    segs.push(Seg::Key(key));
+                    i = next;
+                }
+                _ => return None,
+            }
+        }
+        Some(JsonPath(segs))
+    }
+}
+
+/// Read a plain identifier starting at byte `start`; returns it and the byte after it.
+fn parse_ident(s: &str, start: usize) -> Option<(String, usize)> {
+    let bytes = s.as_bytes();
+    let mut end = start;
+    while bytes
+        .get(end)
+        .is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_' || *b == b'-')
+    {
+        end += 1;
+    }
+    let ident = s.get(start..end)?;
+    is_ident(ident).then(|| (ident.to_string(), end))
+}
+
+/// Whether a key can be shown bare (`.key`) rather than quoted (`["key"]`).
+fn is_ident(k: &str) -> bool {
+    let mut chars = k.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Write `k` as a JSON string literal. Controls are escaped so a key never smuggles raw
+/// control bytes into the UI; everything else stays readable (the UI makes it inert).
+fn write_quoted(f: &mut impl fmt::Write, k: &str) -> fmt::Result {
+    f.write_char('"')?;
+    for c in k.chars() {
+        match c {
+            '"' => f.write_str("\\\"")?,
+            '\\' => f.write_str("\\\\")?,
+            '\n' => f.write_str("\\n")?,
+            '\r' => f.write_str("\\r")?,
+            '\t' => f.write_str("\\t")?,
+            c if c.is_control() => write!(f, "\\u{:04x}", u32::from(c))?,
+            c => f.write_char(c)?,
+        }
+    }
+    f.write_char('"')
+}
+
+impl fmt::Display for JsonPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, seg) in self.0.iter().enumerate() {
+            match seg {
+                Seg::Key(k) if is_ident(k) => {
+                    if i > 0 {
+                        f.write_char('.')?;
+                    }
+                    f.write_str(k)?;
+                }
+                Seg::Key(k) => {
+                    f.write_char('[')?;
+                    write_quoted(f, k)?;
+                    f.write_char(']')?;
+                }
+                Seg::Index(n) => write!(f, "[{n}]")?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What happened at one path.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    /// The value exists only in the variant.
+    Added {
+        /// The variant's value.
+        after: Value,
+    },
+    /// The value exists only in the source.
+    Removed {
+        /// The source's value.
+        before: Value,
+    },
+    /// Both sides have a value here and they differ.
+    Changed {
+        /// The source's value.
+        before: Value,
+        /// The variant's value.
+        after: Value,
+    },
+    /// Same keys (object) or same id-matched elements (array) with equal values, in another order. Lists the keys / ids (for arrays: the `id` values rendered as strings, or indices) in each order.
+    Reordered {
+        /// Keys / ids in source order.
+        before: Vec<String>,
+        /// Keys / ids in variant order.
+        after: Vec<String>,
+    },
+}
+
+/// One difference: where it is (an `Added` path locates the value in the variant, every other kind's in the source) and what happened there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiffEntry {
+    /// Where the change is.
+    pub path: JsonPath,
+    /// What the change is.
+    pub change: Change,
+}
+
+/// Structural diff of `a` (source) against `b` (variant) rooted at `root`.
+pub fn diff_values(root: &JsonPath, a: &Value, b: &Value) -> Vec<DiffEntry> {
+    let mut out = Vec::new();
+    diff_into(
+        &Paths {
+            a: root.clone(),
+            b: root.clone(),
+        },
+        a,
+        b,
+        0,
+        &mut out,
+    );
+    out
+}
+
+/// The current location on both sides: array elements matched across sides can sit at
+/// different indices, and an `Added` entry must resolve in the variant.
+struct Paths {
+    a: JsonPath,
+    b: JsonPath,
+}
+
+impl Paths {
+    fn key(&self, k: &str) -> Paths {
+        Paths {
+            a: self.a.key(k),
+            b: self.b.key(k),
+        }
+    }
+
+    fn index(&self, ia: usize, ib: usize) -> Paths {
+        Paths {
+            a: self.a.index(ia),
+            b: self.b.index(ib),
+        }
+    }
+}
+
+fn diff_into(at: &Paths, a: &Value, b: &Value, depth: usize, out: &mut Vec<DiffEntry>) {
+    if depth >= MAX_DEPTH {
+        // Bounded recursion: hostile or pathological input must not blow the stack.
+        if !canon_eq(a, b) {
+            push_changed(out, &at.a, a, b);
+        }
+        return;
+    }
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => diff_objects(at, x, y, depth, out),
+        (Value::Array(x), Value::Array(y)) => diff_arrays(at, x, y, depth, out),
+        _ => {
+            if !canon_eq(a, b) {
+                push_changed(out, &at.a, a, b);
+            }
+        }
+    }
+}
+
+fn push_changed(out: &mut Vec<DiffEntry>, path: &JsonPath, a: &Value, b: &Value) {
+    out.push(DiffEntry {
+        path: path.clone(),
+        change: Change::Changed {
+            before: a.clone(),
+            after: b.clone(),
+        },
+    });
+}
+
+fn push_removed(out: &mut Vec<DiffEntry>, path: JsonPath, v: &Value) {
+    out.push(DiffEntry {
+        path,
+        change: Change::Removed { before: v.clone() },
+    });
+}
+
+fn push_added(out: &mut Vec<DiffEntry>, path: JsonPath, v: &Value) {
+    out.push(DiffEntry {
+        path,
+        change: Change::Added { after: v.clone() },
+    });
+}
+
+fn diff_objects(
+    at: &Paths,
+    x: &Map<String, Value>,
+    y: &Map<String, Value>,
+    depth: usize,
+    out: &mut Vec<DiffEntry>,
+) {
+    // A reorder is only worth reporting when it is the whole story at this level; when
+    // anything else changed, the real changes are what the reviewer needs to see. The
+    // cheap order check goes first so the common unreordered case skips the deep compare.
+    let reordered_only = !x.keys().eq(y.keys())
+        && x.len() == y.len()
+        && x.iter()
+            .all(|(k, v)| y.get(k).is_some_and(|w| canon_eq(v, w)));
+    if reordered_only {
+        out.push(DiffEntry {
+            path: at.a.clone(),
+            change: Change::Reordered {
+                before: x.keys().cloned().collect(),
+                after: y.keys().cloned().collect(),
+            },
+        });
+        return;
+    }
+    // Otherwise recurse, even when canonically equal: children may differ in key order.
+    for (k, v) in x {
+        match y.get(k) {
+            Some(w) => diff_into(&at.key(k), v, w, depth + 1, out),
+            None => push_removed(out, at.a.key(k), v),
+        }
+    }
+    for (k, w) in y {
+        if !x.contains_key(k) {
+            push_added(out, at.b.key(k), w);
+        }
+    }
+}
+
+fn diff_arrays(at: &Paths, x: &[Value], y: &[Value], depth: usize, out: &mut Vec<DiffEntry>) {
+    match (element_ids(x), element_ids(y)) {
+        (Some(ix), Some(iy)) => diff_by_id(at, x, y, &ix, &iy, depth, out),
+        _ => diff_by_lcs(at, x, y, depth, out),
+    }
+}
+
+/// An element's `id`: `key` matches across sides (1 and 1.0 match, "1" and 1 do not),
+/// `label` is what a reorder lists.
+struct ElementId {
+    key: String,
+    label: String,
+}
+
+/// The ids of an array whose elements are all objects with a unique string or numeric
+/// `id`; `None` when id matching would be ambiguous or impossible.
+fn element_ids(xs: &[Value]) -> Option<Vec<ElementId>> {
+    let mut seen = HashSet::new();
+    let mut ids = Vec::with_capacity(xs.len());
+    for x in xs {
+        let id = match x.as_object()?.get("id")? {
+            Value::String(s) => ElementId {
+                key: format!("s:{s}"),
+                label: s.clone(),
+            },
+            Value::Number(n) => ElementId {
+                key: format!("n:{}", canon_number(n)),
+                label: n.to_string(),
+            },
+            _ => return None,
+        };
+        if !seen.insert(id.key.clone()) {
+            return None;
+        }
+        ids.push(id);
+    }
+    Some(ids)
+}
+
+fn diff_by_id(
+    at: &Paths,
+    x: &[Value],
+    y: &[Value],
+    ix: &[ElementId],
+    iy: &[ElementId],
+    depth: usize,
+    out: &mut Vec<DiffEntry>,
+) {
+    let pos_x: HashMap<&str, usize> = ix
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.key.as_str(), i))
+        .collect();
+    let pos_y: HashMap<&str, usize> = iy
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.key.as_str(), i))
+        .collect();
+
+    // As for object keys: a reorder is reported only when it is the whole story.
+    let reordered_only = x.len() == y.len()
+        && !ix.iter().zip(iy).all(|(p, q)| p.key == q.key)
+        && ix.iter().zip(x).all(|(id, v)| {
+            pos_y
+                .get(id.key.as_str())
+                .and_then(|&j| y.get(j))
+                .is_some_and(|w| canon_eq(v, w))
+        });
+    if reordered_only {
+        out.push(DiffEntry {
+            path: at.a.clone(),
+            change: Change::Reordered {
+                before: ix.iter().map(|id| id.label.clone()).collect(),
+                after: iy.iter().map(|id| id.label.clone()).collect(),
+            },
+        });
+        return;
+    }
+    for (i, (id, v)) in ix.iter().zip(x).enumerate() {
+        match pos_y
+            .get(id.key.as_str())
+            .and_then(|&j| Some((j, y.get(j)?)))
+        {
+            Some((j, w)) => diff_into(&at.index(i, j), v, w, depth + 1, out),
+            None => push_removed(out, at.a.index(i), v),
+        }
+    }
+    for (j, (id, w)) in iy.iter().zip(y).enumerate() {
+        if !pos_x.contains_key(id.key.as_str()) {
+            push_added(out, at.b.index(j), w);
+        }
+    }
+}
+
+fn diff_by_lcs(at: &Paths, x: &[Value], y: &[Value], depth: usize, out: &mut Vec<DiffEntry>) {
+    let tx: Vec<String> = x.iter().map(canon_text).collect();
+    let ty: Vec<String> = y.iter().map(canon_text).collect();
+    if tx == ty {
+        return;
+    }
+    // Myers breaks ties by direction, so diff(a, b) and diff(b, a) could align equal
+    // elements differently. Always running it in one canonical direction and mirroring
+    // the result keeps "swap the sides" a pure swap of Added and Removed.
+    let deadline = Instant::now().checked_add(ARRAY_DIFF_BUDGET);
+    let flip = tx > ty;
+    let ops = if flip {
+        similar::capture_diff_slices_deadline(Algorithm::Myers, &ty, &tx, deadline)
+    } else {
+        similar::capture_diff_slices_deadline(Algorithm::Myers, &tx, &ty, deadline)
+    };
+
+    // Every stretch between two equal runs is one region: pair its elements up position by
+    // position (so an edited element reads as a change, not as remove + add) and report
+    // the leftovers as removed / added.
+    let mut region: Option<(std::ops::Range<usize>, std::ops::Range<usize>)> = None;
+    for op in &ops {
+        let (ra, rb) = if flip {
+            (op.new_range(), op.old_range())
+        } else {
+            (op.old_range(), op.new_range())
+        };
+        if op.tag() == DiffTag::Equal {
+            if let Some((ga, gb)) = region.take() {
+                diff_region(at, x, y, ga, gb, depth, out);
+            }
+            continue;
+        }
+        region = Some(match region.take() {
+            None => (ra, rb),
+            Some((ga, gb)) => (
+                ga.start.min(ra.start)..ga.end.max(ra.end),
+                gb.start.min(rb.start)..gb.end.max(rb.end),
+            ),
+        });
+    }
+    if let Some((ga, gb)) = region {
+        diff_region(at, x, y, ga, gb, depth, out);
+    }
+}
+
+fn diff_region(
+    at: &Paths,
+    x: &[Value],
+    y: &[Value],
+    ra: std::ops::Range<usize>,
+    rb: std::ops::Range<usize>,
+    depth: usize,
+    out: &mut Vec<DiffEntry>,
+) {
+    let paired = ra.len().min(rb.len());
+    for k in 0..paired {
+        let (i, j) = (ra.start + k, rb.start + k);
+        if let (Some(v), Some(w)) = (x.get(i), y.get(j)) {
+            diff_into(&at.index(i, j), v, w, depth + 1, out);
+        }
+    }
+    for i in ra.start + paired..ra.end {
+        if let Some(v) = x.get(i) {
+            push_removed(out, at.a.index(i), v);
+        }
+    }
+    for j in rb.start + paired..rb.end {
+        if let Some(w) = y.get(j) {
+            push_added(out, at.b.index(j), w);
+        }
+    }
+}
+
+/// Canonical equality, ignoring object key order and comparing numbers by value (`1` equals `1.0`).
+pub fn canon_eq(a: &Value, b: &Value) -> bool {
+    // An explicit stack rather than recursion: any depth is safe.
+    let mut stack = vec![(a, b)];
+    while let Some((a, b)) = stack.pop() {
+        match (a, b) {
+            (Value::Null, Value::Null) => {}
+            (Value::Bool(p), Value::Bool(q)) if p == q => {}
+            (Value::Number(p), Value::Number(q)) if number_eq(p, q) => {}
+            (Value::String(p), Value::String(q)) if p == q => {}
+            (Value::Array(p), Value::Array(q)) if p.len() == q.len() => {
+                stack.extend(p.iter().zip(q));
+            }
+            (Value::Object(p), Value::Object(q)) if p.len() == q.len() => {
+                // Keys are unique, so equal sizes plus every key of `p` in `q` means
+                // equal key sets.
+                for (k, v) in p {
+                    match q.get(k) {
+                        Some(w) => stack.push((v, w)),
+                        None => return false,
+                    }
+                }
+            }
+            _ => return false,
+        }
+    }
+    true
+}
+
+fn number_eq(p: &Number, q: &Number) -> bool {
+    match (p.as_f64(), q.as_f64()) {
+        (Some(x), Some(y)) if p.is_f64() || q.is_f64() => x == y,
+        _ => p == q,
+    }
+}
+
+/// A number's canonical text: integral values print as integers whatever their JSON
+/// spelling, so `1` and `1.0` get the same text.
+fn canon_number(n: &Number) -> String {
+    if let Some(i) = n.as_i64() {
+        return i.to_string();
+    }
+    if let Some(u) = n.as_u64() {
+        return u.to_string();
+    }
+    match n.as_f64() {
+        // Below 1e20 an integral f64 converts to i128 exactly.
+        Some(f) if f.fract() == 0.0 && f.abs() < 1e20 => (f as i128).to_string(),
+        Some(f) => format!("{f:?}"),
+        None => n.to_string(),
+    }
+}
+
+/// Canonical text of a value (sorted keys, canonical numbers), the same for two values only if they are canonically equal.
+pub fn canon_text(v: &Value) -> String {
+    // An explicit stack rather than recursion: any depth is safe.
+    enum Tok<'a> {
+        Val(&'a Value),
+        Lit(&'static str),
+        Key(&'a str),
+    }
+    let mut out = String::new();
+    let mut stack = vec![Tok::Val(v)];
+    while let Some(tok) = stack.pop() {
+        match tok {
+            Tok::Lit(s) => out.push_str(s),
+            // Debug escaping is reversible, which is all a canonical key needs.
+            Tok::Key(k) => {
+                let _ = write!(out, "{k:?}:");
+            }
+            Tok::Val(Value::Null) => out.push_str("null"),
+            Tok::Val(Value::Bool(b)) => out.push_str(if *b { "true" } else { "false" }),
+            Tok::Val(Value::Number(n)) => out.push_str(&canon_number(n)),
+            Tok::Val(Value::String(s)) => {
+                let _ = write!(out, "{s:?}");
+            }
+            Tok::Val(Value::Array(xs)) => {
+                out.push('[');
+                stack.push(Tok::Lit("]"));
+                for (i, x) in xs.iter().enumerate().rev() {
+                    stack.push(Tok::Val(x));
+                    if i > 0 {
+                        stack.push(Tok::Lit(","));
+                    }
+                }
+            }
+            Tok::Val(Value::Object(m)) => {
+                out.push('{');
+                stack.push(Tok::Lit("}"));
+                let mut entries: Vec<(&String, &Value)> = m.iter().collect();
+                entries.sort_by(|p, q| p.0.cmp(q.0));
+                for (i, (k, x)) in entries.into_iter().enumerate().rev() {
+                    stack.push(Tok::Val(x));
+                    stack.push(Tok::Key(k));
+                    if i > 0 {
+                        stack.push(Tok::Lit(","));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Resolve a path inside a value whose own root is `root` (the first segments of `path` must equal `root`).
+pub fn resolve<'a>(root: &JsonPath, v: &'a Value, path: &JsonPath) -> Option<&'a Value> {
+    let rest = path.0.strip_prefix(root.0.as_slice())?;
+    let mut cur = v;
+    for seg in rest {
+        cur = match (seg, cur) {
+            (Seg::Key(k), Value::Object(m)) => m.get(k)?,
+            (Seg::Index(i), Value::Array(xs)) => xs.get(*i)?,
+            _ => return None,
+        };
+    }
+    Some(cur)
+}
+
+/// A piece of an inline word diff.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WordKind {
+    /// Present in both strings.
+    Same,
+    /// Only in the source string.
+    Removed,
+    /// Only in the variant string.
+    Added,
+}
+
+/// A run of text with one [`WordKind`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WordSeg {
+    /// Whether the text is shared, removed or added.
+    pub kind: WordKind,
+    /// The text itself (never empty).
+    pub text: String,
+}
+
+/// Inline word diff of two strings (similar's TextDiff::from_words or configured equivalent); concatenating Same+Removed gives `a`, Same+Added gives `b`; adjacent segments of the same kind are merged.
+pub fn word_diff(a: &str, b: &str) -> Vec<WordSeg> {
+    // Raw token diffs read badly: "What is" → "Estimate" comes out as two edits around a
+    // shared space. So each changed stretch is emitted as removed text then added text, a
+    // whitespace-only equal token between two changes is folded into the edit, and
+    // whitespace common to both sides of an edit is moved back out of it.
+    let diff = TextDiff::configure()
+        .algorithm(Algorithm::Myers)
+        .timeout(WORD_DIFF_BUDGET)
+        .diff_words(a, b);
+    let raw: Vec<(ChangeTag, &str)> = diff
+        .iter_all_changes()
+        .map(|c| (c.tag(), c.value()))
+        .collect();
+
+    // Collect alternating (same, removed, added) stretches. A whitespace-only equal token
+    // sandwiched between changes belongs to both sides of the surrounding edit.
+    let mut out: Vec<WordSeg> = Vec::new();
+    let mut removed = String::new();
+    let mut added = String::new();
+    for (i, &(tag, text)) in raw.iter().enumerate() {
+        match tag {
+            ChangeTag::Delete => removed.push_str(text),
+            ChangeTag::Insert => added.push_str(text),
+            ChangeTag::Equal => {
+                let sandwiched = i > 0
+                    && raw[i - 1].0 != ChangeTag::Equal
+                    && raw.get(i + 1).is_some_and(|n| n.0 != ChangeTag::Equal)
+                    && text.chars().all(char::is_whitespace);
+                if sandwiched {
+                    removed.push_str(text);
+                    added.push_str(text);
+                } else {
+                    flush_edit(&mut out, &mut removed, &mut added);
+                    push_word(&mut out, WordKind::Same, text);
+                }
+            }
+        }
+    }
+    flush_edit(&mut out, &mut removed, &mut added);
+    out
+}
+
+/// Emit one edit (removed then added), moving whitespace both sides share out of it.
+fn flush_edit(out: &mut Vec<WordSeg>, removed: &mut String, added: &mut String) {
+    let r = std::mem::take(removed);
+    let a = std::mem::take(added);
+    if r.is_empty() && a.is_empty() {
+        return;
+    }
+    let lead = common_ws(r.chars(), a.chars());
+    let trail = common_ws(r[lead..].chars().rev(), a[lead..].chars().rev());
+    push_word(out, WordKind::Same, &r[..lead]);
+    push_word(out, WordKind::Removed, &r[lead..r.len() - trail]);
+    push_word(out, WordKind::Added, &a[lead..a.len() - trail]);
+    push_word(out, WordKind::Same, &r[r.len() - trail..]);
+}
+
+/// Byte length of the whitespace run both iterators start with.
+fn common_ws(x: impl Iterator<Item = char>, y: impl Iterator<Item = char>) -> usize {
+    x.zip(y)
+        .take_while(|(p, q)| p == q && p.is_whitespace())
+        .map(|(p, _)| p.len_utf8())
+        .sum()
+}
+
+fn push_word(out: &mut Vec<WordSeg>, kind: WordKind, text: &str) {
+    if text.is_empty() {
+        return;
+    }
+    match out.last_mut() {
+        Some(last) if last.kind == kind => last.text.push_str(text),
+        _ => out.push(WordSeg {
+            kind,
+            text: text.to_string(),
+        }),
+    }
+}
+
+/// The words that changed, as "removed → added" snippets, for one-line summaries like `"What is" → "Estimate"`.
+pub fn changed_words(a: &str, b: &str) -> Vec<(String, String)> {
+    // One snippet pair per edit; a pure insertion has an empty removed side and vice
+    // versa. Surrounding whitespace is trimmed unless the edit is whitespace only.
+    let mut out = Vec::new();
+    let mut edit: Option<(String, String)> = None;
+    for seg in word_diff(a, b) {
+        match seg.kind {
+            WordKind::Same => out.extend(edit.take().map(trim_edit)),
+            WordKind::Removed => edit.get_or_insert_default().0.push_str(&seg.text),
+            WordKind::Added => edit.get_or_insert_default().1.push_str(&seg.text),
+        }
+    }
+    out.extend(edit.map(trim_edit));
+    out
+}
+
+fn trim_edit((r, a): (String, String)) -> (String, String) {
+    let (tr, ta) = (r.trim(), a.trim());
+    if tr.is_empty() && ta.is_empty() {
+        (r, a)
+    } else {
+        (tr.to_string(), ta.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn state() -> JsonPath {
+        JsonPath::root("state")
+    }
+
+    fn p(s: &str) -> JsonPath {
+        JsonPath::parse(s).unwrap_or_else(|| panic!("bad path {s}"))
+    }
+
+    fn entry(path: &str, change: Change) -> DiffEntry {
+        DiffEntry {
+            path: p(path),
+            change,
+        }
+    }
+
+    #[test]
+    fn map_equality_ignores_key_order() {
+        let a = json!({"x": 1, "y": 2});
+        let b = json!({"y": 2, "x": 1});
+        // preserve_order keeps the order observable...
+        assert!(
+            !a.as_object()
+                .unwrap()
+                .keys()
+                .eq(b.as_object().unwrap().keys())
+        );
+        // ...but Map equality (IndexMap semantics) ignores it, as canon_eq does.
+        assert_eq!(a, b);
+        assert!(canon_eq(&a, &b));
+        assert_eq!(canon_text(&a), canon_text(&b));
+    }
+
+    #[test]
+    fn numbers_compare_canonically() {
+        assert!(canon_eq(&json!(1), &json!(1.0)));
+        assert!(canon_eq(&json!(-0.0), &json!(0)));
+        assert!(!canon_eq(&json!(1), &json!(1.5)));
+        assert!(!canon_eq(&json!(1), &json!("1")));
+        assert_eq!(canon_text(&json!([1, 2.0])), canon_text(&json!([1.0, 2])));
+        assert!(diff_values(&state(), &json!({"n": 1}), &json!({"n": 1.0})).is_empty());
+        let d = diff_values(&state(), &json!({"n": 1}), &json!({"n": 2.5}));
+        assert_eq!(
+            d,
+            vec![entry(
+                "state.n",
+                Change::Changed {
+                    before: json!(1),
+                    after: json!(2.5)
+                }
+            )]
+        );
+    }
+
+    #[test]
+    fn added_removed_changed_keys() {
+        let a = json!({"keep": 1, "gone": true, "edit": "old", "nested": {"x": 1}});
+        let b = json!({"keep": 1, "edit": "new", "nested": {"x": 2}, "fresh": [1]});
+        let d = diff_values(&state(), &a, &b);
+        assert_eq!(
+            d,
+            vec![
+                entry(
+                    "state.gone",
+                    Change::Removed {
+                        before: json!(true)
+                    }
+                ),
+                entry(
+                    "state.edit",
+                    Change::Changed {
+                        before: json!("old"),
+                        after: json!("new")
+                    }
+                ),
+                entry(
+                    "state.nested.x",
+                    Change::Changed {
+                        before: json!(1),
+                        after: json!(2)
+                    }
+                ),
+                entry("state.fresh", Change::Added { after: json!([1]) }),
+            ]
+        );
+    }
+
+    #[test]
+    fn type_change_is_changed() {
+        let d = diff_values(&state(), &json!({"v": {"a": 1}}), &json!({"v": [1]}));
+        assert_eq!(
+            d,
+            vec![entry(
+                "state.v",
+                Change::Changed {
+                    before: json!({"a": 1}),
+                    after: json!([1])
+                }
+            )]
+        );
+        let d = diff_values(&state(), &json!(null), &json!(false));
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].path, state());
+    }
+
+    #[test]
+    fn key_reorder_only() {
+        let a = json!({"a": 1, "b": {"c": 1, "d": 2}});
+        let b = json!({"b": {"d": 2, "c": 1}, "a": 1});
+        let d = diff_values(&state(), &a, &b);
+        assert_eq!(
+            d,
+            vec![entry(
+                "state",
+                Change::Reordered {
+                    before: vec!["a".into(), "b".into()],
+                    after: vec!["b".into(), "a".into()]
+                }
+            )]
+        );
+    }
+
+    #[test]
+    fn nested_reorder_reported_at_its_own_level() {
+        let a = json!({"a": 1, "b": {"c": 1, "d": 2}});
+        let b = json!({"a": 1, "b": {"d": 2, "c": 1}});
+        let d = diff_values(&state(), &a, &b);
+        assert_eq!(
+            d,
+            vec![entry(
+                "state.b",
+                Change::Reordered {
+                    before: vec!["c".into(), "d".into()],
+                    after: vec!["d".into(), "c".into()]
+                }
+            )]
+        );
+    }
+
+    #[test]
+    fn reorder_plus_change_reports_only_the_change() {
+        let a = json!({"a": 1, "b": 2});
+        let b = json!({"b": 3, "a": 1});
+        let d = diff_values(&state(), &a, &b);
+        assert_eq!(
+            d,
+            vec![entry(
+                "state.b",
+                Change::Changed {
+                    before: json!(2),
+                    after: json!(3)
+                }
+            )]
+        );
+        // A key added alongside a reorder: the addition only.
+        let d = diff_values(
+            &state(),
+            &json!({"a": 1, "b": 2}),
+            &json!({"b": 2, "a": 1, "c": 0}),
+        );
+        assert_eq!(d, vec![entry("state.c", Change::Added { after: json!(0) })]);
+    }
+
+    fn evidence() -> Value {
+        json!([
+            {"id": "e1", "status": "open"},
+            {"id": "e2", "status": "open"},
+            {"id": "e3", "status": "closed"}
+        ])
+    }
+
+    #[test]
+    fn id_matched_removal() {
+        let a = json!({"evidence": evidence()});
+        let mut b = a.clone();
+        b["evidence"].as_array_mut().unwrap().remove(1);
+        let d = diff_values(&state(), &a, &b);
+        assert_eq!(
+            d,
+            vec![entry(
+                "state.evidence[1]",
+                Change::Removed {
+                    before: json!({"id": "e2", "status": "open"})
+                }
+            )]
+        );
+    }
+
+    #[test]
+    fn id_matched_change_uses_source_index() {
+        let a = json!({"evidence": evidence()});
+        let b = json!({"evidence": [
+            {"id": "e3", "status": "closed"},
+            {"id": "e2", "status": "rejected"},
+            {"id": "e4", "status": "new"}
+        ]});
+        let d = diff_values(&state(), &a, &b);
+        assert_eq!(
+            d,
+            vec![
+                entry(
+                    "state.evidence[0]",
+                    Change::Removed {
+                        before: json!({"id": "e1", "status": "open"})
+                    }
+                ),
+                entry(
+                    "state.evidence[1].status",
+                    Change::Changed {
+                        before: json!("open"),
+                        after: json!("rejected")
+                    }
+                ),
+                entry(
+                    "state.evidence[2]",
+                    Change::Added {
+                        after: json!({"id": "e4", "status": "new"})
+                    }
+                ),
+            ]
+        );
+        assert_eq!(d[1].path.to_string(), "state.evidence[1].status");
+    }
+
+    #[test]
+    fn id_matched_nested_addition_resolves_in_variant() {
+        let a = json!([{"id": 1}, {"id": 2}]);
+        let b = json!([{"id": 2, "note": "x"}]);
+        let d = diff_values(&state(), &a, &b);
+        assert_eq!(
+            d,
+            vec![
+                entry(
+                    "state[0]",
+                    Change::Removed {
+                        before: json!({"id": 1})
+                    }
+                ),
+                entry("state[0].note", Change::Added { after: json!("x") }),
+            ]
+        );
+        assert_eq!(resolve(&state(), &b, &d[1].path), Some(&json!("x")));
+    }
+
+    #[test]
+    fn id_matched_reorder() {
+        let a = json!({"evidence": evidence()});
+        let mut b = a.clone();
+        b["evidence"].as_array_mut().unwrap().reverse();
+        let d = diff_values(&state(), &a, &b);
+        assert_eq!(
+            d,
+            vec![entry(
+                "state.evidence",
+                Change::Reordered {
+                    before: vec!["e1".into(), "e2".into(), "e3".into()],
+                    after: vec!["e3".into(), "e2".into(), "e1".into()]
+                }
+            )]
+        );
+        // Numeric ids are listed as their text, and 1 matches 1.0.
+        let d = diff_values(
+            &state(),
+            &json!([{"id": 1}, {"id": 2}]),
+            &json!([{"id": 2}, {"id": 1.0}]),
+        );
+        assert_eq!(
+            d,
+            vec![entry(
+                "state",
+                Change::Reordered {
+                    before: vec!["1".into(), "2".into()],
+                    after: vec!["2".into(), "1.0".into()]
+                }
+            )]
+        );
+    }
+
+    #[test]
+    fn duplicate_ids_fall_back_to_lcs() {
+        let a = json!([{"id": 1, "v": 1}, {"id": 1, "v": 2}]);
+        let b = json!([{"id": 1, "v": 2}]);
+        let d = diff_values(&state(), &a, &b);
+        assert_eq!(
+            d,
+            vec![entry(
+                "state[0]",
+                Change::Removed {
+                    before: json!({"id": 1, "v": 1})
+                }
+            )]
+        );
+    }
+
+    #[test]
+    fn lcs_removed_middle_element() {
+        let a = json!({"evidence": ["first", {"k": "second"}, "third"]});
+        let b = json!({"evidence": ["first", "third"]});
+        let d = diff_values(&state(), &a, &b);
+        assert_eq!(
+            d,
+            vec![entry(
+                "state.evidence[1]",
+                Change::Removed {
+                    before: json!({"k": "second"})
+                }
+            )]
+        );
+        let back = diff_values(&state(), &b, &a);
+        assert_eq!(
+            back,
+            vec![entry(
+                "state.evidence[1]",
+                Change::Added {
+                    after: json!({"k": "second"})
+                }
+            )]
+        );
+    }
+
+    #[test]
+    fn lcs_replace_pairs_and_leftovers() {
+        let a = json!(["same", {"k": 1}, "x", "tail"]);
+        let b = json!(["same", {"k": 2}, "tail"]);
+        let d = diff_values(&state(), &a, &b);
+        assert_eq!(
+            d,
+            vec![
+                entry(
+                    "state[1].k",
+                    Change::Changed {
+                        before: json!(1),
+                        after: json!(2)
+                    }
+                ),
+                entry("state[2]", Change::Removed { before: json!("x") }),
+            ]
+        );
+        // Elements equal up to key order and number spelling align as equal, and equal
+        // runs produce nothing (an element-internal key reorder is not a change of the array).
+        let d = diff_values(
+            &state(),
+            &json!([{"a": 1, "b": 2}]),
+            &json!([{"b": 2, "a": 1.0}]),
+        );
+        assert!(d.is_empty());
+    }
+
+    #[test]
+    fn path_display() {
+        assert_eq!(
+            state().key("affectedUsers").to_string(),
+            "state.affectedUsers"
+        );
+        assert_eq!(
+            state().key("evidence").index(1).key("status").to_string(),
+            "state.evidence[1].status"
+        );
+        assert_eq!(state().key("a b").to_string(), "state[\"a b\"]");
+        assert_eq!(state().key("x-y_2").to_string(), "state.x-y_2");
+        assert_eq!(state().key("2x").to_string(), "state[\"2x\"]");
+        assert_eq!(state().key("q\"\\\n").to_string(), r#"state["q\"\\\n"]"#);
+        assert_eq!(JsonPath::default().index(0).key("a").to_string(), "[0].a");
+        assert_eq!(JsonPath::root("odd key").to_string(), "[\"odd key\"]");
+    }
+
+    #[test]
+    fn path_parse() {
+        assert_eq!(
+            JsonPath::parse("a.b[2][\"x y\"]"),
+            Some(JsonPath(vec![
+                Seg::Key("a".into()),
+                Seg::Key("b".into()),
+                Seg::Index(2),
+                Seg::Key("x y".into())
+            ]))
+        );
+        assert_eq!(JsonPath::parse(""), Some(JsonPath::default()));
+        for bad in [
+            ".a", "a..b", "a.", "a[", "a[x]", "a[\"x]", "a b", "a[1", "[-1]", "a.\"b\"", "é",
+        ] {
+            assert_eq!(JsonPath::parse(bad), None, "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn prefix_and_resolve() {
+        let root = state();
+        let deep = p("state.evidence[1].status");
+        assert!(root.is_prefix_of(&deep));
+        assert!(deep.is_prefix_of(&deep));
+        assert!(!deep.is_prefix_of(&root));
+        assert!(!p("question").is_prefix_of(&deep));
+        let v = json!({"evidence": [{}, {"status": "open"}]});
+        assert_eq!(resolve(&root, &v, &deep), Some(&json!("open")));
+        assert_eq!(resolve(&root, &v, &root), Some(&v));
+        assert_eq!(resolve(&root, &v, &p("question.evidence")), None);
+        assert_eq!(resolve(&root, &v, &p("state.evidence[5]")), None);
+        assert_eq!(resolve(&root, &v, &p("state.evidence.x")), None);
+    }
+
+    #[test]
+    fn control_char_difference_is_seen() {
+        let d = diff_values(
+            &state(),
+            &json!({"s": "rejected\rAPPROVED"}),
+            &json!({"s": "rejectedAPPROVED"}),
+        );
+        assert_eq!(d.len(), 1);
+        let w = word_diff("rejected\rAPPROVED", "rejectedAPPROVED");
+        assert!(w.iter().any(|s| s.kind != WordKind::Same));
+        assert!(!changed_words("rejected\rAPPROVED", "rejectedAPPROVED").is_empty());
+        // Also inside arrays, where alignment runs on canonical text.
+        let d = diff_values(&state(), &json!(["a\rb"]), &json!(["ab"]));
+        assert_eq!(d.len(), 1);
+    }
+
+    #[test]
+    fn changed_words_summary() {
+        assert_eq!(
+            changed_words("What is the probability", "Estimate the probability"),
+            vec![("What is".to_string(), "Estimate".to_string())]
+        );
+        assert_eq!(
+            changed_words("the cat sat down", "the dog ran down"),
+            vec![("cat sat".to_string(), "dog ran".to_string())]
+        );
+        assert_eq!(
+            changed_words("a b", "a b c"),
+            vec![(String::new(), "c".to_string())]
+        );
+        assert_eq!(
+            changed_words("same", "same"),
+            Vec::<(String, String)>::new()
+        );
+        // Whitespace-only edits keep their whitespace (trimming would leave nothing).
+        assert_eq!(
+            changed_words("a b", "a  b"),
+            vec![(String::new(), " ".to_string())]
+        );
+    }
+
+    #[test]
+    fn word_diff_shape() {
+        let w = word_diff("What is the probability", "Estimate the probability");
+        let seg = |kind, text: &str| WordSeg {
+            kind,
+            text: text.to_string(),
+        };
+        assert_eq!(
+            w,
+            vec![
+                seg(WordKind::Removed, "What is"),
+                seg(WordKind::Added, "Estimate"),
+                seg(WordKind::Same, " the probability"),
+            ]
+        );
+        assert!(word_diff("", "").is_empty());
+        assert_eq!(word_diff("", "x"), vec![seg(WordKind::Added, "x")]);
+    }
+
+    fn nest(depth: usize, leaf: Value) -> Value {
+        let mut v = leaf;
+        for i in 0..depth {
+            v = if i % 2 == 0 {
+                json!([v])
+            } else {
+                json!({ "k": v })
+            };
+        }
+        v
+    }
+
+    #[test]
+    fn deep_values_stop_at_max_depth() {
+        let a = nest(400, json!(1));
+        let b = nest(400, json!(2));
+        let d = diff_values(&state(), &a, &b);
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].path.0.len(), 1 + MAX_DEPTH);
+        assert!(matches!(d[0].change, Change::Changed { .. }));
+        assert!(resolve(&state(), &a, &d[0].path).is_some());
+        assert!(diff_values(&state(), &a, &a.clone()).is_empty());
+        // Shallow enough: the exact leaf is reported.
+        let d = diff_values(&state(), &nest(100, json!(1)), &nest(100, json!(2)));
+        assert_eq!(d.len(), 1);
+        assert_eq!(d[0].path.0.len(), 101);
+    }
+
+    // ---------- property tests ----------
+
+    fn arb_string() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[ab \r\n\t\u{1b}\u{7f}\u{85}\u{202e}\u{200b}é日]{0,5}",
+            any::<String>(),
+        ]
+    }
+
+    fn arb_key() -> impl Strategy<Value = String> {
+        prop_oneof![
+            4 => "[a-d]",
+            1 => Just("id".to_string()),
+            1 => Just("odd key".to_string()),
+            1 => "[\"\\\\.\\[\\] \u{1}é]{0,3}",
+        ]
+    }
+
+    fn arb_scalar() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            (-3i64..4).prop_map(|n| json!(n)),
+            prop::sample::select(vec![0.0, 1.0, 1.5, -2.0]).prop_map(|f| json!(f)),
+            arb_string().prop_map(Value::String),
+        ]
+    }
+
+    fn arb_id() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            (0i64..4).prop_map(|n| json!(n)),
+            "[a-c]".prop_map(Value::String)
+        ]
+    }
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        arb_scalar().prop_recursive(4, 40, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+                prop::collection::vec((arb_key(), inner.clone()), 0..4)
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+                prop::collection::vec(
+                    (arb_id(), prop::collection::vec((arb_key(), inner), 0..3)),
+                    0..4
+                )
+                .prop_map(|els| {
+                    Value::Array(
+                        els.into_iter()
+                            .map(|(id, kv)| {
+                                let mut m = Map::new();
+                                m.insert("id".to_string(), id);
+                                m.extend(kv.into_iter().filter(|(k, _)| k != "id"));
+                                Value::Object(m)
+                            })
+                            .collect(),
+                    )
+                }),
+            ]
+        })
+    }
+
+    /// A small deterministic generator so `mutate` can make related pairs.
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self, n: u64) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (self.0 >> 33) % n.max(1)
+        }
+    }
+
+    /// Edit a copy of `v` in place: change scalars, drop / insert / swap elements and keys.
+    fn mutate(v: &mut Value, rng: &mut Lcg, extra: &Value) {
+        match v {
+            Value::Array(xs) => {
+                match rng.next(6) {
+                    0 if !xs.is_empty() => {
+                        let i = rng.next(xs.len() as u64) as usize;
+                        xs.remove(i);
+                    }
+                    1 => {
+                        let i = rng.next(xs.len() as u64 + 1) as usize;
+                        xs.insert(i, extra.clone());
+                    }
+                    2 if xs.len() > 1 => {
+                        let i = rng.next(xs.len() as u64) as usize;
+                        let j = rng.next(xs.len() as u64) as usize;
+                        xs.swap(i, j);
+                    }
+                    _ => {}
+                }
+                for x in xs.iter_mut() {
+                    if rng.next(2) == 0 {
+                        mutate(x, rng, extra);
+                    }
+                }
+            }
+            Value::Object(m) => {
+                let mut entries: Vec<(String, Value)> = std::mem::take(m).into_iter().collect();
+                match rng.next(6) {
+                    0 if !entries.is_empty() => {
+                        let i = rng.next(entries.len() as u64) as usize;
+                        entries.remove(i);
+                    }
+                    1 => {
+                        let k = format!("k{}", rng.next(3));
+                        entries.retain(|(e, _)| *e != k);
+                        let i = rng.next(entries.len() as u64 + 1) as usize;
+                        entries.insert(i, (k, extra.clone()));
+                    }
+                    2 if entries.len() > 1 => {
+                        let i = rng.next(entries.len() as u64) as usize;
+                        let j = rng.next(entries.len() as u64) as usize;
+                        entries.swap(i, j);
+                    }
+                    _ => {}
+                }
+                for (_, x) in entries.iter_mut() {
+                    if rng.next(2) == 0 {
+                        mutate(x, rng, extra);
+                    }
+                }
+                m.extend(entries);
+            }
+            _ => {
+                if rng.next(3) == 0 {
+                    *v = extra.clone();
+                }
+            }
+        }
+    }
+
+    fn arb_pair() -> impl Strategy<Value = (Value, Value)> {
+        prop_oneof![
+            (arb_json(), arb_json()),
+            (arb_json(), any::<u64>(), arb_json()).prop_map(|(a, seed, extra)| {
+                let mut b = a.clone();
+                mutate(&mut b, &mut Lcg(seed), &extra);
+                (a, b)
+            }),
+        ]
+    }
+
+    fn arb_path() -> impl Strategy<Value = JsonPath> {
+        let seg = prop_oneof![
+            "[A-Za-z_][A-Za-z0-9_-]{0,4}".prop_map(Seg::Key),
+            "[ .\\[\\]\"'\\\\a0-9é日\u{202e}\u{0}\u{7f}\u{85}-]{0,5}".prop_map(Seg::Key),
+            any::<String>().prop_map(Seg::Key),
+            any::<usize>().prop_map(Seg::Index),
+        ];
+        prop::collection::vec(seg, 0..6).prop_map(JsonPath)
+    }
+
+    fn contains_array(v: &Value) -> bool {
+        match v {
+            Value::Array(_) => true,
+            Value::Object(m) => m.values().any(contains_array),
+            _ => false,
+        }
+    }
+
+    /// An entry as (kind, side-specific path or none, rendered values), swapped so that
+    /// the diff of (b, a) should produce the same multiset.
+    fn swapped_key(e: &DiffEntry, with_path: bool) -> (u8, String, String, String) {
+        let path = |keep: bool| {
+            if keep {
+                e.path.to_string()
+            } else {
+                String::new()
+            }
+        };
+        match &e.change {
+            Change::Added { after } => (1, e.path.to_string(), canon_text(after), String::new()),
+            Change::Removed { before } => {
+                (0, e.path.to_string(), canon_text(before), String::new())
+            }
+            Change::Changed { before, after } => {
+                (2, path(with_path), canon_text(after), canon_text(before))
+            }
+            Change::Reordered { before, after } => (
+                3,
+                path(with_path),
+                after.join("\u{0}"),
+                before.join("\u{0}"),
+            ),
+        }
+    }
+
+    fn plain_key(e: &DiffEntry, with_path: bool) -> (u8, String, String, String) {
+        let path = |keep: bool| {
+            if keep {
+                e.path.to_string()
+            } else {
+                String::new()
+            }
+        };
+        match &e.change {
+            Change::Added { after } => (0, e.path.to_string(), canon_text(after), String::new()),
+            Change::Removed { before } => {
+                (1, e.path.to_string(), canon_text(before), String::new())
+            }
+            Change::Changed { before, after } => {
+                (2, path(with_path), canon_text(before), canon_text(after))
+            }
+            Change::Reordered { before, after } => (
+                3,
+                path(with_path),
+                before.join("\u{0}"),
+                after.join("\u{0}"),
+            ),
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn prop_self_diff_is_empty(a in arb_json()) {
+            prop_assert!(diff_values(&state(), &a, &a).is_empty());
+            prop_assert!(diff_values(&state(), &a, &a.clone()).is_empty());
+        }
+
+        #[test]
+        fn prop_paths_resolve((a, b) in arb_pair()) {
+            let root = state();
+            for e in diff_values(&root, &a, &b) {
+                prop_assert!(root.is_prefix_of(&e.path));
+                match &e.change {
+                    Change::Added { after } => {
+                        prop_assert_eq!(resolve(&root, &b, &e.path), Some(after), "{}", e.path);
+                    }
+                    Change::Removed { before } | Change::Changed { before, .. } => {
+                        prop_assert_eq!(resolve(&root, &a, &e.path), Some(before), "{}", e.path);
+                    }
+                    Change::Reordered { .. } => {
+                        let v = resolve(&root, &a, &e.path);
+                        prop_assert!(v.is_some_and(|v| v.is_object() || v.is_array()), "{}", e.path);
+                    }
+                }
+                // Displayed paths can be parsed back (the UI uses them as jump targets).
+                prop_assert_eq!(JsonPath::parse(&e.path.to_string()), Some(e.path.clone()));
+            }
+        }
+
+        #[test]
+        fn prop_swap_sides((a, b) in arb_pair()) {
+            let root = state();
+            let fwd = diff_values(&root, &a, &b);
+            let back = diff_values(&root, &b, &a);
+            // Paths of Changed / Reordered are in source coordinates, which only coincide
+            // across a swap when no array indices can shift.
+            let with_path = !contains_array(&a) && !contains_array(&b);
+            let mut x: Vec<_> = fwd.iter().map(|e| swapped_key(e, with_path)).collect();
+            let mut y: Vec<_> = back.iter().map(|e| plain_key(e, with_path)).collect();
+            x.sort();
+            y.sort();
+            prop_assert_eq!(x, y);
+        }
+
+        #[test]
+        fn prop_empty_diff_iff_canon_equal_modulo_order((a, b) in arb_pair()) {
+            // No entries means canonically equal; canonically equal means at most
+            // reorders are reported.
+            let d = diff_values(&state(), &a, &b);
+            if d.is_empty() {
+                prop_assert!(canon_eq(&a, &b));
+            }
+            if canon_eq(&a, &b) {
+                let only_reorders = d.iter().all(|e| matches!(e.change, Change::Reordered { .. }));
+                prop_assert!(only_reorders);
+            }
+        }
+
+        #[test]
+        fn prop_path_roundtrip(path in arb_path()) {
+            prop_assert_eq!(JsonPath::parse(&path.to_string()), Some(path));
+        }
+
+        #[test]
+        fn prop_word_diff_reconstructs(
+            a in prop_oneof!["[ab ,.\r\n\t]{0,12}", any::<String>()],
+            b in prop_oneof!["[ab ,.\r\n\t]{0,12}", any::<String>()],
+        ) {
+            let w = word_diff(&a, &b);
+            let side = |skip: WordKind| -> String {
+                w.iter().filter(|s| s.kind != skip).map(|s| s.text.as_str()).collect()
+            };
+            prop_assert_eq!(side(WordKind::Added), a.clone());
+            prop_assert_eq!(side(WordKind::Removed), b.clone());
+            prop_assert!(w.iter().all(|s| !s.text.is_empty()));
+            prop_assert!(w.windows(2).all(|p| p[0].kind != p[1].kind));
+            prop_assert_eq!(changed_words(&a, &b).is_empty(), a == b);
+        }
+    }
+}

@@ -1,0 +1,25 @@
+//! The terminal-free core of triage.
+//!
+//! - [`model`]: the pair record as a run file describes it (both spellings).
+//! - [`record`]: tolerant mapping from one JSON line to a [`model::PairRecord`].
+//! - [`derive`]: facts computed per pair (drift, routes, margin, validity, verdict).
+//! - [`diff`]: structural JSON diff with paths, and inline word diffs.
+//! - [`text`]: untrusted strings made inert before they reach any screen.
+//! - [`index`]: the background loader that indexes run files without holding them.
+//! - [`key`]: the record key that lets annotations follow a pair across runs.
+//! - [`taxonomy`] and [`suggest`]: failure categories and a suggested one per failure.
+//! - [`annotations`]: the crash-safe journal of decisions; [`apply`]: a copy of a run with them.
+//!
+//! Nothing here imports ratatui or crossterm; `.ci/run` checks it.
+
+pub mod annotations;
+pub mod apply;
+pub mod derive;
+pub mod diff;
+pub mod index;
+pub mod key;
+pub mod model;
+pub mod record;
+pub mod suggest;
+pub mod taxonomy;
+pub mod text;
