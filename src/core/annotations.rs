@@ -1,0 +1,1651 @@
+//! The annotation store: a reviewer's decisions, on disk the moment they are shown.
+//!
+//! Decisions live in an append-only journal (by default `<run>.triage.jsonl`),
+//! one JSON event per line, each carrying the full new state of one pair's
+//! annotation, so replay is "the last event per key wins" and a torn final line
+//! costs at most the decision that was being written when the machine died.
+//! [`AnnotationStore::apply`] appends and fsyncs before it returns; on open the
+//! journal is compacted by temp file, fsync, rename and folder fsync. An advisory
+//! lock on `<journal>.lock` keeps a second triage on the same run read-only.
+//! The run file itself is never written.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::fs::{self, File, OpenOptions, TryLockError};
+use std::io::{self, BufRead, BufReader, ErrorKind, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::key::RecordKey;
+
+/// The journal format this build writes and fully understands.
+const FORMAT_VERSION: u64 = 1;
+
+/// The state of one pair's triage.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Annotation {
+    #[serde(with = "key_hex")]
+    pub key: RecordKey,
+    pub case_id: String,
+    pub variant_id: String,
+    pub category: Option<String>,
+    pub note: Option<String>,
+    pub reviewer: String,
+    pub at: String,
+    pub source: AnnotationSource,
+}
+
+/// Whether the category was chosen by hand or is an accepted suggestion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AnnotationSource {
+    Manual,
+    Suggestion,
+}
+
+impl AnnotationSource {
+    fn as_str(self) -> &'static str {
+        match self {
+            AnnotationSource::Manual => "manual",
+            AnnotationSource::Suggestion => "suggestion",
+        }
+    }
+}
+
+/// A change to apply: the new (category, note) for one pair.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    pub key: RecordKey,
+    pub case_id: String,
+    pub variant_id: String,
+    pub category: Option<String>,
+    pub note: Option<String>,
+    pub source: AnnotationSource,
+}
+
+/// Whether this store may write its journal, and if not, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Access {
+    ReadWrite,
+    ReadOnly { reason: String },
+}
+
+/// Why a journal could not be opened.
+#[derive(Debug)]
+pub enum StoreOpenError {
+    /// The journal or its lock file cannot be created there: fall back to another path.
+    NotWritable { path: PathBuf, error: io::Error },
+    /// [`AnnotationStore::read`] was given a journal that does not exist.
+    NotFound { path: PathBuf },
+    /// The file holds lines but none is an annotation event, so nothing is written to it.
+    NotAJournal { path: PathBuf, line: u64 },
+    /// The journal exists but could not be read.
+    Io { path: PathBuf, error: io::Error },
+}
+
+impl StoreOpenError {
+    /// The file the error is about.
+    pub fn path(&self) -> &Path {
+        match self {
+            StoreOpenError::NotWritable { path, .. }
+            | StoreOpenError::NotFound { path }
+            | StoreOpenError::NotAJournal { path, .. }
+            | StoreOpenError::Io { path, .. } => path,
+        }
+    }
+}
+
+impl fmt::Display for StoreOpenError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StoreOpenError::NotWritable { path, error } => write!(
+                f,
+                "cannot create {}: {error}; the folder is not writable — pass --annotations PATH to keep annotations elsewhere",
+                path.display()
+            ),
+            StoreOpenError::NotFound { path } => write!(
+                f,
+                "no annotation journal at {} — check the path (no pair of this run has been annotated there yet)",
+                path.display()
+            ),
+            StoreOpenError::NotAJournal { path, line } => write!(
+                f,
+                "{} does not look like a triage annotation journal (line {line} is not an annotation event, and no line is); it was left untouched — pass --annotations with the journal's path",
+                path.display()
+            ),
+            StoreOpenError::Io { path, error } => write!(
+                f,
+                "cannot read the annotation journal {}: {error} — check the file, or pass --annotations PATH to use another",
+                path.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for StoreOpenError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            StoreOpenError::NotWritable { error, .. } | StoreOpenError::Io { error, .. } => {
+                Some(error)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// Why decisions are not on disk yet; they are kept in memory, pending.
+#[derive(Debug)]
+pub enum SaveError {
+    /// Writing or syncing the journal failed.
+    Io {
+        path: PathBuf,
+        error: io::Error,
+        pending: usize,
+    },
+    /// This store may not write (another triage holds the run, or it was opened for reading).
+    ReadOnly {
+        path: PathBuf,
+        reason: String,
+        pending: usize,
+    },
+}
+
+fn decisions(n: usize) -> String {
+    if n == 1 {
+        "1 decision is".to_string()
+    } else {
+        format!("{n} decisions are")
+    }
+}
+
+impl fmt::Display for SaveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SaveError::Io {
+                path,
+                error,
+                pending,
+            } => {
+                let advice = match error.kind() {
+                    ErrorKind::StorageFull | ErrorKind::QuotaExceeded => "free space",
+                    ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem => {
+                        "make the file writable"
+                    }
+                    ErrorKind::NotFound => "restore the journal's folder",
+                    _ => "fix the disk problem",
+                };
+                write!(
+                    f,
+                    "cannot save to {}: {error}; {} kept in memory and will be retried — {advice} or quit with care",
+                    path.display(),
+                    decisions(*pending)
+                )
+            }
+            SaveError::ReadOnly {
+                path,
+                reason,
+                pending,
+            } => write!(
+                f,
+                "cannot save to {}: {reason}; {} kept in memory only and lost on quit — close the other triage and reopen the run to annotate it",
+                path.display(),
+                decisions(*pending)
+            ),
+        }
+    }
+}
+
+impl std::error::Error for SaveError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SaveError::Io { error, .. } => Some(error),
+            SaveError::ReadOnly { .. } => None,
+        }
+    }
+}
+
+/// The value an event replaced, kept for audit.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+struct Prev {
+    #[serde(default)]
+    category: Option<String>,
+    #[serde(default)]
+    note: Option<String>,
+}
+
+/// Only the version, read first so a newer format is recognised even if its fields moved.
+#[derive(Deserialize)]
+struct Version {
+    #[serde(default = "format_version")]
+    v: u64,
+}
+
+fn format_version() -> u64 {
+    FORMAT_VERSION
+}
+
+/// One journal line as read; writing goes through [`encode`].
+#[derive(Deserialize)]
+struct Event {
+    key: String,
+    #[serde(default)]
+    case_id: String,
+    #[serde(default)]
+    variant_id: String,
+    #[serde(default)]
+    category: Option<String>,
+    #[serde(default)]
+    note: Option<String>,
+    #[serde(default)]
+    reviewer: String,
+    #[serde(default)]
+    at: String,
+    #[serde(default = "manual")]
+    source: AnnotationSource,
+    #[serde(default)]
+    prev: Option<Prev>,
+}
+
+fn manual() -> AnnotationSource {
+    AnnotationSource::Manual
+}
+
+enum Line {
+    Event(Box<Annotation>, Option<Prev>),
+    Newer,
+    Bad,
+}
+
+fn parse_line(body: &[u8]) -> Line {
+    let Ok(version) = serde_json::from_slice::<Version>(body) else {
+        return Line::Bad;
+    };
+    if version.v > FORMAT_VERSION {
+        return Line::Newer;
+    }
+    if version.v != FORMAT_VERSION {
+        return Line::Bad;
+    }
+    let Ok(ev) = serde_json::from_slice::<Event>(body) else {
+        return Line::Bad;
+    };
+    let Some(key) = RecordKey::parse(&ev.key) else {
+        return Line::Bad;
+    };
+    let ann = Annotation {
+        key,
+        case_id: ev.case_id,
+        variant_id: ev.variant_id,
+        category: non_empty(ev.category),
+        note: non_empty(ev.note),
+        reviewer: ev.reviewer,
+        at: ev.at,
+        source: ev.source,
+    };
+    Line::Event(Box::new(ann), ev.prev)
+}
+
+/// One journal line (without its newline) for this state of an annotation.
+fn encode(ann: &Annotation, prev: Option<&Prev>) -> String {
+    // A `Value` prints infallibly, and preserve_order keeps the documented field order.
+    serde_json::json!({
+        "v": FORMAT_VERSION,
+        "key": ann.key.to_string(),
+        "case_id": ann.case_id,
+        "variant_id": ann.variant_id,
+        "category": ann.category,
+        "note": ann.note,
+        "reviewer": ann.reviewer,
+        "at": ann.at,
+        "source": ann.source.as_str(),
+        "prev": prev.map(|p| serde_json::json!({"category": p.category, "note": p.note})),
+    })
+    .to_string()
+}
+
+/// An empty string means "none", so clearing a note by emptying it clears it.
+fn non_empty(s: Option<String>) -> Option<String> {
+    s.filter(|s| !s.is_empty())
+}
+
+#[derive(Debug)]
+struct Entry {
+    ann: Annotation,
+    prev: Option<Prev>,
+    /// Order of the event that set it; higher is newer.
+    seq: u64,
+}
+
+/// The annotations of one run, backed by its journal.
+///
+/// Concurrency: [`AnnotationStore::open`] takes an exclusive advisory lock
+/// (`File::try_lock`, i.e. `flock` on Unix) on `<journal>.lock` and holds it for
+/// the store's life; the lock file holds the holder's pid. A second triage on the
+/// same journal finds the lock taken and opens read-only: it shows the annotations
+/// as they were when it opened, and its own changes stay pending in memory. The
+/// lock is released when the store is dropped (or the process dies); the lock
+/// file is left in place on purpose, since deleting it would let two instances
+/// lock two different files.
+#[derive(Debug)]
+pub struct AnnotationStore {
+    path: PathBuf,
+    access: Access,
+    reviewer: String,
+    live: HashMap<RecordKey, Entry>,
+    /// case_id → variant_id → keys, for stale look-ups without a scan.
+    by_ids: HashMap<String, HashMap<String, Vec<RecordKey>>>,
+    next_seq: u64,
+    /// Encoded events not yet durable, oldest first.
+    pending: Vec<String>,
+    skipped: usize,
+    first_skipped: Option<u64>,
+    /// Non-blank lines in the journal file as far as this store knows.
+    file_lines: usize,
+    /// A write failed part-way, so the file may hold junk this store did not count.
+    dirty: bool,
+    /// Some line was written by a newer triage; compaction would destroy it.
+    newer_format: bool,
+    /// The held lock; `Some` exactly when access is read-write.
+    lock: Option<File>,
+}
+
+impl AnnotationStore {
+    fn empty(path: &Path, reviewer: &str, access: Access) -> AnnotationStore {
+        AnnotationStore {
+            path: path.to_path_buf(),
+            access,
+            reviewer: reviewer.to_string(),
+            live: HashMap::new(),
+            by_ids: HashMap::new(),
+            next_seq: 0,
+            pending: Vec::new(),
+            skipped: 0,
+            first_skipped: None,
+            file_lines: 0,
+            dirty: false,
+            newer_format: false,
+            lock: None,
+        }
+    }
+
+    /// Open (creating if missing) the journal at `path`, lock it, replay it and compact it.
+    ///
+    /// The lock is taken before the replay, so an instance that quits between
+    /// the two cannot have written events this store would miss and then
+    /// compact away. If another instance holds the lock the store is read-only
+    /// with the reason "another triage has this run open (pid N)". Malformed
+    /// lines (a torn last line after a crash, a bad key, bad JSON) are skipped
+    /// and counted; the compaction that follows in read-write mode rewrites them
+    /// away. Lines from a newer format are skipped too but disable compaction so
+    /// they are never destroyed. A folder where the journal or its lock file
+    /// cannot be created gives [`StoreOpenError::NotWritable`].
+    pub fn open(path: &Path, reviewer: &str) -> Result<AnnotationStore, StoreOpenError> {
+        ensure_journal(path)?;
+        let (access, lock) = take_lock(&with_suffix(path, ".lock"))?;
+        let mut store = AnnotationStore::empty(path, reviewer, access);
+        store.lock = lock;
+        store.load()?;
+        if store.lock.is_some() {
+            remove_stale_temps(path);
+            // Compaction only tidies: the journal is complete as it is, so a
+            // failure here (say a full disk) must not stop the reviewer.
+            let _ = store.compact();
+        }
+        Ok(store)
+    }
+
+    /// Open a journal read-only without locking (for exports and `triage apply`).
+    pub fn read(path: &Path) -> Result<AnnotationStore, StoreOpenError> {
+        let access = Access::ReadOnly {
+            reason: "the journal was opened for reading only".to_string(),
+        };
+        let mut store = AnnotationStore::empty(path, "", access);
+        store.load()?;
+        Ok(store)
+    }
+
+    /// The journal's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Whether this store writes its journal.
+    pub fn access(&self) -> &Access {
+        &self.access
+    }
+
+    /// The reviewer recorded on new events.
+    pub fn reviewer(&self) -> &str {
+        &self.reviewer
+    }
+
+    /// The annotation of the pair with this key, if it has a category or a note.
+    pub fn get(&self, key: &RecordKey) -> Option<&Annotation> {
+        self.live.get(key).map(|e| &e.ann)
+    }
+
+    /// The newest annotation of a pair with these ids but another key (a stale one).
+    pub fn stale_for(
+        &self,
+        case_id: &str,
+        variant_id: &str,
+        current: &RecordKey,
+    ) -> Option<&Annotation> {
+        self.by_ids
+            .get(case_id)?
+            .get(variant_id)?
+            .iter()
+            .filter(|k| *k != current)
+            .filter_map(|k| self.live.get(k))
+            .max_by_key(|e| e.seq)
+            .map(|e| &e.ann)
+    }
+
+    /// All annotations (non-empty ones), sorted by (case_id, variant_id, key).
+    pub fn all(&self) -> Vec<&Annotation> {
+        let mut v: Vec<&Annotation> = self.live.values().map(|e| &e.ann).collect();
+        v.sort_by(|a, b| {
+            (&a.case_id, &a.variant_id, a.key).cmp(&(&b.case_id, &b.variant_id, b.key))
+        });
+        v
+    }
+
+    /// Annotations whose key is not in `present` and whose ids are not in `present_ids` either.
+    pub fn orphans(
+        &self,
+        present: &HashSet<RecordKey>,
+        present_ids: &HashSet<(String, String)>,
+    ) -> Vec<&Annotation> {
+        self.all()
+            .into_iter()
+            .filter(|a| {
+                !present.contains(&a.key)
+                    && !present_ids.contains(&(a.case_id.clone(), a.variant_id.clone()))
+            })
+            .collect()
+    }
+
+    /// Apply several changes as one durable step and return the previous annotations (for undo).
+    ///
+    /// Every event is appended and the journal fsynced once before `Ok`. The
+    /// changes take effect in memory either way: on an I/O error (disk full,
+    /// read-only file) or in a read-only store the events stay pending, to be
+    /// written by [`AnnotationStore::retry_pending`], and the error says so.
+    pub fn apply(&mut self, changes: Vec<Change>) -> Result<Vec<Option<Annotation>>, SaveError> {
+        let at = now_rfc3339();
+        let mut previous = Vec::with_capacity(changes.len());
+        for c in changes {
+            let old = self.live.get(&c.key).map(|e| e.ann.clone());
+            let prev = old.as_ref().map(|a| Prev {
+                category: a.category.clone(),
+                note: a.note.clone(),
+            });
+            let ann = Annotation {
+                key: c.key,
+                case_id: c.case_id,
+                variant_id: c.variant_id,
+                category: non_empty(c.category),
+                note: non_empty(c.note),
+                reviewer: self.reviewer.clone(),
+                at: at.clone(),
+                source: c.source,
+            };
+            self.pending.push(encode(&ann, prev.as_ref()));
+            self.put(ann, prev);
+            previous.push(old);
+        }
+        self.flush()?;
+        Ok(previous)
+    }
+
+    /// Try to write pending events again (the UI calls it periodically and before quitting).
+    pub fn retry_pending(&mut self) -> Result<(), SaveError> {
+        self.flush()
+    }
+
+    /// How many events are applied in memory but not yet durable.
+    pub fn pending(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Rewrite the journal as one event per live annotation, atomically and durably.
+    ///
+    /// The new journal is written to `<path>.tmp-<pid>` in the same folder,
+    /// fsynced, renamed over the journal, and the folder fsynced. Skipped (Ok)
+    /// when read-only, when events are pending, when the journal is already
+    /// compact, when it holds lines of a newer format, and when the journal file
+    /// was made read-only (replacing it by rename would defeat that).
+    pub fn compact(&mut self) -> io::Result<()> {
+        if self.lock.is_none() || !self.pending.is_empty() || self.newer_format {
+            return Ok(());
+        }
+        if !self.dirty && self.file_lines == self.live.len() {
+            return Ok(());
+        }
+        match OpenOptions::new().append(true).open(&self.path) {
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::PermissionDenied => return Ok(()),
+            // A deleted journal is simply written anew.
+            Err(e) if e.kind() == ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+        self.write_snapshot()
+    }
+
+    /// Count of journal lines that could not be read on open, with the first line number.
+    pub fn skipped_lines(&self) -> (usize, Option<u64>) {
+        (self.skipped, self.first_skipped)
+    }
+
+    /// Set a key's annotation in memory; an empty one is removed.
+    fn put(&mut self, ann: Annotation, prev: Option<Prev>) {
+        if let Some(old) = self.live.remove(&ann.key) {
+            self.unindex(&old.ann);
+        }
+        if ann.category.is_none() && ann.note.is_none() {
+            return;
+        }
+        self.by_ids
+            .entry(ann.case_id.clone())
+            .or_default()
+            .entry(ann.variant_id.clone())
+            .or_default()
+            .push(ann.key);
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        self.live.insert(ann.key, Entry { ann, prev, seq });
+    }
+
+    fn unindex(&mut self, ann: &Annotation) {
+        if let Some(variants) = self.by_ids.get_mut(&ann.case_id) {
+            if let Some(keys) = variants.get_mut(&ann.variant_id) {
+                keys.retain(|k| *k != ann.key);
+                if keys.is_empty() {
+                    variants.remove(&ann.variant_id);
+                }
+            }
+            if variants.is_empty() {
+                self.by_ids.remove(&ann.case_id);
+            }
+        }
+    }
+
+    /// Replay the journal into memory.
+    fn load(&mut self) -> Result<(), StoreOpenError> {
+        let path = self.path.clone();
+        let read_err = |error: io::Error| StoreOpenError::Io {
+            path: path.clone(),
+            error,
+        };
+        let file = match File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == ErrorKind::NotFound => {
+                return Err(StoreOpenError::NotFound { path });
+            }
+            Err(e) => return Err(read_err(e)),
+        };
+        if file.metadata().map_err(read_err)?.is_dir() {
+            return Err(read_err(io::Error::new(
+                ErrorKind::IsADirectory,
+                "it is a directory",
+            )));
+        }
+        let mut reader = BufReader::new(file);
+        let mut buf = Vec::new();
+        let mut line_no = 0u64;
+        let mut recognised = 0usize;
+        let mut first_bad_complete = None;
+        loop {
+            buf.clear();
+            if reader.read_until(b'\n', &mut buf).map_err(read_err)? == 0 {
+                break;
+            }
+            line_no += 1;
+            let complete = buf.last() == Some(&b'\n');
+            let body = buf.trim_ascii();
+            self.file_lines += usize::from(!body.is_empty() || complete);
+            if body.is_empty() {
+                continue;
+            }
+            match parse_line(body) {
+                Line::Event(ann, prev) => {
+                    recognised += 1;
+                    self.put(*ann, prev);
+                }
+                Line::Newer => {
+                    recognised += 1;
+                    self.newer_format = true;
+                    self.skip(line_no);
+                }
+                Line::Bad => {
+                    // An incomplete last line is a torn write, expected after a
+                    // crash; a complete bad line may mean this is not a journal.
+                    if complete && first_bad_complete.is_none() {
+                        first_bad_complete = Some(line_no);
+                    }
+                    self.skip(line_no);
+                }
+            }
+        }
+        if let (0, Some(line)) = (recognised, first_bad_complete) {
+            // Most likely `--annotations` names the run file or some other
+            // file: appending to it, or compacting it, would destroy it.
+            return Err(StoreOpenError::NotAJournal { path, line });
+        }
+        Ok(())
+    }
+
+    fn skip(&mut self, line_no: u64) {
+        self.skipped += 1;
+        self.first_skipped.get_or_insert(line_no);
+    }
+
+    /// Make every pending event durable, or keep them all pending.
+    fn flush(&mut self) -> Result<(), SaveError> {
+        if self.pending.is_empty() {
+            return Ok(());
+        }
+        if let Access::ReadOnly { reason } = &self.access {
+            return Err(SaveError::ReadOnly {
+                path: self.path.clone(),
+                reason: reason.clone(),
+                pending: self.pending.len(),
+            });
+        }
+        let journal_gone = matches!(
+            fs::symlink_metadata(&self.path),
+            Err(e) if e.kind() == ErrorKind::NotFound
+        );
+        // If the journal was deleted under us, appending would keep only the
+        // newest events: write everything this store knows instead.
+        let result = if journal_gone {
+            self.write_snapshot()
+        } else {
+            append_durably(&self.path, &self.pending).map(|()| {
+                self.file_lines += self.pending.len();
+            })
+        };
+        match result {
+            Ok(()) => {
+                self.pending.clear();
+                Ok(())
+            }
+            Err(error) => {
+                self.dirty = true;
+                Err(SaveError::Io {
+                    path: self.path.clone(),
+                    error,
+                    pending: self.pending.len(),
+                })
+            }
+        }
+    }
+
+    /// Replace the journal by the live annotations, oldest first: temp file, fsync, rename, folder fsync.
+    fn write_snapshot(&mut self) -> io::Result<()> {
+        // Renaming over a symlink would replace the link, not the journal it points to.
+        let target = match fs::symlink_metadata(&self.path) {
+            Ok(m) if m.file_type().is_symlink() => {
+                fs::canonicalize(&self.path).unwrap_or_else(|_| self.path.clone())
+            }
+            _ => self.path.clone(),
+        };
+        let tmp = with_suffix(&target, &format!(".tmp-{}", std::process::id()));
+        let mut entries: Vec<&Entry> = self.live.values().collect();
+        entries.sort_by_key(|e| e.seq);
+        let mut text = String::new();
+        for e in entries {
+            text.push_str(&encode(&e.ann, e.prev.as_ref()));
+            text.push('\n');
+        }
+        let written = (|| {
+            let mut f = OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .open(&tmp)?;
+            f.write_all(text.as_bytes())?;
+            if let Ok(meta) = fs::metadata(&target) {
+                // Keep the journal's mode (say, group-readable) across the rename.
+                f.set_permissions(meta.permissions())?;
+            }
+            f.sync_all()?;
+            fs::rename(&tmp, &target)?;
+            sync_dir(&target)
+        })();
+        match written {
+            Ok(()) => {
+                self.file_lines = self.live.len();
+                self.dirty = false;
+                Ok(())
+            }
+            Err(e) => {
+                let _ = fs::remove_file(&tmp);
+                self.dirty = true;
+                Err(e)
+            }
+        }
+    }
+}
+
+impl Drop for AnnotationStore {
+    fn drop(&mut self) {
+        // A last attempt for decisions a failed save kept in memory; the UI
+        // has already retried and warned, so the result is not reported.
+        if self.lock.is_some() && !self.pending.is_empty() {
+            let _ = self.flush();
+        }
+    }
+}
+
+/// Create the journal if it does not exist, durably.
+fn ensure_journal(path: &Path) -> Result<(), StoreOpenError> {
+    match fs::metadata(path) {
+        Ok(m) if m.is_dir() => Err(StoreOpenError::Io {
+            path: path.to_path_buf(),
+            error: io::Error::new(ErrorKind::IsADirectory, "it is a directory"),
+        }),
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            match OpenOptions::new().write(true).create_new(true).open(path) {
+                Ok(f) => {
+                    // Best effort: an empty journal that vanishes in a crash loses nothing.
+                    let _ = f.sync_all();
+                    let _ = sync_dir(path);
+                    Ok(())
+                }
+                Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
+                Err(e) => Err(open_error(path, e)),
+            }
+        }
+        Err(e) => Err(open_error(path, e)),
+    }
+}
+
+fn open_error(path: &Path, error: io::Error) -> StoreOpenError {
+    let path = path.to_path_buf();
+    match error.kind() {
+        ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem => {
+            StoreOpenError::NotWritable { path, error }
+        }
+        _ => StoreOpenError::Io { path, error },
+    }
+}
+
+/// Take the advisory lock, or learn who holds it.
+fn take_lock(lock_path: &Path) -> Result<(Access, Option<File>), StoreOpenError> {
+    // Not truncated on open: until we hold the lock, the pid in it is the holder's.
+    let mut file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(lock_path)
+        .map_err(|e| open_error(lock_path, e))?;
+    match file.try_lock() {
+        Ok(()) => {
+            // The pid only feeds the other instance's message; failing to write it is harmless.
+            let _ = file
+                .set_len(0)
+                .and_then(|()| file.write_all(format!("{}\n", std::process::id()).as_bytes()));
+            Ok((Access::ReadWrite, Some(file)))
+        }
+        Err(TryLockError::WouldBlock) => {
+            let mut text = String::new();
+            let _ = file.read_to_string(&mut text);
+            let reason = match text.trim().parse::<u32>() {
+                Ok(pid) => format!("another triage has this run open (pid {pid})"),
+                Err(_) => "another triage has this run open".to_string(),
+            };
+            Ok((Access::ReadOnly { reason }, None))
+        }
+        // A filesystem without locks: two writers could lose each other's
+        // decisions at compaction, so stay on the safe side.
+        Err(TryLockError::Error(e)) => Ok((
+            Access::ReadOnly {
+                reason: format!("cannot lock {}: {e}", lock_path.display()),
+            },
+            None,
+        )),
+    }
+}
+
+/// Append `lines` to the journal and fsync, leaving no partial event behind where possible.
+fn append_durably(path: &Path, lines: &[String]) -> io::Result<()> {
+    let mut file = OpenOptions::new().read(true).append(true).open(path)?;
+    let len = file.metadata()?.len();
+    let mut buf = Vec::new();
+    if len > 0 {
+        let mut last = [0u8; 1];
+        file.seek(SeekFrom::Start(len - 1))?;
+        file.read_exact(&mut last)?;
+        // After a torn write the file ends mid-line; the first new event must
+        // not be glued to it and lost with it.
+        if last[0] != b'\n' {
+            buf.push(b'\n');
+        }
+    }
+    for line in lines {
+        buf.extend_from_slice(line.as_bytes());
+        buf.push(b'\n');
+    }
+    let written = file.write_all(&buf).and_then(|()| file.sync_data());
+    if written.is_err() {
+        // The events stay pending and are written again, so drop any part of
+        // them that did land (this also frees the space on a full disk).
+        let _ = file.set_len(len);
+        let _ = file.sync_data();
+    }
+    written
+}
+
+/// Remove temp files a crashed compaction left; only the lock holder compacts.
+fn remove_stale_temps(journal: &Path) {
+    let (Some(name), Ok(entries)) = (journal.file_name(), fs::read_dir(parent_dir(journal))) else {
+        return;
+    };
+    let prefix = format!("{}.tmp-", name.to_string_lossy());
+    for entry in entries.flatten() {
+        let file_name = entry.file_name();
+        let file_name = file_name.to_string_lossy();
+        let is_temp = file_name
+            .strip_prefix(&prefix)
+            .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
+        if is_temp {
+            let _ = fs::remove_file(entry.path());
+        }
+    }
+}
+
+/// Make a rename or a file creation in `file`'s folder durable.
+fn sync_dir(file: &Path) -> io::Result<()> {
+    #[cfg(unix)]
+    {
+        File::open(parent_dir(file))?.sync_all()
+    }
+    #[cfg(not(unix))]
+    {
+        // Other platforms cannot open a folder as a file; NTFS journals renames itself.
+        let _ = file;
+        Ok(())
+    }
+}
+
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    PathBuf::from(s)
+}
+
+/// Where the journal goes, and whether that is the fallback under the data folder.
+///
+/// `--annotations PATH` if given; else `<run>.triage.jsonl` if the run's folder
+/// is writable (tested by creating and removing a probe file, since permission
+/// bits lie about ACLs, read-only mounts and root); else
+/// `<data dir>/runs/<16 hex of sha256(canonical absolute run path)>.triage.jsonl`.
+pub fn journal_path_for(run: &Path, explicit: Option<&Path>) -> Result<(PathBuf, bool), String> {
+    if let Some(path) = explicit {
+        return Ok((path.to_path_buf(), false));
+    }
+    let folder = parent_dir(run);
+    if folder_writable(folder) {
+        return Ok((with_suffix(run, ".triage.jsonl"), false));
+    }
+    let dirs = directories::ProjectDirs::from("", "", "triage").ok_or_else(|| {
+        format!(
+            "{} is not writable and there is no data folder to keep annotations in (is HOME set?) — pass --annotations PATH",
+            folder.display()
+        )
+    })?;
+    let dir = dirs.data_dir().join("runs");
+    fs::create_dir_all(&dir).map_err(|e| {
+        format!(
+            "{} is not writable, and neither is {}: {e} — pass --annotations PATH",
+            folder.display(),
+            dir.display()
+        )
+    })?;
+    Ok((dir.join(format!("{}.triage.jsonl", run_digest(run))), true))
+}
+
+/// 16 hex digits of the SHA-256 of the run's canonical absolute path.
+fn run_digest(run: &Path) -> String {
+    let abs = fs::canonicalize(run)
+        .or_else(|_| std::path::absolute(run))
+        .unwrap_or_else(|_| run.to_path_buf());
+    let mut h = Sha256::new();
+    #[cfg(unix)]
+    h.update(std::os::unix::ffi::OsStrExt::as_bytes(abs.as_os_str()));
+    #[cfg(not(unix))]
+    h.update(abs.to_string_lossy().as_bytes());
+    h.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn folder_writable(folder: &Path) -> bool {
+    static PROBES: AtomicU32 = AtomicU32::new(0);
+    for _ in 0..3 {
+        let n = PROBES.fetch_add(1, Ordering::Relaxed);
+        let probe = folder.join(format!(".triage-probe-{}-{n}", std::process::id()));
+        match OpenOptions::new().write(true).create_new(true).open(&probe) {
+            Ok(file) => {
+                drop(file);
+                let _ = fs::remove_file(&probe);
+                return true;
+            }
+            // A leftover probe of a crashed process with our pid: try another name.
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => continue,
+            Err(_) => return false,
+        }
+    }
+    false
+}
+
+/// The current time as RFC 3339 UTC seconds ("2026-11-29T13:05:00Z").
+pub fn now_rfc3339() -> String {
+    // A clock before 1970 is broken; 1970 is as good an answer as any.
+    let secs = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    rfc3339(secs)
+}
+
+fn rfc3339(unix_secs: u64) -> String {
+    let days = (unix_secs / 86_400) as i64;
+    let rem = unix_secs % 86_400;
+    let (y, m, d) = civil_from_days(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+/// Proleptic Gregorian date of a day count since 1970-01-01 (H. Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+/// `RecordKey` as its 32-hex-digit string in serde.
+mod key_hex {
+    use serde::de::Error;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    use super::RecordKey;
+
+    pub fn serialize<S: Serializer>(key: &RecordKey, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(key)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<RecordKey, D::Error> {
+        let s = String::deserialize(d)?;
+        RecordKey::parse(&s).ok_or_else(|| D::Error::custom("a record key is 32 hex digits"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use tempfile::TempDir;
+
+    fn key(n: u8) -> RecordKey {
+        RecordKey([n; 16])
+    }
+
+    fn change(n: u8, case: &str, cat: Option<&str>, note: Option<&str>) -> Change {
+        Change {
+            key: key(n),
+            case_id: case.to_string(),
+            variant_id: "v1".to_string(),
+            category: cat.map(str::to_string),
+            note: note.map(str::to_string),
+            source: AnnotationSource::Manual,
+        }
+    }
+
+    fn journal(dir: &TempDir) -> PathBuf {
+        dir.path().join("run.jsonl.triage.jsonl")
+    }
+
+    fn lines(path: &Path) -> Vec<String> {
+        fs::read_to_string(path)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn event(n: u8, case: &str, cat: Option<&str>, note: Option<&str>) -> String {
+        let ann = Annotation {
+            key: key(n),
+            case_id: case.to_string(),
+            variant_id: "v1".to_string(),
+            category: cat.map(str::to_string),
+            note: note.map(str::to_string),
+            reviewer: "ann".to_string(),
+            at: "2026-01-01T00:00:00Z".to_string(),
+            source: AnnotationSource::Manual,
+        };
+        encode(&ann, None)
+    }
+
+    /// Root ignores file modes; permission tests cannot fail the way they mean to then.
+    #[cfg(unix)]
+    fn permissions_are_enforced(dir: &Path) -> bool {
+        use std::os::unix::fs::PermissionsExt;
+        let probe = dir.join("mode-probe");
+        fs::write(&probe, "").unwrap();
+        fs::set_permissions(&probe, fs::Permissions::from_mode(0o444)).unwrap();
+        OpenOptions::new().append(true).open(&probe).is_err()
+    }
+
+    #[test]
+    fn apply_get_undo_and_reopen() {
+        let dir = TempDir::new().unwrap();
+        let path = journal(&dir);
+        let mut store = AnnotationStore::open(&path, "ann").unwrap();
+        assert_eq!(store.access(), &Access::ReadWrite);
+        assert_eq!(store.reviewer(), "ann");
+        assert_eq!(store.path(), path);
+
+        let prev = store
+            .apply(vec![
+                change(1, "c1", Some("boundary"), None),
+                change(2, "c2", None, Some("odd \"quote\"\nsecond line")),
+            ])
+            .unwrap();
+        assert_eq!(prev, vec![None, None]);
+        let a = store.get(&key(1)).unwrap();
+        assert_eq!(a.category.as_deref(), Some("boundary"));
+        assert_eq!(a.reviewer, "ann");
+        assert_eq!(a.at.len(), "2026-11-29T13:05:00Z".len());
+
+        // Change then undo: the previous value comes back and is audited as `prev`.
+        let before = store
+            .apply(vec![change(1, "c1", Some("distractor"), Some("n"))])
+            .unwrap();
+        let old = before[0].clone().unwrap();
+        assert_eq!(old.category.as_deref(), Some("boundary"));
+        store
+            .apply(vec![change(
+                1,
+                "c1",
+                old.category.as_deref(),
+                old.note.as_deref(),
+            )])
+            .unwrap();
+        assert_eq!(
+            store.get(&key(1)).unwrap().category.as_deref(),
+            Some("boundary")
+        );
+        assert_eq!(store.get(&key(1)).unwrap().note, None);
+        let last: serde_json::Value = serde_json::from_str(lines(&path).last().unwrap()).unwrap();
+        assert_eq!(last["prev"]["category"], "distractor");
+        assert_eq!(last["prev"]["note"], "n");
+        assert_eq!(store.pending(), 0);
+        drop(store);
+
+        let store = AnnotationStore::open(&path, "bob").unwrap();
+        assert_eq!(store.all().len(), 2);
+        assert_eq!(
+            store.get(&key(1)).unwrap().category.as_deref(),
+            Some("boundary")
+        );
+        assert_eq!(
+            store.get(&key(2)).unwrap().note.as_deref(),
+            Some("odd \"quote\"\nsecond line")
+        );
+        assert_eq!(store.get(&key(1)).unwrap().reviewer, "ann");
+        assert_eq!(store.skipped_lines(), (0, None));
+    }
+
+    #[test]
+    fn event_has_the_documented_shape() {
+        let dir = TempDir::new().unwrap();
+        let path = journal(&dir);
+        let mut store = AnnotationStore::open(&path, "ann").unwrap();
+        let mut c = change(7, "c", Some("boundary"), None);
+        c.source = AnnotationSource::Suggestion;
+        store.apply(vec![c]).unwrap();
+        let line = &lines(&path)[0];
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let fields: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+        assert_eq!(
+            fields,
+            [
+                "v",
+                "key",
+                "case_id",
+                "variant_id",
+                "category",
+                "note",
+                "reviewer",
+                "at",
+                "source",
+                "prev"
+            ]
+        );
+        assert_eq!(v["key"], "07".repeat(16));
+        assert_eq!(v["source"], "suggestion");
+        assert_eq!(v["note"], serde_json::Value::Null);
+        assert_eq!(v["prev"], serde_json::Value::Null);
+        // Annotation itself (de)serialises with the key as hex.
+        let ann = store.get(&key(7)).unwrap();
+        let json = serde_json::to_string(ann).unwrap();
+        assert!(json.contains(&"07".repeat(16)));
+        assert_eq!(&serde_json::from_str::<Annotation>(&json).unwrap(), ann);
+    }
+
+    #[test]
+    fn replay_is_last_wins_and_a_null_event_clears() {
+        let dir = TempDir::new().unwrap();
+        let path = journal(&dir);
+        let text = [
+            event(1, "c1", Some("a"), None),
+            event(2, "c2", Some("b"), None),
+            event(1, "c1", Some("c"), Some("x")),
+            event(2, "c2", None, None),
+            event(3, "c3", None, Some("only a note")),
+        ]
+        .join("\n");
+        fs::write(&path, text + "\n").unwrap();
+        let store = AnnotationStore::read(&path).unwrap();
+        assert_eq!(store.get(&key(1)).unwrap().category.as_deref(), Some("c"));
+        assert_eq!(store.get(&key(1)).unwrap().note.as_deref(), Some("x"));
+        assert!(store.get(&key(2)).is_none());
+        assert_eq!(store.get(&key(3)).unwrap().category, None);
+        let keys: Vec<RecordKey> = store.all().iter().map(|a| a.key).collect();
+        assert_eq!(keys, [key(1), key(3)]);
+        assert!(matches!(store.access(), Access::ReadOnly { .. }));
+    }
+
+    #[test]
+    fn stale_and_orphans() {
+        let dir = TempDir::new().unwrap();
+        let mut store = AnnotationStore::open(&journal(&dir), "ann").unwrap();
+        store
+            .apply(vec![change(1, "c1", Some("old"), None)])
+            .unwrap();
+        store.apply(vec![change(2, "c2", Some("x"), None)]).unwrap();
+        store
+            .apply(vec![change(3, "c1", Some("newer"), None)])
+            .unwrap();
+
+        // The run now has c1/v1 under key 4: the newest other-key annotation is stale.
+        let stale = store.stale_for("c1", "v1", &key(4)).unwrap();
+        assert_eq!(stale.category.as_deref(), Some("newer"));
+        let stale = store.stale_for("c1", "v1", &key(3)).unwrap();
+        assert_eq!(stale.category.as_deref(), Some("old"));
+        assert!(store.stale_for("c2", "v1", &key(2)).is_none());
+        assert!(store.stale_for("zz", "v1", &key(2)).is_none());
+
+        let present: HashSet<RecordKey> = [key(4)].into();
+        let ids: HashSet<(String, String)> = [("c1".to_string(), "v1".to_string())].into();
+        let orphans: Vec<RecordKey> = store
+            .orphans(&present, &ids)
+            .iter()
+            .map(|a| a.key)
+            .collect();
+        assert_eq!(orphans, [key(2)]);
+        let all: Vec<RecordKey> = store
+            .orphans(&HashSet::new(), &HashSet::new())
+            .iter()
+            .map(|a| a.key)
+            .collect();
+        assert_eq!(all, [key(1), key(3), key(2)]);
+
+        // Clearing the newer one brings the older one back as the stale value.
+        store.apply(vec![change(3, "c1", None, None)]).unwrap();
+        let stale = store.stale_for("c1", "v1", &key(4)).unwrap();
+        assert_eq!(stale.category.as_deref(), Some("old"));
+    }
+
+    #[test]
+    fn torn_last_line_is_skipped_then_compacted_away() {
+        let dir = TempDir::new().unwrap();
+        let path = journal(&dir);
+        let good = event(1, "c1", Some("a"), None);
+        let torn = &event(2, "c2", Some("b"), None)[..40];
+        fs::write(&path, format!("{good}\n{torn}")).unwrap();
+
+        let read = AnnotationStore::read(&path).unwrap();
+        assert_eq!(read.skipped_lines(), (1, Some(2)));
+        assert_eq!(read.all().len(), 1);
+        drop(read);
+
+        let store = AnnotationStore::open(&path, "ann").unwrap();
+        assert_eq!(store.skipped_lines(), (1, Some(2)));
+        assert_eq!(lines(&path), [good]);
+    }
+
+    #[test]
+    fn append_after_a_torn_line_starts_a_new_line() {
+        let dir = TempDir::new().unwrap();
+        let path = journal(&dir);
+        let mut store = AnnotationStore::open(&path, "ann").unwrap();
+        store.apply(vec![change(1, "c1", Some("a"), None)]).unwrap();
+        // Half an event, as a crash mid-write would leave it.
+        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        f.write_all(&event(9, "c9", Some("z"), None).as_bytes()[..30])
+            .unwrap();
+        drop(f);
+        store.apply(vec![change(2, "c2", Some("b"), None)]).unwrap();
+        let text = lines(&path);
+        assert_eq!(text.len(), 3);
+        assert!(text[2].starts_with("{\"v\":1"));
+
+        let read = AnnotationStore::read(&path).unwrap();
+        assert_eq!(read.skipped_lines(), (1, Some(2)));
+        assert_eq!(read.all().len(), 2);
+    }
+
+    #[test]
+    fn complete_final_line_without_newline_is_accepted() {
+        let dir = TempDir::new().unwrap();
+        let path = journal(&dir);
+        fs::write(&path, event(1, "c1", Some("a"), None)).unwrap();
+        let mut store = AnnotationStore::open(&path, "ann").unwrap();
+        assert_eq!(store.skipped_lines(), (0, None));
+        store.apply(vec![change(2, "c2", Some("b"), None)]).unwrap();
+        assert_eq!(lines(&path).len(), 2);
+        assert_eq!(AnnotationStore::read(&path).unwrap().all().len(), 2);
+    }
+
+    #[test]
+    fn bad_lines_are_counted_and_newer_lines_survive() {
+        let dir = TempDir::new().unwrap();
+        let path = journal(&dir);
+        let text = [
+            event(1, "c1", Some("a"), None),
+            "not json".to_string(),
+            event(2, "c2", Some("b"), None).replace(&"02".repeat(16), "xyz"),
+            String::new(),
+            r#"{"v":2,"id":"whatever a newer triage writes"}"#.to_string(),
+            event(3, "c3", Some("c"), None),
+        ]
+        .join("\n")
+            + "\n";
+        fs::write(&path, &text).unwrap();
+        let store = AnnotationStore::open(&path, "ann").unwrap();
+        assert_eq!(store.skipped_lines(), (3, Some(2)));
+        assert_eq!(store.all().len(), 2);
+        // A newer format's line must not be compacted away by an older triage.
+        assert_eq!(fs::read_to_string(&path).unwrap(), text);
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_journal_is_left_alone() {
+        let dir = TempDir::new().unwrap();
+        let path = dir.path().join("run.jsonl");
+        let run = "{\"case_id\":\"c\",\"variant_id\":\"v\"}\n{\"case_id\":\"d\"}\n";
+        fs::write(&path, run).unwrap();
+        let err = AnnotationStore::open(&path, "ann").unwrap_err();
+        assert!(matches!(err, StoreOpenError::NotAJournal { line: 1, .. }));
+        assert!(err.to_string().contains("run.jsonl"));
+        assert_eq!(fs::read_to_string(&path).unwrap(), run);
+        assert!(matches!(
+            AnnotationStore::read(&path),
+            Err(StoreOpenError::NotAJournal { .. })
+        ));
+        // A journal torn in its very first write is still a journal.
+        fs::write(&path, &event(1, "c", Some("a"), None)[..20]).unwrap();
+        let store = AnnotationStore::open(&path, "ann").unwrap();
+        assert_eq!(store.skipped_lines(), (1, Some(1)));
+        assert_eq!(fs::read_to_string(&path).unwrap(), "");
+    }
+
+    #[test]
+    fn compaction_keeps_exactly_the_live_annotations() {
+        let dir = TempDir::new().unwrap();
+        let path = journal(&dir);
+        let mut store = AnnotationStore::open(&path, "ann").unwrap();
+        for round in 0..3 {
+            let cat = format!("cat{round}");
+            store
+                .apply((1..=5).map(|n| change(n, "c", Some(&cat), None)).collect())
+                .unwrap();
+        }
+        store
+            .apply(vec![
+                change(2, "c", None, None),
+                change(4, "c", None, Some("")),
+            ])
+            .unwrap();
+        assert_eq!(lines(&path).len(), 17);
+        store.compact().unwrap();
+        let text = lines(&path);
+        assert_eq!(text.len(), 3);
+        let mut keys = Vec::new();
+        for line in &text {
+            let Line::Event(ann, prev) = parse_line(line.as_bytes()) else {
+                panic!("unparseable compacted line {line}");
+            };
+            assert_eq!(ann.category.as_deref(), Some("cat2"));
+            assert_eq!(prev.unwrap().category.as_deref(), Some("cat1"));
+            keys.push(ann.key);
+        }
+        keys.sort();
+        assert_eq!(keys, [key(1), key(3), key(5)]);
+        assert!(
+            !dir.path()
+                .read_dir()
+                .unwrap()
+                .flatten()
+                .any(|e| { e.file_name().to_string_lossy().contains(".tmp-") })
+        );
+        drop(store);
+        let store = AnnotationStore::open(&path, "ann").unwrap();
+        assert_eq!(store.all().len(), 3);
+        assert!(store.get(&key(2)).is_none());
+    }
+
+    #[test]
+    fn open_compacts_and_removes_leftover_temp_files() {
+        let dir = TempDir::new().unwrap();
+        let path = journal(&dir);
+        let leftover = with_suffix(&path, ".tmp-4242");
+        fs::write(&leftover, "junk").unwrap();
+        let text = [
+            event(1, "c1", Some("a"), None),
+            event(1, "c1", Some("b"), None),
+        ]
+        .join("\n");
+        fs::write(&path, text).unwrap();
+        let store = AnnotationStore::open(&path, "ann").unwrap();
+        assert!(!leftover.exists());
+        assert_eq!(lines(&path).len(), 1);
+        assert_eq!(store.get(&key(1)).unwrap().category.as_deref(), Some("b"));
+    }
+
+    #[test]
+    fn second_instance_is_read_only_until_the_first_is_gone() {
+        let dir = TempDir::new().unwrap();
+        let path = journal(&dir);
+        let mut first = AnnotationStore::open(&path, "ann").unwrap();
+        first.apply(vec![change(1, "c1", Some("a"), None)]).unwrap();
+
+        let mut second = AnnotationStore::open(&path, "bob").unwrap();
+        let Access::ReadOnly { reason } = second.access().clone() else {
+            panic!("second instance should be read-only");
+        };
+        assert_eq!(
+            reason,
+            format!(
+                "another triage has this run open (pid {})",
+                std::process::id()
+            )
+        );
+        assert_eq!(second.get(&key(1)).unwrap().category.as_deref(), Some("a"));
+        let err = second
+            .apply(vec![change(2, "c2", Some("b"), None)])
+            .unwrap_err();
+        assert!(matches!(err, SaveError::ReadOnly { pending: 1, .. }));
+        assert!(err.to_string().contains(&reason));
+        assert_eq!(second.pending(), 1);
+        assert!(second.get(&key(2)).is_some());
+        assert!(second.retry_pending().is_err());
+        assert_eq!(second.pending(), 1);
+        assert_eq!(lines(&path).len(), 1);
+
+        drop(first);
+        drop(second);
+        let third = AnnotationStore::open(&path, "cy").unwrap();
+        assert_eq!(third.access(), &Access::ReadWrite);
+        assert!(third.get(&key(1)).is_some());
+        assert!(third.get(&key(2)).is_none());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn read_only_journal_file_keeps_decisions_pending() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = TempDir::new().unwrap();
+        if !permissions_are_enforced(dir.path()) {
+            eprintln!("skipped: running with privileges that ignore file modes");
+            return;
+        }
+        let path = journal(&dir);
+        fs::write(&path, event(1, "c1", Some("a"), None) + "\n").unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o444)).unwrap();
+        let mut store = AnnotationStore::open(&path, "ann").unwrap();
+        let err = store
+            .apply(vec![change(2, "c2", Some("b"), None)])
+            .unwrap_err();
+        assert!(matches!(err, SaveError::Io { pending: 1, .. }));
+        assert!(err.to_string().contains("make the file writable"));
+        assert!(store.pending() > 0);
+        assert!(store.get(&key(2)).is_some());
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+        store.retry_pending().unwrap();
+        assert_eq!(store.pending(), 0);
+        assert_eq!(AnnotationStore::read(&path).unwrap().all().len(), 2);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn unwritable_folder_is_reported_as_not_writable() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = TempDir::new().unwrap();
+        if !permissions_are_enforced(dir.path()) {
+            eprintln!("skipped: running with privileges that ignore file modes");
+            return;
+        }
+        let locked = dir.path().join("locked");
+        fs::create_dir(&locked).unwrap();
+        fs::set_permissions(&locked, fs::Permissions::from_mode(0o555)).unwrap();
+        let run = locked.join("run.jsonl");
+        let err = AnnotationStore::open(&with_suffix(&run, ".triage.jsonl"), "ann").unwrap_err();
+        assert!(matches!(err, StoreOpenError::NotWritable { .. }));
+        assert!(!folder_writable(&locked));
+        fs::set_permissions(&locked, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn failed_write_keeps_pending_and_a_retry_recovers() {
+        // Root can write anything, so break the journal by making it a folder.
+        let dir = TempDir::new().unwrap();
+        let path = journal(&dir);
+        let mut store = AnnotationStore::open(&path, "ann").unwrap();
+        store.apply(vec![change(1, "c1", Some("a"), None)]).unwrap();
+        fs::remove_file(&path).unwrap();
+        fs::create_dir(&path).unwrap();
+        let err = store
+            .apply(vec![
+                change(2, "c2", Some("b"), None),
+                change(3, "c3", Some("c"), None),
+            ])
+            .unwrap_err();
+        assert!(matches!(err, SaveError::Io { pending: 2, .. }));
+        let msg = err.to_string();
+        assert!(msg.contains(&path.display().to_string()), "{msg}");
+        assert!(msg.contains("2 decisions are kept in memory"), "{msg}");
+        assert_eq!(store.pending(), 2);
+        assert!(store.compact().is_ok());
+        assert!(store.retry_pending().is_err());
+
+        // The journal is gone entirely now: the retry writes all that is known.
+        fs::remove_dir(&path).unwrap();
+        store.retry_pending().unwrap();
+        assert_eq!(store.pending(), 0);
+        drop(store);
+        let store = AnnotationStore::read(&path).unwrap();
+        assert_eq!(store.all().len(), 3);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn full_disk_keeps_pending_with_a_clear_message() {
+        let dev_full = Path::new("/dev/full");
+        if !dev_full.exists() {
+            return;
+        }
+        let dir = TempDir::new().unwrap();
+        let path = journal(&dir);
+        let mut store = AnnotationStore::open(&path, "ann").unwrap();
+        fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink(dev_full, &path).unwrap();
+        let err = store
+            .apply(vec![change(1, "c1", Some("a"), None)])
+            .unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with(&format!("cannot save to {}: ", path.display())),
+            "{msg}"
+        );
+        assert!(msg.contains("os error 28"), "{msg}");
+        assert!(msg.contains("1 decision is kept in memory"), "{msg}");
+        assert!(msg.ends_with("free space or quit with care"), "{msg}");
+        assert_eq!(store.pending(), 1);
+        fs::remove_file(&path).unwrap();
+        store.retry_pending().unwrap();
+        assert_eq!(lines(&path).len(), 1);
+    }
+
+    #[test]
+    fn read_of_a_missing_journal_is_not_found() {
+        let dir = TempDir::new().unwrap();
+        let err = AnnotationStore::read(&journal(&dir)).unwrap_err();
+        assert!(matches!(err, StoreOpenError::NotFound { .. }));
+        let err = AnnotationStore::open(dir.path(), "ann").unwrap_err();
+        assert!(matches!(err, StoreOpenError::Io { .. }));
+    }
+
+    #[test]
+    fn journal_path_prefers_explicit_then_sidecar() {
+        let dir = TempDir::new().unwrap();
+        let run = dir.path().join("run.jsonl");
+        fs::write(&run, "").unwrap();
+        let explicit = dir.path().join("elsewhere.jsonl");
+        assert_eq!(
+            journal_path_for(&run, Some(&explicit)).unwrap(),
+            (explicit, false)
+        );
+        assert_eq!(
+            journal_path_for(&run, None).unwrap(),
+            (dir.path().join("run.jsonl.triage.jsonl"), false)
+        );
+        assert_eq!(
+            dir.path().read_dir().unwrap().count(),
+            1,
+            "probe left behind"
+        );
+        let digest = run_digest(&run);
+        assert_eq!(digest.len(), 16);
+        assert!(digest.bytes().all(|b| b.is_ascii_hexdigit()));
+        assert_eq!(digest, run_digest(&dir.path().join(".").join("run.jsonl")));
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339_utc_seconds() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(rfc3339(1_700_000_000), "2023-11-14T22:13:20Z");
+        assert_eq!(rfc3339(1_795_957_500), "2026-11-29T13:05:00Z");
+        assert_eq!(rfc3339(4_107_542_399), "2100-02-28T23:59:59Z");
+        let now = now_rfc3339();
+        assert_eq!(now.len(), 20);
+        assert!(now.ends_with('Z') && now.as_bytes()[10] == b'T');
+    }
+
+    type Model = HashMap<RecordKey, (Option<String>, Option<String>, AnnotationSource)>;
+
+    fn state(store: &AnnotationStore) -> Model {
+        store
+            .all()
+            .into_iter()
+            .map(|a| (a.key, (a.category.clone(), a.note.clone(), a.source)))
+            .collect()
+    }
+
+    fn maybe_text() -> impl Strategy<Value = Option<String>> {
+        prop::option::of("[a-z\"\\\\\n é]{0,5}")
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig {
+            cases: 48,
+            failure_persistence: None,
+            ..ProptestConfig::default()
+        })]
+
+        #[test]
+        fn reopened_store_equals_the_model(
+            batches in prop::collection::vec(
+                (
+                    prop::collection::vec((0u8..5, maybe_text(), maybe_text(), any::<bool>()), 1..4),
+                    any::<bool>(),
+                ),
+                1..10,
+            )
+        ) {
+            let dir = TempDir::new().unwrap();
+            let path = journal(&dir);
+            let mut model = Model::new();
+            let mut store = AnnotationStore::open(&path, "ann").unwrap();
+            for (batch, reopen) in batches {
+                let changes = batch
+                    .into_iter()
+                    .map(|(n, category, note, suggested)| {
+                        let source = if suggested {
+                            AnnotationSource::Suggestion
+                        } else {
+                            AnnotationSource::Manual
+                        };
+                        let (c, nt) = (non_empty(category.clone()), non_empty(note.clone()));
+                        if c.is_none() && nt.is_none() {
+                            model.remove(&key(n));
+                        } else {
+                            model.insert(key(n), (c, nt, source));
+                        }
+                        Change {
+                            key: key(n),
+                            case_id: format!("c{}", n % 3),
+                            variant_id: "v".to_string(),
+                            category,
+                            note,
+                            source,
+                        }
+                    })
+                    .collect();
+                store.apply(changes).unwrap();
+                prop_assert_eq!(&state(&store), &model);
+                if reopen {
+                    drop(store);
+                    store = AnnotationStore::open(&path, "ann").unwrap();
+                    prop_assert_eq!(lines(&path).len(), model.len());
+                }
+            }
+            drop(store);
+            let store = AnnotationStore::open(&path, "ann").unwrap();
+            prop_assert_eq!(&state(&store), &model);
+            prop_assert_eq!(store.skipped_lines(), (0, None));
+            drop(store);
+            prop_assert_eq!(&state(&AnnotationStore::read(&path).unwrap()), &model);
+        }
+    }
+}
