@@ -1,0 +1,188 @@
+//! The `triage` command line.
+//!
+//! `triage RUN...` opens the viewer; `triage apply` writes a copy of a run
+//! with its annotations; `triage keys` prints the bindings in effect. Paths
+//! are checked before the terminal is touched, so a missing file or a
+//! directory is a one-line error with exit code 2.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use triage::core::annotations::{self, AnnotationStore};
+use triage::core::index::{self, OpenOptions};
+use triage::core::taxonomy::Taxonomy;
+use triage::tui::app::App;
+use triage::tui::keymap::{Keymap, Mode, seq_to_string};
+use triage::tui::run::{self, Exit};
+use triage::tui::style::Theme;
+
+/// Review the results of LLM sensitivity-test runs at the keyboard.
+#[derive(Parser, Debug)]
+#[command(
+    name = "triage",
+    version,
+    about,
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    /// Run files (JSONL); `-` reads standard input.
+    #[arg(value_name = "RUN")]
+    runs: Vec<String>,
+    /// Where annotations are kept (default: `<run>.triage.jsonl` beside the run).
+    #[arg(long, value_name = "PATH")]
+    annotations: Option<PathBuf>,
+    /// The name recorded with each decision (default: $USER).
+    #[arg(long, value_name = "NAME")]
+    reviewer: Option<String>,
+    /// Lines longer than this are reported as problems instead of parsed.
+    #[arg(long, value_name = "BYTES", default_value_t = index::DEFAULT_MAX_LINE_BYTES)]
+    max_line_bytes: usize,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Write a copy of a run in which every annotated record carries a `triage` object.
+    Apply {
+        /// The run file.
+        run: String,
+        /// The annotation journal (default: the one `triage RUN` uses).
+        #[arg(long, value_name = "PATH")]
+        annotations: Option<PathBuf>,
+        /// Where to write the copy.
+        #[arg(short, long, value_name = "OUT")]
+        output: PathBuf,
+        /// Overwrite OUT if it exists.
+        #[arg(long)]
+        force: bool,
+    },
+    /// Print the key bindings in effect, by mode.
+    Keys,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::Apply {
+            run,
+            annotations,
+            output,
+            force,
+        }) => done(triage::core::apply::apply(
+            Path::new(&run),
+            annotations.as_deref(),
+            &output,
+            force,
+        )),
+        Some(Command::Keys) => {
+            print_keys(&Keymap::default_keymap());
+            ExitCode::SUCCESS
+        }
+        None => open(cli),
+    }
+}
+
+fn done(r: Result<String, String>) -> ExitCode {
+    match r {
+        Ok(msg) => {
+            println!("{msg}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("{e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn print_keys(km: &Keymap) {
+    println!("keymap: {}", km.name);
+    for mode in Mode::ALL {
+        let rows: Vec<_> = km
+            .bindings()
+            .iter()
+            .filter(|(m, _, _)| *m == mode)
+            .collect();
+        if rows.is_empty() {
+            continue;
+        }
+        println!("\n[{}]", mode.name());
+        for (_, seq, action) in rows {
+            println!(
+                "  {:<16} {:<26} {}",
+                seq_to_string(seq),
+                action.name(),
+                action.description()
+            );
+        }
+    }
+}
+
+fn open(cli: Cli) -> ExitCode {
+    if cli.runs.is_empty() {
+        eprintln!(
+            "triage: give a run file to open, for example: triage sample-runs/support-urgency.jsonl (triage --help lists the commands)"
+        );
+        return ExitCode::from(2);
+    }
+    let opts = OpenOptions {
+        max_line_bytes: cli.max_line_bytes,
+    };
+    let (idx, loader) = match index::open_run(&cli.runs, &opts) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let reviewer = cli
+        .reviewer
+        .or_else(|| std::env::var("USER").ok())
+        .filter(|s| !s.trim().is_empty())
+        .unwrap_or_else(|| "unknown".to_string());
+    let run_path = if cli.runs[0] == "-" {
+        PathBuf::from("stdin")
+    } else {
+        PathBuf::from(&cli.runs[0])
+    };
+    let (store, notice) = match open_store(&run_path, cli.annotations.as_deref(), &reviewer) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut app = App::new(idx, store, Taxonomy::default());
+    app.store_notice = notice;
+    let theme = Theme::from_env();
+    match run::run(app, Some(loader), Keymap::default_keymap(), theme) {
+        Ok(Exit::Quit) => ExitCode::SUCCESS,
+        Ok(Exit::Signal(sig)) => ExitCode::from((128 + sig).clamp(0, 255) as u8),
+        Err(e) => {
+            eprintln!("triage: terminal error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Open the annotation journal, falling back to the data directory when the
+/// run's folder is not writable, and say where it went.
+fn open_store(
+    run: &Path,
+    explicit: Option<&Path>,
+    reviewer: &str,
+) -> Result<(AnnotationStore, Option<String>), String> {
+    let (path, fallback) = annotations::journal_path_for(run, explicit)?;
+    let store = AnnotationStore::open(&path, reviewer).map_err(|e| e.to_string())?;
+    let mut notice = None;
+    if fallback {
+        notice = Some(format!("annotations in {}", store.path().display()));
+    }
+    if let annotations::Access::ReadOnly { reason } = store.access() {
+        notice = Some(format!("READ-ONLY: {reason}"));
+    }
+    Ok((store, notice))
+}

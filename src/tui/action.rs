@@ -1,0 +1,176 @@
+//! The user's vocabulary: every command a key can trigger.
+//!
+//! The serde names of [`Action`] are the action names in keymap files, and
+//! [`Action::description`] is an exhaustive match, so an action cannot ship
+//! without the help text that the help overlay shows for it.
+
+use serde::{Deserialize, Serialize};
+
+/// One command, independent of the key that triggers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum Action {
+    Quit,
+    ToggleHelp,
+    Close,
+    NextPair,
+    PrevPair,
+    PageDown,
+    PageUp,
+    FirstPair,
+    LastPair,
+    FocusNext,
+    ScrollDown,
+    ScrollUp,
+    ScrollPageDown,
+    ScrollPageUp,
+    ScrollTop,
+    ScrollBottom,
+    NextChange,
+    PrevChange,
+    ToggleAllPairs,
+    ToggleSideBySide,
+    ToggleRaw,
+    ToggleProblems,
+    ClearCategory,
+    AcceptSuggestion,
+    AcceptAllSuggestions,
+    ClassifyView,
+    ToggleMark,
+    ClearMarks,
+    EditNote,
+    Undo,
+    Redo,
+    ToggleUnclassified,
+    Suspend,
+    Confirm,
+    Cancel,
+    NoteSave,
+    NoteCancel,
+    NoteNewline,
+    NoteLeft,
+    NoteRight,
+    NoteUp,
+    NoteDown,
+    NoteWordLeft,
+    NoteWordRight,
+    NoteHome,
+    NoteEnd,
+    NoteBackspace,
+    NoteDelete,
+    NoteDeleteWord,
+    NoteClear,
+}
+
+/// Where an action belongs in the help overlay.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Group {
+    Move,
+    View,
+    Triage,
+    Note,
+    Prompt,
+    General,
+}
+
+impl Group {
+    /// The heading shown in help.
+    pub fn title(self) -> &'static str {
+        match self {
+            Group::Move => "Move",
+            Group::View => "View",
+            Group::Triage => "Triage",
+            Group::Note => "Note editor",
+            Group::Prompt => "Prompts",
+            Group::General => "General",
+        }
+    }
+}
+
+impl Action {
+    /// What the action does, in the words help shows.
+    pub fn description(self) -> &'static str {
+        match self {
+            Action::Quit => "quit (annotations are already saved)",
+            Action::ToggleHelp => "show or hide this help",
+            Action::Close => "close the overlay or leave the detail",
+            Action::NextPair => "next pair",
+            Action::PrevPair => "previous pair",
+            Action::PageDown => "page down the list",
+            Action::PageUp => "page up the list",
+            Action::FirstPair => "first pair",
+            Action::LastPair => "last pair",
+            Action::FocusNext => "move focus between list and detail",
+            Action::ScrollDown => "scroll down",
+            Action::ScrollUp => "scroll up",
+            Action::ScrollPageDown => "scroll a page down",
+            Action::ScrollPageUp => "scroll a page up",
+            Action::ScrollTop => "scroll to the top",
+            Action::ScrollBottom => "scroll to the bottom",
+            Action::NextChange => "jump to the next change in the diff",
+            Action::PrevChange => "jump to the previous change in the diff",
+            Action::ToggleAllPairs => "show all pairs or failures only",
+            Action::ToggleSideBySide => "side-by-side source and variant",
+            Action::ToggleRaw => "raw JSON of the whole record",
+            Action::ToggleProblems => "list the problems found in the files",
+            Action::ClearCategory => "clear the category of the pair (or marked pairs)",
+            Action::AcceptSuggestion => "accept the suggested category",
+            Action::AcceptAllSuggestions => {
+                "accept suggestions for every unclassified pair in view"
+            }
+            Action::ClassifyView => "give every pair in view the category you pick next",
+            Action::ToggleMark => "mark or unmark the pair",
+            Action::ClearMarks => "clear all marks",
+            Action::EditNote => "write a note on the pair",
+            Action::Undo => "undo the last classification or note change",
+            Action::Redo => "redo",
+            Action::ToggleUnclassified => "show unclassified failures only",
+            Action::Suspend => "suspend to the shell (fg resumes)",
+            Action::Confirm => "confirm",
+            Action::Cancel => "cancel",
+            Action::NoteSave => "save the note",
+            Action::NoteCancel => "discard the edit",
+            Action::NoteNewline => "new line",
+            Action::NoteLeft => "cursor left",
+            Action::NoteRight => "cursor right",
+            Action::NoteUp => "cursor up",
+            Action::NoteDown => "cursor down",
+            Action::NoteWordLeft => "word left",
+            Action::NoteWordRight => "word right",
+            Action::NoteHome => "start of line",
+            Action::NoteEnd => "end of line",
+            Action::NoteBackspace => "delete before the cursor",
+            Action::NoteDelete => "delete at the cursor",
+            Action::NoteDeleteWord => "delete the word before the cursor",
+            Action::NoteClear => "clear the whole note",
+        }
+    }
+
+    /// The help group of the action.
+    pub fn group(self) -> Group {
+        use Action::*;
+        match self {
+            NextPair | PrevPair | PageDown | PageUp | FirstPair | LastPair | FocusNext
+            | ScrollDown | ScrollUp | ScrollPageDown | ScrollPageUp | ScrollTop | ScrollBottom
+            | NextChange | PrevChange => Group::Move,
+            ToggleAllPairs | ToggleSideBySide | ToggleRaw | ToggleProblems | ToggleUnclassified => {
+                Group::View
+            }
+            ClearCategory | AcceptSuggestion | AcceptAllSuggestions | ClassifyView | ToggleMark
+            | ClearMarks | EditNote | Undo | Redo => Group::Triage,
+            NoteSave | NoteCancel | NoteNewline | NoteLeft | NoteRight | NoteUp | NoteDown
+            | NoteWordLeft | NoteWordRight | NoteHome | NoteEnd | NoteBackspace | NoteDelete
+            | NoteDeleteWord | NoteClear => Group::Note,
+            Confirm | Cancel => Group::Prompt,
+            Quit | ToggleHelp | Close | Suspend => Group::General,
+        }
+    }
+
+    /// The keymap name of the action.
+    pub fn name(self) -> String {
+        serde_json::to_value(self)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,866 @@
+//! The application state and `update`, the only place it changes.
+//!
+//! [`App`] is plain data: the run index, the current view (row indices),
+//! selection, focus, overlays, marks, undo history and messages. [`update`]
+//! applies one [`Action`] (or a typed key in the note editor) and returns the
+//! [`Effect`]s it needs — loading a pair's detail or saving annotations —
+//! which [`crate::tui::effects`] performs. No I/O happens here, so every
+//! behaviour is testable without a terminal.
+
+use std::collections::HashSet;
+
+use crate::core::annotations::{Annotation, AnnotationSource, AnnotationStore, Change};
+use crate::core::index::LoadedPair;
+use crate::core::index::{NO_SYM, PairRow, RunIndex};
+use crate::core::suggest::Suggestion;
+use crate::core::taxonomy::Taxonomy;
+
+use super::action::Action;
+use super::doc::DetailDoc;
+use super::note::NoteEditor;
+
+/// Which pane has the keyboard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Focus {
+    List,
+    Detail,
+}
+
+/// How the detail pane shows the pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DetailMode {
+    Unified,
+    SideBySide,
+    Raw,
+}
+
+/// A bulk change waiting for the reviewer's y/n.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Confirm {
+    pub question: String,
+    pub changes: Vec<Change>,
+    pub label: String,
+}
+
+/// What is drawn over the main screen and takes the keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Overlay {
+    None,
+    Help {
+        scroll: u16,
+    },
+    Problems {
+        scroll: u16,
+    },
+    Note(NoteEditor),
+    Confirm(Confirm),
+    /// "Classify every pair in view": waiting for the category key.
+    PickCategory {
+        rows: Vec<u32>,
+    },
+}
+
+/// How a message in the status line should look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageKind {
+    Info,
+    Saved,
+    Error,
+}
+
+/// One undoable step: what to write to go back, and to go forward again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UndoStep {
+    pub before: Vec<Change>,
+    pub after: Vec<Change>,
+    pub label: String,
+}
+
+/// Work for the effect runner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Read and derive the pair at this row, and build its detail document.
+    LoadDetail(u32),
+    /// Write annotation changes durably.
+    Save { changes: Vec<Change>, label: String },
+    /// Stop the process group until the shell resumes it.
+    Suspend,
+}
+
+/// The detail of the selected pair, loaded on demand.
+#[derive(Debug, Clone)]
+pub struct Detail {
+    pub row: u32,
+    pub pair: Result<LoadedPair, String>,
+    pub suggestion: Option<Suggestion>,
+    pub doc: DetailDoc,
+}
+
+/// Sizes the last frame had, so paging moves by what the reviewer sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Viewport {
+    pub list_rows: usize,
+    pub detail_rows: usize,
+    pub detail_cols: u16,
+}
+
+impl Default for Viewport {
+    fn default() -> Self {
+        Viewport {
+            list_rows: 10,
+            detail_rows: 20,
+            detail_cols: 80,
+        }
+    }
+}
+
+/// Everything the screen shows, as plain data.
+pub struct App {
+    pub index: RunIndex,
+    pub store: AnnotationStore,
+    pub taxonomy: Taxonomy,
+    /// Indices into `index.rows` of the pairs in view, in order.
+    pub view: Vec<u32>,
+    /// How many index rows the view has considered (for incremental growth).
+    seen_rows: usize,
+    pub show_all: bool,
+    pub unclassified_only: bool,
+    pub cursor: usize,
+    pub list_offset: usize,
+    pub focus: Focus,
+    pub detail_mode: DetailMode,
+    pub detail_scroll: usize,
+    pub detail: Option<Detail>,
+    pub overlay: Overlay,
+    pub marks: HashSet<u32>,
+    pub undo: Vec<UndoStep>,
+    pub redo: Vec<UndoStep>,
+    pub message: Option<(String, MessageKind)>,
+    /// Keys typed so far of a multi-key sequence.
+    pub pending_keys: String,
+    /// Failures that have a category (kept up to date by [`App::recount`]).
+    pub classified: usize,
+    pub viewport: Viewport,
+    pub quit: bool,
+    /// A notice about where annotations are kept (fallback path, read-only).
+    pub store_notice: Option<String>,
+    /// Whether the loader is still indexing.
+    pub loading: bool,
+}
+
+impl App {
+    /// A new app over an index (possibly still filling) and a store.
+    pub fn new(index: RunIndex, store: AnnotationStore, taxonomy: Taxonomy) -> App {
+        let mut app = App {
+            loading: !index.done,
+            index,
+            store,
+            taxonomy,
+            view: Vec::new(),
+            seen_rows: 0,
+            show_all: false,
+            unclassified_only: false,
+            cursor: 0,
+            list_offset: 0,
+            focus: Focus::List,
+            detail_mode: DetailMode::Unified,
+            detail_scroll: 0,
+            detail: None,
+            overlay: Overlay::None,
+            marks: HashSet::new(),
+            undo: Vec::new(),
+            redo: Vec::new(),
+            message: None,
+            pending_keys: String::new(),
+            classified: 0,
+            viewport: Viewport::default(),
+            quit: false,
+            store_notice: None,
+        };
+        app.rebuild_view();
+        app
+    }
+
+    /// The row under the cursor.
+    pub fn selected_row(&self) -> Option<u32> {
+        self.view.get(self.cursor).copied()
+    }
+
+    /// The annotation of a row, if it has one under its current key.
+    pub fn annotation(&self, row: &PairRow) -> Option<&Annotation> {
+        self.store.get(&row.key)
+    }
+
+    /// An annotation made on an earlier version of this pair.
+    pub fn stale_annotation(&self, row: &PairRow) -> Option<&Annotation> {
+        if self.store.get(&row.key).is_some() {
+            return None;
+        }
+        self.store.stale_for(
+            self.index.str(row.case),
+            self.index.str(row.variant),
+            &row.key,
+        )
+    }
+
+    /// Whether the row has a category.
+    pub fn is_classified(&self, row: &PairRow) -> bool {
+        self.annotation(row).is_some_and(|a| a.category.is_some())
+    }
+
+    fn in_view(&self, row: &PairRow) -> bool {
+        if !self.show_all && !row.status.is_failure() {
+            return false;
+        }
+        if self.unclassified_only && (!row.status.is_failure() || self.is_classified(row)) {
+            return false;
+        }
+        true
+    }
+
+    /// Recompute the view from scratch, keeping the selected pair if it stays.
+    pub fn rebuild_view(&mut self) {
+        let keep = self.selected_row();
+        self.view = (0..self.index.rows.len() as u32)
+            .filter(|&i| self.in_view(&self.index.rows[i as usize]))
+            .collect();
+        self.seen_rows = self.index.rows.len();
+        self.cursor = keep
+            .and_then(|k| self.view.iter().position(|&r| r >= k))
+            .unwrap_or(0)
+            .min(self.view.len().saturating_sub(1));
+        self.recount();
+        self.clamp_offset();
+    }
+
+    /// Take in rows the loader added since the last call.
+    pub fn grow_view(&mut self) {
+        let start = self.seen_rows;
+        for i in start..self.index.rows.len() {
+            if self.in_view(&self.index.rows[i]) {
+                self.view.push(i as u32);
+            }
+            if self.index.rows[i].status.is_failure() && self.is_classified(&self.index.rows[i]) {
+                self.classified += 1;
+            }
+        }
+        self.seen_rows = self.index.rows.len();
+        self.loading = !self.index.done;
+    }
+
+    /// Count classified failures again.
+    pub fn recount(&mut self) {
+        self.classified = self
+            .index
+            .rows
+            .iter()
+            .filter(|r| r.status.is_failure() && self.is_classified(r))
+            .count();
+    }
+
+    fn clamp_offset(&mut self) {
+        let h = self.viewport.list_rows.max(1);
+        if self.cursor < self.list_offset {
+            self.list_offset = self.cursor;
+        } else if self.cursor >= self.list_offset + h {
+            self.list_offset = self.cursor + 1 - h;
+        }
+        let max_off = self.view.len().saturating_sub(h);
+        self.list_offset = self.list_offset.min(max_off);
+    }
+
+    /// Record an undo step for `changes` and return the effect that writes them.
+    pub fn save(&mut self, changes: Vec<Change>, label: String) -> Effect {
+        let before = changes
+            .iter()
+            .map(|c| match self.store.get(&c.key) {
+                Some(a) => Change {
+                    key: c.key,
+                    case_id: c.case_id.clone(),
+                    variant_id: c.variant_id.clone(),
+                    category: a.category.clone(),
+                    note: a.note.clone(),
+                    source: a.source,
+                },
+                None => Change {
+                    key: c.key,
+                    case_id: c.case_id.clone(),
+                    variant_id: c.variant_id.clone(),
+                    category: None,
+                    note: None,
+                    source: AnnotationSource::Manual,
+                },
+            })
+            .collect();
+        self.undo.push(UndoStep {
+            before,
+            after: changes.clone(),
+            label: label.clone(),
+        });
+        self.redo.clear();
+        Effect::Save { changes, label }
+    }
+
+    /// Set a transient message for the status line.
+    pub fn say(&mut self, text: impl Into<String>, kind: MessageKind) {
+        self.message = Some((text.into(), kind));
+    }
+
+    /// The rows a triage action applies to: the marked ones, else the selected one.
+    fn targets(&self) -> Vec<u32> {
+        if self.marks.is_empty() {
+            self.selected_row().into_iter().collect()
+        } else {
+            let mut v: Vec<u32> = self.marks.iter().copied().collect();
+            v.sort_unstable();
+            v
+        }
+    }
+
+    /// A change that gives `row` this category and keeps its note.
+    fn change_for(&self, row: u32, category: Option<String>, source: AnnotationSource) -> Change {
+        let r = &self.index.rows[row as usize];
+        let note = self.annotation(r).and_then(|a| a.note.clone());
+        Change {
+            key: r.key,
+            case_id: self.index.str(r.case).to_string(),
+            variant_id: self.index.str(r.variant).to_string(),
+            category,
+            note,
+            source,
+        }
+    }
+
+    /// Move the cursor to the next unclassified failure after the current one
+    /// (wrapping), as a review tool does after each decision.
+    fn advance_to_unclassified(&mut self, just_done: &HashSet<u32>) -> bool {
+        let n = self.view.len();
+        for step in 1..=n {
+            let i = (self.cursor + step) % n;
+            let row = self.view[i];
+            let r = &self.index.rows[row as usize];
+            if r.status.is_failure() && !self.is_classified(r) && !just_done.contains(&row) {
+                self.cursor = i;
+                self.clamp_offset();
+                return true;
+            }
+        }
+        false
+    }
+
+    fn select(&mut self, cursor: usize) -> Vec<Effect> {
+        if self.view.is_empty() {
+            self.cursor = 0;
+            return vec![];
+        }
+        let c = cursor.min(self.view.len() - 1);
+        let changed =
+            c != self.cursor || self.detail.as_ref().map(|d| d.row) != self.selected_row_at(c);
+        self.cursor = c;
+        self.clamp_offset();
+        if changed {
+            self.detail_scroll = 0;
+        }
+        self.detail_effect()
+    }
+
+    fn selected_row_at(&self, c: usize) -> Option<u32> {
+        self.view.get(c).copied()
+    }
+
+    /// The load the detail pane needs now, if any.
+    pub fn detail_effect(&self) -> Vec<Effect> {
+        match self.selected_row() {
+            Some(r) if self.detail.as_ref().map(|d| d.row) != Some(r) => {
+                vec![Effect::LoadDetail(r)]
+            }
+            _ => vec![],
+        }
+    }
+
+    fn scroll_detail(&mut self, delta: isize) {
+        let len = self
+            .detail
+            .as_ref()
+            .map(|d| d.doc.len(self.detail_mode))
+            .unwrap_or(0);
+        let max = len.saturating_sub(self.viewport.detail_rows.max(1));
+        let s = self.detail_scroll as isize + delta;
+        self.detail_scroll = s.clamp(0, max as isize) as usize;
+    }
+
+    fn jump_change(&mut self, forward: bool) {
+        let Some(d) = &self.detail else { return };
+        let anchors = d.doc.anchors(self.detail_mode);
+        let cur = self.detail_scroll;
+        let target = if forward {
+            anchors.iter().copied().find(|&a| a > cur)
+        } else {
+            anchors.iter().rev().copied().find(|&a| a < cur)
+        };
+        match target {
+            Some(t) => {
+                self.detail_scroll = t;
+                self.scroll_detail(0);
+            }
+            None => self.say(
+                if forward {
+                    "no further change below"
+                } else {
+                    "no change above"
+                },
+                MessageKind::Info,
+            ),
+        }
+    }
+}
+
+/// Apply a category key (from the taxonomy) to the targets.
+pub fn classify(app: &mut App, key: char) -> Vec<Effect> {
+    let Some(cat) = app.taxonomy.by_key(key).cloned() else {
+        return vec![];
+    };
+    if let Overlay::PickCategory { rows } = &app.overlay {
+        let rows = rows.clone();
+        let changes: Vec<Change> = rows
+            .iter()
+            .map(|&r| app.change_for(r, Some(cat.id.clone()), AnnotationSource::Manual))
+            .collect();
+        app.overlay = Overlay::Confirm(Confirm {
+            question: format!(
+                "Give {} {} in view the category “{}”?",
+                changes.len(),
+                if changes.len() == 1 { "pair" } else { "pairs" },
+                cat.name
+            ),
+            label: format!("classified {} pairs as {}", changes.len(), cat.id),
+            changes,
+        });
+        return vec![];
+    }
+    let targets = app.targets();
+    if targets.is_empty() {
+        return vec![];
+    }
+    let changes: Vec<Change> = targets
+        .iter()
+        .map(|&r| app.change_for(r, Some(cat.id.clone()), AnnotationSource::Manual))
+        .collect();
+    let label = if changes.len() == 1 {
+        format!("classified as {}", cat.id)
+    } else {
+        format!("classified {} marked pairs as {}", changes.len(), cat.id)
+    };
+    let done: HashSet<u32> = targets.iter().copied().collect();
+    app.marks.clear();
+    let mut effects = vec![app.save(changes, label)];
+    if done.len() == 1 && app.advance_to_unclassified(&done) {
+        app.detail_scroll = 0;
+        effects.extend(app.detail_effect());
+    }
+    effects
+}
+
+/// Apply one action to the state.
+pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
+    // Overlays take the keys first.
+    match &mut app.overlay {
+        Overlay::Help { scroll } | Overlay::Problems { scroll } => {
+            let page = app.viewport.detail_rows.max(3) as i32;
+            let s = *scroll as i32;
+            let next = match action {
+                Action::ScrollDown => Some(s + 1),
+                Action::ScrollUp => Some(s - 1),
+                Action::ScrollPageDown => Some(s + page),
+                Action::ScrollPageUp => Some(s - page),
+                Action::ScrollTop => Some(0),
+                Action::ScrollBottom => Some(i32::from(u16::MAX) / 2),
+                _ => None,
+            };
+            if let Some(n) = next {
+                *scroll = n.clamp(0, i32::from(u16::MAX)) as u16;
+                return vec![];
+            }
+            match action {
+                Action::Close | Action::ToggleHelp | Action::ToggleProblems | Action::Cancel => {
+                    app.overlay = Overlay::None;
+                }
+                Action::Quit => app.quit = true,
+                _ => {}
+            }
+            return vec![];
+        }
+        Overlay::Note(ed) => {
+            let h = 6;
+            match action {
+                Action::NoteSave => {
+                    let text = ed.text();
+                    let targets = ed.targets.clone();
+                    let changed = text != ed.original;
+                    app.overlay = Overlay::None;
+                    if !changed {
+                        app.say("note unchanged", MessageKind::Info);
+                        return vec![];
+                    }
+                    let note = (!text.is_empty()).then_some(text);
+                    let changes: Vec<Change> = targets
+                        .iter()
+                        .map(|&r| {
+                            let row = &app.index.rows[r as usize];
+                            let prev = app.annotation(row);
+                            Change {
+                                key: row.key,
+                                case_id: app.index.str(row.case).to_string(),
+                                variant_id: app.index.str(row.variant).to_string(),
+                                category: prev.and_then(|a| a.category.clone()),
+                                note: note.clone(),
+                                source: prev.map(|a| a.source).unwrap_or(AnnotationSource::Manual),
+                            }
+                        })
+                        .collect();
+                    let label = if note.is_some() {
+                        "note saved"
+                    } else {
+                        "note removed"
+                    };
+                    return vec![app.save(changes, label.to_string())];
+                }
+                Action::NoteCancel | Action::Close | Action::Cancel => {
+                    app.overlay = Overlay::None;
+                    app.say("note discarded", MessageKind::Info);
+                }
+                Action::NoteNewline => ed.newline(),
+                Action::NoteLeft => ed.left(),
+                Action::NoteRight => ed.right(),
+                Action::NoteUp => ed.up(),
+                Action::NoteDown => ed.down(),
+                Action::NoteWordLeft => ed.word_left(),
+                Action::NoteWordRight => ed.word_right(),
+                Action::NoteHome => ed.home(),
+                Action::NoteEnd => ed.end(),
+                Action::NoteBackspace => ed.backspace(),
+                Action::NoteDelete => ed.delete(),
+                Action::NoteDeleteWord => ed.delete_word(),
+                Action::NoteClear => ed.clear(),
+                _ => {}
+            }
+            if let Overlay::Note(ed) = &mut app.overlay {
+                ed.scroll_to_cursor(h);
+            }
+            return vec![];
+        }
+        Overlay::Confirm(c) => {
+            match action {
+                Action::Confirm => {
+                    let c = c.clone();
+                    app.overlay = Overlay::None;
+                    app.marks.clear();
+                    return vec![app.save(c.changes, c.label)];
+                }
+                Action::Cancel | Action::Close | Action::Quit => {
+                    app.overlay = Overlay::None;
+                    app.say("cancelled; nothing changed", MessageKind::Info);
+                }
+                _ => {}
+            }
+            return vec![];
+        }
+        Overlay::PickCategory { .. } => {
+            if matches!(action, Action::Close | Action::Cancel | Action::Quit) {
+                app.overlay = Overlay::None;
+                app.say("cancelled; nothing changed", MessageKind::Info);
+            }
+            return vec![];
+        }
+        Overlay::None => {}
+    }
+
+    let page = app.viewport.list_rows.max(1);
+    match action {
+        Action::Quit => {
+            app.quit = true;
+            vec![]
+        }
+        Action::ToggleHelp => {
+            app.overlay = Overlay::Help { scroll: 0 };
+            vec![]
+        }
+        Action::ToggleProblems => {
+            app.overlay = Overlay::Problems { scroll: 0 };
+            vec![]
+        }
+        Action::Close | Action::Cancel => {
+            if app.focus == Focus::Detail {
+                app.focus = Focus::List;
+            } else if !app.marks.is_empty() {
+                app.marks.clear();
+                app.say("marks cleared", MessageKind::Info);
+            }
+            vec![]
+        }
+        Action::NextPair => app.select(app.cursor + 1),
+        Action::PrevPair => app.select(app.cursor.saturating_sub(1)),
+        Action::PageDown => app.select(app.cursor + page),
+        Action::PageUp => app.select(app.cursor.saturating_sub(page)),
+        Action::FirstPair => app.select(0),
+        Action::LastPair => app.select(app.view.len().saturating_sub(1)),
+        Action::FocusNext => {
+            app.focus = match app.focus {
+                Focus::List => Focus::Detail,
+                Focus::Detail => Focus::List,
+            };
+            vec![]
+        }
+        Action::ScrollDown => {
+            app.scroll_detail(1);
+            vec![]
+        }
+        Action::ScrollUp => {
+            app.scroll_detail(-1);
+            vec![]
+        }
+        Action::ScrollPageDown => {
+            app.scroll_detail(app.viewport.detail_rows.max(2) as isize - 1);
+            vec![]
+        }
+        Action::ScrollPageUp => {
+            app.scroll_detail(-(app.viewport.detail_rows.max(2) as isize - 1));
+            vec![]
+        }
+        Action::ScrollTop => {
+            app.detail_scroll = 0;
+            vec![]
+        }
+        Action::ScrollBottom => {
+            app.scroll_detail(isize::MAX / 2);
+            vec![]
+        }
+        Action::NextChange => {
+            app.jump_change(true);
+            vec![]
+        }
+        Action::PrevChange => {
+            app.jump_change(false);
+            vec![]
+        }
+        Action::ToggleAllPairs => {
+            app.show_all = !app.show_all;
+            app.rebuild_view();
+            app.say(
+                if app.show_all {
+                    "showing all pairs"
+                } else {
+                    "showing failures only"
+                },
+                MessageKind::Info,
+            );
+            app.detail_effect()
+        }
+        Action::ToggleUnclassified => {
+            app.unclassified_only = !app.unclassified_only;
+            app.rebuild_view();
+            app.say(
+                if app.unclassified_only {
+                    "showing unclassified failures only"
+                } else {
+                    "showing classified and unclassified"
+                },
+                MessageKind::Info,
+            );
+            app.detail_effect()
+        }
+        Action::ToggleSideBySide => {
+            app.detail_mode = if app.detail_mode == DetailMode::SideBySide {
+                DetailMode::Unified
+            } else {
+                DetailMode::SideBySide
+            };
+            app.detail_scroll = 0;
+            vec![]
+        }
+        Action::ToggleRaw => {
+            app.detail_mode = if app.detail_mode == DetailMode::Raw {
+                DetailMode::Unified
+            } else {
+                DetailMode::Raw
+            };
+            app.detail_scroll = 0;
+            vec![]
+        }
+        Action::ClearCategory => {
+            let targets = app.targets();
+            let changes: Vec<Change> = targets
+                .iter()
+                .filter(|&&r| app.is_classified(&app.index.rows[r as usize]))
+                .map(|&r| app.change_for(r, None, AnnotationSource::Manual))
+                .collect();
+            if changes.is_empty() {
+                app.say("nothing to clear", MessageKind::Info);
+                return vec![];
+            }
+            app.marks.clear();
+            let label = format!(
+                "cleared the category of {} {}",
+                changes.len(),
+                if changes.len() == 1 { "pair" } else { "pairs" }
+            );
+            vec![app.save(changes, label)]
+        }
+        Action::AcceptSuggestion => {
+            let targets = app.targets();
+            let changes: Vec<Change> = targets
+                .iter()
+                .filter_map(|&r| {
+                    let row = &app.index.rows[r as usize];
+                    let id = app.index.str(row.suggestion);
+                    (row.suggestion != NO_SYM && app.taxonomy.by_id(id).is_some()).then(|| {
+                        app.change_for(r, Some(id.to_string()), AnnotationSource::Suggestion)
+                    })
+                })
+                .collect();
+            if changes.is_empty() {
+                app.say("no suggestion for this pair", MessageKind::Info);
+                return vec![];
+            }
+            let label = if changes.len() == 1 {
+                format!(
+                    "accepted the suggestion {}",
+                    changes[0].category.as_deref().unwrap_or("")
+                )
+            } else {
+                format!("accepted {} suggestions", changes.len())
+            };
+            let done: HashSet<u32> = targets.iter().copied().collect();
+            app.marks.clear();
+            let mut effects = vec![app.save(changes, label)];
+            if done.len() == 1 && app.advance_to_unclassified(&done) {
+                app.detail_scroll = 0;
+                effects.extend(app.detail_effect());
+            }
+            effects
+        }
+        Action::AcceptAllSuggestions => {
+            let changes: Vec<Change> = app
+                .view
+                .iter()
+                .filter_map(|&r| {
+                    let row = &app.index.rows[r as usize];
+                    let id = app.index.str(row.suggestion);
+                    (row.status.is_failure()
+                        && !app.is_classified(row)
+                        && row.suggestion != NO_SYM
+                        && app.taxonomy.by_id(id).is_some())
+                    .then(|| app.change_for(r, Some(id.to_string()), AnnotationSource::Suggestion))
+                })
+                .collect();
+            if changes.is_empty() {
+                app.say(
+                    "no unclassified pair in view has a suggestion",
+                    MessageKind::Info,
+                );
+                return vec![];
+            }
+            app.overlay = Overlay::Confirm(Confirm {
+                question: format!(
+                    "Accept the suggested category for {} unclassified {} in view?",
+                    changes.len(),
+                    if changes.len() == 1 { "pair" } else { "pairs" }
+                ),
+                label: format!("accepted {} suggestions", changes.len()),
+                changes,
+            });
+            vec![]
+        }
+        Action::ClassifyView => {
+            if app.view.is_empty() {
+                app.say("no pairs in view", MessageKind::Info);
+                return vec![];
+            }
+            app.overlay = Overlay::PickCategory {
+                rows: app.view.clone(),
+            };
+            vec![]
+        }
+        Action::ToggleMark => {
+            if let Some(r) = app.selected_row() {
+                if !app.marks.remove(&r) {
+                    app.marks.insert(r);
+                }
+                let mut e = app.select(app.cursor + 1);
+                e.extend(app.detail_effect());
+                return e;
+            }
+            vec![]
+        }
+        Action::ClearMarks => {
+            app.marks.clear();
+            vec![]
+        }
+        Action::EditNote => {
+            let targets = app.targets();
+            let Some(&first) = targets.first() else {
+                return vec![];
+            };
+            let text = app
+                .annotation(&app.index.rows[first as usize])
+                .and_then(|a| a.note.clone())
+                .unwrap_or_default();
+            app.overlay = Overlay::Note(NoteEditor::new(&text, targets));
+            vec![]
+        }
+        Action::Undo => match app.undo.pop() {
+            Some(step) => {
+                let e = Effect::Save {
+                    changes: step.before.clone(),
+                    label: format!("undid: {}", step.label),
+                };
+                app.redo.push(step);
+                vec![e]
+            }
+            None => {
+                app.say("nothing to undo", MessageKind::Info);
+                vec![]
+            }
+        },
+        Action::Redo => match app.redo.pop() {
+            Some(step) => {
+                let e = Effect::Save {
+                    changes: step.after.clone(),
+                    label: format!("redid: {}", step.label),
+                };
+                app.undo.push(step);
+                vec![e]
+            }
+            None => {
+                app.say("nothing to redo", MessageKind::Info);
+                vec![]
+            }
+        },
+        Action::Suspend => vec![Effect::Suspend],
+        // Prompt and editor actions mean nothing outside their overlays.
+        Action::Confirm
+        | Action::NoteSave
+        | Action::NoteCancel
+        | Action::NoteNewline
+        | Action::NoteLeft
+        | Action::NoteRight
+        | Action::NoteUp
+        | Action::NoteDown
+        | Action::NoteWordLeft
+        | Action::NoteWordRight
+        | Action::NoteHome
+        | Action::NoteEnd
+        | Action::NoteBackspace
+        | Action::NoteDelete
+        | Action::NoteDeleteWord
+        | Action::NoteClear => vec![],
+    }
+}
+
+/// Text typed into the note editor (a character or a paste).
+pub fn type_text(app: &mut App, text: &str) {
+    if let Overlay::Note(ed) = &mut app.overlay {
+        ed.insert(text);
+        ed.scroll_to_cursor(6);
+    }
+}

@@ -1,0 +1,867 @@
+//! The detail document of one pair, built once per selection.
+//!
+//! [`build`] turns a loaded pair into styled lines for each detail mode —
+//! unified, side by side, raw — wrapped to the pane's width, and records the
+//! line of every change so `]`/`[` can jump between them. Rendering then only
+//! slices the visible lines. Every string from the run goes through
+//! [`inert_spans`], so nothing in a file can reach the terminal as control.
+
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use serde_json::Value;
+use similar::{ChangeTag, TextDiff};
+
+use crate::core::derive::{Derived, Status, Validity, fmt3};
+use crate::core::diff::{Change, WordKind, word_diff};
+use crate::core::index::LoadedPair;
+use crate::core::model::{PairRecord, Policy, Side, fmt_num};
+use crate::core::text;
+
+use super::app::DetailMode;
+use super::style::{Theme, inert_spans};
+
+/// Styled lines for each detail mode, with the lines where changes start.
+#[derive(Debug, Clone, Default)]
+pub struct DetailDoc {
+    pub unified: Vec<Line<'static>>,
+    pub unified_anchors: Vec<usize>,
+    pub side: Vec<Line<'static>>,
+    pub side_anchors: Vec<usize>,
+    pub raw: Vec<Line<'static>>,
+}
+
+impl DetailDoc {
+    /// The lines of a mode.
+    pub fn lines(&self, mode: DetailMode) -> &[Line<'static>] {
+        match mode {
+            DetailMode::Unified => &self.unified,
+            DetailMode::SideBySide => &self.side,
+            DetailMode::Raw => &self.raw,
+        }
+    }
+
+    /// How many lines a mode has.
+    pub fn len(&self, mode: DetailMode) -> usize {
+        self.lines(mode).len()
+    }
+
+    /// Whether the document is empty in every mode.
+    pub fn is_empty(&self) -> bool {
+        self.unified.is_empty() && self.side.is_empty() && self.raw.is_empty()
+    }
+
+    /// The lines where changes start, in a mode.
+    pub fn anchors(&self, mode: DetailMode) -> &[usize] {
+        match mode {
+            DetailMode::Unified => &self.unified_anchors,
+            DetailMode::SideBySide => &self.side_anchors,
+            DetailMode::Raw => &[],
+        }
+    }
+}
+
+/// Build the document of a pair for a pane `width` columns wide.
+pub fn build(pair: &Result<LoadedPair, String>, width: u16, theme: &Theme) -> DetailDoc {
+    let width = (width as usize).max(20);
+    match pair {
+        Err(msg) => {
+            let lines = wrap(inert_spans(msg, theme.error, theme), width, 0);
+            DetailDoc {
+                unified: lines.clone(),
+                side: lines.clone(),
+                raw: lines,
+                ..DetailDoc::default()
+            }
+        }
+        Ok(p) => {
+            let mut u = Builder::new(width, theme);
+            unified(&mut u, &p.record, &p.derived);
+            let mut s = Builder::new(width, theme);
+            side_by_side(&mut s, &p.record, &p.derived);
+            let mut r = Builder::new(width, theme);
+            raw(&mut r, &p.raw);
+            DetailDoc {
+                unified: u.lines,
+                unified_anchors: u.anchors,
+                side: s.lines,
+                side_anchors: s.anchors,
+                raw: r.lines,
+            }
+        }
+    }
+}
+
+struct Builder<'t> {
+    lines: Vec<Line<'static>>,
+    anchors: Vec<usize>,
+    width: usize,
+    t: &'t Theme,
+}
+
+impl<'t> Builder<'t> {
+    fn new(width: usize, t: &'t Theme) -> Self {
+        Builder {
+            lines: Vec::new(),
+            anchors: Vec::new(),
+            width,
+            t,
+        }
+    }
+
+    fn push(&mut self, spans: Vec<Span<'static>>) {
+        self.lines.extend(wrap(spans, self.width, 2));
+    }
+
+    fn push_indent(&mut self, spans: Vec<Span<'static>>, indent: usize) {
+        self.lines.extend(wrap(spans, self.width, indent));
+    }
+
+    fn blank(&mut self) {
+        self.lines.push(Line::default());
+    }
+
+    fn heading(&mut self, title: &str) {
+        if !self.lines.is_empty() {
+            self.blank();
+        }
+        let rule = "─".repeat(self.width.saturating_sub(title.chars().count() + 4).min(60));
+        self.lines.push(Line::from(vec![
+            Span::styled(format!("── {title} "), self.t.heading),
+            Span::styled(rule, self.t.border),
+        ]));
+    }
+
+    fn anchor(&mut self) {
+        self.anchors.push(self.lines.len());
+    }
+}
+
+fn s(text: impl Into<String>, style: Style) -> Span<'static> {
+    Span::styled(text.into(), style)
+}
+
+fn not_recorded(t: &Theme) -> Span<'static> {
+    s("not recorded", t.dim)
+}
+
+/// Wrap spans to `width` columns; continuation lines start with `indent` spaces.
+pub fn wrap(spans: Vec<Span<'static>>, width: usize, indent: usize) -> Vec<Line<'static>> {
+    let width = width.max(indent + 8);
+    let mut out = Vec::new();
+    let mut cur: Vec<Span<'static>> = Vec::new();
+    let mut col = 0usize;
+    for span in spans {
+        let style = span.style;
+        let mut buf = String::new();
+        for ch in span.content.chars() {
+            let w = text::width(ch.encode_utf8(&mut [0u8; 4]));
+            if col + w > width {
+                if !buf.is_empty() {
+                    cur.push(Span::styled(std::mem::take(&mut buf), style));
+                }
+                out.push(Line::from(std::mem::take(&mut cur)));
+                cur.push(Span::raw(" ".repeat(indent)));
+                col = indent;
+            }
+            buf.push(ch);
+            col += w;
+        }
+        if !buf.is_empty() {
+            cur.push(Span::styled(buf, style));
+        }
+    }
+    out.push(Line::from(cur));
+    out
+}
+
+fn unified(b: &mut Builder, r: &PairRecord, d: &Derived) {
+    let t = b.t;
+    // Header.
+    let mut head = inert_spans(&r.case_id, t.title, t);
+    head.push(s(" / ", t.dim));
+    head.extend(inert_spans(&r.variant_id, t.title, t));
+    head.push(s("  ", t.base));
+    head.push(status_span(d.status, t));
+    b.push(head);
+    if let Some(l) = &r.label {
+        b.push(inert_spans(l, t.base, t));
+    }
+    let mut fam = vec![s("family ", t.dim)];
+    match &r.family {
+        Some(f) => fam.extend(inert_spans(f, t.base, t)),
+        None => fam.push(not_recorded(t)),
+    }
+    fam.push(s(" · transformation ", t.dim));
+    fam.extend(inert_spans(&d.transformation.name, t.base, t));
+    if d.transformation.inferred {
+        fam.push(s(" (inferred from the diff)", t.dim));
+    }
+    b.push(fam);
+    let mut ver = Vec::new();
+    for (name, v) in [
+        ("contract", &r.contract_version),
+        ("schema", &r.state_schema_version),
+        ("dataset", &r.dataset_version),
+        ("model", &r.model_id),
+        ("settings", &r.settings_id),
+    ] {
+        if !ver.is_empty() {
+            ver.push(s(" · ", t.dim));
+        }
+        ver.push(s(format!("{name} "), t.dim));
+        match v {
+            Some(v) => ver.extend(inert_spans(v, t.base, t)),
+            None => ver.push(not_recorded(t)),
+        }
+    }
+    if let Some(rep) = r.repetition {
+        ver.push(s(format!(" · repetition {rep}"), t.dim));
+    }
+    b.push(ver);
+
+    // Decision strip.
+    b.heading("Decision");
+    decision(b, r, d);
+
+    // Expectation.
+    b.heading("Expectation");
+    match &r.expectation {
+        Some(e) => b.push(inert_spans(&e.describe(), t.base, t)),
+        None => b.push(vec![s("expectation ", t.dim), not_recorded(t)]),
+    }
+    if let Some(min) = r.minimum_boundary_margin {
+        b.push(vec![s(
+            format!("minimum boundary margin {}", fmt_num(min)),
+            t.dim,
+        )]);
+    }
+    let why_style = if d.status == Status::Pass {
+        t.pass
+    } else {
+        t.fail
+    };
+    let mark = if d.status == Status::Pass {
+        "✓ "
+    } else {
+        "✗ "
+    };
+    let mut why = vec![s(mark, why_style)];
+    why.extend(inert_spans(&d.why, why_style, t));
+    b.push(why);
+    if let Some(c) = &d.check {
+        for f in c.iter().skip(usize::from(d.status == Status::Fail)) {
+            let mut l = vec![s("  • ", t.fail)];
+            l.extend(inert_spans(f, t.base, t));
+            b.push_indent(l, 4);
+        }
+    }
+    if !r.reasons.is_empty() {
+        b.push(vec![s("recorded reasons", t.dim)]);
+        for reason in &r.reasons {
+            let mut l = vec![s("  • ", t.dim)];
+            l.extend(inert_spans(reason, t.base, t));
+            b.push_indent(l, 4);
+        }
+    } else if r.passed == Some(false) {
+        b.push(vec![s("recorded reasons: none given", t.dim)]);
+    }
+    match r.passed {
+        Some(p) => b.push(vec![s(
+            format!("recorded verdict: {}", if p { "passed" } else { "failed" }),
+            t.dim,
+        )]),
+        None => b.push(vec![s("recorded verdict: ", t.dim), not_recorded(t)]),
+    }
+    for w in &d.warnings {
+        let mut l = vec![s("⚠ ", t.warn)];
+        l.extend(inert_spans(w, t.warn, t));
+        b.push_indent(l, 2);
+    }
+
+    // What changed.
+    b.heading("What changed");
+    validity_line(b, r, d);
+    question_diff(b, r);
+    state_diff(b, r, d);
+
+    // Requests.
+    b.heading("Requests");
+    for (name, side) in [("source ", &r.source), ("variant", &r.variant)] {
+        let mut l = vec![s(format!("{name}  "), t.dim)];
+        match side.effective_outcome() {
+            Some(o) => {
+                let st = if o.is_ok() { t.pass } else { t.error };
+                l.push(s("outcome ", t.dim));
+                l.extend(inert_spans(o.name(), st, t));
+            }
+            None => {
+                l.push(s("outcome ", t.dim));
+                l.push(not_recorded(t));
+            }
+        }
+        l.push(s(" · latency ", t.dim));
+        match side.latency_ms {
+            Some(ms) => l.push(s(format!("{} ms", fmt_num(ms)), t.base)),
+            None => l.push(not_recorded(t)),
+        }
+        if let Some(e) = &side.error {
+            l.push(s(" · error ", t.dim));
+            l.extend(inert_spans(e, t.error, t));
+        }
+        b.push(l);
+    }
+    if let Some(ts) = &r.timestamp {
+        let mut l = vec![s("timestamp ", t.dim)];
+        l.extend(inert_spans(ts, t.base, t));
+        b.push(l);
+    }
+    if !r.extra.is_empty() {
+        b.heading("Other fields");
+        for (k, v) in &r.extra {
+            let mut l = inert_spans(k, t.title, t);
+            l.push(s(": ", t.dim));
+            l.extend(inert_spans(
+                &text::truncate_cols(&v.to_string(), 400),
+                t.base,
+                t,
+            ));
+            b.push_indent(l, 4);
+        }
+        b.push(vec![s("the raw view (r) shows the whole record", t.dim)]);
+    }
+}
+
+fn status_span(st: Status, t: &Theme) -> Span<'static> {
+    match st {
+        Status::Fail => s("FAIL", t.fail),
+        Status::Pass => s("PASS", t.pass),
+        Status::Invalid => s("INVALID PAIR", t.invalid),
+        Status::ServiceError => s("SERVICE ERROR", t.error),
+        Status::Unchecked => s("UNCHECKED", t.dim),
+    }
+}
+
+fn decision(b: &mut Builder, r: &PairRecord, d: &Derived) {
+    let t = b.t;
+    let bar_w = b.width.saturating_sub(46).clamp(10, 60);
+    if let Some(pol) = r.policy {
+        b.lines.push(axis_line(pol, bar_w, t));
+    } else {
+        b.push(vec![
+            s("policy ", t.dim),
+            not_recorded(t),
+            s(" (routes as the runner recorded them)", t.dim),
+        ]);
+    }
+    for (name, side, route, margin, marker) in [
+        (
+            "source ",
+            &r.source,
+            d.source_route,
+            d.source_margin,
+            t.marker_source,
+        ),
+        (
+            "variant",
+            &r.variant,
+            d.variant_route,
+            d.variant_margin,
+            t.marker_variant,
+        ),
+    ] {
+        let mut l = vec![s(format!("{name} "), t.dim)];
+        if let Some(pol) = r.policy {
+            l.extend(bar(pol, side.probability, bar_w, marker, t));
+            l.push(s(" ", t.base));
+        }
+        l.extend(side_numbers(side, t));
+        l.push(s("  → ", t.dim));
+        match route {
+            Some(rt) => l.push(s(format!("{:<6}", rt.name()), t.route(rt))),
+            None => l.push(not_recorded(t)),
+        }
+        if let Some(m) = margin {
+            let near = r.minimum_boundary_margin.is_some_and(|min| m < min);
+            l.push(s(
+                format!("  margin {}", fmt3(m)),
+                if near && name == "source " {
+                    t.warn
+                } else {
+                    t.dim
+                },
+            ));
+            if near && name == "source " {
+                l.push(s(
+                    format!(" < {}", fmt_num(r.minimum_boundary_margin.unwrap_or(0.0))),
+                    t.warn,
+                ));
+            }
+        }
+        b.lines.push(Line::from(l));
+    }
+    let mut l = vec![s("Δp ", t.dim)];
+    l.push(match d.dp {
+        Some(x) => s(signed(x), if x.abs() >= 0.1 { t.changed } else { t.base }),
+        None => not_recorded(t),
+    });
+    l.push(s("   Δc ", t.dim));
+    l.push(match d.dc {
+        Some(x) => s(signed(x), t.base),
+        None => not_recorded(t),
+    });
+    l.push(s("   route ", t.dim));
+    match (d.source_route, d.variant_route) {
+        (Some(a), Some(v)) => {
+            l.push(s(a.name(), t.route(a)));
+            l.push(s(" → ", t.dim));
+            l.push(s(v.name(), t.route(v)));
+            if a != v {
+                l.push(s("  FLIP", t.fail));
+            } else {
+                l.push(s("  same", t.dim));
+            }
+        }
+        _ => l.push(not_recorded(t)),
+    }
+    b.lines.push(Line::from(l));
+}
+
+fn signed(x: f64) -> String {
+    if x < 0.0 {
+        format!("−{:.3}", -x)
+    } else {
+        format!("+{x:.3}")
+    }
+}
+
+fn side_numbers(side: &Side, t: &Theme) -> Vec<Span<'static>> {
+    let mut l = vec![s("p ", t.dim)];
+    l.push(match side.probability {
+        Some(p) => s(format!("{p:.3}"), t.title),
+        None => s("  —  ", t.dim),
+    });
+    l.push(s(" c ", t.dim));
+    l.push(match side.confidence {
+        Some(c) => s(format!("{c:.2}"), t.base),
+        None => s(" — ", t.dim),
+    });
+    l
+}
+
+fn col_of(p: f64, w: usize) -> usize {
+    ((p.clamp(0.0, 1.0) * (w - 1) as f64).round() as usize).min(w - 1)
+}
+
+fn axis_line(pol: Policy, w: usize, t: &Theme) -> Line<'static> {
+    let mut cells = vec![' '; w + 2];
+    let mut put = |at: usize, label: &str| {
+        for (i, ch) in label.chars().enumerate() {
+            if let Some(c) = cells.get_mut(at + i) {
+                *c = ch;
+            }
+        }
+    };
+    put(0, "0");
+    let rl = fmt_num(pol.review_threshold);
+    let al = fmt_num(pol.action_threshold);
+    let rc = col_of(pol.review_threshold, w);
+    let ac = col_of(pol.action_threshold, w);
+    put(rc.saturating_sub(rl.len() / 2), &rl);
+    // Keep the action label clear of the review label.
+    let a_at = ac
+        .saturating_sub(al.len() / 2)
+        .max(rc.saturating_sub(rl.len() / 2) + rl.len() + 1);
+    put(a_at, &al);
+    if a_at + al.len() + 1 < w {
+        put(w - 1, "1");
+    }
+    let text: String = cells.into_iter().collect();
+    Line::from(vec![
+        s("         ", t.dim),
+        s(text.trim_end().to_string(), t.dim),
+    ])
+}
+
+fn bar(pol: Policy, p: Option<f64>, w: usize, marker: Style, t: &Theme) -> Vec<Span<'static>> {
+    let rc = col_of(pol.review_threshold, w);
+    let ac = col_of(pol.action_threshold, w);
+    let pc = p.map(|p| col_of(p, w));
+    let mut spans = Vec::new();
+    for i in 0..w {
+        let (ch, st) = if Some(i) == pc {
+            ("●", marker)
+        } else if i == rc || i == ac {
+            ("┃", t.threshold)
+        } else if i > ac {
+            ("━", t.route_action.patch(t.dim))
+        } else if i > rc {
+            ("━", t.route_review.patch(t.dim))
+        } else {
+            ("━", t.route_pass.patch(t.dim))
+        };
+        spans.push(s(ch, st));
+    }
+    merge(spans)
+}
+
+fn merge(spans: Vec<Span<'static>>) -> Vec<Span<'static>> {
+    let mut out: Vec<Span<'static>> = Vec::new();
+    for sp in spans {
+        match out.last_mut() {
+            Some(last) if last.style == sp.style => {
+                let mut c = last.content.to_string();
+                c.push_str(&sp.content);
+                last.content = c.into();
+            }
+            _ => out.push(sp),
+        }
+    }
+    out
+}
+
+fn validity_line(b: &mut Builder, r: &PairRecord, d: &Derived) {
+    let t = b.t;
+    let c = &d.changes;
+    let mut l = vec![s("validity ", t.dim)];
+    match &d.validity {
+        Validity::Valid => {
+            l.push(s("valid", t.pass));
+            if c.permitted.is_empty() {
+                l.push(s(" — nothing but order changed", t.dim));
+            } else {
+                l.push(s(" — changed only what it declared: ", t.dim));
+                l.extend(inert_spans(&c.permitted.join(", "), t.base, t));
+            }
+        }
+        Validity::Invalid { unexpected } => {
+            l.push(s("INVALID", t.invalid));
+            l.push(s(" — undeclared changes: ", t.dim));
+            l.extend(inert_spans(&unexpected.join(", "), t.invalid, t));
+            if !c.permitted.is_empty() {
+                l.push(s("; declared: ", t.dim));
+                l.extend(inert_spans(&c.permitted.join(", "), t.base, t));
+            }
+        }
+        Validity::Undeclared => {
+            l.push(s("undeclared", t.warn));
+            l.push(s(
+                " — the pair lists no allowed_changes, so it cannot be judged",
+                t.dim,
+            ));
+        }
+        Validity::NotRecorded => {
+            l.push(s("not recorded", t.dim));
+            l.push(s(" — the file has no question or state payloads", t.dim));
+        }
+    }
+    b.push(l);
+    if let Some(a) = &r.allowed_changes {
+        let mut l = vec![s("declared ", t.dim)];
+        if a.is_empty() {
+            l.push(s("nothing (an exact-copy pair)", t.dim));
+        } else {
+            l.extend(inert_spans(&a.join(", "), t.base, t));
+        }
+        b.push(l);
+    }
+}
+
+fn question_diff(b: &mut Builder, r: &PairRecord) {
+    let t = b.t;
+    match (&r.source.question, &r.variant.question) {
+        (Some(a), Some(v)) if a == v => {
+            let mut l = vec![s("question ", t.dim), s("unchanged: ", t.dim)];
+            l.extend(inert_spans(a, t.base, t));
+            b.push_indent(l, 2);
+        }
+        (Some(a), Some(v)) => {
+            b.anchor();
+            let mut l = vec![s("question ", t.changed)];
+            for seg in word_diff(a, v) {
+                let st = match seg.kind {
+                    WordKind::Same => t.base,
+                    WordKind::Removed => t.removed,
+                    WordKind::Added => t.added,
+                };
+                l.extend(inert_spans(&seg.text, st, t));
+            }
+            b.push_indent(l, 2);
+        }
+        (None, None) => b.push(vec![s("question ", t.dim), not_recorded(t)]),
+        (a, v) => {
+            b.anchor();
+            let mut l = vec![s("question ", t.changed)];
+            match a {
+                Some(a) => l.extend(inert_spans(a, t.removed, t)),
+                None => l.push(s("(none in source) ", t.dim)),
+            }
+            match v {
+                Some(v) => l.extend(inert_spans(v, t.added, t)),
+                None => l.push(s(" (none in variant)", t.dim)),
+            }
+            b.push_indent(l, 2);
+        }
+    }
+}
+
+fn compact(v: &Value) -> String {
+    match v {
+        Value::String(x) => serde_json::to_string(x).unwrap_or_default(),
+        other => other.to_string(),
+    }
+}
+
+fn state_diff(b: &mut Builder, r: &PairRecord, d: &Derived) {
+    let t = b.t;
+    if r.source.state.is_none() && r.variant.state.is_none() {
+        b.push(vec![s("state ", t.dim), not_recorded(t)]);
+        return;
+    }
+    if d.changes.state.is_empty() {
+        b.push(vec![s("state ", t.dim), s("unchanged", t.dim)]);
+        return;
+    }
+    b.push(vec![s(
+        format!(
+            "state: {} {}",
+            d.changes.state.len(),
+            if d.changes.state.len() == 1 {
+                "change"
+            } else {
+                "changes"
+            }
+        ),
+        t.dim,
+    )]);
+    let unexpected: Vec<&str> = d.changes.unexpected.iter().map(String::as_str).collect();
+    for e in &d.changes.state {
+        b.anchor();
+        let path = e.path.to_string();
+        let flag = if unexpected.contains(&path.as_str()) {
+            s(" undeclared", t.invalid)
+        } else {
+            s("", t.dim)
+        };
+        let max_val = 600;
+        match &e.change {
+            Change::Added { after } => {
+                let mut l = vec![s("  + ", t.added)];
+                l.extend(inert_spans(&path, t.added, t));
+                l.push(flag);
+                l.push(s("  ", t.base));
+                l.extend(inert_spans(
+                    &text::truncate_cols(&compact(after), max_val),
+                    t.added,
+                    t,
+                ));
+                b.push_indent(l, 6);
+            }
+            Change::Removed { before } => {
+                let mut l = vec![s("  - ", t.removed)];
+                l.extend(inert_spans(&path, t.fail, t));
+                l.push(flag);
+                l.push(s("  ", t.base));
+                l.extend(inert_spans(
+                    &text::truncate_cols(&compact(before), max_val),
+                    t.removed,
+                    t,
+                ));
+                b.push_indent(l, 6);
+            }
+            Change::Changed { before, after } => {
+                let mut l = vec![s("  ~ ", t.changed)];
+                l.extend(inert_spans(&path, t.changed, t));
+                l.push(flag);
+                l.push(s("  ", t.base));
+                match (before, after) {
+                    (Value::String(x), Value::String(y)) if x.len() + y.len() > 60 => {
+                        for seg in word_diff(x, y) {
+                            let st = match seg.kind {
+                                WordKind::Same => t.base,
+                                WordKind::Removed => t.removed,
+                                WordKind::Added => t.added,
+                            };
+                            l.extend(inert_spans(&seg.text, st, t));
+                        }
+                    }
+                    _ => {
+                        l.extend(inert_spans(
+                            &text::truncate_cols(&compact(before), max_val),
+                            t.removed,
+                            t,
+                        ));
+                        l.push(s(" → ", t.dim));
+                        l.extend(inert_spans(
+                            &text::truncate_cols(&compact(after), max_val),
+                            t.added,
+                            t,
+                        ));
+                    }
+                }
+                b.push_indent(l, 6);
+            }
+            Change::Reordered { before, after } => {
+                let mut l = vec![s("  ↕ ", t.changed)];
+                l.extend(inert_spans(&path, t.changed, t));
+                l.push(s("  reordered: ", t.dim));
+                l.extend(inert_spans(&before.join(", "), t.base, t));
+                l.push(s(" → ", t.dim));
+                l.extend(inert_spans(&after.join(", "), t.base, t));
+                b.push_indent(l, 6);
+            }
+        }
+    }
+}
+
+fn side_payload(side: &Side) -> Value {
+    let mut m = serde_json::Map::new();
+    m.insert(
+        "question".into(),
+        side.question
+            .clone()
+            .map(Value::String)
+            .unwrap_or(Value::Null),
+    );
+    m.insert("state".into(), side.state.clone().unwrap_or(Value::Null));
+    Value::Object(m)
+}
+
+fn side_by_side(b: &mut Builder, r: &PairRecord, d: &Derived) {
+    let t = b.t;
+    let col = (b.width.saturating_sub(3)) / 2;
+    if r.source.state.is_none()
+        && r.source.question.is_none()
+        && r.variant.state.is_none()
+        && r.variant.question.is_none()
+    {
+        b.push(vec![s(
+            "The file records no question or state payloads to compare.",
+            t.dim,
+        )]);
+        return;
+    }
+    let left = serde_json::to_string_pretty(&side_payload(&r.source)).unwrap_or_default();
+    let right = serde_json::to_string_pretty(&side_payload(&r.variant)).unwrap_or_default();
+    let mut head = vec![
+        s(pad("source", col), t.heading),
+        s(" │ ", t.border),
+        s("variant", t.heading),
+    ];
+    if d.changes.question_changed || !d.changes.state.is_empty() {
+        head.push(s(
+            format!(
+                "   {} paths changed",
+                d.changes.permitted.len() + d.changes.unexpected.len()
+            ),
+            t.dim,
+        ));
+    }
+    b.lines.push(Line::from(head));
+    let diff = TextDiff::from_lines(&left, &right);
+    let mut in_change = false;
+    for op in diff.ops() {
+        let changes: Vec<_> = diff.iter_changes(op).collect();
+        let dels: Vec<String> = changes
+            .iter()
+            .filter(|c| c.tag() == ChangeTag::Delete)
+            .map(|c| c.value().trim_end_matches('\n').to_string())
+            .collect();
+        let ins: Vec<String> = changes
+            .iter()
+            .filter(|c| c.tag() == ChangeTag::Insert)
+            .map(|c| c.value().trim_end_matches('\n').to_string())
+            .collect();
+        let eq: Vec<String> = changes
+            .iter()
+            .filter(|c| c.tag() == ChangeTag::Equal)
+            .map(|c| c.value().trim_end_matches('\n').to_string())
+            .collect();
+        if !eq.is_empty() {
+            in_change = false;
+            for line in eq {
+                b.lines.push(row(&line, &line, col, t.base, t.base, t));
+            }
+            continue;
+        }
+        if !in_change {
+            b.anchor();
+            in_change = true;
+        }
+        let n = dels.len().max(ins.len());
+        for i in 0..n {
+            let l = dels.get(i).map(String::as_str).unwrap_or("");
+            let rr = ins.get(i).map(String::as_str).unwrap_or("");
+            b.lines.push(row(
+                l,
+                rr,
+                col,
+                t.removed
+                    .remove_modifier(ratatui::style::Modifier::CROSSED_OUT),
+                t.added,
+                t,
+            ));
+        }
+    }
+}
+
+fn pad(text_: &str, w: usize) -> String {
+    let cut = text::truncate_cols(text_, w);
+    let n = w.saturating_sub(text::width(&cut));
+    format!("{cut}{}", " ".repeat(n))
+}
+
+fn row(l: &str, r: &str, col: usize, ls: Style, rs: Style, t: &Theme) -> Line<'static> {
+    let mut spans = cell(l, col, ls, t);
+    spans.push(s(" │ ", t.border));
+    spans.extend(cell(r, col, rs, t));
+    Line::from(spans)
+}
+
+fn cell(content: &str, col: usize, style: Style, t: &Theme) -> Vec<Span<'static>> {
+    let mut out = Vec::new();
+    let mut used = 0;
+    let pieces = text::pieces_line(content);
+    let total: usize = pieces
+        .iter()
+        .map(|p| match p {
+            text::Piece::Text(x) | text::Piece::Escape(x) => text::width(x),
+        })
+        .sum();
+    let budget = if total > col {
+        col.saturating_sub(1)
+    } else {
+        col
+    };
+    for p in pieces {
+        let (txt, st) = match p {
+            text::Piece::Text(x) => (x, style),
+            text::Piece::Escape(x) => (x, style.patch(t.escape)),
+        };
+        let room = budget.saturating_sub(used);
+        if room == 0 {
+            break;
+        }
+        let shown = if text::width(&txt) > room {
+            text::truncate_cols(&txt, room)
+        } else {
+            txt
+        };
+        used += text::width(&shown);
+        out.push(Span::styled(shown, st));
+    }
+    if total > col {
+        out.push(s("…", t.dim));
+        used += 1;
+    }
+    out.push(Span::raw(" ".repeat(col.saturating_sub(used))));
+    out
+}
+
+fn raw(b: &mut Builder, v: &Value) {
+    let t = b.t;
+    let pretty = serde_json::to_string_pretty(v).unwrap_or_default();
+    for line in pretty.lines() {
+        let indent = line.len() - line.trim_start().len();
+        b.push_indent(inert_spans(line, t.base, t), (indent + 2).min(b.width / 2));
+    }
+}

@@ -1,0 +1,156 @@
+//! The detail pane: the pair's triage state on top, then its document.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+
+use super::super::app::{App, DetailMode, Focus};
+use super::super::style::{Theme, inert_spans};
+
+/// The triage lines above the document: category, suggestion, note.
+pub fn triage_lines(app: &App, t: &Theme) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    let Some(d) = &app.detail else { return out };
+    let Some(row) = app.index.rows.get(d.row as usize) else {
+        return out;
+    };
+    if !row.status.is_failure() && app.annotation(row).is_none() {
+        return out;
+    }
+    let ann = app.annotation(row);
+    let mut l = vec![Span::styled("category ", t.dim)];
+    match ann.and_then(|a| a.category.as_ref()) {
+        Some(cat) => {
+            match app.taxonomy.by_id(cat) {
+                Some(c) => {
+                    l.extend(inert_spans(&c.name, t.category, t));
+                    l.push(Span::styled(format!(" ({})", c.id), t.dim));
+                }
+                None => {
+                    l.extend(inert_spans(cat, t.warn, t));
+                    l.push(Span::styled(
+                        " (not in the taxonomy; kept as recorded)",
+                        t.warn,
+                    ));
+                }
+            }
+            if let Some(a) = ann {
+                l.push(Span::styled(" · ", t.dim));
+                l.extend(inert_spans(&a.reviewer, t.dim, t));
+                l.push(Span::styled(format!(" {}", a.at), t.dim));
+                if a.source == crate::core::annotations::AnnotationSource::Suggestion {
+                    l.push(Span::styled(" · accepted suggestion", t.dim));
+                }
+            }
+        }
+        None => l.push(Span::styled("unclassified", t.warn)),
+    }
+    out.push(Line::from(l));
+    if let Some(s) = &d.suggestion {
+        let mut l = vec![Span::styled("suggested ", t.dim)];
+        l.push(Span::styled(s.category.to_string(), t.suggestion));
+        l.push(Span::styled(" — ", t.dim));
+        l.extend(inert_spans(&s.reason, t.suggestion, t));
+        out.push(Line::from(l));
+    }
+    if let Some(stale) = app.stale_annotation(row) {
+        let mut l = vec![Span::styled("stale ", t.warn)];
+        l.push(Span::styled(
+            "an earlier version of this pair was annotated: ",
+            t.dim,
+        ));
+        l.extend(inert_spans(
+            stale.category.as_deref().unwrap_or("no category"),
+            t.warn,
+            t,
+        ));
+        if let Some(n) = &stale.note {
+            l.push(Span::styled(" · note: ", t.dim));
+            l.extend(inert_spans(n, t.dim, t));
+        }
+        out.push(Line::from(l));
+    }
+    if let Some(note) = ann.and_then(|a| a.note.as_ref()) {
+        for (i, line) in note.lines().take(4).enumerate() {
+            let mut l = vec![Span::styled(
+                if i == 0 { "note ✎ " } else { "       " },
+                t.category,
+            )];
+            l.extend(inert_spans(line, t.base, t));
+            out.push(Line::from(l));
+        }
+        if note.lines().count() > 4 {
+            out.push(Line::from(Span::styled(
+                "       … (n opens the whole note)",
+                t.dim,
+            )));
+        }
+    }
+    out
+}
+
+/// Draw the detail pane.
+pub fn render(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
+    let focused = app.focus == Focus::Detail;
+    let mode = match app.detail_mode {
+        DetailMode::Unified => " detail ",
+        DetailMode::SideBySide => " side by side ",
+        DetailMode::Raw => " raw record ",
+    };
+    let mut block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(if focused { t.border_focused } else { t.border })
+        .title(Span::styled(mode, t.title));
+    if let Some(d) = &app.detail
+        && let Some(row) = app.index.rows.get(d.row as usize)
+    {
+        let file = app
+            .index
+            .files
+            .get(row.loc.file as usize)
+            .map(|f| f.display.as_str())
+            .unwrap_or("");
+        let loc = format!(" {}:{} ", crate::core::text::inert_line(file), row.loc.line);
+        block = block.title_bottom(Line::from(Span::styled(loc, t.dim)).right_aligned());
+    }
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    if inner.height == 0 || inner.width == 0 {
+        return;
+    }
+    let Some(d) = &app.detail else {
+        let msg = if app.view.is_empty() {
+            ""
+        } else {
+            "loading…"
+        };
+        f.render_widget(Paragraph::new(Span::styled(msg, t.dim)), inner);
+        return;
+    };
+    let mut lines = if app.detail_mode == DetailMode::Unified {
+        triage_lines(app, t)
+    } else {
+        Vec::new()
+    };
+    if !lines.is_empty() {
+        lines.push(Line::default());
+    }
+    let doc = d.doc.lines(app.detail_mode);
+    let room = (inner.height as usize).saturating_sub(lines.len());
+    let start = app.detail_scroll.min(doc.len().saturating_sub(1));
+    lines.extend(doc.iter().skip(start).take(room).cloned());
+    f.render_widget(Paragraph::new(lines), inner);
+    if doc.len() > room && room > 0 {
+        let pct = ((start + room).min(doc.len()) * 100) / doc.len().max(1);
+        let tag = format!(" {}% ", pct);
+        let x = area.x + area.width.saturating_sub(tag.len() as u16 + 2);
+        let r = Rect {
+            x,
+            y: area.y,
+            width: (tag.len() as u16).min(area.width),
+            height: 1,
+        };
+        f.render_widget(Paragraph::new(Span::styled(tag, t.dim)), r);
+    }
+}

@@ -1,0 +1,264 @@
+//! The list of pairs: only the visible rows are drawn.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+
+use crate::core::derive::Status;
+use crate::core::index::{NO_SYM, PairRow, flags};
+use crate::core::text;
+
+use super::super::app::{App, Focus};
+use super::super::style::{Theme, inert_cell};
+
+struct Cols {
+    case: usize,
+    variant: usize,
+    transformation: usize,
+    route: usize,
+    dp: usize,
+    margin: usize,
+    category: usize,
+}
+
+fn columns(width: usize) -> Cols {
+    // Fixed: mark 1 + status 5 + note 2 + spaces.
+    let route = if width >= 70 { 15 } else { 0 };
+    let dp = if width >= 60 { 7 } else { 0 };
+    let margin = if width >= 90 { 7 } else { 0 };
+    let category = if width >= 80 {
+        20
+    } else if width >= 50 {
+        12
+    } else {
+        0
+    };
+    let fixed = 1 + 5 + 2 + route + dp + margin + category + 6;
+    let flex = width.saturating_sub(fixed);
+    let transformation = if width >= 100 { flex * 28 / 100 } else { 0 };
+    let rest = flex - transformation;
+    let case = rest * 55 / 100;
+    Cols {
+        case,
+        variant: rest - case,
+        transformation,
+        route,
+        dp,
+        margin,
+        category,
+    }
+}
+
+fn pad(s: &str, w: usize) -> String {
+    if w == 0 {
+        return String::new();
+    }
+    let cut = text::truncate_cols(s, w.saturating_sub(1));
+    let n = w.saturating_sub(text::width(&cut));
+    format!("{cut}{}", " ".repeat(n))
+}
+
+fn rpad(s: &str, w: usize) -> String {
+    if w == 0 {
+        return String::new();
+    }
+    let n = w.saturating_sub(text::width(s) + 1);
+    format!("{}{s} ", " ".repeat(n))
+}
+
+/// Draw the list into `area`.
+pub fn render(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
+    let focused = app.focus == Focus::List;
+    let mut title = if app.show_all {
+        " all pairs ".to_string()
+    } else {
+        " failures ".to_string()
+    };
+    if app.unclassified_only {
+        title = " unclassified failures ".to_string();
+    }
+    let count = format!(
+        " {}/{} ",
+        if app.view.is_empty() {
+            0
+        } else {
+            app.cursor + 1
+        },
+        app.view.len()
+    );
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(if focused { t.border_focused } else { t.border })
+        .title(Span::styled(title, t.title))
+        .title_bottom(Line::from(Span::styled(count, t.dim)).right_aligned());
+    let inner = block.inner(area);
+    f.render_widget(block, area);
+    if inner.height == 0 || inner.width == 0 {
+        return;
+    }
+    let w = inner.width as usize;
+    let c = columns(w);
+    let mut lines = Vec::with_capacity(inner.height as usize);
+    let header = format!(
+        " {}{}{}{}{}{}{}{}",
+        pad("STAT", 5),
+        pad("CASE", c.case),
+        pad("VARIANT", c.variant),
+        pad("TRANSFORMATION", c.transformation),
+        pad("ROUTE", c.route),
+        rpad("ΔP", c.dp),
+        rpad("MARGIN", c.margin),
+        pad("CATEGORY", c.category),
+    );
+    lines.push(Line::from(Span::styled(
+        text::truncate_cols(&header, w),
+        t.dim,
+    )));
+    let body_h = inner.height.saturating_sub(1) as usize;
+    if app.view.is_empty() {
+        let msg = if app.loading {
+            "indexing… the first pairs appear in a moment"
+        } else if app.index.rows.is_empty() {
+            "this run has no pairs (see problems with p)"
+        } else if app.unclassified_only {
+            "every failure in view is classified — U shows them all"
+        } else if !app.show_all {
+            "no failures in this run — a shows all pairs"
+        } else {
+            "no pairs"
+        };
+        lines.push(Line::from(Span::styled(format!(" {msg}"), t.dim)));
+    }
+    let end = (app.list_offset + body_h).min(app.view.len());
+    for i in app.list_offset..end {
+        let row_idx = app.view[i];
+        let row = &app.index.rows[row_idx as usize];
+        let selected = i == app.cursor;
+        let base = if selected {
+            if focused {
+                t.selected
+            } else {
+                t.selected_unfocused
+            }
+        } else {
+            Style::default()
+        };
+        lines.push(row_line(app, row_idx, row, &c, base, t, w));
+    }
+    f.render_widget(Paragraph::new(lines), inner);
+}
+
+fn row_line(
+    app: &App,
+    row_idx: u32,
+    row: &PairRow,
+    c: &Cols,
+    base: Style,
+    t: &Theme,
+    w: usize,
+) -> Line<'static> {
+    let idx = &app.index;
+    let mut spans = Vec::new();
+    let marked = app.marks.contains(&row_idx);
+    spans.push(Span::styled(
+        if marked { "▌" } else { " " },
+        base.patch(t.marked),
+    ));
+    let (st, st_style) = match row.status {
+        Status::Fail => ("FAIL", t.fail),
+        Status::Pass => ("pass", t.pass),
+        Status::Invalid => ("INV ", t.invalid),
+        Status::ServiceError => ("ERR ", t.error),
+        Status::Unchecked => ("?   ", t.dim),
+    };
+    spans.push(Span::styled(format!("{st} "), base.patch(st_style)));
+    spans.push(Span::styled(
+        pad(&inert_cell(idx.str(row.case), c.case), c.case),
+        base,
+    ));
+    spans.push(Span::styled(
+        pad(&inert_cell(idx.str(row.variant), c.variant), c.variant),
+        base,
+    ));
+    if c.transformation > 0 {
+        let mut tr = inert_cell(idx.str(row.transformation), c.transformation);
+        if row.has(flags::INFERRED) {
+            tr.push('*');
+        }
+        spans.push(Span::styled(pad(&tr, c.transformation), base.patch(t.dim)));
+    }
+    if c.route > 0 {
+        match (row.source_route, row.variant_route) {
+            (Some(a), Some(b)) => {
+                let text_ = format!("{}→{}", a.name(), b.name());
+                let style = if a != b { t.fail } else { t.dim };
+                spans.push(Span::styled(pad(&text_, c.route), base.patch(style)));
+            }
+            _ => spans.push(Span::styled(pad("—", c.route), base.patch(t.dim))),
+        }
+    }
+    if c.dp > 0 {
+        let v = if row.dp.is_nan() {
+            "—".to_string()
+        } else {
+            format!("{:+.2}", row.dp)
+        };
+        let style = if !row.dp.is_nan() && row.dp.abs() >= 0.1 {
+            t.changed
+        } else {
+            t.base
+        };
+        spans.push(Span::styled(rpad(&v, c.dp), base.patch(style)));
+    }
+    if c.margin > 0 {
+        let v = if row.margin.is_nan() {
+            "—".to_string()
+        } else {
+            format!("{:.3}", row.margin)
+        };
+        let style = if row.has(flags::NEAR_BOUNDARY) {
+            t.warn
+        } else {
+            t.base
+        };
+        spans.push(Span::styled(rpad(&v, c.margin), base.patch(style)));
+    }
+    if c.category > 0 {
+        let (label, style) = category_cell(app, row, t);
+        spans.push(Span::styled(pad(&label, c.category), base.patch(style)));
+    }
+    let has_note = app.annotation(row).is_some_and(|a| a.note.is_some());
+    spans.push(Span::styled(
+        if has_note { "✎" } else { " " },
+        base.patch(t.category),
+    ));
+    // Fill the rest so the selection bar spans the row.
+    let used: usize = spans.iter().map(|s| text::width(&s.content)).sum();
+    if used < w {
+        spans.push(Span::styled(" ".repeat(w - used), base));
+    }
+    Line::from(spans)
+}
+
+/// The category column: the category, a stale one, or the suggestion.
+pub fn category_cell(app: &App, row: &PairRow, t: &Theme) -> (String, Style) {
+    if let Some(a) = app.annotation(row)
+        && let Some(cat) = &a.category
+    {
+        return match app.taxonomy.by_id(cat) {
+            Some(_) => (text::inert_line(cat), t.category),
+            None => (format!("{}?", text::inert_line(cat)), t.warn),
+        };
+    }
+    if let Some(a) = app.stale_annotation(row)
+        && let Some(cat) = &a.category
+    {
+        return (format!("~{} (stale)", text::inert_line(cat)), t.warn);
+    }
+    if row.status.is_failure() && row.suggestion != NO_SYM {
+        return (format!("{}?", app.index.str(row.suggestion)), t.suggestion);
+    }
+    (String::new(), t.base)
+}

@@ -1,0 +1,98 @@
+//! Rendering: a pure function of the state, the keymap and the theme.
+//!
+//! [`layout`] splits the screen into list, detail, legend and status bar (the
+//! list sits beside the detail on wide terminals, above it otherwise), and
+//! the runner uses the same split to size paging. Each part draws itself from
+//! borrowed state in its own module; overlays (help, problems, note editor,
+//! prompts) are drawn last, over the main screen.
+
+mod detail;
+mod list;
+mod overlay;
+mod status;
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
+
+use super::app::{App, Overlay};
+use super::keymap::Keymap;
+use super::style::Theme;
+
+/// The areas of the main screen.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Areas {
+    pub list: Rect,
+    pub detail: Rect,
+    pub legend: Rect,
+    pub status: Rect,
+}
+
+/// The smallest screen that shows anything but a notice.
+pub const MIN_COLS: u16 = 20;
+pub const MIN_ROWS: u16 = 5;
+
+/// Split the screen. Small screens drop the legend, then the detail.
+pub fn layout(area: Rect) -> Areas {
+    let mut a = Areas::default();
+    if area.width < MIN_COLS || area.height < MIN_ROWS {
+        return a;
+    }
+    let legend_h = u16::from(area.height >= 16);
+    let [main, legend, status] = Layout::vertical([
+        Constraint::Min(1),
+        Constraint::Length(legend_h),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    a.legend = legend;
+    a.status = status;
+    if area.height < 10 {
+        a.list = main;
+        return a;
+    }
+    if area.width >= 160 {
+        let [l, d] = Layout::horizontal([Constraint::Percentage(42), Constraint::Percentage(58)])
+            .areas(main);
+        a.list = l;
+        a.detail = d;
+    } else {
+        let list_h = (main.height * 2 / 5).clamp(4, 16);
+        let [l, d] = Layout::default()
+            .direction(Direction::Vertical)
+            .constraints([Constraint::Length(list_h), Constraint::Min(3)])
+            .areas(main);
+        a.list = l;
+        a.detail = d;
+    }
+    a
+}
+
+/// Draw the whole screen.
+pub fn render(f: &mut Frame, app: &App, keymap: &Keymap, theme: &Theme) {
+    let area = f.area();
+    if area.width < MIN_COLS || area.height < MIN_ROWS {
+        let msg = Paragraph::new(vec![Line::from("triage"), Line::from("window too small")])
+            .style(theme.base);
+        f.render_widget(msg, area);
+        return;
+    }
+    let a = layout(area);
+    list::render(f, a.list, app, theme);
+    if a.detail.height > 0 {
+        detail::render(f, a.detail, app, theme);
+    }
+    if a.legend.height > 0 {
+        status::legend(f, a.legend, app, theme);
+    }
+    status::render(f, a.status, app, keymap, theme);
+    match &app.overlay {
+        Overlay::None => {}
+        Overlay::Help { scroll } => overlay::help(f, area, app, keymap, theme, *scroll),
+        Overlay::Problems { scroll } => overlay::problems(f, area, app, theme, *scroll),
+        Overlay::Note(ed) => overlay::note(f, area, app, ed, keymap, theme),
+        Overlay::Confirm(c) => overlay::confirm(f, area, c, keymap, theme),
+        Overlay::PickCategory { rows } => overlay::pick_category(f, area, app, rows.len(), theme),
+    }
+}

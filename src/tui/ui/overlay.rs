@@ -1,0 +1,279 @@
+//! Overlays drawn over the main screen: help, problems, note editor, prompts.
+//!
+//! Help is generated from the live keymap (and the taxonomy for category
+//! keys), so what it says is what the keys do.
+
+use std::collections::BTreeMap;
+
+use ratatui::Frame;
+use ratatui::layout::{Position, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+
+use crate::core::index::ProblemKind;
+use crate::core::text;
+
+use super::super::action::{Action, Group};
+use super::super::app::{App, Confirm};
+use super::super::keymap::{Keymap, Mode, seq_to_string};
+use super::super::note::NoteEditor;
+use super::super::style::{Theme, inert_spans};
+
+fn centered(area: Rect, w: u16, h: u16) -> Rect {
+    let w = w.min(area.width);
+    let h = h.min(area.height);
+    Rect {
+        x: area.x + (area.width - w) / 2,
+        y: area.y + (area.height - h) / 2,
+        width: w,
+        height: h,
+    }
+}
+
+fn frame<'a>(title: &'a str, t: &Theme) -> Block<'a> {
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(t.border_focused)
+        .title(Span::styled(format!(" {title} "), t.title))
+}
+
+/// The help text: bindings grouped by purpose, then the category keys.
+pub fn help_lines(app: &App, km: &Keymap, t: &Theme) -> Vec<Line<'static>> {
+    // (group, action) -> [(mode, keys)]
+    let mut by_action: BTreeMap<(Group, Action), Vec<(Mode, String)>> = BTreeMap::new();
+    for (mode, seq, action) in km.bindings() {
+        let entry = by_action.entry((action.group(), *action)).or_default();
+        match entry.iter_mut().find(|(m, _)| m == mode) {
+            Some((_, keys)) => {
+                keys.push_str(", ");
+                keys.push_str(&seq_to_string(seq));
+            }
+            None => entry.push((*mode, seq_to_string(seq))),
+        }
+    }
+    let mut lines = vec![Line::from(vec![
+        Span::styled("keymap ", t.dim),
+        Span::styled(km.name.clone(), t.base),
+        Span::styled(" · esc closes · j/k scroll", t.dim),
+    ])];
+    let mut group = None;
+    for ((g, action), modes) in by_action {
+        if group != Some(g) {
+            lines.push(Line::default());
+            lines.push(Line::from(Span::styled(g.title().to_string(), t.heading)));
+            group = Some(g);
+        }
+        for (mode, keys) in modes {
+            let where_ = match mode {
+                Mode::Global => String::new(),
+                m => format!("  ({})", m.name()),
+            };
+            lines.push(Line::from(vec![
+                Span::styled(format!("  {:<22}", keys), t.key),
+                Span::styled(action.description().to_string(), t.base),
+                Span::styled(where_, t.dim),
+            ]));
+        }
+    }
+    lines.push(Line::default());
+    lines.push(Line::from(Span::styled(
+        "Categories (a key classifies the pair, or every marked pair)",
+        t.heading,
+    )));
+    for c in &app.taxonomy.categories {
+        let key = c.key.map(|k| k.to_string()).unwrap_or_else(|| "·".into());
+        let mut l = vec![Span::styled(format!("  {key:<3}"), t.key)];
+        l.extend(inert_spans(&c.name, t.category, t));
+        l.push(Span::styled(" — ", t.dim));
+        l.extend(inert_spans(&c.description, t.base, t));
+        l.push(Span::styled(format!("  [{}]", c.id), t.dim));
+        lines.push(Line::from(l));
+    }
+    lines
+}
+
+/// The help overlay.
+pub fn help(f: &mut Frame, area: Rect, app: &App, km: &Keymap, t: &Theme, scroll: u16) {
+    let r = centered(area, 96, area.height.saturating_sub(2).max(3));
+    f.render_widget(Clear, r);
+    let block = frame("help", t);
+    let inner = block.inner(r);
+    f.render_widget(block, r);
+    let lines = help_lines(app, km, t);
+    let max = lines.len().saturating_sub(inner.height as usize);
+    let s = (scroll as usize).min(max);
+    f.render_widget(
+        Paragraph::new(lines.into_iter().skip(s).collect::<Vec<_>>()),
+        inner,
+    );
+}
+
+/// The problems overlay: every bad line, then the field warnings.
+pub fn problems(f: &mut Frame, area: Rect, app: &App, t: &Theme, scroll: u16) {
+    let r = centered(
+        area,
+        area.width.saturating_sub(4).max(10),
+        area.height.saturating_sub(2).max(3),
+    );
+    f.render_widget(Clear, r);
+    let block = frame("problems", t);
+    let inner = block.inner(r);
+    f.render_widget(block, r);
+    let idx = &app.index;
+    let mut lines = vec![Line::from(Span::styled(
+        format!(
+            "{} lines could not be opened; {} fields were unusable in pairs that did open. The rest of the run is open.",
+            idx.skipped_lines,
+            idx.problems.len() - idx.skipped_lines
+        ),
+        t.dim,
+    ))];
+    if idx.problems.is_empty() {
+        lines.push(Line::default());
+        lines.push(Line::from(Span::styled(
+            "No problems: every line opened cleanly.",
+            t.pass,
+        )));
+    }
+    for want_skip in [true, false] {
+        for p in idx
+            .problems
+            .iter()
+            .filter(|p| p.kind.skips_line() == want_skip)
+        {
+            let style = if p.kind == ProblemKind::FieldWarning {
+                t.warn
+            } else {
+                t.fail
+            };
+            let mut l = vec![Span::styled(
+                format!("{}:{} ", text::inert_line(&p.file), p.line),
+                t.dim,
+            )];
+            l.push(Span::styled(format!("{:<16}", p.kind.label()), style));
+            l.extend(inert_spans(&p.message, t.base, t));
+            lines.push(Line::from(l));
+        }
+    }
+    let max = lines.len().saturating_sub(inner.height as usize);
+    let s = (scroll as usize).min(max);
+    f.render_widget(
+        Paragraph::new(lines.into_iter().skip(s).collect::<Vec<_>>()),
+        inner,
+    );
+}
+
+fn key_of(km: &Keymap, mode: Mode, action: Action) -> String {
+    km.keys_for(mode, action)
+        .first()
+        .map(|k| seq_to_string(k))
+        .unwrap_or_else(|| "?".into())
+}
+
+/// The note editor.
+pub fn note(f: &mut Frame, area: Rect, app: &App, ed: &NoteEditor, km: &Keymap, t: &Theme) {
+    let r = centered(area, 80, 12);
+    f.render_widget(Clear, r);
+    let who = match ed.targets.as_slice() {
+        [one] => app
+            .index
+            .rows
+            .get(*one as usize)
+            .map(|row| {
+                format!(
+                    "note · {} / {}",
+                    text::inert_line(app.index.str(row.case)),
+                    text::inert_line(app.index.str(row.variant))
+                )
+            })
+            .unwrap_or_else(|| "note".into()),
+        many => format!("note for {} marked pairs", many.len()),
+    };
+    let title = text::truncate_cols(&who, r.width.saturating_sub(6) as usize);
+    let block = frame(&title, t).title_bottom(Line::from(vec![
+        Span::styled(
+            format!(" {} ", key_of(km, Mode::Note, Action::NoteSave)),
+            t.key,
+        ),
+        Span::styled("save ", t.dim),
+        Span::styled(
+            format!(" {} ", key_of(km, Mode::Note, Action::NoteCancel)),
+            t.key,
+        ),
+        Span::styled("cancel ", t.dim),
+        Span::styled(
+            format!(" {} ", key_of(km, Mode::Note, Action::NoteNewline)),
+            t.key,
+        ),
+        Span::styled("new line ", t.dim),
+        Span::styled(
+            format!(" {} ", key_of(km, Mode::Note, Action::NoteClear)),
+            t.key,
+        ),
+        Span::styled("clear ", t.dim),
+    ]));
+    let inner = block.inner(r);
+    f.render_widget(block, r);
+    let h = inner.height as usize;
+    let lines: Vec<Line> = ed
+        .lines
+        .iter()
+        .skip(ed.scroll)
+        .take(h)
+        .map(|l| Line::from(inert_spans(l, t.base, t)))
+        .collect();
+    f.render_widget(Paragraph::new(lines), inner);
+    // The cursor column counts the width of what precedes it, escapes included.
+    let before: String = ed
+        .lines
+        .get(ed.row)
+        .map(|l| l.chars().take(ed.col).collect())
+        .unwrap_or_default();
+    let x = inner.x
+        + (text::width(&text::inert_line(&before)) as u16).min(inner.width.saturating_sub(1));
+    let y = inner.y + (ed.row.saturating_sub(ed.scroll) as u16).min(inner.height.saturating_sub(1));
+    f.set_cursor_position(Position { x, y });
+}
+
+/// A y/n prompt.
+pub fn confirm(f: &mut Frame, area: Rect, c: &Confirm, km: &Keymap, t: &Theme) {
+    let r = centered(area, 72, 5);
+    f.render_widget(Clear, r);
+    let block = frame("confirm", t);
+    let inner = block.inner(r);
+    f.render_widget(block, r);
+    let lines = vec![
+        Line::from(inert_spans(&c.question, t.title, t)),
+        Line::from(vec![
+            Span::styled(key_of(km, Mode::Confirm, Action::Confirm), t.key),
+            Span::styled(" yes   ", t.dim),
+            Span::styled(key_of(km, Mode::Confirm, Action::Cancel), t.key),
+            Span::styled(" no", t.dim),
+        ]),
+    ];
+    f.render_widget(
+        Paragraph::new(lines).wrap(ratatui::widgets::Wrap { trim: true }),
+        inner,
+    );
+}
+
+/// The category picker for "classify every pair in view".
+pub fn pick_category(f: &mut Frame, area: Rect, app: &App, n: usize, t: &Theme) {
+    let h = app.taxonomy.categories.len() as u16 + 4;
+    let r = centered(area, 64, h);
+    f.render_widget(Clear, r);
+    let block = frame("classify the view", t);
+    let inner = block.inner(r);
+    f.render_widget(block, r);
+    let mut lines = vec![Line::from(Span::styled(
+        format!("Pick the category for all {n} pairs in view (esc cancels):"),
+        t.base,
+    ))];
+    for c in &app.taxonomy.categories {
+        let key = c.key.map(|k| k.to_string()).unwrap_or_else(|| "·".into());
+        let mut l = vec![Span::styled(format!("  {key}  "), t.key)];
+        l.extend(inert_spans(&c.name, t.category, t));
+        lines.push(Line::from(l));
+    }
+    f.render_widget(Paragraph::new(lines), inner);
+}
