@@ -11,8 +11,8 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use triage::core::annotations::{self, AnnotationStore};
+use triage::core::config;
 use triage::core::index::{self, OpenOptions};
-use triage::core::taxonomy::Taxonomy;
 use triage::tui::app::App;
 use triage::tui::keymap::{Keymap, Mode, seq_to_string};
 use triage::tui::run::{self, Exit};
@@ -36,6 +36,9 @@ struct Cli {
     /// The name recorded with each decision (default: $USER).
     #[arg(long, value_name = "NAME")]
     reviewer: Option<String>,
+    /// The config file (default: config.toml in the platform config directory).
+    #[arg(long, value_name = "PATH", global = true)]
+    config: Option<PathBuf>,
     /// Lines longer than this are reported as problems instead of parsed.
     #[arg(long, value_name = "BYTES", default_value_t = index::DEFAULT_MAX_LINE_BYTES)]
     max_line_bytes: usize,
@@ -61,6 +64,17 @@ enum Command {
     },
     /// Print the key bindings in effect, by mode.
     Keys,
+    /// Show where the config file is read from.
+    Config {
+        #[command(subcommand)]
+        what: ConfigCommand,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ConfigCommand {
+    /// Print the path of the config file.
+    Path,
 }
 
 fn main() -> ExitCode {
@@ -77,6 +91,19 @@ fn main() -> ExitCode {
             &output,
             force,
         )),
+        Some(Command::Config {
+            what: ConfigCommand::Path,
+        }) => match cli.config.or_else(config::default_path) {
+            Some(p) => {
+                let state = if p.exists() { "exists" } else { "not created yet" };
+                println!("{} ({state})", p.display());
+                ExitCode::SUCCESS
+            }
+            None => {
+                eprintln!("triage: no config directory on this system; use --config PATH");
+                ExitCode::from(2)
+            }
+        },
         Some(Command::Keys) => {
             print_keys(&Keymap::default_keymap());
             ExitCode::SUCCESS
@@ -138,8 +165,16 @@ fn open(cli: Cli) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let cfg = match config::load(cli.config.as_deref()) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
     let reviewer = cli
         .reviewer
+        .or(cfg.reviewer.clone())
         .or_else(|| std::env::var("USER").ok())
         .filter(|s| !s.trim().is_empty())
         .unwrap_or_else(|| "unknown".to_string());
@@ -155,10 +190,15 @@ fn open(cli: Cli) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut app = App::new(idx, store, Taxonomy::default());
+    let keymap = Keymap::default_keymap();
+    if let Err(e) = check_category_keys(&cfg, &keymap) {
+        eprintln!("{e}");
+        return ExitCode::from(2);
+    }
+    let mut app = App::new(idx, store, cfg.taxonomy.clone());
     app.store_notice = notice;
-    let theme = Theme::from_env();
-    match run::run(app, Some(loader), Keymap::default_keymap(), theme) {
+    let theme = Theme::for_name(cfg.theme);
+    match run::run(app, Some(loader), keymap, theme) {
         Ok(Exit::Quit) => ExitCode::SUCCESS,
         Ok(Exit::Signal(sig)) => ExitCode::from((128 + sig).clamp(0, 255) as u8),
         Err(e) => {
@@ -166,6 +206,32 @@ fn open(cli: Cli) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// A category key must not shadow a binding of the list, detail or global keys.
+fn check_category_keys(cfg: &config::Config, km: &Keymap) -> Result<(), String> {
+    let file = cfg
+        .source
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "the default taxonomy".into());
+    for c in &cfg.taxonomy.categories {
+        let Some(k) = c.key else { continue };
+        let Some(chord) = triage::tui::keymap::KeyChord::parse(&k.to_string()) else {
+            continue;
+        };
+        for mode in [Mode::Global, Mode::List, Mode::Detail] {
+            if let triage::tui::keymap::Lookup::Action(a) = km.lookup(mode, &[chord]) {
+                return Err(format!(
+                    "{file}: category key `{k}` of `{}` is also bound to `{}` in [{}]; choose another key",
+                    c.id,
+                    a.name(),
+                    mode.name()
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Open the annotation journal, falling back to the data directory when the

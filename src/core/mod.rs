@@ -9,11 +9,13 @@
 //! - [`key`]: the record key that lets annotations follow a pair across runs.
 //! - [`taxonomy`] and [`suggest`]: failure categories and a suggested one per failure.
 //! - [`annotations`]: the crash-safe journal of decisions; [`apply`]: a copy of a run with them.
+//! - [`config`]: the user's config file (reviewer, taxonomy, theme).
 //!
 //! Nothing here imports ratatui or crossterm; `.ci/run` checks it.
 
 pub mod annotations;
 pub mod apply;
+pub mod config;
 pub mod derive;
 pub mod diff;
 pub mod index;

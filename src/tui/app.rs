@@ -146,6 +146,8 @@ pub struct App {
     pub store_notice: Option<String>,
     /// Whether the loader is still indexing.
     pub loading: bool,
+    /// Annotations whose pair is no longer in the run (found once indexing ends).
+    pub orphans: Vec<Annotation>,
 }
 
 impl App {
@@ -176,9 +178,25 @@ impl App {
             viewport: Viewport::default(),
             quit: false,
             store_notice: None,
+            orphans: Vec::new(),
         };
         app.rebuild_view();
+        if app.index.done {
+            app.find_orphans();
+        }
         app
+    }
+
+    /// List the annotations whose pairs are gone from the run.
+    pub fn find_orphans(&mut self) {
+        let keys: HashSet<_> = self.index.rows.iter().map(|r| r.key).collect();
+        let ids: HashSet<(String, String)> = self
+            .index
+            .rows
+            .iter()
+            .map(|r| (self.index.str(r.case).to_string(), self.index.str(r.variant).to_string()))
+            .collect();
+        self.orphans = self.store.orphans(&keys, &ids).into_iter().cloned().collect();
     }
 
     /// The row under the cursor.
@@ -245,6 +263,9 @@ impl App {
             }
         }
         self.seen_rows = self.index.rows.len();
+        if self.loading && self.index.done {
+            self.find_orphans();
+        }
         self.loading = !self.index.done;
     }
 

@@ -155,6 +155,28 @@ pub fn problems(f: &mut Frame, area: Rect, app: &App, t: &Theme, scroll: u16) {
             lines.push(Line::from(l));
         }
     }
+    if !app.orphans.is_empty() {
+        lines.push(Line::default());
+        lines.push(Line::from(Span::styled(
+            format!(
+                "{} orphaned annotations: their pairs are no longer in this run. They are kept in {}.",
+                app.orphans.len(),
+                text::inert_line(&app.store.path().display().to_string())
+            ),
+            t.heading,
+        )));
+        for a in &app.orphans {
+            let mut l = vec![Span::styled("  ", t.dim)];
+            l.extend(inert_spans(&format!("{} / {}", a.case_id, a.variant_id), t.base, t));
+            l.push(Span::styled("  ", t.dim));
+            l.extend(inert_spans(a.category.as_deref().unwrap_or("no category"), t.category, t));
+            if let Some(n) = &a.note {
+                l.push(Span::styled("  note: ", t.dim));
+                l.extend(inert_spans(n, t.dim, t));
+            }
+            lines.push(Line::from(l));
+        }
+    }
     let max = lines.len().saturating_sub(inner.height as usize);
     let s = (scroll as usize).min(max);
     f.render_widget(

@@ -1,0 +1,200 @@
+//! The user's config file: reviewer name, taxonomy and theme.
+//!
+//! `config.toml` lives in the platform config directory (`triage config
+//! path` prints it) or wherever `--config` points. Unknown keys, broken TOML
+//! and a bad taxonomy are refused with the file and line — there is never a
+//! silent fallback to defaults when a file exists but cannot be used.
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use super::taxonomy::{Category, Taxonomy};
+
+/// Which colours to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ThemeName {
+    #[default]
+    Dark,
+    Light,
+    None,
+}
+
+/// How configured categories combine with the default taxonomy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum TaxonomyMode {
+    /// Add to (or, by id, redefine) the defaults.
+    #[default]
+    Extend,
+    /// Use only the configured categories.
+    Replace,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct TaxonomyFile {
+    #[serde(default)]
+    mode: TaxonomyMode,
+    #[serde(default)]
+    categories: Vec<CategoryFile>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CategoryFile {
+    id: String,
+    name: Option<String>,
+    key: Option<String>,
+    description: Option<String>,
+}
+
+#[derive(Debug, Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ConfigFile {
+    reviewer: Option<String>,
+    theme: Option<ThemeName>,
+    taxonomy: Option<TaxonomyFile>,
+}
+
+/// The settings in effect.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    pub reviewer: Option<String>,
+    pub theme: ThemeName,
+    pub taxonomy: Taxonomy,
+    /// The file the settings came from, if one was read.
+    pub source: Option<PathBuf>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            reviewer: None,
+            theme: ThemeName::Dark,
+            taxonomy: Taxonomy::default(),
+            source: None,
+        }
+    }
+}
+
+/// Where the config file is looked for when `--config` is not given.
+pub fn default_path() -> Option<PathBuf> {
+    directories::ProjectDirs::from("", "", "triage").map(|d| d.config_dir().join("config.toml"))
+}
+
+/// Load the config: an explicit path must exist; the default path may not.
+pub fn load(explicit: Option<&Path>) -> Result<Config, String> {
+    let path = match explicit {
+        Some(p) => p.to_path_buf(),
+        None => match default_path() {
+            Some(p) if p.exists() => p,
+            _ => return Ok(Config::default()),
+        },
+    };
+    let shown = super::text::inert_line(&path.display().to_string());
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("triage: cannot read the config file {shown}: {e}"))?;
+    parse(&text, &shown).map(|mut c| {
+        c.source = Some(path);
+        c
+    })
+}
+
+/// Parse config text; errors name `file` and the line.
+pub fn parse(text: &str, file: &str) -> Result<Config, String> {
+    let raw: ConfigFile = toml::from_str(text).map_err(|e| {
+        let line = e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
+            .unwrap_or(0);
+        format!("{file}:{line}: {}", e.message().trim())
+    })?;
+    let mut cfg = Config {
+        reviewer: raw.reviewer.filter(|r| !r.trim().is_empty()),
+        theme: raw.theme.unwrap_or_default(),
+        ..Config::default()
+    };
+    if let Some(t) = raw.taxonomy {
+        let mut cats = match t.mode {
+            TaxonomyMode::Extend => Taxonomy::default().categories,
+            TaxonomyMode::Replace => Vec::new(),
+        };
+        for c in t.categories {
+            let key = match c.key.as_deref() {
+                None | Some("") => None,
+                Some(k) if k.chars().count() == 1 => k.chars().next(),
+                Some(k) => {
+                    return Err(format!(
+                        "{file}: category `{}` has key \"{k}\"; a category key is one character",
+                        c.id
+                    ));
+                }
+            };
+            match cats.iter_mut().find(|x| x.id == c.id) {
+                Some(existing) => {
+                    if let Some(n) = c.name {
+                        existing.name = n;
+                    }
+                    if key.is_some() {
+                        existing.key = key;
+                    }
+                    if let Some(d) = c.description {
+                        existing.description = d;
+                    }
+                }
+                None => cats.push(Category {
+                    name: c.name.unwrap_or_else(|| c.id.clone()),
+                    id: c.id,
+                    key,
+                    description: c.description.unwrap_or_default(),
+                }),
+            }
+        }
+        cfg.taxonomy = Taxonomy::new(cats).map_err(|e| format!("{file}: taxonomy: {e}"))?;
+    }
+    Ok(cfg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_config_is_default() {
+        assert_eq!(parse("", "c.toml").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn extend_and_replace() {
+        let c = parse(
+            "reviewer = \"ana\"\ntheme = \"light\"\n[taxonomy]\n[[taxonomy.categories]]\nid = \"prompt-leak\"\nname = \"Prompt leakage\"\nkey = \"8\"\n",
+            "c.toml",
+        )
+        .unwrap();
+        assert_eq!(c.reviewer.as_deref(), Some("ana"));
+        assert_eq!(c.theme, ThemeName::Light);
+        assert_eq!(c.taxonomy.categories.len(), 8);
+        assert_eq!(c.taxonomy.by_key('8').unwrap().id, "prompt-leak");
+        let c = parse(
+            "[taxonomy]\nmode = \"replace\"\n[[taxonomy.categories]]\nid = \"flaky\"\nkey = \"f\"\n",
+            "c.toml",
+        )
+        .unwrap();
+        assert_eq!(c.taxonomy.categories.len(), 1);
+        assert_eq!(c.taxonomy.categories[0].name, "flaky");
+    }
+
+    #[test]
+    fn errors_name_file_and_line() {
+        let e = parse("reviewer = \"a\"\ncolour = \"red\"\n", "c.toml").unwrap_err();
+        assert!(e.starts_with("c.toml:2: unknown field `colour`"), "{e}");
+        let e = parse("[taxonomy]\n[[taxonomy.categories]]\nid = \"x\"\nkey = \"1\"\n", "c.toml").unwrap_err();
+        assert!(e.contains("key `1` is given to both `ambiguous-contract` and `x`"), "{e}");
+        let e = parse("theme = \"neon\"\n", "c.toml").unwrap_err();
+        assert!(e.starts_with("c.toml:1:"), "{e}");
+        let e = parse("[taxonomy\n", "c.toml").unwrap_err();
+        assert!(e.starts_with("c.toml:1:"), "{e}");
+    }
+}
