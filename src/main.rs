@@ -95,7 +95,11 @@ fn main() -> ExitCode {
             what: ConfigCommand::Path,
         }) => match cli.config.or_else(config::default_path) {
             Some(p) => {
-                let state = if p.exists() { "exists" } else { "not created yet" };
+                let state = if p.exists() {
+                    "exists"
+                } else {
+                    "not created yet"
+                };
                 println!("{} ({state})", p.display());
                 ExitCode::SUCCESS
             }
@@ -202,7 +206,9 @@ fn open(cli: Cli) -> ExitCode {
         Ok(Exit::Quit) => ExitCode::SUCCESS,
         Ok(Exit::Signal(sig)) => ExitCode::from((128 + sig).clamp(0, 255) as u8),
         Err(e) => {
-            eprintln!("triage: terminal error: {e}");
+            eprintln!(
+                "triage: cannot use the terminal ({e}); triage is interactive and needs one — run it in a terminal or over ssh -t"
+            );
             ExitCode::from(1)
         }
     }

@@ -194,9 +194,19 @@ impl App {
             .index
             .rows
             .iter()
-            .map(|r| (self.index.str(r.case).to_string(), self.index.str(r.variant).to_string()))
+            .map(|r| {
+                (
+                    self.index.str(r.case).to_string(),
+                    self.index.str(r.variant).to_string(),
+                )
+            })
             .collect();
-        self.orphans = self.store.orphans(&keys, &ids).into_iter().cloned().collect();
+        self.orphans = self
+            .store
+            .orphans(&keys, &ids)
+            .into_iter()
+            .cloned()
+            .collect();
     }
 
     /// The row under the cursor.

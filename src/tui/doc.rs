@@ -779,7 +779,7 @@ fn side_by_side(b: &mut Builder, r: &PairRecord, d: &Derived) {
         if !eq.is_empty() {
             in_change = false;
             for line in eq {
-                b.lines.push(row(&line, &line, col, t.base, t.base, t));
+                b.lines.extend(rows(&line, &line, col, t.base, t.base, t));
             }
             continue;
         }
@@ -791,15 +791,10 @@ fn side_by_side(b: &mut Builder, r: &PairRecord, d: &Derived) {
         for i in 0..n {
             let l = dels.get(i).map(String::as_str).unwrap_or("");
             let rr = ins.get(i).map(String::as_str).unwrap_or("");
-            b.lines.push(row(
-                l,
-                rr,
-                col,
-                t.removed
-                    .remove_modifier(ratatui::style::Modifier::CROSSED_OUT),
-                t.added,
-                t,
-            ));
+            let removed = t
+                .removed
+                .remove_modifier(ratatui::style::Modifier::CROSSED_OUT);
+            b.lines.extend(rows(l, rr, col, removed, t.added, t));
         }
     }
 }
@@ -810,51 +805,37 @@ fn pad(text_: &str, w: usize) -> String {
     format!("{cut}{}", " ".repeat(n))
 }
 
-fn row(l: &str, r: &str, col: usize, ls: Style, rs: Style, t: &Theme) -> Line<'static> {
-    let mut spans = cell(l, col, ls, t);
-    spans.push(s(" │ ", t.border));
-    spans.extend(cell(r, col, rs, t));
-    Line::from(spans)
+/// One diff row: both sides wrapped to `col` columns, as many lines as the longer needs.
+fn rows(l: &str, r: &str, col: usize, ls: Style, rs: Style, t: &Theme) -> Vec<Line<'static>> {
+    let left = side_cell(l, col, ls, t);
+    let right = side_cell(r, col, rs, t);
+    let n = left.len().max(right.len());
+    (0..n)
+        .map(|i| {
+            let mut spans = left
+                .get(i)
+                .cloned()
+                .unwrap_or_else(|| vec![Span::raw(" ".repeat(col))]);
+            spans.push(s(" │ ", t.border));
+            spans.extend(right.get(i).cloned().unwrap_or_default());
+            Line::from(spans)
+        })
+        .collect()
 }
 
-fn cell(content: &str, col: usize, style: Style, t: &Theme) -> Vec<Span<'static>> {
-    let mut out = Vec::new();
-    let mut used = 0;
-    let pieces = text::pieces_line(content);
-    let total: usize = pieces
-        .iter()
-        .map(|p| match p {
-            text::Piece::Text(x) | text::Piece::Escape(x) => text::width(x),
+/// A side's text wrapped to `col` columns (continuations indented like the
+/// JSON line), each line padded to the full column.
+fn side_cell(content: &str, col: usize, style: Style, t: &Theme) -> Vec<Vec<Span<'static>>> {
+    let indent = (content.len() - content.trim_start().len() + 2).min(col / 2);
+    wrap(inert_spans(content, style, t), col, indent)
+        .into_iter()
+        .map(|line| {
+            let mut spans = line.spans;
+            let used: usize = spans.iter().map(|sp| text::width(&sp.content)).sum();
+            spans.push(Span::raw(" ".repeat(col.saturating_sub(used))));
+            spans
         })
-        .sum();
-    let budget = if total > col {
-        col.saturating_sub(1)
-    } else {
-        col
-    };
-    for p in pieces {
-        let (txt, st) = match p {
-            text::Piece::Text(x) => (x, style),
-            text::Piece::Escape(x) => (x, style.patch(t.escape)),
-        };
-        let room = budget.saturating_sub(used);
-        if room == 0 {
-            break;
-        }
-        let shown = if text::width(&txt) > room {
-            text::truncate_cols(&txt, room)
-        } else {
-            txt
-        };
-        used += text::width(&shown);
-        out.push(Span::styled(shown, st));
-    }
-    if total > col {
-        out.push(s("…", t.dim));
-        used += 1;
-    }
-    out.push(Span::raw(" ".repeat(col.saturating_sub(used))));
-    out
+        .collect()
 }
 
 fn raw(b: &mut Builder, v: &Value) {

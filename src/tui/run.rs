@@ -11,7 +11,7 @@ use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 
 use crate::core::index::Loader;
 
-use super::app::{self, App, Effect, MessageKind, Overlay, Viewport};
+use super::app::{self, App, Effect, MessageKind, Overlay};
 use super::effects;
 use super::keymap::{KeyChord, Keymap, Lookup, Mode, seq_to_string};
 use super::style::Theme;
@@ -33,6 +33,8 @@ pub fn run(
 ) -> io::Result<Exit> {
     let signals = Signals::register()?;
     term::install_panic_hook();
+    let input = term::InputFd::open()?;
+    term::spawn_watchdog(signals.clone());
     let mut terminal = term::enter()?;
     let mut keys: Vec<KeyChord> = Vec::new();
     let mut dirty = true;
@@ -51,12 +53,10 @@ pub fn run(
             }
         }
         let size = terminal.size()?;
-        let areas = ui::layout(ratatui::layout::Rect::new(0, 0, size.width, size.height));
-        let vp = Viewport {
-            list_rows: areas.list.height.saturating_sub(3) as usize,
-            detail_rows: areas.detail.height.saturating_sub(2) as usize,
-            detail_cols: areas.detail.width.saturating_sub(2),
-        };
+        let vp = ui::viewport(
+            ratatui::layout::Rect::new(0, 0, size.width, size.height),
+            app.focus,
+        );
         if vp != app.viewport {
             let relayout = vp.detail_cols != app.viewport.detail_cols;
             app.viewport = vp;
@@ -109,26 +109,33 @@ pub fn run(
         } else {
             Duration::from_millis(250)
         };
-        if !event::poll(timeout)? {
-            continue;
+        match input.wait(timeout) {
+            term::Input::HungUp => break Exit::Signal(signal_hook::consts::SIGHUP),
+            term::Input::Timeout => continue,
+            term::Input::Ready => {}
         }
-        dirty = true;
-        match event::read()? {
-            Event::Key(k) if k.kind != KeyEventKind::Release => {
-                if !matches!(app.message, Some((_, MessageKind::Error))) {
-                    app.message = None;
-                }
-                let chord = KeyChord::from_event(&k);
-                for e in handle_key(&mut app, &keymap, &mut keys, chord) {
-                    if e == Effect::Suspend {
-                        term::suspend(&mut terminal)?;
-                    } else {
-                        effects::run(&mut app, e, &theme);
+        while event::poll(Duration::ZERO)? {
+            dirty = true;
+            match event::read()? {
+                Event::Key(k) if k.kind != KeyEventKind::Release => {
+                    if !matches!(app.message, Some((_, MessageKind::Error))) {
+                        app.message = None;
+                    }
+                    let chord = KeyChord::from_event(&k);
+                    for e in handle_key(&mut app, &keymap, &mut keys, chord) {
+                        if e == Effect::Suspend {
+                            term::suspend(&mut terminal)?;
+                        } else {
+                            effects::run(&mut app, e, &theme);
+                        }
                     }
                 }
+                Event::Paste(text) => app::type_text(&mut app, &text),
+                _ => {}
             }
-            Event::Paste(text) => app::type_text(&mut app, &text),
-            _ => {}
+            if app.quit || input.hung_up() {
+                break;
+            }
         }
     };
     // Last chance for pending writes, then a compact journal for next time.

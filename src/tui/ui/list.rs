@@ -24,7 +24,7 @@ struct Cols {
 }
 
 fn columns(width: usize) -> Cols {
-    // Fixed: mark 1 + status 5 + note 2 + spaces.
+    // Fixed: mark 1 + status 5 + note 1.
     let route = if width >= 70 { 15 } else { 0 };
     let dp = if width >= 60 { 7 } else { 0 };
     let margin = if width >= 90 { 7 } else { 0 };
@@ -35,7 +35,7 @@ fn columns(width: usize) -> Cols {
     } else {
         0
     };
-    let fixed = 1 + 5 + 2 + route + dp + margin + category + 6;
+    let fixed = 1 + 5 + 1 + route + dp + margin + category;
     let flex = width.saturating_sub(fixed);
     let transformation = if width >= 100 { flex * 28 / 100 } else { 0 };
     let rest = flex - transformation;

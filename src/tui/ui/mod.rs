@@ -16,7 +16,7 @@ use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
-use super::app::{App, Overlay};
+use super::app::{App, Focus, Overlay, Viewport};
 use super::keymap::Keymap;
 use super::style::Theme;
 
@@ -33,8 +33,9 @@ pub struct Areas {
 pub const MIN_COLS: u16 = 20;
 pub const MIN_ROWS: u16 = 5;
 
-/// Split the screen. Small screens drop the legend, then the detail.
-pub fn layout(area: Rect) -> Areas {
+/// Split the screen. Small screens drop the legend, then show one pane at a
+/// time: the focused one (Tab switches).
+pub fn layout(area: Rect, focus: Focus) -> Areas {
     let mut a = Areas::default();
     if area.width < MIN_COLS || area.height < MIN_ROWS {
         return a;
@@ -48,8 +49,11 @@ pub fn layout(area: Rect) -> Areas {
     .areas(area);
     a.legend = legend;
     a.status = status;
-    if area.height < 10 {
-        a.list = main;
+    if main.height < 14 {
+        match focus {
+            Focus::List => a.list = main,
+            Focus::Detail => a.detail = main,
+        }
         return a;
     }
     if area.width >= 160 {
@@ -69,6 +73,16 @@ pub fn layout(area: Rect) -> Areas {
     a
 }
 
+/// The sizes paging and wrapping need, for a screen of `area`.
+pub fn viewport(area: Rect, focus: Focus) -> Viewport {
+    let a = layout(area, focus);
+    Viewport {
+        list_rows: a.list.height.saturating_sub(3) as usize,
+        detail_rows: a.detail.height.saturating_sub(2) as usize,
+        detail_cols: a.detail.width.saturating_sub(2),
+    }
+}
+
 /// Draw the whole screen.
 pub fn render(f: &mut Frame, app: &App, keymap: &Keymap, theme: &Theme) {
     let area = f.area();
@@ -78,8 +92,10 @@ pub fn render(f: &mut Frame, app: &App, keymap: &Keymap, theme: &Theme) {
         f.render_widget(msg, area);
         return;
     }
-    let a = layout(area);
-    list::render(f, a.list, app, theme);
+    let a = layout(area, app.focus);
+    if a.list.height > 0 {
+        list::render(f, a.list, app, theme);
+    }
     if a.detail.height > 0 {
         detail::render(f, a.detail, app, theme);
     }

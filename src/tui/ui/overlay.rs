@@ -39,16 +39,23 @@ fn frame<'a>(title: &'a str, t: &Theme) -> Block<'a> {
 
 /// The help text: bindings grouped by purpose, then the category keys.
 pub fn help_lines(app: &App, km: &Keymap, t: &Theme) -> Vec<Line<'static>> {
-    // (group, action) -> [(mode, keys)]
-    let mut by_action: BTreeMap<(Group, Action), Vec<(Mode, String)>> = BTreeMap::new();
+    // The same keys for the same action in several modes are listed once.
+    let mut per_mode: BTreeMap<(Group, Action, Mode), String> = BTreeMap::new();
     for (mode, seq, action) in km.bindings() {
-        let entry = by_action.entry((action.group(), *action)).or_default();
-        match entry.iter_mut().find(|(m, _)| m == mode) {
-            Some((_, keys)) => {
-                keys.push_str(", ");
-                keys.push_str(&seq_to_string(seq));
-            }
-            None => entry.push((*mode, seq_to_string(seq))),
+        let keys = per_mode
+            .entry((action.group(), *action, *mode))
+            .or_default();
+        if !keys.is_empty() {
+            keys.push_str(", ");
+        }
+        keys.push_str(&seq_to_string(seq));
+    }
+    let mut by_action: BTreeMap<(Group, Action), Vec<(Vec<Mode>, String)>> = BTreeMap::new();
+    for ((g, action, mode), keys) in per_mode {
+        let entry = by_action.entry((g, action)).or_default();
+        match entry.iter_mut().find(|(_, k)| *k == keys) {
+            Some((modes, _)) => modes.push(mode),
+            None => entry.push((vec![mode], keys)),
         }
     }
     let mut lines = vec![Line::from(vec![
@@ -63,10 +70,18 @@ pub fn help_lines(app: &App, km: &Keymap, t: &Theme) -> Vec<Line<'static>> {
             lines.push(Line::from(Span::styled(g.title().to_string(), t.heading)));
             group = Some(g);
         }
-        for (mode, keys) in modes {
-            let where_ = match mode {
-                Mode::Global => String::new(),
-                m => format!("  ({})", m.name()),
+        for (modes, keys) in modes {
+            let where_ = if modes == [Mode::Global] {
+                String::new()
+            } else {
+                format!(
+                    "  ({})",
+                    modes
+                        .iter()
+                        .map(|m| m.name())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
             };
             lines.push(Line::from(vec![
                 Span::styled(format!("  {:<22}", keys), t.key),
@@ -167,9 +182,17 @@ pub fn problems(f: &mut Frame, area: Rect, app: &App, t: &Theme, scroll: u16) {
         )));
         for a in &app.orphans {
             let mut l = vec![Span::styled("  ", t.dim)];
-            l.extend(inert_spans(&format!("{} / {}", a.case_id, a.variant_id), t.base, t));
+            l.extend(inert_spans(
+                &format!("{} / {}", a.case_id, a.variant_id),
+                t.base,
+                t,
+            ));
             l.push(Span::styled("  ", t.dim));
-            l.extend(inert_spans(a.category.as_deref().unwrap_or("no category"), t.category, t));
+            l.extend(inert_spans(
+                a.category.as_deref().unwrap_or("no category"),
+                t.category,
+                t,
+            ));
             if let Some(n) = &a.note {
                 l.push(Span::styled("  note: ", t.dim));
                 l.extend(inert_spans(n, t.dim, t));

@@ -65,7 +65,10 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, km: &Keymap, t: &Theme) {
         left.push(Span::styled(p, t.warn.patch(t.status_bar)));
     }
     if !app.orphans.is_empty() {
-        left.push(Span::styled(format!(" · {} orphaned", app.orphans.len()), t.warn.patch(t.status_bar)));
+        left.push(Span::styled(
+            format!(" · {} orphaned", app.orphans.len()),
+            t.warn.patch(t.status_bar),
+        ));
     }
     if app.loading {
         let pct = (idx.bytes_read * 100)
