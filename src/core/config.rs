@@ -190,8 +190,15 @@ mod tests {
     fn errors_name_file_and_line() {
         let e = parse("reviewer = \"a\"\ncolour = \"red\"\n", "c.toml").unwrap_err();
         assert!(e.starts_with("c.toml:2: unknown field `colour`"), "{e}");
-        let e = parse("[taxonomy]\n[[taxonomy.categories]]\nid = \"x\"\nkey = \"1\"\n", "c.toml").unwrap_err();
-        assert!(e.contains("key `1` is given to both `ambiguous-contract` and `x`"), "{e}");
+        let e = parse(
+            "[taxonomy]\n[[taxonomy.categories]]\nid = \"x\"\nkey = \"1\"\n",
+            "c.toml",
+        )
+        .unwrap_err();
+        assert!(
+            e.contains("key `1` is given to both `ambiguous-contract` and `x`"),
+            "{e}"
+        );
         let e = parse("theme = \"neon\"\n", "c.toml").unwrap_err();
         assert!(e.starts_with("c.toml:1:"), "{e}");
         let e = parse("[taxonomy\n", "c.toml").unwrap_err();

@@ -119,22 +119,38 @@ impl Theme {
     /// The colour theme for light terminals.
     pub fn light() -> Theme {
         let mut t = Theme::dark();
-        t.selected = Style::default().bg(Color::Rgb(200, 215, 245)).add_modifier(Modifier::BOLD);
+        t.selected = Style::default()
+            .bg(Color::Rgb(200, 215, 245))
+            .add_modifier(Modifier::BOLD);
         t.selected_unfocused = Style::default().bg(Color::Rgb(228, 228, 232));
         t.status_bar = Style::default().bg(Color::Rgb(225, 225, 232));
         t.dim = Style::default().fg(Color::Gray);
-        t.heading = Style::default().fg(Color::Blue).add_modifier(Modifier::BOLD);
-        t.key = Style::default().fg(Color::Blue).add_modifier(Modifier::BOLD);
-        t.category = Style::default().fg(Color::Blue).add_modifier(Modifier::BOLD);
+        t.heading = Style::default()
+            .fg(Color::Blue)
+            .add_modifier(Modifier::BOLD);
+        t.key = Style::default()
+            .fg(Color::Blue)
+            .add_modifier(Modifier::BOLD);
+        t.category = Style::default()
+            .fg(Color::Blue)
+            .add_modifier(Modifier::BOLD);
         t.fail = Style::default().fg(Color::Red).add_modifier(Modifier::BOLD);
         t.warn = Style::default().fg(Color::Rgb(160, 100, 0));
         t.changed = Style::default().fg(Color::Rgb(160, 100, 0));
-        t.invalid = Style::default().fg(Color::Rgb(160, 100, 0)).add_modifier(Modifier::BOLD);
-        t.marked = Style::default().fg(Color::Rgb(160, 100, 0)).add_modifier(Modifier::BOLD);
+        t.invalid = Style::default()
+            .fg(Color::Rgb(160, 100, 0))
+            .add_modifier(Modifier::BOLD);
+        t.marked = Style::default()
+            .fg(Color::Rgb(160, 100, 0))
+            .add_modifier(Modifier::BOLD);
         t.route_action = Style::default().fg(Color::Red);
         t.route_review = Style::default().fg(Color::Rgb(160, 100, 0));
-        t.marker_source = Style::default().fg(Color::Blue).add_modifier(Modifier::BOLD);
-        t.marker_variant = Style::default().fg(Color::Magenta).add_modifier(Modifier::BOLD);
+        t.marker_source = Style::default()
+            .fg(Color::Blue)
+            .add_modifier(Modifier::BOLD);
+        t.marker_variant = Style::default()
+            .fg(Color::Magenta)
+            .add_modifier(Modifier::BOLD);
         t
     }
 

@@ -37,6 +37,9 @@ fn frame<'a>(title: &'a str, t: &Theme) -> Block<'a> {
         .title(Span::styled(format!(" {title} "), t.title))
 }
 
+/// For one action: the modes that share a set of keys, and the keys.
+type KeyRows = Vec<(Vec<Mode>, String)>;
+
 /// The help text: bindings grouped by purpose, then the category keys.
 pub fn help_lines(app: &App, km: &Keymap, t: &Theme) -> Vec<Line<'static>> {
     // The same keys for the same action in several modes are listed once.
@@ -50,7 +53,7 @@ pub fn help_lines(app: &App, km: &Keymap, t: &Theme) -> Vec<Line<'static>> {
         }
         keys.push_str(&seq_to_string(seq));
     }
-    let mut by_action: BTreeMap<(Group, Action), Vec<(Vec<Mode>, String)>> = BTreeMap::new();
+    let mut by_action: BTreeMap<(Group, Action), KeyRows> = BTreeMap::new();
     for ((g, action, mode), keys) in per_mode {
         let entry = by_action.entry((g, action)).or_default();
         match entry.iter_mut().find(|(_, k)| *k == keys) {
