@@ -302,8 +302,6 @@ fn take_id(
     match found {
         None | Some(Value::Null) => Err(RecordError::MissingId(canonical)),
         Some(Value::String(s)) => Ok(s.clone()),
-        // Numeric ids are common in generated suites; keep them as text.
-        Some(Value::Number(n)) => Ok(n.to_string()),
         Some(other) => Err(RecordError::WrongIdType(canonical, type_name(other))),
     }
 }
@@ -524,10 +522,8 @@ mod tests {
             Err(RecordError::NotAnObject("an array"))
         );
         assert_eq!(
-            map_record(json!({"case_id": 42, "variant_id": "v"}))
-                .unwrap()
-                .case_id,
-            "42"
+            map_record(json!({"case_id": 42, "variant_id": "v"})),
+            Err(RecordError::WrongIdType("case_id", "a number"))
         );
     }
 
