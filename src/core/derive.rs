@@ -180,10 +180,14 @@ pub fn derive(r: &PairRecord) -> Derived {
             name: t.clone(),
             inferred: false,
         },
-        None => Transformation {
-            name: infer_transformation(r, &changes).to_string(),
-            inferred: true,
-        },
+        None => {
+            let name = infer_transformation(r, &changes);
+            Transformation {
+                name: name.to_string(),
+                // Nothing to infer from is not an inference.
+                inferred: name != NOT_RECORDED,
+            }
+        }
     };
 
     let status = if matches!(validity, Validity::Invalid { .. }) {
@@ -419,6 +423,9 @@ fn judge_validity(r: &PairRecord, c: &Changes) -> Validity {
     }
 }
 
+/// The transformation name when neither the file nor the payloads say.
+pub const NOT_RECORDED: &str = "not recorded";
+
 /// Name the transformation from what the diff shows.
 fn infer_transformation(r: &PairRecord, c: &Changes) -> &'static str {
     let has_payload = r.source.state.is_some()
@@ -426,7 +433,7 @@ fn infer_transformation(r: &PairRecord, c: &Changes) -> &'static str {
         || r.source.question.is_some()
         || r.variant.question.is_some();
     if !has_payload {
-        return "not recorded";
+        return NOT_RECORDED;
     }
     let state_changed = !c.state.is_empty();
     match (c.question_changed, state_changed) {

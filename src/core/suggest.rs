@@ -50,6 +50,22 @@ pub fn suggest(r: &PairRecord, d: &Derived) -> Option<Suggestion> {
     if let Some(b) = boundary(r, d) {
         return Some(b);
     }
+    // Without a policy the margin cannot be computed, but the reference
+    // runner says so in its reasons.
+    if d.source_margin.is_none()
+        && let Some(reason) = r
+            .reasons
+            .iter()
+            .find(|x| x.to_ascii_lowercase().contains("decision boundary"))
+    {
+        return s(
+            "boundary",
+            format!(
+                "recorded: {}",
+                super::text::inert_line(reason.trim_end_matches('.'))
+            ),
+        );
+    }
     let fam = r.family.as_deref().unwrap_or("").to_ascii_lowercase();
     let tr = d.transformation.name.to_ascii_lowercase();
     let c = &d.changes;
@@ -300,6 +316,17 @@ mod tests {
         let s = sug(&r).unwrap();
         assert_eq!(s.category, "missing-evidence");
         assert_eq!(s.reason, "evidence removed: state.evidence[1]");
+    }
+
+    #[test]
+    fn bare_rows_use_the_runners_boundary_reason() {
+        let mut r = pair(0.91, 0.9);
+        r.policy = None;
+        r.passed = Some(false);
+        r.reasons = vec!["Source is too close to a decision boundary: margin 0.010.".into()];
+        let s = sug(&r).unwrap();
+        assert_eq!(s.category, "boundary");
+        assert_eq!(s.reason, "recorded: Source is too close to a decision boundary: margin 0.010");
     }
 
     #[test]

@@ -193,7 +193,7 @@ fn unified(b: &mut Builder, r: &PairRecord, d: &Derived) {
     }
     fam.push(s(" · transformation ", t.dim));
     fam.extend(inert_spans(&d.transformation.name, t.base, t));
-    if d.transformation.inferred {
+    if d.transformation.inferred && d.validity != Validity::NotRecorded {
         fam.push(s(" (inferred from the diff)", t.dim));
     }
     b.push(fam);

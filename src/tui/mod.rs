@@ -17,4 +17,5 @@ pub mod run;
 pub mod style;
 pub mod svg;
 pub mod term;
+pub mod testing;
 pub mod ui;

@@ -15,6 +15,7 @@ use crate::core::text;
 
 use super::super::action::{Action, Group};
 use super::super::app::{App, Confirm};
+use super::super::doc::wrap;
 use super::super::keymap::{Keymap, Mode, seq_to_string};
 use super::super::note::NoteEditor;
 use super::super::style::{Theme, inert_spans};
@@ -138,14 +139,19 @@ pub fn problems(f: &mut Frame, area: Rect, app: &App, t: &Theme, scroll: u16) {
     let inner = block.inner(r);
     f.render_widget(block, r);
     let idx = &app.index;
-    let mut lines = vec![Line::from(Span::styled(
-        format!(
-            "{} lines could not be opened; {} fields were unusable in pairs that did open. The rest of the run is open.",
-            idx.skipped_lines,
-            idx.problems.len() - idx.skipped_lines
-        ),
-        t.dim,
-    ))];
+    let width = inner.width as usize;
+    let mut lines = wrap(
+        vec![Span::styled(
+            format!(
+                "{} lines could not be opened; {} fields were unusable in pairs that did open. The rest of the run is open.",
+                idx.skipped_lines,
+                idx.problems.len() - idx.skipped_lines
+            ),
+            t.dim,
+        )],
+        width,
+        0,
+    );
     if idx.problems.is_empty() {
         lines.push(Line::default());
         lines.push(Line::from(Span::styled(
@@ -170,7 +176,7 @@ pub fn problems(f: &mut Frame, area: Rect, app: &App, t: &Theme, scroll: u16) {
             )];
             l.push(Span::styled(format!("{:<16}", p.kind.label()), style));
             l.extend(inert_spans(&p.message, t.base, t));
-            lines.push(Line::from(l));
+            lines.extend(wrap(l, width, 4));
         }
     }
     if !app.orphans.is_empty() {
@@ -200,7 +206,7 @@ pub fn problems(f: &mut Frame, area: Rect, app: &App, t: &Theme, scroll: u16) {
                 l.push(Span::styled("  note: ", t.dim));
                 l.extend(inert_spans(n, t.dim, t));
             }
-            lines.push(Line::from(l));
+            lines.extend(wrap(l, width, 4));
         }
     }
     let max = lines.len().saturating_sub(inner.height as usize);
