@@ -44,11 +44,102 @@ pub struct Loc {
 
 /// Boolean facts of a row, packed.
 pub mod flags {
+    /// The route changed between source and variant.
     pub const FLIP: u8 = 1;
+    /// The transformation was inferred from the diff.
     pub const INFERRED: u8 = 2;
+    /// The source margin is under the minimum boundary margin.
     pub const NEAR_BOUNDARY: u8 = 4;
+    /// The pair has warnings (recomputed route or verdict disagree, bad fields).
     pub const WARNINGS: u8 = 8;
-    pub const UNDECLARED: u8 = 16;
+    /// The recorded `passed` disagrees with the re-checked expectation.
+    pub const PASSED_MISMATCH: u8 = 16;
+    /// A recorded route disagrees with the policy.
+    pub const ROUTE_MISMATCH: u8 = 32;
+}
+
+/// The expectation kind of a row, compactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ExpKind {
+    None,
+    Invariant,
+    NotLessUrgent,
+    NotMoreUrgent,
+    AllowedRoutes,
+    Unknown,
+}
+
+impl ExpKind {
+    /// The kind name as in run files ("none" when not recorded).
+    pub fn name(self) -> &'static str {
+        match self {
+            ExpKind::None => "none",
+            ExpKind::Invariant => "invariant",
+            ExpKind::NotLessUrgent => "not-less-urgent",
+            ExpKind::NotMoreUrgent => "not-more-urgent",
+            ExpKind::AllowedRoutes => "allowed-routes",
+            ExpKind::Unknown => "unknown",
+        }
+    }
+}
+
+/// A request outcome, compactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OutcomeCode {
+    NotRecorded,
+    Ok,
+    Timeout,
+    Error,
+    InvalidResponse,
+    Other,
+}
+
+impl OutcomeCode {
+    /// From a side's effective outcome.
+    pub fn of(o: Option<&super::model::Outcome>) -> OutcomeCode {
+        use super::model::Outcome;
+        match o {
+            None => OutcomeCode::NotRecorded,
+            Some(Outcome::Ok) => OutcomeCode::Ok,
+            Some(Outcome::Timeout) => OutcomeCode::Timeout,
+            Some(Outcome::Error) => OutcomeCode::Error,
+            Some(Outcome::InvalidResponse) => OutcomeCode::InvalidResponse,
+            Some(Outcome::Other(_)) => OutcomeCode::Other,
+        }
+    }
+
+    /// The outcome name used in queries and exports.
+    pub fn name(self) -> &'static str {
+        match self {
+            OutcomeCode::NotRecorded => "not-recorded",
+            OutcomeCode::Ok => "ok",
+            OutcomeCode::Timeout => "timeout",
+            OutcomeCode::Error => "error",
+            OutcomeCode::InvalidResponse => "invalid-response",
+            OutcomeCode::Other => "other",
+        }
+    }
+}
+
+/// Pair validity, compactly (see [`super::derive::Validity`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ValidityCode {
+    Valid,
+    Invalid,
+    Undeclared,
+    NotRecorded,
+}
+
+impl ValidityCode {
+    /// The name used in queries and exports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ValidityCode::Valid => "valid",
+            ValidityCode::Invalid => "invalid",
+            ValidityCode::Undeclared => "undeclared",
+            ValidityCode::NotRecorded => "not-recorded",
+        }
+    }
 }
 
 /// The compact summary of one pair that the list, counts and queries use.
@@ -72,6 +163,19 @@ pub struct PairRow {
     pub dc: f32,
     /// Source boundary margin; NaN when not recorded.
     pub margin: f32,
+    /// Variant boundary margin; NaN when not recorded.
+    pub variant_margin: f32,
+    /// The larger of the two latencies in ms; NaN when not recorded.
+    pub latency: f32,
+    pub contract: Sym,
+    pub schema: Sym,
+    pub model: Sym,
+    pub expectation: ExpKind,
+    pub source_outcome: OutcomeCode,
+    pub variant_outcome: OutcomeCode,
+    pub validity: ValidityCode,
+    /// The recorded repetition, or `u32::MAX`.
+    pub repetition: u32,
 }
 
 impl PairRow {
@@ -677,9 +781,36 @@ fn handle_line(
     if !d.warnings.is_empty() {
         fl |= flags::WARNINGS;
     }
-    if matches!(d.validity, super::derive::Validity::Undeclared) {
-        fl |= flags::UNDECLARED;
+    if d.warnings.iter().any(|w| w.contains("The runner recorded")) {
+        fl |= flags::PASSED_MISMATCH;
     }
+    if d.warnings
+        .iter()
+        .any(|w| w.contains("route was recorded as"))
+    {
+        fl |= flags::ROUTE_MISMATCH;
+    }
+    use super::derive::Validity;
+    use super::model::Expectation;
+    let validity = match d.validity {
+        Validity::Valid => ValidityCode::Valid,
+        Validity::Invalid { .. } => ValidityCode::Invalid,
+        Validity::Undeclared => ValidityCode::Undeclared,
+        Validity::NotRecorded => ValidityCode::NotRecorded,
+    };
+    let expectation = match &record.expectation {
+        None => ExpKind::None,
+        Some(Expectation::Invariant { .. }) => ExpKind::Invariant,
+        Some(Expectation::NotLessUrgent { .. }) => ExpKind::NotLessUrgent,
+        Some(Expectation::NotMoreUrgent { .. }) => ExpKind::NotMoreUrgent,
+        Some(Expectation::AllowedRoutes { .. }) => ExpKind::AllowedRoutes,
+        Some(Expectation::Unknown { .. }) => ExpKind::Unknown,
+    };
+    let latency = match (record.source.latency_ms, record.variant.latency_ms) {
+        (Some(a), Some(b)) => a.max(b) as f32,
+        (Some(a), None) | (None, Some(a)) => a as f32,
+        (None, None) => f32::NAN,
+    };
     let row = PairRow {
         loc: Loc {
             file: file_idx,
@@ -700,6 +831,19 @@ fn handle_line(
         dp: d.dp.map(|x| x as f32).unwrap_or(f32::NAN),
         dc: d.dc.map(|x| x as f32).unwrap_or(f32::NAN),
         margin: d.source_margin.map(|x| x as f32).unwrap_or(f32::NAN),
+        variant_margin: d.variant_margin.map(|x| x as f32).unwrap_or(f32::NAN),
+        latency,
+        contract: st.intern(record.contract_version.as_deref()),
+        schema: st.intern(record.state_schema_version.as_deref()),
+        model: st.intern(record.model_id.as_deref()),
+        expectation,
+        source_outcome: OutcomeCode::of(record.source.effective_outcome().as_ref()),
+        variant_outcome: OutcomeCode::of(record.variant.effective_outcome().as_ref()),
+        validity,
+        repetition: record
+            .repetition
+            .and_then(|r| u32::try_from(r).ok())
+            .unwrap_or(u32::MAX),
     };
     st.batch.rows.push(row);
 }
@@ -859,7 +1003,7 @@ mod tests {
         let idx = load_bytes(format!("{GOOD}\n{GOOD}\n").as_bytes());
         assert_eq!(idx.str(idx.rows[1].case), "c1");
         assert_eq!(idx.str(idx.rows[0].family), "");
-        // c1, v1, the inferred transformation and the suggested category.
+        // c1, v1, the transformation ("not recorded") and the suggested category.
         assert_eq!(idx.strings().len(), 4);
     }
 }
