@@ -182,12 +182,25 @@ fn open(cli: Cli) -> ExitCode {
         .or_else(|| std::env::var("USER").ok())
         .filter(|s| !s.trim().is_empty())
         .unwrap_or_else(|| "unknown".to_string());
-    let run_path = if cli.runs[0] == "-" {
-        PathBuf::from("stdin")
-    } else {
-        PathBuf::from(&cli.runs[0])
+    let run_path = PathBuf::from(&cli.runs[0]);
+    // Standard input has no folder to sit beside: keep its journal in the data directory.
+    let explicit = match (&cli.annotations, cli.runs[0].as_str()) {
+        (Some(p), _) => Some(p.clone()),
+        (None, "-") => match directories::ProjectDirs::from("", "", "triage") {
+            Some(d) => Some(d.data_dir().join("runs").join("stdin.triage.jsonl")),
+            None => {
+                eprintln!(
+                    "triage: no data directory for the annotations of standard input; pass --annotations PATH"
+                );
+                return ExitCode::from(2);
+            }
+        },
+        (None, _) => None,
     };
-    let (store, notice) = match open_store(&run_path, cli.annotations.as_deref(), &reviewer) {
+    if let Some(parent) = explicit.as_deref().and_then(Path::parent) {
+        let _ = std::fs::create_dir_all(parent);
+    }
+    let (store, notice) = match open_store(&run_path, explicit.as_deref(), &reviewer) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("{e}");
@@ -250,7 +263,7 @@ fn open_store(
     let (path, fallback) = annotations::journal_path_for(run, explicit)?;
     let store = AnnotationStore::open(&path, reviewer).map_err(|e| e.to_string())?;
     let mut notice = None;
-    if fallback {
+    if fallback || run == Path::new("-") {
         notice = Some(format!("annotations in {}", store.path().display()));
     }
     if let annotations::Access::ReadOnly { reason } = store.access() {
