@@ -39,6 +39,12 @@ struct Cli {
     /// The config file (default: config.toml in the platform config directory).
     #[arg(long, value_name = "PATH", global = true)]
     config: Option<PathBuf>,
+    /// Keymap preset (default, vim, emacs) or a keymap file.
+    #[arg(long, value_name = "NAME|PATH", global = true)]
+    keymap: Option<String>,
+    /// Do not capture the mouse.
+    #[arg(long)]
+    no_mouse: bool,
     /// Lines longer than this are reported as problems instead of parsed.
     #[arg(long, value_name = "BYTES", default_value_t = index::DEFAULT_MAX_LINE_BYTES)]
     max_line_bytes: usize,
@@ -78,6 +84,13 @@ enum ConfigCommand {
 }
 
 fn main() -> ExitCode {
+    // Printing into a closed pipe (`triage keys | head`) ends quietly, as
+    // other command-line tools do, instead of panicking.
+    // SAFETY: restoring the default disposition of one signal at start-up,
+    // before any thread exists.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     match cli.command {
         Some(Command::Apply {
@@ -109,8 +122,23 @@ fn main() -> ExitCode {
             }
         },
         Some(Command::Keys) => {
-            print_keys(&Keymap::default_keymap());
-            ExitCode::SUCCESS
+            let cfg = match config::load(cli.config.as_deref()) {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match build_keymap(cli.keymap.as_deref(), &cfg) {
+                Ok(km) => {
+                    print_keys(&km, &cfg);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("{e}");
+                    ExitCode::from(2)
+                }
+            }
         }
         None => open(cli),
     }
@@ -129,8 +157,34 @@ fn done(r: Result<String, String>) -> ExitCode {
     }
 }
 
-fn print_keys(km: &Keymap) {
-    println!("keymap: {}", km.name);
+/// The keymap in effect: `--keymap`, else the config's, else the default,
+/// with the config's `[keys.*]` overrides on top.
+fn build_keymap(flag: Option<&str>, cfg: &config::Config) -> Result<Keymap, String> {
+    let spec = flag.or(cfg.keymap.as_deref()).unwrap_or("default");
+    let mut km = Keymap::load(spec).map_err(|e| format!("triage: {e}"))?;
+    if let Some(keys) = &cfg.keys {
+        let file = cfg
+            .source
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_else(|| "config".into());
+        km.apply_overrides(keys, &cfg.text, &file)
+            .map_err(|e| format!("triage: {e}"))?;
+    }
+    check_category_keys(cfg, &km)?;
+    Ok(km)
+}
+
+fn print_keys(km: &Keymap, cfg: &config::Config) {
+    println!(
+        "keymap: {}{}",
+        km.name,
+        if km.counts {
+            " (counts: 5j repeats j)"
+        } else {
+            ""
+        }
+    );
     for mode in Mode::ALL {
         let rows: Vec<_> = km
             .bindings()
@@ -149,6 +203,11 @@ fn print_keys(km: &Keymap) {
                 action.description()
             );
         }
+    }
+    println!("\n[categories]");
+    for c in &cfg.taxonomy.categories {
+        let key = c.key.map(|k| k.to_string()).unwrap_or_else(|| "-".into());
+        println!("  {key:<16} {:<26} {}", c.id, c.name);
     }
 }
 
@@ -207,15 +266,18 @@ fn open(cli: Cli) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let keymap = Keymap::default_keymap();
-    if let Err(e) = check_category_keys(&cfg, &keymap) {
-        eprintln!("{e}");
-        return ExitCode::from(2);
-    }
+    let keymap = match build_keymap(cli.keymap.as_deref(), &cfg) {
+        Ok(k) => k,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
     let mut app = App::new(idx, store, cfg.taxonomy.clone());
     app.store_notice = notice;
     let theme = Theme::for_name(cfg.theme);
-    match run::run(app, Some(loader), keymap, theme) {
+    let mouse = cfg.mouse && !cli.no_mouse;
+    match run::run(app, Some(loader), keymap, theme, mouse) {
         Ok(Exit::Quit) => ExitCode::SUCCESS,
         Ok(Exit::Signal(sig)) => ExitCode::from((128 + sig).clamp(0, 255) as u8),
         Err(e) => {

@@ -55,6 +55,9 @@ struct CategoryFile {
 struct ConfigFile {
     reviewer: Option<String>,
     theme: Option<ThemeName>,
+    keymap: Option<String>,
+    keys: Option<toml::Table>,
+    mouse: Option<bool>,
     taxonomy: Option<TaxonomyFile>,
 }
 
@@ -64,8 +67,16 @@ pub struct Config {
     pub reviewer: Option<String>,
     pub theme: ThemeName,
     pub taxonomy: Taxonomy,
+    /// A keymap preset name or a path to a keymap file.
+    pub keymap: Option<String>,
+    /// `[keys.<mode>]` overrides, checked when the keymap is built.
+    pub keys: Option<toml::Table>,
+    /// Whether the mouse is used (default true).
+    pub mouse: bool,
     /// The file the settings came from, if one was read.
     pub source: Option<PathBuf>,
+    /// The file's text, so key overrides can name their lines.
+    pub text: String,
 }
 
 impl Default for Config {
@@ -74,7 +85,11 @@ impl Default for Config {
             reviewer: None,
             theme: ThemeName::Dark,
             taxonomy: Taxonomy::default(),
+            keymap: None,
+            keys: None,
+            mouse: true,
             source: None,
+            text: String::new(),
         }
     }
 }
@@ -114,6 +129,10 @@ pub fn parse(text: &str, file: &str) -> Result<Config, String> {
     let mut cfg = Config {
         reviewer: raw.reviewer.filter(|r| !r.trim().is_empty()),
         theme: raw.theme.unwrap_or_default(),
+        keymap: raw.keymap,
+        keys: raw.keys,
+        mouse: raw.mouse.unwrap_or(true),
+        text: text.to_string(),
         ..Config::default()
     };
     if let Some(t) = raw.taxonomy {
@@ -164,6 +183,14 @@ mod tests {
     #[test]
     fn empty_config_is_default() {
         assert_eq!(parse("", "c.toml").unwrap(), Config::default());
+        let c = parse(
+            "keymap = \"vim\"\nmouse = false\n[keys.list]\nnext_pair = \"n\"\n",
+            "c.toml",
+        )
+        .unwrap();
+        assert_eq!(c.keymap.as_deref(), Some("vim"));
+        assert!(!c.mouse);
+        assert!(c.keys.is_some());
     }
 
     #[test]

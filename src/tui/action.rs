@@ -43,6 +43,7 @@ pub enum Action {
     Redo,
     ToggleUnclassified,
     Suspend,
+    SearchHelp,
     Confirm,
     Cancel,
     NoteSave,
@@ -126,6 +127,7 @@ impl Action {
             Action::Redo => "redo",
             Action::ToggleUnclassified => "show unclassified failures only",
             Action::Suspend => "suspend to the shell (fg resumes)",
+            Action::SearchHelp => "search the help (enter keeps the filter, esc clears it)",
             Action::Confirm => "confirm",
             Action::Cancel => "cancel",
             Action::NoteSave => "save the note",
@@ -162,7 +164,7 @@ impl Action {
             | NoteWordLeft | NoteWordRight | NoteHome | NoteEnd | NoteBackspace | NoteDelete
             | NoteDeleteWord | NoteClear => Group::Note,
             Confirm | Cancel => Group::Prompt,
-            Quit | ToggleHelp | Close | Suspend => Group::General,
+            Quit | ToggleHelp | Close | Suspend | SearchHelp => Group::General,
         }
     }
 

@@ -148,6 +148,11 @@ pub struct App {
     pub loading: bool,
     /// Annotations whose pair is no longer in the run (found once indexing ends).
     pub orphans: Vec<Annotation>,
+    /// The help filter, and whether keys are typing into it.
+    pub help_search: String,
+    pub help_typing: bool,
+    /// Digits typed as a count (vim keymap), and when the first came.
+    pub pending_count: Option<(String, std::time::Instant)>,
 }
 
 impl App {
@@ -179,6 +184,9 @@ impl App {
             quit: false,
             store_notice: None,
             orphans: Vec::new(),
+            help_search: String::new(),
+            help_typing: false,
+            pending_count: None,
         };
         app.rebuild_view();
         if app.index.done {
@@ -207,6 +215,15 @@ impl App {
             .into_iter()
             .cloned()
             .collect();
+    }
+
+    /// A single pending count digit and when it was typed (a category key
+    /// if no motion follows in time).
+    pub fn pending_count_digit(&self) -> Option<(char, std::time::Instant)> {
+        match &self.pending_count {
+            Some((d, t)) if d.len() == 1 => d.chars().next().map(|c| (c, *t)),
+            _ => None,
+        }
     }
 
     /// The row under the cursor.
@@ -513,6 +530,13 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
                 return vec![];
             }
             match action {
+                Action::SearchHelp if matches!(app.overlay, Overlay::Help { .. }) => {
+                    app.help_typing = true;
+                    app.help_search.clear();
+                }
+                Action::Close | Action::Cancel if !app.help_search.is_empty() => {
+                    app.help_search.clear();
+                }
                 Action::Close | Action::ToggleHelp | Action::ToggleProblems | Action::Cancel => {
                     app.overlay = Overlay::None;
                 }
@@ -868,6 +892,7 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
             }
         },
         Action::Suspend => vec![Effect::Suspend],
+        Action::SearchHelp => vec![],
         // Prompt and editor actions mean nothing outside their overlays.
         Action::Confirm
         | Action::NoteSave
@@ -886,6 +911,33 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
         | Action::NoteDeleteWord
         | Action::NoteClear => vec![],
     }
+}
+
+/// A key typed while the help search is taking text.
+pub fn help_search_key(app: &mut App, key: HelpKey) {
+    match key {
+        HelpKey::Char(c) => app.help_search.push(c),
+        HelpKey::Backspace => {
+            app.help_search.pop();
+        }
+        HelpKey::Done => app.help_typing = false,
+        HelpKey::Abort => {
+            app.help_typing = false;
+            app.help_search.clear();
+        }
+    }
+    if let Overlay::Help { scroll } = &mut app.overlay {
+        *scroll = 0;
+    }
+}
+
+/// What a key means while typing a help search.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HelpKey {
+    Char(char),
+    Backspace,
+    Done,
+    Abort,
 }
 
 /// Text typed into the note editor (a character or a paste).

@@ -7,17 +7,22 @@
 //! modes and actions, unparsable keys and a key bound twice in one mode, with
 //! the file and line — there is never a silent fallback.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::fmt;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use serde::Deserialize;
-use toml::Spanned;
 
 use super::action::Action;
 
 /// The embedded default keymap.
 pub const DEFAULT_KEYMAP: &str = include_str!("../../keymaps/default.toml");
+
+/// The presets, embedded: name and file text.
+pub const PRESETS: [(&str, &str); 3] = [
+    ("default", DEFAULT_KEYMAP),
+    ("vim", include_str!("../../keymaps/vim.toml")),
+    ("emacs", include_str!("../../keymaps/emacs.toml")),
+];
 
 /// Which part of the screen has the keyboard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -263,13 +268,8 @@ pub struct Keymap {
     order: Vec<(Mode, KeySeq, Action)>,
     /// The name of the keymap (preset name or path).
     pub name: String,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum Keys {
-    One(String),
-    Many(Vec<String>),
+    /// Whether digits typed before a motion repeat it (`5j`).
+    pub counts: bool,
 }
 
 impl Keymap {
@@ -279,60 +279,185 @@ impl Keymap {
         Keymap::from_toml(DEFAULT_KEYMAP, "keymaps/default.toml").unwrap_or_default()
     }
 
+    /// A preset by name (`default`, `vim`, `emacs`) or a keymap file by path.
+    pub fn load(spec: &str) -> Result<Keymap, KeymapError> {
+        if let Some((name, text)) = PRESETS.iter().find(|(n, _)| *n == spec) {
+            let mut km = Keymap::from_toml(text, &format!("keymaps/{name}.toml"))?;
+            km.name = name.to_string();
+            return Ok(km);
+        }
+        let path = std::path::Path::new(spec);
+        if !path.exists() && !spec.contains('/') && !spec.ends_with(".toml") {
+            return Err(KeymapError(format!(
+                "unknown keymap `{spec}`; the presets are default, vim and emacs, or give a path to a keymap file"
+            )));
+        }
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| KeymapError(format!("{spec}: cannot read the keymap: {e}")))?;
+        Keymap::from_toml(&text, spec)
+    }
+
     /// Parse and validate a keymap file.
     pub fn from_toml(text: &str, file: &str) -> Result<Keymap, KeymapError> {
-        type Tables = BTreeMap<String, BTreeMap<String, Spanned<Keys>>>;
-        let tables: Tables = toml::from_str(text).map_err(|e| {
+        let table: toml::Table = toml::from_str(text).map_err(|e| {
             let line = e.span().map(|s| line_of(text, s.start)).unwrap_or(0);
-            KeymapError(format!("{file}:{line}: not valid TOML: {}", e.message()))
+            KeymapError(format!(
+                "{file}:{line}: not valid TOML: {}",
+                e.message().trim()
+            ))
         })?;
         let mut km = Keymap {
             name: file.to_string(),
             ..Keymap::default()
         };
-        // Sort entries by position so errors and help follow the file.
-        let mut entries = Vec::new();
-        for (mode_name, actions) in &tables {
+        for (key, value) in &table {
+            match (key.as_str(), value) {
+                ("counts", toml::Value::Boolean(b)) => km.counts = *b,
+                ("counts", _) => {
+                    return Err(KeymapError(format!(
+                        "{file}:{}: `counts` must be true or false",
+                        find_line(text, None, "counts")
+                    )));
+                }
+                (_, toml::Value::Table(actions)) => {
+                    let mode = Mode::parse(key).ok_or_else(|| {
+                        KeymapError(format!(
+                            "{file}:{}: unknown mode [{key}]; modes are {}",
+                            find_section(text, key),
+                            Mode::ALL.map(|m| m.name()).join(", ")
+                        ))
+                    })?;
+                    km.bind_table(mode, actions, text, file, key, false)?;
+                }
+                _ => {
+                    return Err(KeymapError(format!(
+                        "{file}:{}: unknown setting `{key}`; a keymap has `counts` and one table per mode",
+                        find_line(text, None, key)
+                    )));
+                }
+            }
+        }
+        km.check_shadowing(file)?;
+        Ok(km)
+    }
+
+    /// Apply `[keys.<mode>]` overrides from a config file: each listed action
+    /// gets exactly the given keys in that mode.
+    pub fn apply_overrides(
+        &mut self,
+        keys: &toml::Table,
+        text: &str,
+        file: &str,
+    ) -> Result<(), KeymapError> {
+        for (mode_name, actions) in keys {
+            let section = format!("keys.{mode_name}");
             let mode = Mode::parse(mode_name).ok_or_else(|| {
                 KeymapError(format!(
-                    "{file}: unknown mode [{mode_name}]; modes are {}",
+                    "{file}:{}: unknown mode [keys.{mode_name}]; modes are {}",
+                    find_section(text, &section),
                     Mode::ALL.map(|m| m.name()).join(", ")
                 ))
             })?;
-            for (action_name, keys) in actions {
-                entries.push((keys.span().start, mode, action_name, keys));
-            }
+            let toml::Value::Table(actions) = actions else {
+                return Err(KeymapError(format!(
+                    "{file}:{}: [keys.{mode_name}] must be a table of action = keys",
+                    find_section(text, &section)
+                )));
+            };
+            self.bind_table(mode, actions, text, file, &section, true)?;
         }
-        entries.sort_by_key(|e| e.0);
-        for (pos, mode, action_name, keys) in entries {
-            let line = line_of(text, pos);
+        self.check_shadowing(file)
+    }
+
+    fn bind_table(
+        &mut self,
+        mode: Mode,
+        actions: &toml::Table,
+        text: &str,
+        file: &str,
+        section: &str,
+        replace: bool,
+    ) -> Result<(), KeymapError> {
+        for (action_name, keys) in actions {
+            let line = find_line(text, Some(section), action_name);
             let action: Action = serde_json::from_value(serde_json::Value::String(action_name.clone()))
                 .map_err(|_| {
                     KeymapError(format!(
-                        "{file}:{line}: unknown action `{action_name}` in [{}]; `triage keys` lists the actions",
-                        mode.name()
+                        "{file}:{line}: unknown action `{action_name}` in [{section}]; `triage keys` lists the actions"
                     ))
                 })?;
-            let list = match keys.get_ref() {
-                Keys::One(s) => vec![s.clone()],
-                Keys::Many(v) => v.clone(),
+            let list: Vec<String> = match keys {
+                toml::Value::String(s) => vec![s.clone()],
+                toml::Value::Array(items) => items
+                    .iter()
+                    .map(|i| match i {
+                        toml::Value::String(s) => Ok(s.clone()),
+                        other => Err(KeymapError(format!(
+                            "{file}:{line}: keys for `{action_name}` must be strings, found {}",
+                            other.type_str()
+                        ))),
+                    })
+                    .collect::<Result<_, _>>()?,
+                other => {
+                    return Err(KeymapError(format!(
+                        "{file}:{line}: keys for `{action_name}` must be a string or a list of strings, found {}",
+                        other.type_str()
+                    )));
+                }
             };
+            if replace {
+                self.unbind(mode, action);
+            }
             for k in list {
                 let seq = parse_seq(&k).ok_or_else(|| {
                     KeymapError(format!(
                         "{file}:{line}: cannot parse key \"{k}\" for `{action_name}` (try \"j\", \"ctrl-r\", \"pgdn\", \"g g\")"
                     ))
                 })?;
-                km.bind(mode, seq, action).map_err(|other| {
+                self.bind(mode, seq, action).map_err(|other| {
                     KeymapError(format!(
-                        "{file}:{line}: key \"{k}\" is bound twice in [{}]: to `{}` and to `{action_name}`",
-                        mode.name(),
+                        "{file}:{line}: key \"{k}\" is bound twice in [{section}]: to `{}` and to `{action_name}`",
                         other.name()
                     ))
                 })?;
             }
         }
-        Ok(km)
+        Ok(())
+    }
+
+    fn unbind(&mut self, mode: Mode, action: Action) {
+        if let Some(m) = self.map.get_mut(&mode) {
+            m.retain(|_, a| *a != action);
+        }
+        self.order.retain(|(m, _, a)| !(*m == mode && *a == action));
+    }
+
+    /// A list or detail key that is also a global key would make help lie
+    /// about one of them: refuse it.
+    fn check_shadowing(&self, file: &str) -> Result<(), KeymapError> {
+        let Some(global) = self.map.get(&Mode::Global) else {
+            return Ok(());
+        };
+        for mode in [Mode::List, Mode::Detail] {
+            let Some(m) = self.map.get(&mode) else {
+                continue;
+            };
+            for (seq, action) in m {
+                for (gseq, gaction) in global {
+                    let n = seq.len().min(gseq.len());
+                    if seq[..n] == gseq[..n] {
+                        return Err(KeymapError(format!(
+                            "{file}: key \"{}\" is bound in [{}] to `{}` and in [global] to `{}`; give one of them another key",
+                            seq_to_string(seq),
+                            mode.name(),
+                            action.name(),
+                            gaction.name()
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Add a binding; on a clash returns the action the key already has.
@@ -394,6 +519,48 @@ impl Keymap {
     }
 }
 
+/// The line of `key = ...` inside `[section]` (or at the top when `None`).
+fn find_line(text: &str, section: Option<&str>, key: &str) -> usize {
+    let mut current: Option<String> = None;
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            current = Some(name.trim().to_string());
+            continue;
+        }
+        let here = match section {
+            None => current.is_none(),
+            Some(s) => current.as_deref() == Some(s),
+        };
+        if here {
+            let k = line
+                .split('=')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .trim_matches('"');
+            if k == key {
+                return i + 1;
+            }
+        }
+    }
+    0
+}
+
+/// The line of a `[section]` header.
+fn find_section(text: &str, section: &str) -> usize {
+    text.lines()
+        .position(|l| {
+            l.trim()
+                .strip_prefix('[')
+                .and_then(|l| l.strip_suffix(']'))
+                .map(str::trim)
+                == Some(section)
+        })
+        .map(|i| i + 1)
+        .unwrap_or(0)
+}
+
 fn line_of(text: &str, byte: usize) -> usize {
     text.as_bytes()[..byte.min(text.len())]
         .iter()
@@ -416,6 +583,149 @@ mod tests {
         assert_eq!(
             km.lookup(Mode::Global, &[KeyChord::plain(KeyCode::Char('?'))]),
             Lookup::Action(Action::ToggleHelp)
+        );
+    }
+
+    #[test]
+    fn every_preset_parses_and_binds_every_action() {
+        use crate::tui::action::Action;
+        for (name, _) in PRESETS {
+            let km = Keymap::load(name).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let all: Vec<Action> = serde_json::from_value(serde_json::json!([
+                "quit",
+                "toggle_help",
+                "close",
+                "next_pair",
+                "prev_pair",
+                "page_down",
+                "page_up",
+                "first_pair",
+                "last_pair",
+                "focus_next",
+                "scroll_down",
+                "scroll_up",
+                "scroll_page_down",
+                "scroll_page_up",
+                "scroll_top",
+                "scroll_bottom",
+                "next_change",
+                "prev_change",
+                "toggle_all_pairs",
+                "toggle_side_by_side",
+                "toggle_raw",
+                "toggle_problems",
+                "clear_category",
+                "accept_suggestion",
+                "accept_all_suggestions",
+                "classify_view",
+                "toggle_mark",
+                "clear_marks",
+                "edit_note",
+                "undo",
+                "redo",
+                "toggle_unclassified",
+                "suspend",
+                "search_help",
+                "confirm",
+                "cancel",
+                "note_save",
+                "note_cancel",
+                "note_newline",
+                "note_left",
+                "note_right",
+                "note_up",
+                "note_down",
+                "note_word_left",
+                "note_word_right",
+                "note_home",
+                "note_end",
+                "note_backspace",
+                "note_delete",
+                "note_delete_word",
+                "note_clear"
+            ]))
+            .unwrap();
+            for a in all {
+                assert!(
+                    km.bindings().iter().any(|(_, _, b)| *b == a),
+                    "{name} does not bind {}",
+                    a.name()
+                );
+            }
+        }
+        assert!(Keymap::load("vim").unwrap().counts);
+        assert!(!Keymap::load("default").unwrap().counts);
+    }
+
+    #[test]
+    fn vim_sequences_and_emacs_chords() {
+        let vim = Keymap::load("vim").unwrap();
+        let g = KeyChord::plain(KeyCode::Char('g'));
+        assert_eq!(vim.lookup(Mode::List, &[g]), Lookup::Pending);
+        assert_eq!(
+            vim.lookup(Mode::List, &[g, g]),
+            Lookup::Action(Action::FirstPair)
+        );
+        let bracket = KeyChord::plain(KeyCode::Char(']'));
+        let c = KeyChord::plain(KeyCode::Char('c'));
+        assert_eq!(
+            vim.lookup(Mode::Global, &[bracket, c]),
+            Lookup::Action(Action::NextChange)
+        );
+        let emacs = Keymap::load("emacs").unwrap();
+        let ctrl = |ch| KeyChord {
+            code: KeyCode::Char(ch),
+            mods: KeyModifiers::CONTROL,
+        };
+        assert_eq!(
+            emacs.lookup(Mode::List, &[ctrl('n')]),
+            Lookup::Action(Action::NextPair)
+        );
+        assert_eq!(
+            emacs.lookup(Mode::Global, &[ctrl('x'), ctrl('c')]),
+            Lookup::Action(Action::Quit)
+        );
+        assert_eq!(
+            emacs.lookup(Mode::Note, &[ctrl('x'), ctrl('s')]),
+            Lookup::Action(Action::NoteSave)
+        );
+    }
+
+    #[test]
+    fn overrides_replace_keys_and_report_lines() {
+        let mut km = Keymap::default_keymap();
+        let text = "reviewer = \"a\"\n[keys.list]\nnext_pair = [\"n\", \"down\"]\n";
+        let table: toml::Table = toml::from_str(text).unwrap();
+        let keys = table["keys"].as_table().unwrap().clone();
+        // `n` is the global note key, so a list binding would shadow it.
+        let e = km.apply_overrides(&keys, text, "config.toml").unwrap_err();
+        assert_eq!(
+            e.0,
+            "config.toml: key \"n\" is bound in [list] to `next_pair` and in [global] to `edit_note`; give one of them another key"
+        );
+        let mut km = Keymap::default_keymap();
+        let text = "[keys.list]\nnext_pair = \"ctrl-j\"\n\n[keys.list2]\n";
+        let table: toml::Table = toml::from_str(text).unwrap();
+        let keys = table["keys"].as_table().unwrap().clone();
+        let e = km.apply_overrides(&keys, text, "config.toml").unwrap_err();
+        assert_eq!(
+            e.0,
+            "config.toml:4: unknown mode [keys.list2]; modes are global, list, detail, help, problems, note, confirm"
+        );
+        let mut km = Keymap::default_keymap();
+        let text = "[keys.list]\nnext_pair = \"ctrl-j\"\n";
+        let table: toml::Table = toml::from_str(text).unwrap();
+        km.apply_overrides(table["keys"].as_table().unwrap(), text, "config.toml")
+            .unwrap();
+        let j = KeyChord::plain(KeyCode::Char('j'));
+        let cj = KeyChord {
+            code: KeyCode::Char('j'),
+            mods: KeyModifiers::CONTROL,
+        };
+        assert_eq!(km.lookup(Mode::List, &[j]), Lookup::Unbound);
+        assert_eq!(
+            km.lookup(Mode::List, &[cj]),
+            Lookup::Action(Action::NextPair)
         );
     }
 
@@ -477,6 +787,6 @@ mod tests {
         let e = Keymap::from_toml("[list\nnext_pair = 1\n", "k.toml").unwrap_err();
         assert!(e.0.starts_with("k.toml:1: not valid TOML"), "{e}");
         let e = Keymap::from_toml("[lists]\nnext_pair = \"j\"\n", "k.toml").unwrap_err();
-        assert!(e.0.starts_with("k.toml: unknown mode [lists]"), "{e}");
+        assert!(e.0.starts_with("k.toml:1: unknown mode [lists]"), "{e}");
     }
 }

@@ -30,12 +30,16 @@ pub fn run(
     mut loader: Option<Loader>,
     keymap: Keymap,
     theme: Theme,
+    mouse: bool,
 ) -> io::Result<Exit> {
     let signals = Signals::register()?;
     term::install_panic_hook();
     let input = term::InputFd::open()?;
     term::spawn_watchdog(signals.clone());
     let mut terminal = term::enter()?;
+    if mouse {
+        crossterm::execute!(io::stdout(), crossterm::event::EnableMouseCapture)?;
+    }
     let mut keys: Vec<KeyChord> = Vec::new();
     let mut dirty = true;
     let mut last_retry = Instant::now();
@@ -93,6 +97,17 @@ pub fn run(
             }
             break Exit::Quit;
         }
+        if let Some((digit, since)) = app.pending_count_digit()
+            && since.elapsed() > COUNT_TIMEOUT
+        {
+            // A lone digit that no motion followed is a category key.
+            app.pending_count = None;
+            app.pending_keys.clear();
+            for e in app::classify(&mut app, digit) {
+                effects::run(&mut app, e, &theme);
+            }
+            dirty = true;
+        }
         if last_retry.elapsed() > Duration::from_secs(2) {
             last_retry = Instant::now();
             let writable = matches!(
@@ -131,6 +146,13 @@ pub fn run(
                     }
                 }
                 Event::Paste(text) => app::type_text(&mut app, &text),
+                Event::Mouse(m) if mouse => {
+                    let size = terminal.size()?;
+                    let area = ratatui::layout::Rect::new(0, 0, size.width, size.height);
+                    for e in handle_mouse(&mut app, area, m) {
+                        effects::run(&mut app, e, &theme);
+                    }
+                }
                 _ => {}
             }
             if app.quit || input.hung_up() {
@@ -147,6 +169,82 @@ pub fn run(
     Ok(exit)
 }
 
+/// How long a lone digit waits for a motion before it counts as a category key.
+pub const COUNT_TIMEOUT: Duration = Duration::from_millis(800);
+
+/// Turn a mouse event into effects: click selects, the wheel scrolls what is
+/// under the pointer, a click on the legend classifies.
+pub fn handle_mouse(
+    app: &mut App,
+    area: ratatui::layout::Rect,
+    m: crossterm::event::MouseEvent,
+) -> Vec<Effect> {
+    use crossterm::event::{MouseButton, MouseEventKind};
+    use ratatui::layout::Position;
+    if app.overlay != Overlay::None {
+        return match m.kind {
+            MouseEventKind::ScrollDown => app::update(app, crate::tui::action::Action::ScrollDown),
+            MouseEventKind::ScrollUp => app::update(app, crate::tui::action::Action::ScrollUp),
+            _ => vec![],
+        };
+    }
+    let a = ui::layout(area, app.focus);
+    let at = Position {
+        x: m.column,
+        y: m.row,
+    };
+    let in_list = a.list.contains(at);
+    let in_detail = a.detail.contains(at);
+    match m.kind {
+        MouseEventKind::Down(MouseButton::Left) if in_list => {
+            // Border and header take the first two rows.
+            let first = a.list.y + 2;
+            if m.row >= first && m.row < a.list.bottom().saturating_sub(1) {
+                let i = app.list_offset + (m.row - first) as usize;
+                if i < app.view.len() {
+                    app.focus = app::Focus::List;
+                    app.cursor = i;
+                    app.detail_scroll = 0;
+                    return app.detail_effect();
+                }
+            }
+            vec![]
+        }
+        MouseEventKind::Down(MouseButton::Left) if in_detail => {
+            app.focus = app::Focus::Detail;
+            vec![]
+        }
+        MouseEventKind::Down(MouseButton::Left) if a.legend.contains(at) => {
+            let x = m.column - a.legend.x;
+            match ui::legend_hits(app, a.legend.width)
+                .into_iter()
+                .find(|(s, e, _)| x >= *s && x < *e)
+            {
+                Some((_, _, key)) => app::classify(app, key),
+                None => vec![],
+            }
+        }
+        MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => {
+            let down = m.kind == MouseEventKind::ScrollDown;
+            let action = match (in_detail, down) {
+                (true, true) => crate::tui::action::Action::ScrollDown,
+                (true, false) => crate::tui::action::Action::ScrollUp,
+                (false, true) => crate::tui::action::Action::NextPair,
+                (false, false) => crate::tui::action::Action::PrevPair,
+            };
+            if !in_detail && !in_list {
+                return vec![];
+            }
+            let mut effects = Vec::new();
+            for _ in 0..3 {
+                effects.extend(app::update(app, action));
+            }
+            effects
+        }
+        _ => vec![],
+    }
+}
+
 /// Turn one key press into effects, tracking multi-key sequences.
 pub fn handle_key(
     app: &mut App,
@@ -154,6 +252,79 @@ pub fn handle_key(
     keys: &mut Vec<KeyChord>,
     chord: KeyChord,
 ) -> Vec<Effect> {
+    if app.help_typing && matches!(app.overlay, Overlay::Help { .. }) {
+        let k = match chord.code {
+            KeyCode::Enter => Some(app::HelpKey::Done),
+            KeyCode::Esc => Some(app::HelpKey::Abort),
+            KeyCode::Backspace => Some(app::HelpKey::Backspace),
+            KeyCode::Char(c)
+                if !chord
+                    .mods
+                    .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
+            {
+                Some(app::HelpKey::Char(c))
+            }
+            _ => None,
+        };
+        if let Some(k) = k {
+            app::help_search_key(app, k);
+            return vec![];
+        }
+    }
+    if km.counts
+        && app.overlay == Overlay::None
+        && keys.is_empty()
+        && let (KeyCode::Char(c), false) = (
+            chord.code,
+            chord
+                .mods
+                .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT),
+        )
+    {
+        let continues = app.pending_count.is_some() && c.is_ascii_digit();
+        if continues || (c.is_ascii_digit() && c != '0') {
+            let mut digits = app.pending_count.take().map(|(d, _)| d).unwrap_or_default();
+            digits.push(c);
+            app.pending_keys = digits.clone();
+            app.pending_count = Some((digits, std::time::Instant::now()));
+            return vec![];
+        }
+    }
+    if let Some((digits, _)) = app.pending_count.take() {
+        app.pending_keys.clear();
+        let n: usize = digits.parse().unwrap_or(1).clamp(1, 100_000);
+        let modes = match app.focus {
+            app::Focus::List => [Mode::List, Mode::Global],
+            app::Focus::Detail => [Mode::Detail, Mode::Global],
+        };
+        let action = modes.iter().find_map(|m| match km.lookup(*m, &[chord]) {
+            Lookup::Action(a) => Some(a),
+            _ => None,
+        });
+        match action {
+            Some(a) if a.group() == crate::tui::action::Group::Move => {
+                let mut effects = Vec::new();
+                for _ in 0..n {
+                    effects.extend(app::update(app, a));
+                }
+                return effects;
+            }
+            _ => {
+                // Not a motion: a lone digit was a category key; then this key.
+                let mut effects = Vec::new();
+                if digits.len() == 1 {
+                    effects.extend(app::classify(app, digits.chars().next().unwrap_or('0')));
+                } else {
+                    app.say(
+                        format!("count {digits} ignored: no motion followed"),
+                        MessageKind::Info,
+                    );
+                }
+                effects.extend(handle_key(app, km, keys, chord));
+                return effects;
+            }
+        }
+    }
     keys.push(chord);
     let single_char = match (keys.len(), chord.code) {
         (1, KeyCode::Char(c))

@@ -83,6 +83,36 @@ pub fn viewport(area: Rect, focus: Focus) -> Viewport {
     }
 }
 
+/// Where each category sits on the legend line: columns `start..end` and its key.
+/// Mirrors [`status::legend`]: a space, then `k:id ` per category while they fit.
+pub fn legend_hits(app: &App, width: u16) -> Vec<(u16, u16, char)> {
+    let entries: Vec<(usize, Option<char>)> = app
+        .taxonomy
+        .categories
+        .iter()
+        .map(|c| {
+            let w = c.key.map_or(0, |_| 2)
+                + crate::core::text::width(&crate::core::text::inert_line(&c.id))
+                + 1;
+            (w, c.key)
+        })
+        .collect();
+    let w = width as usize;
+    let all = 1 + entries.iter().map(|e| e.0).sum::<usize>();
+    let mut used = 1;
+    let mut hits = Vec::new();
+    for (ew, key) in entries {
+        if all > w && used + ew + 1 > w {
+            break;
+        }
+        if let Some(k) = key {
+            hits.push((used as u16, (used + ew - 1) as u16, k));
+        }
+        used += ew;
+    }
+    hits
+}
+
 /// Draw the whole screen.
 pub fn render(f: &mut Frame, app: &App, keymap: &Keymap, theme: &Theme) {
     let area = f.area();
