@@ -161,7 +161,15 @@ fn done(r: Result<String, String>) -> ExitCode {
 /// with the config's `[keys.*]` overrides on top.
 fn build_keymap(flag: Option<&str>, cfg: &config::Config) -> Result<Keymap, String> {
     let spec = flag.or(cfg.keymap.as_deref()).unwrap_or("default");
-    let mut km = Keymap::load(spec).map_err(|e| format!("triage: {e}"))?;
+    let mut km = Keymap::load(spec).map_err(|e| match (&cfg.source, flag) {
+        // Name the config line when the config chose the keymap.
+        (Some(p), None) => format!(
+            "triage: {}:{}: {e}",
+            p.display(),
+            config::top_level_line(&cfg.text, "keymap")
+        ),
+        _ => format!("triage: {e}"),
+    })?;
     if let Some(keys) = &cfg.keys {
         let file = cfg
             .source
@@ -215,6 +223,16 @@ fn open(cli: Cli) -> ExitCode {
     if cli.runs.is_empty() {
         eprintln!(
             "triage: give a run file to open, for example: triage sample-runs/support-urgency.jsonl (triage --help lists the commands)"
+        );
+        return ExitCode::from(2);
+    }
+    if let Some(cmd) = cli
+        .runs
+        .iter()
+        .find(|r| ["apply", "keys", "config"].contains(&r.as_str()) && !Path::new(r).exists())
+    {
+        eprintln!(
+            "triage: `{cmd}` is a command: put it first, with its options after it (triage {cmd} --help)"
         );
         return ExitCode::from(2);
     }
@@ -296,6 +314,10 @@ fn check_category_keys(cfg: &config::Config, km: &Keymap) -> Result<(), String> 
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| "the default taxonomy".into());
+    let at = |id: &str| match config::category_line(&cfg.text, id) {
+        0 => String::new(),
+        n => format!(":{n}"),
+    };
     for c in &cfg.taxonomy.categories {
         let Some(k) = c.key else { continue };
         let Some(chord) = triage::tui::keymap::KeyChord::parse(&k.to_string()) else {
@@ -304,7 +326,8 @@ fn check_category_keys(cfg: &config::Config, km: &Keymap) -> Result<(), String> 
         for mode in [Mode::Global, Mode::List, Mode::Detail] {
             if let triage::tui::keymap::Lookup::Action(a) = km.lookup(mode, &[chord]) {
                 return Err(format!(
-                    "{file}: category key `{k}` of `{}` is also bound to `{}` in [{}]; choose another key",
+                    "triage: {file}{}: category key `{k}` of `{}` is also bound to `{}` in [{}]; choose another key",
+                    at(&c.id),
                     c.id,
                     a.name(),
                     mode.name()

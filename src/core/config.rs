@@ -124,7 +124,9 @@ pub fn parse(text: &str, file: &str) -> Result<Config, String> {
             .span()
             .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
             .unwrap_or(0);
-        format!("{file}:{line}: {}", e.message().trim())
+        // One line per error: TOML's own messages may span several.
+        let msg = e.message().trim().replace('\n', "; ");
+        format!("triage: {file}:{line}: {msg}")
     })?;
     let mut cfg = Config {
         reviewer: raw.reviewer.filter(|r| !r.trim().is_empty()),
@@ -146,7 +148,8 @@ pub fn parse(text: &str, file: &str) -> Result<Config, String> {
                 Some(k) if k.chars().count() == 1 => k.chars().next(),
                 Some(k) => {
                     return Err(format!(
-                        "{file}: category `{}` has key \"{k}\"; a category key is one character",
+                        "triage: {file}:{}: category `{}` has key \"{k}\"; a category key is one character",
+                        category_line(text, &c.id),
                         c.id
                     ));
                 }
@@ -171,9 +174,44 @@ pub fn parse(text: &str, file: &str) -> Result<Config, String> {
                 }),
             }
         }
-        cfg.taxonomy = Taxonomy::new(cats).map_err(|e| format!("{file}: taxonomy: {e}"))?;
+        cfg.taxonomy = Taxonomy::new(cats).map_err(|e| format!("triage: {file}: taxonomy: {e}"))?;
     }
     Ok(cfg)
+}
+
+/// The line of a top-level `key = ...` (0 when absent).
+pub fn top_level_line(text: &str, key: &str) -> usize {
+    for (i, l) in text.lines().enumerate() {
+        let t = l.trim();
+        if t.starts_with('[') {
+            break;
+        }
+        if t.split('=').next().map(str::trim) == Some(key) {
+            return i + 1;
+        }
+    }
+    0
+}
+
+/// The line of the `key = ...` inside the category with this id (0 when absent).
+pub fn category_line(text: &str, id: &str) -> usize {
+    let lines: Vec<&str> = text.lines().collect();
+    let Some(start) = lines.iter().position(|l| {
+        let t = l.trim();
+        t.starts_with("id") && t.contains(&format!("\"{id}\""))
+    }) else {
+        return 0;
+    };
+    for (i, l) in lines.iter().enumerate().skip(start.saturating_sub(4)) {
+        let t = l.trim();
+        if i > start && t.starts_with('[') {
+            break;
+        }
+        if t.split('=').next().map(str::trim) == Some("key") && i + 8 > start {
+            return i + 1;
+        }
+    }
+    start + 1
 }
 
 #[cfg(test)]
@@ -216,7 +254,10 @@ mod tests {
     #[test]
     fn errors_name_file_and_line() {
         let e = parse("reviewer = \"a\"\ncolour = \"red\"\n", "c.toml").unwrap_err();
-        assert!(e.starts_with("c.toml:2: unknown field `colour`"), "{e}");
+        assert!(
+            e.starts_with("triage: c.toml:2: unknown field `colour`"),
+            "{e}"
+        );
         let e = parse(
             "[taxonomy]\n[[taxonomy.categories]]\nid = \"x\"\nkey = \"1\"\n",
             "c.toml",
@@ -227,8 +268,11 @@ mod tests {
             "{e}"
         );
         let e = parse("theme = \"neon\"\n", "c.toml").unwrap_err();
-        assert!(e.starts_with("c.toml:1:"), "{e}");
+        assert!(e.starts_with("triage: c.toml:1:"), "{e}");
         let e = parse("[taxonomy\n", "c.toml").unwrap_err();
-        assert!(e.starts_with("c.toml:1:"), "{e}");
+        assert!(
+            e.starts_with("triage: c.toml:1:") && !e.contains('\n'),
+            "{e}"
+        );
     }
 }

@@ -337,7 +337,7 @@ impl Keymap {
                 }
             }
         }
-        km.check_shadowing(file)?;
+        km.check_shadowing(file, text, "")?;
         Ok(km)
     }
 
@@ -366,7 +366,7 @@ impl Keymap {
             };
             self.bind_table(mode, actions, text, file, &section, true)?;
         }
-        self.check_shadowing(file)
+        self.check_shadowing(file, text, "keys.")
     }
 
     fn bind_table(
@@ -434,7 +434,7 @@ impl Keymap {
 
     /// A list or detail key that is also a global key would make help lie
     /// about one of them: refuse it.
-    fn check_shadowing(&self, file: &str) -> Result<(), KeymapError> {
+    fn check_shadowing(&self, file: &str, text: &str, prefix: &str) -> Result<(), KeymapError> {
         let Some(global) = self.map.get(&Mode::Global) else {
             return Ok(());
         };
@@ -446,8 +446,16 @@ impl Keymap {
                 for (gseq, gaction) in global {
                     let n = seq.len().min(gseq.len());
                     if seq[..n] == gseq[..n] {
+                        let at = match find_line(
+                            text,
+                            Some(&format!("{prefix}{}", mode.name())),
+                            &action.name(),
+                        ) {
+                            0 => String::new(),
+                            n => format!(":{n}"),
+                        };
                         return Err(KeymapError(format!(
-                            "{file}: key \"{}\" is bound in [{}] to `{}` and in [global] to `{}`; give one of them another key",
+                            "{file}{at}: key \"{}\" is bound in [{}] to `{}` and in [global] to `{}`; give one of them another key",
                             seq_to_string(seq),
                             mode.name(),
                             action.name(),
@@ -701,7 +709,7 @@ mod tests {
         let e = km.apply_overrides(&keys, text, "config.toml").unwrap_err();
         assert_eq!(
             e.0,
-            "config.toml: key \"n\" is bound in [list] to `next_pair` and in [global] to `edit_note`; give one of them another key"
+            "config.toml:3: key \"n\" is bound in [list] to `next_pair` and in [global] to `edit_note`; give one of them another key"
         );
         let mut km = Keymap::default_keymap();
         let text = "[keys.list]\nnext_pair = \"ctrl-j\"\n\n[keys.list2]\n";

@@ -1,0 +1,115 @@
+//! Broken config files are refused with an exact message naming the file
+//! and line, exit code 2, and no terminal set-up; a valid one is accepted.
+
+use std::process::Command;
+
+fn keys_with(config: &str) -> (i32, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_triage"))
+        .args(["keys", "--config", config])
+        .output()
+        .expect("run triage");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+const CASES: &[(&str, &str)] = &[
+    (
+        "bad-key.toml",
+        "triage: tests/fixtures/config/bad-key.toml:2: cannot parse key \"ctrl-hyper-j\" for `scroll_down` (try \"j\", \"ctrl-r\", \"pgdn\", \"g g\")",
+    ),
+    (
+        "bound-twice.toml",
+        "triage: tests/fixtures/config/bound-twice.toml:3: key \"j\" is bound twice in [keys.list]: to `next_pair` and to `prev_pair`",
+    ),
+    (
+        "broken-toml.toml",
+        "triage: tests/fixtures/config/broken-toml.toml:2: invalid table header; expected `.`, `]`",
+    ),
+    (
+        "category-key-clash.toml",
+        "triage: tests/fixtures/config/category-key-clash.toml:4: category key `j` of `prompt-leak` is also bound to `next_pair` in [list]; choose another key",
+    ),
+    (
+        "shadows-global.toml",
+        "triage: tests/fixtures/config/shadows-global.toml:2: key \"n\" is bound in [list] to `next_pair` and in [global] to `edit_note`; give one of them another key",
+    ),
+    (
+        "unknown-action.toml",
+        "triage: tests/fixtures/config/unknown-action.toml:5: unknown action `nxt_pair` in [keys.list]; `triage keys` lists the actions",
+    ),
+    (
+        "unknown-keymap.toml",
+        "triage: tests/fixtures/config/unknown-keymap.toml:1: unknown keymap `vi`; the presets are default, vim and emacs, or give a path to a keymap file",
+    ),
+    (
+        "unknown-setting.toml",
+        "triage: tests/fixtures/config/unknown-setting.toml:3: unknown field `colour`, expected one of `reviewer`, `theme`, `keymap`, `keys`, `mouse`, `taxonomy`",
+    ),
+];
+
+#[test]
+fn invalid_configs_are_refused_with_their_exact_message() {
+    for (file, expected) in CASES {
+        let path = format!("tests/fixtures/config/{file}");
+        let (code, stdout, stderr) = keys_with(&path);
+        assert_eq!(code, 2, "{file}: exit code; stderr: {stderr}");
+        assert_eq!(stderr.trim_end(), *expected, "{file}");
+        assert!(stdout.is_empty(), "{file}: nothing on stdout");
+    }
+}
+
+#[test]
+fn invalid_config_stops_the_viewer_before_the_terminal() {
+    let out = Command::new(env!("CARGO_BIN_EXE_triage"))
+        .args([
+            "--config",
+            "tests/fixtures/config/unknown-setting.toml",
+            "sample-runs/support-urgency.jsonl",
+            "--annotations",
+            "/dev/null/never",
+        ])
+        .output()
+        .expect("run triage");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        !out.stdout.windows(2).any(|w| w == b"\x1b["),
+        "no escape sequences"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown field `colour`"), "{err}");
+}
+
+#[test]
+fn a_valid_config_sets_keymap_overrides_and_taxonomy() {
+    let (code, stdout, stderr) = keys_with("tests/fixtures/config/valid.toml");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.starts_with("keymap: emacs"), "{stdout}");
+    assert!(stdout.contains("ctrl-j           next_pair"), "{stdout}");
+    assert!(stdout.contains("8                prompt-leak"), "{stdout}");
+}
+
+#[test]
+fn every_preset_prints() {
+    for preset in ["default", "vim", "emacs"] {
+        let out = Command::new(env!("CARGO_BIN_EXE_triage"))
+            .args([
+                "keys",
+                "--keymap",
+                preset,
+                "--config",
+                "tests/fixtures/config/empty.toml",
+            ])
+            .output()
+            .expect("run triage");
+        assert_eq!(out.status.code(), Some(0), "{preset}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.starts_with(&format!("keymap: {preset}")), "{text}");
+        assert!(
+            text.contains("[note]") && text.contains("[confirm]"),
+            "{preset}"
+        );
+    }
+}
