@@ -29,6 +29,11 @@ pub enum Action {
     NextChange,
     PrevChange,
     ToggleAllPairs,
+    CycleSort,
+    ReverseSort,
+    ToggleGroup,
+    ToggleFold,
+    FoldAll,
     ToggleSideBySide,
     ToggleRaw,
     ToggleProblems,
@@ -111,6 +116,13 @@ impl Action {
             Action::NextChange => "jump to the next change in the diff",
             Action::PrevChange => "jump to the previous change in the diff",
             Action::ToggleAllPairs => "show all pairs or failures only",
+            Action::CycleSort => {
+                "sort by the next column (file order, status, case, variant, transformation, route, |Δp|, margin, category)"
+            }
+            Action::ReverseSort => "reverse the sort",
+            Action::ToggleGroup => "group the list by source case",
+            Action::ToggleFold => "fold or unfold the case under the cursor",
+            Action::FoldAll => "fold or unfold every case",
             Action::ToggleSideBySide => "side-by-side source and variant",
             Action::ToggleRaw => "raw JSON of the whole record",
             Action::ToggleProblems => "list the problems found in the files",
@@ -155,9 +167,8 @@ impl Action {
             NextPair | PrevPair | PageDown | PageUp | FirstPair | LastPair | FocusNext
             | ScrollDown | ScrollUp | ScrollPageDown | ScrollPageUp | ScrollTop | ScrollBottom
             | NextChange | PrevChange => Group::Move,
-            ToggleAllPairs | ToggleSideBySide | ToggleRaw | ToggleProblems | ToggleUnclassified => {
-                Group::View
-            }
+            ToggleAllPairs | ToggleSideBySide | ToggleRaw | ToggleProblems | ToggleUnclassified
+            | CycleSort | ReverseSort | ToggleGroup | ToggleFold | FoldAll => Group::View,
             ClearCategory | AcceptSuggestion | AcceptAllSuggestions | ClassifyView | ToggleMark
             | ClearMarks | EditNote | Undo | Redo => Group::Triage,
             NoteSave | NoteCancel | NoteNewline | NoteLeft | NoteRight | NoteUp | NoteDown

@@ -17,6 +17,7 @@ use crate::core::taxonomy::Taxonomy;
 
 use super::action::Action;
 use super::doc::DetailDoc;
+use super::listing::{Item, Sort, build_items, sort_rows};
 use super::note::NoteEditor;
 
 /// Which pane has the keyboard.
@@ -121,6 +122,15 @@ pub struct App {
     pub taxonomy: Taxonomy,
     /// Indices into `index.rows` of the pairs in view, in order.
     pub view: Vec<u32>,
+    /// The lines of the list (pairs, or case headers and pairs); the cursor indexes these.
+    pub items: Vec<Item>,
+    /// Whether the list is grouped by source case.
+    pub grouped: bool,
+    /// Cases whose variants are hidden under their header.
+    pub folded: HashSet<crate::core::index::Sym>,
+    pub sort: Sort,
+    /// When the view was last rebuilt while the loader was still adding rows.
+    last_rebuild: std::time::Instant,
     /// How many index rows the view has considered (for incremental growth).
     seen_rows: usize,
     pub show_all: bool,
@@ -164,6 +174,11 @@ impl App {
             store,
             taxonomy,
             view: Vec::new(),
+            items: Vec::new(),
+            grouped: false,
+            folded: HashSet::new(),
+            sort: Sort::default(),
+            last_rebuild: std::time::Instant::now(),
             seen_rows: 0,
             show_all: false,
             unclassified_only: false,
@@ -226,9 +241,22 @@ impl App {
         }
     }
 
-    /// The row under the cursor.
+    /// The row under the cursor (none on a case header).
     pub fn selected_row(&self) -> Option<u32> {
-        self.view.get(self.cursor).copied()
+        match self.items.get(self.cursor) {
+            Some(Item::Pair(r)) => Some(*r),
+            _ => None,
+        }
+    }
+
+    /// The case header under the cursor, with the rows of its pairs.
+    pub fn selected_case(&self) -> Option<(crate::core::index::Sym, &[u32])> {
+        match self.items.get(self.cursor) {
+            Some(Item::Case {
+                case, start, len, ..
+            }) => Some((*case, self.view.get(*start..*start + *len).unwrap_or(&[]))),
+            _ => None,
+        }
     }
 
     /// The annotation of a row, if it has one under its current key.
@@ -263,17 +291,38 @@ impl App {
         true
     }
 
-    /// Recompute the view from scratch, keeping the selected pair if it stays.
+    /// Recompute the view from scratch, keeping the selected line if it stays.
     pub fn rebuild_view(&mut self) {
-        let keep = self.selected_row();
+        let keep_row = self.selected_row();
+        let keep_case = self.selected_case().map(|(c, _)| c);
         self.view = (0..self.index.rows.len() as u32)
             .filter(|&i| self.in_view(&self.index.rows[i as usize]))
             .collect();
         self.seen_rows = self.index.rows.len();
-        self.cursor = keep
-            .and_then(|k| self.view.iter().position(|&r| r >= k))
-            .unwrap_or(0)
-            .min(self.view.len().saturating_sub(1));
+        sort_rows(&self.index, &self.store, &mut self.view, self.sort);
+        self.items = build_items(&self.index, &mut self.view, self.grouped, &self.folded);
+        self.last_rebuild = std::time::Instant::now();
+        let found = self
+            .items
+            .iter()
+            .position(|it| match (it, keep_row, keep_case) {
+                (Item::Pair(r), Some(k), _) => *r == k,
+                (Item::Case { case, .. }, None, Some(k)) => *case == k,
+                _ => false,
+            });
+        let fallback = || {
+            // The kept pair left the view: stay near where it was in file order.
+            keep_row
+                .and_then(|k| {
+                    self.items
+                        .iter()
+                        .position(|it| matches!(it, Item::Pair(r) if *r >= k))
+                })
+                .unwrap_or(0)
+        };
+        self.cursor = found
+            .unwrap_or_else(fallback)
+            .min(self.items.len().saturating_sub(1));
         self.recount();
         self.clamp_offset();
     }
@@ -281,15 +330,26 @@ impl App {
     /// Take in rows the loader added since the last call.
     pub fn grow_view(&mut self) {
         let start = self.seen_rows;
+        let flat = self.sort == Sort::default() && !self.grouped;
         for i in start..self.index.rows.len() {
-            if self.in_view(&self.index.rows[i]) {
+            if flat && self.in_view(&self.index.rows[i]) {
                 self.view.push(i as u32);
+                self.items.push(Item::Pair(i as u32));
             }
             if self.index.rows[i].status.is_failure() && self.is_classified(&self.index.rows[i]) {
                 self.classified += 1;
             }
         }
         self.seen_rows = self.index.rows.len();
+        // A sorted or grouped view is rebuilt as rows arrive, but not on every batch.
+        if !flat
+            && (self.index.done
+                || self.last_rebuild.elapsed() > std::time::Duration::from_millis(500))
+        {
+            let classified = self.classified;
+            self.rebuild_view();
+            self.classified = classified;
+        }
         if self.loading && self.index.done {
             self.find_orphans();
         }
@@ -313,7 +373,7 @@ impl App {
         } else if self.cursor >= self.list_offset + h {
             self.list_offset = self.cursor + 1 - h;
         }
-        let max_off = self.view.len().saturating_sub(h);
+        let max_off = self.items.len().saturating_sub(h);
         self.list_offset = self.list_offset.min(max_off);
     }
 
@@ -357,7 +417,11 @@ impl App {
     /// The rows a triage action applies to: the marked ones, else the selected one.
     fn targets(&self) -> Vec<u32> {
         if self.marks.is_empty() {
-            self.selected_row().into_iter().collect()
+            match self.selected_case() {
+                // A case header stands for all of its pairs in view.
+                Some((_, rows)) => rows.to_vec(),
+                None => self.selected_row().into_iter().collect(),
+            }
         } else {
             let mut v: Vec<u32> = self.marks.iter().copied().collect();
             v.sort_unstable();
@@ -382,10 +446,12 @@ impl App {
     /// Move the cursor to the next unclassified failure after the current one
     /// (wrapping), as a review tool does after each decision.
     fn advance_to_unclassified(&mut self, just_done: &HashSet<u32>) -> bool {
-        let n = self.view.len();
+        let n = self.items.len();
         for step in 1..=n {
             let i = (self.cursor + step) % n;
-            let row = self.view[i];
+            let Item::Pair(row) = self.items[i] else {
+                continue;
+            };
             let r = &self.index.rows[row as usize];
             if r.status.is_failure() && !self.is_classified(r) && !just_done.contains(&row) {
                 self.cursor = i;
@@ -397,11 +463,11 @@ impl App {
     }
 
     fn select(&mut self, cursor: usize) -> Vec<Effect> {
-        if self.view.is_empty() {
+        if self.items.is_empty() {
             self.cursor = 0;
             return vec![];
         }
-        let c = cursor.min(self.view.len() - 1);
+        let c = cursor.min(self.items.len() - 1);
         let changed =
             c != self.cursor || self.detail.as_ref().map(|d| d.row) != self.selected_row_at(c);
         self.cursor = c;
@@ -413,7 +479,10 @@ impl App {
     }
 
     fn selected_row_at(&self, c: usize) -> Option<u32> {
-        self.view.get(c).copied()
+        match self.items.get(c) {
+            Some(Item::Pair(r)) => Some(*r),
+            _ => None,
+        }
     }
 
     /// The load the detail pane needs now, if any.
@@ -658,7 +727,88 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
         Action::PageDown => app.select(app.cursor + page),
         Action::PageUp => app.select(app.cursor.saturating_sub(page)),
         Action::FirstPair => app.select(0),
-        Action::LastPair => app.select(app.view.len().saturating_sub(1)),
+        Action::LastPair => app.select(app.items.len().saturating_sub(1)),
+        Action::CycleSort | Action::ReverseSort => {
+            if action == Action::CycleSort {
+                app.sort.key = app.sort.key.next();
+                app.sort.descending = matches!(app.sort.key, crate::tui::listing::SortKey::Drift);
+            } else {
+                app.sort.descending = !app.sort.descending;
+            }
+            app.rebuild_view();
+            app.say(
+                format!(
+                    "sorted by {} ({})",
+                    app.sort.key.name(),
+                    if app.sort.descending {
+                        "descending"
+                    } else {
+                        "ascending"
+                    }
+                ),
+                MessageKind::Info,
+            );
+            app.detail_effect()
+        }
+        Action::ToggleGroup => {
+            app.grouped = !app.grouped;
+            app.rebuild_view();
+            app.say(
+                if app.grouped {
+                    "grouped by case"
+                } else {
+                    "not grouped"
+                },
+                MessageKind::Info,
+            );
+            app.detail_effect()
+        }
+        Action::ToggleFold => {
+            let case = match app.items.get(app.cursor) {
+                Some(Item::Case { case, .. }) => Some(*case),
+                Some(Item::Pair(r)) if app.grouped => Some(app.index.rows[*r as usize].case),
+                _ => None,
+            };
+            match case {
+                Some(c) => {
+                    if !app.folded.remove(&c) {
+                        app.folded.insert(c);
+                    }
+                    // Land on the header of the case just folded or unfolded.
+                    app.rebuild_view();
+                    if let Some(i) = app
+                        .items
+                        .iter()
+                        .position(|it| matches!(it, Item::Case { case, .. } if *case == c))
+                    {
+                        app.cursor = i;
+                        app.clamp_offset();
+                    }
+                }
+                None => app.say("group by case first (t) to fold", MessageKind::Info),
+            }
+            app.detail_effect()
+        }
+        Action::FoldAll => {
+            if !app.grouped {
+                app.grouped = true;
+            }
+            let all_folded = app
+                .items
+                .iter()
+                .all(|it| matches!(it, Item::Case { folded: true, .. }));
+            if all_folded {
+                app.folded.clear();
+            } else {
+                app.folded = app
+                    .view
+                    .iter()
+                    .map(|&r| app.index.rows[r as usize].case)
+                    .collect();
+            }
+            app.rebuild_view();
+            app.detail_effect()
+        }
         Action::FocusNext => {
             app.focus = match app.focus {
                 Focus::List => Focus::Detail,
@@ -837,6 +987,18 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
             vec![]
         }
         Action::ToggleMark => {
+            if let Some((_, rows)) = app.selected_case() {
+                let rows = rows.to_vec();
+                let all = rows.iter().all(|r| app.marks.contains(r));
+                for r in rows {
+                    if all {
+                        app.marks.remove(&r);
+                    } else {
+                        app.marks.insert(r);
+                    }
+                }
+                return app.select(app.cursor + 1);
+            }
             if let Some(r) = app.selected_row() {
                 if !app.marks.remove(&r) {
                     app.marks.insert(r);

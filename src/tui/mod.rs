@@ -12,6 +12,7 @@ pub mod app;
 pub mod doc;
 pub mod effects;
 pub mod keymap;
+pub mod listing;
 pub mod note;
 pub mod run;
 pub mod style;

@@ -201,7 +201,7 @@ pub fn handle_mouse(
             let first = a.list.y + 2;
             if m.row >= first && m.row < a.list.bottom().saturating_sub(1) {
                 let i = app.list_offset + (m.row - first) as usize;
-                if i < app.view.len() {
+                if i < app.items.len() {
                     app.focus = app::Focus::List;
                     app.cursor = i;
                     app.detail_scroll = 0;
