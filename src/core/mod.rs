@@ -10,6 +10,9 @@
 //! - [`taxonomy`] and [`suggest`]: failure categories and a suggested one per failure.
 //! - [`annotations`]: the crash-safe journal of decisions; [`apply`]: a copy of a run with them.
 //! - [`config`]: the user's config file (reviewer, taxonomy, theme).
+//! - [`stats`]: brittleness metrics with Wilson intervals, per group, per case and per repetition.
+//! - [`facets`]: counts of pairs and failures per value of a field.
+//! - [`query`]: the filter language of the pair list (`status:fail family:question dp<-0.1`).
 //!
 //! Nothing here imports ratatui or crossterm; `.ci/run` checks it.
 
@@ -18,10 +21,13 @@ pub mod apply;
 pub mod config;
 pub mod derive;
 pub mod diff;
+pub mod facets;
 pub mod index;
 pub mod key;
 pub mod model;
+pub mod query;
 pub mod record;
+pub mod stats;
 pub mod suggest;
 pub mod taxonomy;
 pub mod text;

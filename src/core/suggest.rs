@@ -326,7 +326,10 @@ mod tests {
         r.reasons = vec!["Source is too close to a decision boundary: margin 0.010.".into()];
         let s = sug(&r).unwrap();
         assert_eq!(s.category, "boundary");
-        assert_eq!(s.reason, "recorded: Source is too close to a decision boundary: margin 0.010");
+        assert_eq!(
+            s.reason,
+            "recorded: Source is too close to a decision boundary: margin 0.010"
+        );
     }
 
     #[test]

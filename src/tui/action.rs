@@ -66,12 +66,30 @@ pub enum Action {
     NoteDelete,
     NoteDeleteWord,
     NoteClear,
+    StartQuery,
+    Choose,
+    FuzzyJump,
+    ShowFacets,
+    ShowSummary,
+    InputSubmit,
+    InputCancel,
+    InputUp,
+    InputDown,
+    InputLeft,
+    InputRight,
+    InputHome,
+    InputEnd,
+    InputBackspace,
+    InputDelete,
+    InputDeleteWord,
+    InputClear,
 }
 
 /// Where an action belongs in the help overlay.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Group {
     Move,
+    Find,
     View,
     Triage,
     Note,
@@ -84,6 +102,7 @@ impl Group {
     pub fn title(self) -> &'static str {
         match self {
             Group::Move => "Move",
+            Group::Find => "Find",
             Group::View => "View",
             Group::Triage => "Triage",
             Group::Note => "Note editor",
@@ -94,6 +113,83 @@ impl Group {
 }
 
 impl Action {
+    /// Every action, for completeness checks of the keymaps.
+    pub const ALL: &'static [Action] = &[
+        Action::Quit,
+        Action::ToggleHelp,
+        Action::Close,
+        Action::NextPair,
+        Action::PrevPair,
+        Action::PageDown,
+        Action::PageUp,
+        Action::FirstPair,
+        Action::LastPair,
+        Action::FocusNext,
+        Action::ScrollDown,
+        Action::ScrollUp,
+        Action::ScrollPageDown,
+        Action::ScrollPageUp,
+        Action::ScrollTop,
+        Action::ScrollBottom,
+        Action::NextChange,
+        Action::PrevChange,
+        Action::ToggleAllPairs,
+        Action::CycleSort,
+        Action::ReverseSort,
+        Action::ToggleGroup,
+        Action::ToggleFold,
+        Action::FoldAll,
+        Action::ToggleSideBySide,
+        Action::ToggleRaw,
+        Action::ToggleProblems,
+        Action::ClearCategory,
+        Action::AcceptSuggestion,
+        Action::AcceptAllSuggestions,
+        Action::ClassifyView,
+        Action::ToggleMark,
+        Action::ClearMarks,
+        Action::EditNote,
+        Action::Undo,
+        Action::Redo,
+        Action::ToggleUnclassified,
+        Action::Suspend,
+        Action::SearchHelp,
+        Action::Confirm,
+        Action::Cancel,
+        Action::NoteSave,
+        Action::NoteCancel,
+        Action::NoteNewline,
+        Action::NoteLeft,
+        Action::NoteRight,
+        Action::NoteUp,
+        Action::NoteDown,
+        Action::NoteWordLeft,
+        Action::NoteWordRight,
+        Action::NoteHome,
+        Action::NoteEnd,
+        Action::NoteBackspace,
+        Action::NoteDelete,
+        Action::NoteDeleteWord,
+        Action::NoteClear,
+        Action::StartQuery,
+        Action::Choose,
+        Action::FuzzyJump,
+        Action::ShowFacets,
+        Action::ShowSummary,
+        Action::InputSubmit,
+        Action::InputCancel,
+        Action::InputUp,
+        Action::InputDown,
+        Action::InputLeft,
+        Action::InputRight,
+        Action::InputHome,
+        Action::InputEnd,
+        Action::InputBackspace,
+        Action::InputDelete,
+        Action::InputDeleteWord,
+        Action::InputClear,
+    ];
+
     /// What the action does, in the words help shows.
     pub fn description(self) -> &'static str {
         match self {
@@ -157,6 +253,25 @@ impl Action {
             Action::NoteDelete => "delete at the cursor",
             Action::NoteDeleteWord => "delete the word before the cursor",
             Action::NoteClear => "clear the whole note",
+            Action::StartQuery => "filter the list with a query (esc clears it)",
+            Action::Choose => "add the chosen facet to the query",
+            Action::FuzzyJump => "jump to a case or pair by fuzzy name",
+            Action::ShowFacets => {
+                "counts per transformation, family, category, outcome and route move; pick one to filter"
+            }
+            Action::ShowSummary => "summary statistics of the pairs in view, with intervals",
+            Action::InputSubmit => "accept",
+            Action::InputCancel => "cancel (in the query bar: clear the query)",
+            Action::InputUp => "previous entry or earlier query",
+            Action::InputDown => "next entry or later query",
+            Action::InputLeft => "cursor left",
+            Action::InputRight => "cursor right",
+            Action::InputHome => "start of the line",
+            Action::InputEnd => "end of the line",
+            Action::InputBackspace => "delete before the cursor",
+            Action::InputDelete => "delete at the cursor",
+            Action::InputDeleteWord => "delete the word before the cursor",
+            Action::InputClear => "clear the line",
         }
     }
 
@@ -174,7 +289,10 @@ impl Action {
             NoteSave | NoteCancel | NoteNewline | NoteLeft | NoteRight | NoteUp | NoteDown
             | NoteWordLeft | NoteWordRight | NoteHome | NoteEnd | NoteBackspace | NoteDelete
             | NoteDeleteWord | NoteClear => Group::Note,
-            Confirm | Cancel => Group::Prompt,
+            Confirm | Cancel | InputSubmit | InputCancel | InputUp | InputDown | InputLeft
+            | InputRight | InputHome | InputEnd | InputBackspace | InputDelete
+            | InputDeleteWord | InputClear => Group::Prompt,
+            StartQuery | FuzzyJump | ShowFacets | ShowSummary | Choose => Group::Find,
             Quit | ToggleHelp | Close | Suspend | SearchHelp => Group::General,
         }
     }

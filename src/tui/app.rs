@@ -17,8 +17,10 @@ use crate::core::taxonomy::Taxonomy;
 
 use super::action::Action;
 use super::doc::DetailDoc;
+use super::input::{Jump, JumpTarget, LineInput};
 use super::listing::{Item, Sort, build_items, sort_rows};
 use super::note::NoteEditor;
+use crate::core::query::{self, Query, QueryError};
 
 /// Which pane has the keyboard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,6 +61,68 @@ pub enum Overlay {
     PickCategory {
         rows: Vec<u32>,
     },
+    /// The fuzzy jump to a case or pair.
+    Jump(Jump),
+    /// The query bar, live: the list follows every keystroke.
+    Query(QueryBar),
+    /// Facet counts; choosing one adds it to the query.
+    Facets(FacetsPanel),
+    /// The summary statistics of the view.
+    Summary(Box<SummaryView>),
+}
+
+/// What the summary screen shows, computed when it opens.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryView {
+    pub by_transformation: crate::core::stats::Summary,
+    pub by_family: crate::core::stats::Summary,
+    pub conclusion: Vec<String>,
+    /// The query it covers, as text.
+    pub query: Option<String>,
+    pub scroll: u16,
+}
+
+impl Eq for SummaryView {}
+
+/// The facets panel: every field's values, one selectable line each.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FacetsPanel {
+    pub facets: Vec<crate::core::facets::Facet>,
+    /// Index into the flattened entries.
+    pub selected: usize,
+}
+
+impl FacetsPanel {
+    /// How many selectable entries there are.
+    pub fn len(&self) -> usize {
+        self.facets.iter().map(|f| f.entries.len()).sum()
+    }
+
+    /// Whether there are no entries.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The selected entry's term.
+    pub fn selected_term(&self) -> Option<&str> {
+        self.facets
+            .iter()
+            .flat_map(|f| f.entries.iter())
+            .nth(self.selected)
+            .map(|e| e.term.as_str())
+    }
+}
+
+/// The query being typed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct QueryBar {
+    pub input: LineInput,
+    /// The syntax error of the current text, if any (the list keeps the last valid query).
+    pub error: Option<QueryError>,
+    /// Where Up/Down is in the history (None: the text being typed).
+    pub history_pos: Option<usize>,
+    /// The text typed before browsing the history.
+    pub draft: String,
 }
 
 /// How a message in the status line should look.
@@ -161,6 +225,10 @@ pub struct App {
     /// The help filter, and whether keys are typing into it.
     pub help_search: String,
     pub help_typing: bool,
+    /// The active query (the list shows only its matches).
+    pub query: Option<Query>,
+    /// Earlier queries, oldest first.
+    pub query_history: Vec<String>,
     /// Digits typed as a count (vim keymap), and when the first came.
     pub pending_count: Option<(String, std::time::Instant)>,
 }
@@ -202,6 +270,8 @@ impl App {
             help_search: String::new(),
             help_typing: false,
             pending_count: None,
+            query: None,
+            query_history: Vec::new(),
         };
         app.rebuild_view();
         if app.index.done {
@@ -281,8 +351,18 @@ impl App {
         self.annotation(row).is_some_and(|a| a.category.is_some())
     }
 
+    /// Whether the active query says which statuses it wants; then it, not
+    /// the failures-only default, decides.
+    fn query_picks_status(&self) -> bool {
+        self.query.as_ref().is_some_and(|q| {
+            q.terms().iter().any(|t| {
+                matches!(&t.kind, query::TermKind::Match { field, .. } if *field == query::Field::Status)
+            })
+        })
+    }
+
     fn in_view(&self, row: &PairRow) -> bool {
-        if !self.show_all && !row.status.is_failure() {
+        if !self.show_all && !row.status.is_failure() && !self.query_picks_status() {
             return false;
         }
         if self.unclassified_only && (!row.status.is_failure() || self.is_classified(row)) {
@@ -295,9 +375,10 @@ impl App {
     pub fn rebuild_view(&mut self) {
         let keep_row = self.selected_row();
         let keep_case = self.selected_case().map(|(c, _)| c);
-        self.view = (0..self.index.rows.len() as u32)
+        let candidates: Vec<u32> = (0..self.index.rows.len() as u32)
             .filter(|&i| self.in_view(&self.index.rows[i as usize]))
             .collect();
+        self.view = self.apply_query(candidates);
         self.seen_rows = self.index.rows.len();
         sort_rows(&self.index, &self.store, &mut self.view, self.sort);
         self.items = build_items(&self.index, &mut self.view, self.grouped, &self.folded);
@@ -331,11 +412,16 @@ impl App {
     pub fn grow_view(&mut self) {
         let start = self.seen_rows;
         let flat = self.sort == Sort::default() && !self.grouped;
-        for i in start..self.index.rows.len() {
-            if flat && self.in_view(&self.index.rows[i]) {
-                self.view.push(i as u32);
-                self.items.push(Item::Pair(i as u32));
+        if flat {
+            let fresh: Vec<u32> = (start as u32..self.index.rows.len() as u32)
+                .filter(|&i| self.in_view(&self.index.rows[i as usize]))
+                .collect();
+            for r in self.apply_query(fresh) {
+                self.view.push(r);
+                self.items.push(Item::Pair(r));
             }
+        }
+        for i in start..self.index.rows.len() {
             if self.index.rows[i].status.is_failure() && self.is_classified(&self.index.rows[i]) {
                 self.classified += 1;
             }
@@ -354,6 +440,28 @@ impl App {
             self.find_orphans();
         }
         self.loading = !self.index.done;
+    }
+
+    /// Keep the rows the active query matches.
+    fn apply_query(&self, rows: Vec<u32>) -> Vec<u32> {
+        match &self.query {
+            Some(q) if !q.is_empty() => q.filter(
+                &query::Context {
+                    index: &self.index,
+                    store: Some(&self.store),
+                },
+                &rows,
+            ),
+            _ => rows,
+        }
+    }
+
+    /// Set (or clear, with an empty text) the active query and rebuild the view.
+    pub fn set_query(&mut self, text: &str) -> Result<(), QueryError> {
+        let q = query::parse(text)?;
+        self.query = (!q.is_empty()).then_some(q);
+        self.rebuild_view();
+        Ok(())
     }
 
     /// Count classified failures again.
@@ -407,6 +515,42 @@ impl App {
         });
         self.redo.clear();
         Effect::Save { changes, label }
+    }
+
+    /// Select a jump target, unfolding its case if needed.
+    pub fn jump_to(&mut self, target: JumpTarget) -> Vec<Effect> {
+        let row = match target {
+            JumpTarget::Case(r) | JumpTarget::Pair(r) => r,
+        };
+        let case = self.index.rows.get(row as usize).map(|r| r.case);
+        if let (JumpTarget::Pair(_), Some(c)) = (target, case)
+            && self.folded.remove(&c)
+        {
+            self.rebuild_view();
+        }
+        let pos = self.items.iter().position(|it| match (it, target) {
+            (Item::Case { case: c, .. }, JumpTarget::Case(_)) => Some(*c) == case,
+            (Item::Pair(r), JumpTarget::Case(_)) => !self.grouped && *r == row,
+            (Item::Pair(r), JumpTarget::Pair(_)) => *r == row,
+            _ => false,
+        });
+        match pos {
+            Some(i) => {
+                self.focus = Focus::List;
+                self.select(i)
+            }
+            None => {
+                self.say("that pair is not in the view any more", MessageKind::Info);
+                vec![]
+            }
+        }
+    }
+
+    /// Take the sizes of a new frame, keeping the selection visible.
+    pub fn set_viewport(&mut self, vp: Viewport) {
+        self.viewport = vp;
+        self.clamp_offset();
+        self.scroll_detail(0);
     }
 
     /// Set a transient message for the status line.
@@ -501,7 +645,13 @@ impl App {
             .as_ref()
             .map(|d| d.doc.len(self.detail_mode))
             .unwrap_or(0);
-        let max = len.saturating_sub(self.viewport.detail_rows.max(1));
+        // The category, suggestion and note lines sit above the document.
+        let room = self
+            .viewport
+            .detail_rows
+            .saturating_sub(crate::tui::ui::detail_header_rows(self))
+            .max(1);
+        let max = len.saturating_sub(room);
         let s = self.detail_scroll as isize + delta;
         self.detail_scroll = s.clamp(0, max as isize) as usize;
     }
@@ -582,6 +732,73 @@ pub fn classify(app: &mut App, key: char) -> Vec<Effect> {
 pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
     // Overlays take the keys first.
     match &mut app.overlay {
+        Overlay::Facets(panel) => {
+            let n = panel.len();
+            let page = app.viewport.detail_rows.max(3);
+            match action {
+                Action::ScrollDown | Action::NextPair => {
+                    panel.selected = (panel.selected + 1).min(n.saturating_sub(1))
+                }
+                Action::ScrollUp | Action::PrevPair => {
+                    panel.selected = panel.selected.saturating_sub(1)
+                }
+                Action::ScrollPageDown => {
+                    panel.selected = (panel.selected + page).min(n.saturating_sub(1))
+                }
+                Action::ScrollPageUp => panel.selected = panel.selected.saturating_sub(page),
+                Action::ScrollTop => panel.selected = 0,
+                Action::ScrollBottom => panel.selected = n.saturating_sub(1),
+                Action::Choose => {
+                    let Some(term) = panel.selected_term().map(str::to_string) else {
+                        return vec![];
+                    };
+                    app.overlay = Overlay::None;
+                    let text = match &app.query {
+                        Some(q) => format!("{q} {term}"),
+                        None => term.clone(),
+                    };
+                    match app.set_query(&text) {
+                        Ok(()) => {
+                            app.query_history.retain(|h| *h != text);
+                            app.query_history.push(text);
+                            app.say(
+                                format!("added {term}: {} pairs match", app.view.len()),
+                                MessageKind::Info,
+                            );
+                        }
+                        Err(e) => app.say(format!("cannot add {term}: {e}"), MessageKind::Error),
+                    }
+                    return app.detail_effect();
+                }
+                Action::Close | Action::Cancel | Action::ShowFacets => app.overlay = Overlay::None,
+                Action::Quit => app.quit = true,
+                _ => {}
+            }
+            return vec![];
+        }
+        Overlay::Summary(v) => {
+            let page = app.viewport.detail_rows.max(3) as i32;
+            let s = v.scroll as i32;
+            let next = match action {
+                Action::ScrollDown => s + 1,
+                Action::ScrollUp => s - 1,
+                Action::ScrollPageDown => s + page,
+                Action::ScrollPageUp => s - page,
+                Action::ScrollTop => 0,
+                Action::ScrollBottom => i32::from(u16::MAX) / 2,
+                Action::Close | Action::Cancel | Action::ShowSummary => {
+                    app.overlay = Overlay::None;
+                    return vec![];
+                }
+                Action::Quit => {
+                    app.quit = true;
+                    return vec![];
+                }
+                _ => s,
+            };
+            v.scroll = next.clamp(0, i32::from(u16::MAX)) as u16;
+            return vec![];
+        }
         Overlay::Help { scroll } | Overlay::Problems { scroll } => {
             let page = app.viewport.detail_rows.max(3) as i32;
             let s = *scroll as i32;
@@ -693,6 +910,85 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
             if matches!(action, Action::Close | Action::Cancel | Action::Quit) {
                 app.overlay = Overlay::None;
                 app.say("cancelled; nothing changed", MessageKind::Info);
+            }
+            return vec![];
+        }
+        Overlay::Query(bar) => {
+            match action {
+                Action::InputSubmit => {
+                    let text = bar.input.text.trim().to_string();
+                    let bad = bar.error.clone();
+                    if let Some(e) = bad {
+                        app.say(format!("query not applied: {e}"), MessageKind::Error);
+                        return vec![];
+                    }
+                    app.overlay = Overlay::None;
+                    if !text.is_empty() {
+                        app.query_history.retain(|h| *h != text);
+                        app.query_history.push(text);
+                    }
+                    app.say(format!("{} pairs match", app.view.len()), MessageKind::Info);
+                    return app.detail_effect();
+                }
+                Action::InputCancel | Action::Close | Action::Cancel => {
+                    app.overlay = Overlay::None;
+                    app.query = None;
+                    app.rebuild_view();
+                    app.say("query cleared", MessageKind::Info);
+                    return app.detail_effect();
+                }
+                Action::InputUp | Action::InputDown => {
+                    let n = app.query_history.len();
+                    if n == 0 {
+                        return vec![];
+                    }
+                    let pos = match (bar.history_pos, action) {
+                        (None, Action::InputUp) => {
+                            bar.draft = bar.input.text.clone();
+                            Some(n - 1)
+                        }
+                        (Some(p), Action::InputUp) => Some(p.saturating_sub(1)),
+                        (Some(p), _) if p + 1 < n => Some(p + 1),
+                        (Some(_), _) => None,
+                        (None, _) => return vec![],
+                    };
+                    bar.history_pos = pos;
+                    let text = match pos {
+                        Some(p) => app.query_history[p].clone(),
+                        None => bar.draft.clone(),
+                    };
+                    bar.input = LineInput::with(&text);
+                    return query_changed(app);
+                }
+                other => {
+                    if edit_line(&mut bar.input, other) {
+                        return query_changed(app);
+                    }
+                }
+            }
+            return vec![];
+        }
+        Overlay::Jump(j) => {
+            let n = j.hits.len();
+            match action {
+                Action::InputSubmit => {
+                    let target = j.hits.get(j.selected).map(|h| h.target);
+                    app.overlay = Overlay::None;
+                    return match target {
+                        Some(t) => app.jump_to(t),
+                        None => vec![],
+                    };
+                }
+                Action::InputCancel | Action::Close | Action::Cancel => app.overlay = Overlay::None,
+                Action::InputUp => j.selected = j.selected.saturating_sub(1),
+                Action::InputDown => j.selected = (j.selected + 1).min(n.saturating_sub(1)),
+                other => {
+                    if edit_line(&mut j.input, other) {
+                        let mut j = std::mem::take(j);
+                        j.refresh(&app.index, &app.view);
+                        app.overlay = Overlay::Jump(j);
+                    }
+                }
             }
             return vec![];
         }
@@ -1054,6 +1350,12 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
             }
         },
         Action::Suspend => vec![Effect::Suspend],
+        Action::FuzzyJump => {
+            let mut j = Jump::default();
+            j.refresh(&app.index, &app.view);
+            app.overlay = Overlay::Jump(j);
+            vec![]
+        }
         Action::SearchHelp => vec![],
         // Prompt and editor actions mean nothing outside their overlays.
         Action::Confirm
@@ -1071,7 +1373,69 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
         | Action::NoteBackspace
         | Action::NoteDelete
         | Action::NoteDeleteWord
-        | Action::NoteClear => vec![],
+        | Action::NoteClear
+        | Action::InputSubmit
+        | Action::InputCancel
+        | Action::InputUp
+        | Action::InputDown
+        | Action::InputLeft
+        | Action::InputRight
+        | Action::InputHome
+        | Action::InputEnd
+        | Action::InputBackspace
+        | Action::InputDelete
+        | Action::InputDeleteWord
+        | Action::InputClear => vec![],
+        Action::Choose => vec![],
+        Action::StartQuery => {
+            let text = app
+                .query
+                .as_ref()
+                .map(|q| q.to_string())
+                .unwrap_or_default();
+            app.overlay = Overlay::Query(QueryBar {
+                input: LineInput::with(&text),
+                ..QueryBar::default()
+            });
+            vec![]
+        }
+        Action::ShowFacets => {
+            // Counted over every pair the query matches, failed or not.
+            let all: Vec<u32> = (0..app.index.rows.len() as u32).collect();
+            let rows = app.apply_query(all);
+            let facets = crate::core::facets::facets(&app.index, &rows, Some(&app.store));
+            app.overlay = Overlay::Facets(FacetsPanel {
+                facets,
+                selected: 0,
+            });
+            vec![]
+        }
+        Action::ShowSummary => {
+            // The summary covers the query, over every pair it matches.
+            let all: Vec<u32> = (0..app.index.rows.len() as u32).collect();
+            let rows = app.apply_query(all);
+            let by_transformation = crate::core::stats::summarize(
+                &app.index,
+                &rows,
+                Some(&app.store),
+                crate::core::stats::GroupBy::Transformation,
+            );
+            let by_family = crate::core::stats::summarize(
+                &app.index,
+                &rows,
+                Some(&app.store),
+                crate::core::stats::GroupBy::Family,
+            );
+            let conclusion = crate::core::stats::conclusion(&app.index, &rows, &by_transformation);
+            app.overlay = Overlay::Summary(Box::new(SummaryView {
+                by_transformation,
+                by_family,
+                conclusion,
+                query: app.query.as_ref().map(|q| q.to_string()),
+                scroll: 0,
+            }));
+            vec![]
+        }
     }
 }
 
@@ -1102,10 +1466,63 @@ pub enum HelpKey {
     Abort,
 }
 
-/// Text typed into the note editor (a character or a paste).
+/// Re-parse the query bar's text and follow it with the list when it parses.
+fn query_changed(app: &mut App) -> Vec<Effect> {
+    let Overlay::Query(bar) = &mut app.overlay else {
+        return vec![];
+    };
+    let text = bar.input.text.clone();
+    match query::parse(&text) {
+        Ok(q) => {
+            bar.error = None;
+            app.query = (!q.is_empty()).then_some(q);
+            app.rebuild_view();
+            app.detail_effect()
+        }
+        Err(e) => {
+            bar.error = Some(e);
+            vec![]
+        }
+    }
+}
+
+/// Apply a line-editing action to an input; true when the text changed.
+fn edit_line(input: &mut super::input::LineInput, action: Action) -> bool {
+    let before = input.text.clone();
+    match action {
+        Action::InputLeft => input.left(),
+        Action::InputRight => input.right(),
+        Action::InputHome => input.home(),
+        Action::InputEnd => input.end(),
+        Action::InputBackspace => input.backspace(),
+        Action::InputDelete => input.delete(),
+        Action::InputDeleteWord => input.delete_word(),
+        Action::InputClear => input.clear(),
+        _ => {}
+    }
+    input.text != before
+}
+
+/// Text typed into the note editor or a one-line input (a character or a paste).
 pub fn type_text(app: &mut App, text: &str) {
-    if let Overlay::Note(ed) = &mut app.overlay {
-        ed.insert(text);
-        ed.scroll_to_cursor(6);
+    match &mut app.overlay {
+        Overlay::Note(ed) => {
+            ed.insert(text);
+            ed.scroll_to_cursor(6);
+        }
+        Overlay::Query(bar) => {
+            bar.input.insert(text);
+            bar.history_pos = None;
+            let effects = query_changed(app);
+            // Loading the detail is the runner's job; it asks on the next loop.
+            drop(effects);
+        }
+        Overlay::Jump(j) => {
+            j.input.insert(text);
+            let mut j = std::mem::take(j);
+            j.refresh(&app.index, &app.view);
+            app.overlay = Overlay::Jump(j);
+        }
+        _ => {}
     }
 }

@@ -144,30 +144,82 @@ fn not_recorded(t: &Theme) -> Span<'static> {
     s("not recorded", t.dim)
 }
 
-/// Wrap spans to `width` columns; continuation lines start with `indent` spaces.
+/// Wrap styled text at spaces to `width` columns; continuation lines start
+/// with `indent` spaces and drop the spaces at the break. A word longer than
+/// a line is split where it must be. Styles (escapes included) are kept.
 pub fn wrap(spans: Vec<Span<'static>>, width: usize, indent: usize) -> Vec<Line<'static>> {
-    let width = width.max(indent + 8);
-    let mut out = Vec::new();
-    let mut cur: Vec<Span<'static>> = Vec::new();
-    let mut col = 0usize;
+    let width = width.max(1);
+    let indent = if indent + 8 > width { 0 } else { indent };
+    // Runs of spaces and of non-spaces, each a list of styled pieces.
+    let mut tokens: Vec<(bool, Vec<Span<'static>>)> = Vec::new();
     for span in spans {
-        let style = span.style;
-        let mut buf = String::new();
         for ch in span.content.chars() {
-            let w = text::width(ch.encode_utf8(&mut [0u8; 4]));
-            if col + w > width {
-                if !buf.is_empty() {
-                    cur.push(Span::styled(std::mem::take(&mut buf), style));
-                }
-                out.push(Line::from(std::mem::take(&mut cur)));
-                cur.push(Span::raw(" ".repeat(indent)));
-                col = indent;
+            let space = ch == ' ';
+            match tokens.last_mut() {
+                Some((sp, pieces)) if *sp == space => match pieces.last_mut() {
+                    Some(p) if p.style == span.style => p.content.to_mut().push(ch),
+                    _ => pieces.push(Span::styled(ch.to_string(), span.style)),
+                },
+                _ => tokens.push((space, vec![Span::styled(ch.to_string(), span.style)])),
             }
-            buf.push(ch);
-            col += w;
         }
-        if !buf.is_empty() {
-            cur.push(Span::styled(buf, style));
+    }
+    let mut out: Vec<Line<'static>> = Vec::new();
+    let mut cur: Vec<Span<'static>> = Vec::new();
+    let mut col = 0;
+    // Whether the current line holds nothing but its indent.
+    let mut fresh = true;
+    let mut wrapped = false;
+    let break_line = |out: &mut Vec<Line<'static>>, cur: &mut Vec<Span<'static>>| {
+        out.push(Line::from(std::mem::take(cur)));
+        if indent > 0 {
+            cur.push(Span::raw(" ".repeat(indent)));
+        }
+    };
+    for (space, pieces) in tokens {
+        let w: usize = pieces.iter().map(|p| text::width(&p.content)).sum();
+        if space {
+            if fresh && wrapped {
+                continue;
+            }
+            if col + w > width {
+                break_line(&mut out, &mut cur);
+                (col, fresh, wrapped) = (indent, true, true);
+                continue;
+            }
+            cur.extend(pieces);
+            col += w;
+            continue;
+        }
+        if col + w > width && !fresh {
+            break_line(&mut out, &mut cur);
+            (col, fresh, wrapped) = (indent, true, true);
+        }
+        if col + w <= width {
+            cur.extend(pieces);
+            col += w;
+            fresh = false;
+            continue;
+        }
+        // Longer than a whole line: split it.
+        for p in pieces {
+            let mut buf = String::new();
+            for ch in p.content.chars() {
+                let cw = text::width(ch.encode_utf8(&mut [0u8; 4]));
+                if col + cw > width && !fresh {
+                    if !buf.is_empty() {
+                        cur.push(Span::styled(std::mem::take(&mut buf), p.style));
+                    }
+                    break_line(&mut out, &mut cur);
+                    (col, wrapped) = (indent, true);
+                }
+                buf.push(ch);
+                col += cw;
+                fresh = false;
+            }
+            if !buf.is_empty() {
+                cur.push(Span::styled(buf, p.style));
+            }
         }
     }
     out.push(Line::from(cur));
@@ -343,9 +395,23 @@ fn status_span(st: Status, t: &Theme) -> Span<'static> {
 
 fn decision(b: &mut Builder, r: &PairRecord, d: &Derived) {
     let t = b.t;
-    let bar_w = b.width.saturating_sub(46).clamp(10, 60);
-    if let Some(pol) = r.policy {
+    // The text after the bar takes about 56 columns; narrow panes drop the bar.
+    let bar_w = b.width.saturating_sub(56).min(60);
+    let policy = r.policy.filter(|_| bar_w >= 10);
+    if let Some(pol) = policy {
         b.lines.push(axis_line(pol, bar_w, t));
+    } else if let Some(pol) = r.policy {
+        b.push(vec![
+            s("policy ", t.dim),
+            s(
+                format!(
+                    "review ≥ {} · action ≥ {}",
+                    fmt_num(pol.review_threshold),
+                    fmt_num(pol.action_threshold)
+                ),
+                t.base,
+            ),
+        ]);
     } else {
         b.push(vec![
             s("policy ", t.dim),
@@ -370,7 +436,7 @@ fn decision(b: &mut Builder, r: &PairRecord, d: &Derived) {
         ),
     ] {
         let mut l = vec![s(format!("{name} "), t.dim)];
-        if let Some(pol) = r.policy {
+        if let Some(pol) = policy {
             l.extend(bar(pol, side.probability, bar_w, marker, t));
             l.push(s(" ", t.base));
         }
@@ -577,14 +643,7 @@ fn question_diff(b: &mut Builder, r: &PairRecord) {
         (Some(a), Some(v)) => {
             b.anchor();
             let mut l = vec![s("question ", t.changed)];
-            for seg in word_diff(a, v) {
-                let st = match seg.kind {
-                    WordKind::Same => t.base,
-                    WordKind::Removed => t.removed,
-                    WordKind::Added => t.added,
-                };
-                l.extend(inert_spans(&seg.text, st, t));
-            }
+            l.extend(word_spans(a, v, t));
             b.push_indent(l, 2);
         }
         (None, None) => b.push(vec![s("question ", t.dim), not_recorded(t)]),
@@ -602,6 +661,27 @@ fn question_diff(b: &mut Builder, r: &PairRecord) {
             b.push_indent(l, 2);
         }
     }
+}
+
+/// An inline word diff as spans: removed words struck through, added ones
+/// marked, and a space between a removal and the addition that replaces it
+/// so the two never read as one word.
+fn word_spans(a: &str, b: &str, t: &Theme) -> Vec<Span<'static>> {
+    let mut out = Vec::new();
+    let mut prev = WordKind::Same;
+    for seg in word_diff(a, b) {
+        let st = match seg.kind {
+            WordKind::Same => t.base,
+            WordKind::Removed => t.removed,
+            WordKind::Added => t.added,
+        };
+        if seg.kind == WordKind::Added && prev == WordKind::Removed {
+            out.push(s(" ", t.base));
+        }
+        out.extend(inert_spans(&seg.text, st, t));
+        prev = seg.kind;
+    }
+    out
 }
 
 fn compact(v: &Value) -> String {
@@ -675,14 +755,7 @@ fn state_diff(b: &mut Builder, r: &PairRecord, d: &Derived) {
                 l.push(s("  ", t.base));
                 match (before, after) {
                     (Value::String(x), Value::String(y)) if x.len() + y.len() > 60 => {
-                        for seg in word_diff(x, y) {
-                            let st = match seg.kind {
-                                WordKind::Same => t.base,
-                                WordKind::Removed => t.removed,
-                                WordKind::Added => t.added,
-                            };
-                            l.extend(inert_spans(&seg.text, st, t));
-                        }
+                        l.extend(word_spans(x, y, t));
                     }
                     _ => {
                         l.extend(inert_spans(
@@ -748,13 +821,9 @@ fn side_by_side(b: &mut Builder, r: &PairRecord, d: &Derived) {
         s("variant", t.heading),
     ];
     if d.changes.question_changed || !d.changes.state.is_empty() {
-        head.push(s(
-            format!(
-                "   {} paths changed",
-                d.changes.permitted.len() + d.changes.unexpected.len()
-            ),
-            t.dim,
-        ));
+        let n = d.changes.permitted.len() + d.changes.unexpected.len();
+        let noun = if n == 1 { "path" } else { "paths" };
+        head.push(s(format!("   {n} {noun} changed"), t.dim));
     }
     b.lines.push(Line::from(head));
     let diff = TextDiff::from_lines(&left, &right);

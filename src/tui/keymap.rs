@@ -35,11 +35,13 @@ pub enum Mode {
     Problems,
     Note,
     Confirm,
+    /// One-line inputs: the query bar and the fuzzy jump.
+    Input,
 }
 
 impl Mode {
     /// Every mode, in the order help lists them.
-    pub const ALL: [Mode; 7] = [
+    pub const ALL: [Mode; 8] = [
         Mode::Global,
         Mode::List,
         Mode::Detail,
@@ -47,6 +49,7 @@ impl Mode {
         Mode::Problems,
         Mode::Note,
         Mode::Confirm,
+        Mode::Input,
     ];
 
     /// The table name in keymap files.
@@ -55,10 +58,11 @@ impl Mode {
             Mode::Global => "global",
             Mode::List => "list",
             Mode::Detail => "detail",
-            Mode::Help => "help",
+            Mode::Help => "panels",
             Mode::Problems => "problems",
             Mode::Note => "note",
             Mode::Confirm => "confirm",
+            Mode::Input => "input",
         }
     }
 
@@ -599,60 +603,7 @@ mod tests {
         use crate::tui::action::Action;
         for (name, _) in PRESETS {
             let km = Keymap::load(name).unwrap_or_else(|e| panic!("{name}: {e}"));
-            let all: Vec<Action> = serde_json::from_value(serde_json::json!([
-                "quit",
-                "toggle_help",
-                "close",
-                "next_pair",
-                "prev_pair",
-                "page_down",
-                "page_up",
-                "first_pair",
-                "last_pair",
-                "focus_next",
-                "scroll_down",
-                "scroll_up",
-                "scroll_page_down",
-                "scroll_page_up",
-                "scroll_top",
-                "scroll_bottom",
-                "next_change",
-                "prev_change",
-                "toggle_all_pairs",
-                "toggle_side_by_side",
-                "toggle_raw",
-                "toggle_problems",
-                "clear_category",
-                "accept_suggestion",
-                "accept_all_suggestions",
-                "classify_view",
-                "toggle_mark",
-                "clear_marks",
-                "edit_note",
-                "undo",
-                "redo",
-                "toggle_unclassified",
-                "suspend",
-                "search_help",
-                "confirm",
-                "cancel",
-                "note_save",
-                "note_cancel",
-                "note_newline",
-                "note_left",
-                "note_right",
-                "note_up",
-                "note_down",
-                "note_word_left",
-                "note_word_right",
-                "note_home",
-                "note_end",
-                "note_backspace",
-                "note_delete",
-                "note_delete_word",
-                "note_clear"
-            ]))
-            .unwrap();
+            let all = Action::ALL.to_vec();
             for a in all {
                 assert!(
                     km.bindings().iter().any(|(_, _, b)| *b == a),
@@ -718,7 +669,7 @@ mod tests {
         let e = km.apply_overrides(&keys, text, "config.toml").unwrap_err();
         assert_eq!(
             e.0,
-            "config.toml:4: unknown mode [keys.list2]; modes are global, list, detail, help, problems, note, confirm"
+            "config.toml:4: unknown mode [keys.list2]; modes are global, list, detail, panels, problems, note, confirm, input"
         );
         let mut km = Keymap::default_keymap();
         let text = "[keys.list]\nnext_pair = \"ctrl-j\"\n";

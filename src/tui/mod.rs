@@ -11,6 +11,7 @@ pub mod action;
 pub mod app;
 pub mod doc;
 pub mod effects;
+pub mod input;
 pub mod keymap;
 pub mod listing;
 pub mod note;

@@ -63,7 +63,7 @@ pub fn run(
         );
         if vp != app.viewport {
             let relayout = vp.detail_cols != app.viewport.detail_cols;
-            app.viewport = vp;
+            app.set_viewport(vp);
             if relayout {
                 effects::relayout(&mut app, &theme);
             }
@@ -337,10 +337,11 @@ pub fn handle_key(
         _ => None,
     };
     let modes: &[Mode] = match &app.overlay {
-        Overlay::Help { .. } => &[Mode::Help],
+        Overlay::Help { .. } | Overlay::Facets(_) | Overlay::Summary(_) => &[Mode::Help],
         Overlay::Problems { .. } => &[Mode::Problems],
         Overlay::Note(_) => &[Mode::Note],
         Overlay::Confirm(_) | Overlay::PickCategory { .. } => &[Mode::Confirm],
+        Overlay::Jump(_) | Overlay::Query(_) => &[Mode::Input],
         Overlay::None => match app.focus {
             app::Focus::List => &[Mode::List, Mode::Global],
             app::Focus::Detail => &[Mode::Detail, Mode::Global],
@@ -372,7 +373,7 @@ pub fn handle_key(
     keys.clear();
     app.pending_keys.clear();
     match (&app.overlay, single_char) {
-        (Overlay::Note(_), Some(c)) => {
+        (Overlay::Note(_) | Overlay::Jump(_) | Overlay::Query(_), Some(c)) => {
             app::type_text(app, &c.to_string());
             vec![]
         }

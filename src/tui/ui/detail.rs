@@ -6,6 +6,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::super::app::{App, DetailMode, Focus};
+use super::super::doc::wrap;
 use super::super::style::{Theme, inert_spans};
 
 /// The triage lines above the document: category, suggestion, note.
@@ -90,6 +91,95 @@ pub fn triage_lines(app: &App, t: &Theme) -> Vec<Line<'static>> {
     out
 }
 
+/// A case header's summary: its pairs with status, route and drift.
+fn case_lines(
+    app: &App,
+    case: crate::core::index::Sym,
+    rows: &[u32],
+    width: usize,
+    t: &Theme,
+) -> Vec<Line<'static>> {
+    let idx = &app.index;
+    let failures = rows
+        .iter()
+        .filter(|&&r| idx.rows[r as usize].status.is_failure())
+        .count();
+    let classified = rows
+        .iter()
+        .filter(|&&r| {
+            let row = &idx.rows[r as usize];
+            row.status.is_failure() && app.is_classified(row)
+        })
+        .count();
+    let mut out = Vec::new();
+    let mut head = inert_spans(idx.str(case), t.title, t);
+    head.push(Span::styled(
+        format!(
+            "  {} pairs in view · {failures} failing · {classified} classified",
+            rows.len()
+        ),
+        t.dim,
+    ));
+    out.extend(wrap(head, width, 2));
+    out.push(Line::from(Span::styled(
+        "a category key or y classifies every pair of this case; z folds it",
+        t.dim,
+    )));
+    out.push(Line::default());
+    for &r in rows {
+        let row = &idx.rows[r as usize];
+        let (st, style) = match row.status {
+            crate::core::derive::Status::Fail => ("FAIL", t.fail),
+            crate::core::derive::Status::Pass => ("pass", t.pass),
+            crate::core::derive::Status::Invalid => ("INV ", t.invalid),
+            crate::core::derive::Status::ServiceError => ("ERR ", t.error),
+            crate::core::derive::Status::Unchecked => ("?   ", t.dim),
+        };
+        let mut l = vec![Span::styled(format!("  {st} "), style)];
+        l.extend(inert_spans(idx.str(row.variant), t.base, t));
+        l.push(Span::styled(
+            format!(
+                "  {}",
+                crate::core::text::inert_line(idx.str(row.transformation))
+            ),
+            t.dim,
+        ));
+        if let (Some(a), Some(b)) = (row.source_route, row.variant_route) {
+            l.push(Span::styled(
+                format!("  {a}→{b}"),
+                if a != b { t.fail } else { t.dim },
+            ));
+        }
+        if !row.dp.is_nan() {
+            l.push(Span::styled(format!("  Δp {:+.3}", row.dp), t.dim));
+        }
+        if let Some(c) = app.annotation(row).and_then(|a| a.category.as_deref()) {
+            l.push(Span::styled(
+                format!("  {}", crate::core::text::inert_line(c)),
+                t.category,
+            ));
+        }
+        out.extend(wrap(l, width, 6));
+    }
+    out
+}
+
+/// The lines above the document in the unified view (wrapped, with a blank
+/// line after them), so paging can leave room for them.
+pub fn header_lines(app: &App, width: usize, t: &Theme) -> Vec<Line<'static>> {
+    if app.detail_mode != DetailMode::Unified {
+        return Vec::new();
+    }
+    let mut lines: Vec<Line<'static>> = triage_lines(app, t)
+        .into_iter()
+        .flat_map(|l| wrap(l.spans, width, 2))
+        .collect();
+    if !lines.is_empty() {
+        lines.push(Line::default());
+    }
+    lines
+}
+
 /// Draw the detail pane.
 pub fn render(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
     let focused = app.focus == Focus::Detail;
@@ -103,6 +193,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
         .border_style(if focused { t.border_focused } else { t.border })
         .title(Span::styled(mode, t.title));
     if let Some(d) = &app.detail
+        && app.selected_row() == Some(d.row)
         && let Some(row) = app.index.rows.get(d.row as usize)
     {
         let file = app
@@ -119,6 +210,13 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
     if inner.height == 0 || inner.width == 0 {
         return;
     }
+    if let Some((case, rows)) = app.selected_case() {
+        f.render_widget(
+            Paragraph::new(case_lines(app, case, rows, inner.width as usize, t)),
+            inner,
+        );
+        return;
+    }
     let Some(d) = &app.detail else {
         let msg = if app.view.is_empty() {
             ""
@@ -128,14 +226,8 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
         f.render_widget(Paragraph::new(Span::styled(msg, t.dim)), inner);
         return;
     };
-    let mut lines = if app.detail_mode == DetailMode::Unified {
-        triage_lines(app, t)
-    } else {
-        Vec::new()
-    };
-    if !lines.is_empty() {
-        lines.push(Line::default());
-    }
+    // The triage lines wrap to the pane, so a narrow one still shows them whole.
+    let mut lines = header_lines(app, inner.width as usize, t);
     let doc = d.doc.lines(app.detail_mode);
     let room = (inner.height as usize).saturating_sub(lines.len());
     let start = app.detail_scroll.min(doc.len().saturating_sub(1));

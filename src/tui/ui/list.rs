@@ -11,7 +11,8 @@ use crate::core::index::{NO_SYM, PairRow, flags};
 use crate::core::text;
 
 use super::super::app::{App, Focus};
-use super::super::style::{Theme, inert_cell};
+use super::super::listing::{Item, Sort};
+use super::super::style::{Theme, inert_cell, inert_spans};
 
 struct Cols {
     case: usize,
@@ -79,15 +80,34 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
     if app.unclassified_only {
         title = " unclassified failures ".to_string();
     }
-    let count = format!(
-        " {}/{} ",
-        if app.view.is_empty() {
-            0
-        } else {
-            app.cursor + 1
-        },
-        app.view.len()
-    );
+    if app.grouped {
+        title.push_str("by case ");
+    }
+    if app.sort != Sort::default() {
+        title.push_str(&format!(
+            "· sorted by {} {} ",
+            app.sort.key.name(),
+            if app.sort.descending { "↓" } else { "↑" }
+        ));
+    }
+    let count = if app.grouped {
+        let cases = app
+            .items
+            .iter()
+            .filter(|i| matches!(i, Item::Case { .. }))
+            .count();
+        format!(" {} pairs in {cases} cases ", app.view.len())
+    } else {
+        format!(
+            " {}/{} ",
+            if app.view.is_empty() {
+                0
+            } else {
+                app.cursor + 1
+            },
+            app.view.len()
+        )
+    };
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(if focused { t.border_focused } else { t.border })
@@ -131,11 +151,51 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
         };
         lines.push(Line::from(Span::styled(format!(" {msg}"), t.dim)));
     }
-    let end = (app.list_offset + body_h).min(app.view.len());
+    let end = (app.list_offset + body_h).min(app.items.len());
     for i in app.list_offset..end {
-        let row_idx = app.view[i];
-        let row = &app.index.rows[row_idx as usize];
         let selected = i == app.cursor;
+        let row_idx = match app.items[i] {
+            Item::Pair(r) => r,
+            Item::Case {
+                case,
+                start,
+                len,
+                failures,
+                folded,
+            } => {
+                let base = if selected {
+                    if focused {
+                        t.selected
+                    } else {
+                        t.selected_unfocused
+                    }
+                } else {
+                    Style::default()
+                };
+                let marked = app.view.get(start..start + len).is_some_and(|rows| {
+                    !rows.is_empty() && rows.iter().all(|r| app.marks.contains(r))
+                });
+                let mut spans = vec![
+                    Span::styled(if marked { "▌" } else { " " }, base.patch(t.marked)),
+                    Span::styled(if folded { "▸ " } else { "▾ " }, base.patch(t.key)),
+                ];
+                spans.extend(inert_spans(app.index.str(case), base.patch(t.title), t));
+                spans.push(Span::styled(
+                    format!(
+                        "  {len} {} · {failures} failing",
+                        if len == 1 { "pair" } else { "pairs" }
+                    ),
+                    base.patch(t.dim),
+                ));
+                let used: usize = spans.iter().map(|s| text::width(&s.content)).sum();
+                if used < w {
+                    spans.push(Span::styled(" ".repeat(w - used), base));
+                }
+                lines.push(Line::from(spans));
+                continue;
+            }
+        };
+        let row = &app.index.rows[row_idx as usize];
         let base = if selected {
             if focused {
                 t.selected

@@ -10,6 +10,7 @@ mod detail;
 mod list;
 mod overlay;
 mod status;
+mod summary;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
@@ -113,6 +114,16 @@ pub fn legend_hits(app: &App, width: u16) -> Vec<(u16, u16, char)> {
     hits
 }
 
+/// How many rows the triage lines take above the detail document.
+pub fn detail_header_rows(app: &App) -> usize {
+    detail::header_lines(
+        app,
+        app.viewport.detail_cols as usize,
+        &crate::tui::style::Theme::plain(),
+    )
+    .len()
+}
+
 /// Draw the whole screen.
 pub fn render(f: &mut Frame, app: &App, keymap: &Keymap, theme: &Theme) {
     let area = f.area();
@@ -140,5 +151,9 @@ pub fn render(f: &mut Frame, app: &App, keymap: &Keymap, theme: &Theme) {
         Overlay::Note(ed) => overlay::note(f, area, app, ed, keymap, theme),
         Overlay::Confirm(c) => overlay::confirm(f, area, c, keymap, theme),
         Overlay::PickCategory { rows } => overlay::pick_category(f, area, app, rows.len(), theme),
+        Overlay::Jump(j) => overlay::jump(f, area, j, theme),
+        Overlay::Query(bar) => overlay::query_bar(f, a.status, bar, theme),
+        Overlay::Facets(panel) => overlay::facets(f, area, app, panel, theme),
+        Overlay::Summary(v) => summary::render(f, area, v, theme),
     }
 }

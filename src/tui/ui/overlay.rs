@@ -118,7 +118,73 @@ pub fn help(f: &mut Frame, area: Rect, app: &App, km: &Keymap, t: &Theme, scroll
     let block = frame("help", t);
     let inner = block.inner(r);
     f.render_widget(block, r);
-    let lines = help_lines(app, km, t);
+    let mut lines = help_lines(app, km, t);
+    if app.help_typing || !app.help_search.is_empty() {
+        let needle = app.help_search.to_lowercase();
+        // Keep headings whose group still has a match, and the matching rows.
+        let text_of = |l: &Line| {
+            l.spans
+                .iter()
+                .map(|s| s.content.as_ref())
+                .collect::<String>()
+        };
+        let mut kept: Vec<Line<'static>> = Vec::new();
+        let mut heading: Option<Line<'static>> = None;
+        for l in lines.into_iter().skip(1) {
+            let txt = text_of(&l);
+            let is_heading = !txt.starts_with(' ') && !txt.is_empty();
+            if is_heading {
+                heading = Some(l);
+            } else if !txt.is_empty() && txt.to_lowercase().contains(&needle) {
+                if let Some(h) = heading.take() {
+                    kept.push(h);
+                }
+                kept.push(l);
+            }
+        }
+        let cursor = if app.help_typing { "▏" } else { "" };
+        let mut head = vec![
+            Line::from(vec![
+                Span::styled("search: ", t.dim),
+                Span::styled(
+                    format!("{}{cursor}", text::inert_line(&app.help_search)),
+                    t.key,
+                ),
+                Span::styled(
+                    if app.help_typing {
+                        "   enter keeps it · esc clears"
+                    } else {
+                        "   esc clears"
+                    },
+                    t.dim,
+                ),
+            ]),
+            Line::default(),
+        ];
+        if kept.is_empty() {
+            head.push(Line::from(Span::styled(
+                "nothing in the help matches",
+                t.dim,
+            )));
+        }
+        head.extend(kept);
+        lines = head;
+    }
+    // Wrap at the overlay's edge; continuations line up under the text that
+    // follows the key column.
+    let width = inner.width as usize;
+    let lines: Vec<Line<'static>> = lines
+        .into_iter()
+        .flat_map(|l| {
+            let indent = l
+                .spans
+                .first()
+                .map(|s| text::width(&s.content))
+                .filter(|&w| w <= 32)
+                .unwrap_or(0);
+            wrap(l.spans, width, indent)
+        })
+        .collect();
     let max = lines.len().saturating_sub(inner.height as usize);
     let s = (scroll as usize).min(max);
     f.render_widget(
@@ -129,11 +195,12 @@ pub fn help(f: &mut Frame, area: Rect, app: &App, km: &Keymap, t: &Theme, scroll
 
 /// The problems overlay: every bad line, then the field warnings.
 pub fn problems(f: &mut Frame, area: Rect, app: &App, t: &Theme, scroll: u16) {
-    let r = centered(
-        area,
-        area.width.saturating_sub(4).max(10),
-        area.height.saturating_sub(2).max(3),
-    );
+    // Everything but the status bar: a box inset from the edges would leave
+    // slivers of the screen below showing through beside it.
+    let r = Rect {
+        height: area.height.saturating_sub(1).max(area.height.min(3)),
+        ..area
+    };
     f.render_widget(Clear, r);
     let block = frame("problems", t);
     let inner = block.inner(r);
@@ -143,9 +210,13 @@ pub fn problems(f: &mut Frame, area: Rect, app: &App, t: &Theme, scroll: u16) {
     let mut lines = wrap(
         vec![Span::styled(
             format!(
-                "{} lines could not be opened; {} fields were unusable in pairs that did open. The rest of the run is open.",
-                idx.skipped_lines,
-                idx.problems.len() - idx.skipped_lines
+                "{} could not be opened; {} unusable in pairs that did open. The rest of the run is open.",
+                count(idx.skipped_lines, "line", "lines"),
+                count(
+                    idx.problems.len() - idx.skipped_lines,
+                    "field was",
+                    "fields were"
+                )
             ),
             t.dim,
         )],
@@ -159,6 +230,13 @@ pub fn problems(f: &mut Frame, area: Rect, app: &App, t: &Theme, scroll: u16) {
             t.pass,
         )));
     }
+    // One width for every location, so the kinds and messages line up.
+    let loc_w = idx
+        .problems
+        .iter()
+        .map(|p| text::width(&format!("{}:{}", text::inert_line(&p.file), p.line)))
+        .max()
+        .unwrap_or(0);
     for want_skip in [true, false] {
         for p in idx
             .problems
@@ -170,10 +248,9 @@ pub fn problems(f: &mut Frame, area: Rect, app: &App, t: &Theme, scroll: u16) {
             } else {
                 t.fail
             };
-            let mut l = vec![Span::styled(
-                format!("{}:{} ", text::inert_line(&p.file), p.line),
-                t.dim,
-            )];
+            let loc = format!("{}:{}", text::inert_line(&p.file), p.line);
+            let pad = loc_w.saturating_sub(text::width(&loc));
+            let mut l = vec![Span::styled(format!("{loc}{} ", " ".repeat(pad)), t.dim)];
             l.push(Span::styled(format!("{:<16}", p.kind.label()), style));
             l.extend(inert_spans(&p.message, t.base, t));
             lines.extend(wrap(l, width, 4));
@@ -215,6 +292,11 @@ pub fn problems(f: &mut Frame, area: Rect, app: &App, t: &Theme, scroll: u16) {
         Paragraph::new(lines.into_iter().skip(s).collect::<Vec<_>>()),
         inner,
     );
+}
+
+/// "1 line", "2 lines".
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 fn key_of(km: &Keymap, mode: Mode, action: Action) -> String {
@@ -330,4 +412,158 @@ pub fn pick_category(f: &mut Frame, area: Rect, app: &App, n: usize, t: &Theme) 
         lines.push(Line::from(l));
     }
     f.render_widget(Paragraph::new(lines), inner);
+}
+
+/// The fuzzy jump: the typed pattern and the ranked cases and pairs.
+pub fn jump(f: &mut Frame, area: Rect, j: &crate::tui::input::Jump, t: &Theme) {
+    let h = (j.hits.len() as u16 + 4).clamp(6, area.height.saturating_sub(2).max(3));
+    let r = centered(area, 80, h);
+    f.render_widget(Clear, r);
+    let block = frame("jump to a case or pair", t);
+    let inner = block.inner(r);
+    f.render_widget(block, r);
+    let mut lines = vec![Line::from(vec![
+        Span::styled("› ", t.key),
+        Span::styled(text::inert_line(&j.input.text), t.title),
+    ])];
+    if j.hits.is_empty() {
+        lines.push(Line::from(Span::styled("  no case or pair matches", t.dim)));
+    }
+    let room = (inner.height as usize).saturating_sub(1);
+    let start = j.selected.saturating_sub(room.saturating_sub(1));
+    for (i, hit) in j.hits.iter().enumerate().skip(start).take(room) {
+        let style = if i == j.selected { t.selected } else { t.base };
+        let kind = match hit.target {
+            crate::tui::input::JumpTarget::Case(_) => "case ",
+            crate::tui::input::JumpTarget::Pair(_) => "pair ",
+        };
+        let label = text::truncate_cols(&hit.label, (inner.width as usize).saturating_sub(8));
+        let mut l = vec![
+            Span::styled(format!("  {kind}"), style.patch(t.dim)),
+            Span::styled(label, style),
+        ];
+        let used: usize = l.iter().map(|s| text::width(&s.content)).sum();
+        l.push(Span::styled(
+            " ".repeat((inner.width as usize).saturating_sub(used)),
+            style,
+        ));
+        lines.push(Line::from(l));
+    }
+    f.render_widget(Paragraph::new(lines), inner);
+    let x = inner.x
+        + 2
+        + text::width(&text::inert_line(
+            &j.input
+                .text
+                .chars()
+                .take(j.input.cursor)
+                .collect::<String>(),
+        )) as u16;
+    f.set_cursor_position(Position {
+        x: x.min(inner.right().saturating_sub(1)),
+        y: inner.y,
+    });
+}
+
+/// The query bar, drawn over the status line: the text, and the syntax
+/// error with a caret under its position.
+pub fn query_bar(f: &mut Frame, status: Rect, bar: &crate::tui::app::QueryBar, t: &Theme) {
+    let y = status.y.saturating_sub(u16::from(bar.error.is_some()));
+    let h = if bar.error.is_some() { 2 } else { 1 };
+    let r = Rect {
+        x: status.x,
+        y,
+        width: status.width,
+        height: h.min(status.y + 1 - status.y.min(y) + 1),
+    };
+    f.render_widget(Clear, r);
+    let prompt = "/ ";
+    let mut lines = vec![Line::from(vec![
+        Span::styled(prompt, t.key),
+        Span::styled(text::inert_line(&bar.input.text), t.title),
+    ])];
+    if let Some(e) = &bar.error {
+        let before: String = bar.input.text.chars().take(e.pos).collect();
+        let col = text::width(prompt) + text::width(&text::inert_line(&before));
+        lines.push(Line::from(vec![
+            Span::styled(" ".repeat(col), t.base),
+            Span::styled("^ ", t.fail),
+            Span::styled(text::inert_line(&e.message), t.fail),
+        ]));
+    }
+    f.render_widget(Paragraph::new(lines).style(t.status_bar), r);
+    let before: String = bar.input.text.chars().take(bar.input.cursor).collect();
+    let x = r.x + (text::width(prompt) + text::width(&text::inert_line(&before))) as u16;
+    f.set_cursor_position(Position {
+        x: x.min(r.right().saturating_sub(1)),
+        y: r.y,
+    });
+}
+
+/// The facets panel: per field, each value with its pairs and failures.
+pub fn facets(
+    f: &mut Frame,
+    area: Rect,
+    app: &App,
+    panel: &crate::tui::app::FacetsPanel,
+    t: &Theme,
+) {
+    let r = centered(area, 72, area.height.saturating_sub(2).max(3));
+    f.render_widget(Clear, r);
+    let title = match &app.query {
+        Some(q) => format!("facets of /{}", text::inert_line(&q.to_string())),
+        None => "facets of every pair".to_string(),
+    };
+    let block = frame(&title, t).title_bottom(Line::from(Span::styled(
+        " enter adds the value to the query · esc closes ",
+        t.dim,
+    )));
+    let inner = block.inner(r);
+    f.render_widget(block, r);
+    let w = inner.width as usize;
+    let mut lines: Vec<Line> = Vec::new();
+    let mut selected_line = 0;
+    let mut i = 0;
+    for facet in &panel.facets {
+        lines.push(Line::from(vec![
+            Span::styled(
+                format!("{:<w$}", facet.field, w = w.saturating_sub(22)),
+                t.heading,
+            ),
+            Span::styled(format!("{:>10}{:>10}", "pairs", "failures"), t.dim),
+        ]));
+        for e in &facet.entries {
+            let style = if i == panel.selected {
+                t.selected
+            } else {
+                t.base
+            };
+            if i == panel.selected {
+                selected_line = lines.len();
+            }
+            let label = text::truncate_cols(
+                &format!("  {}", text::inert_line(&e.value)),
+                w.saturating_sub(22),
+            );
+            let pad = w.saturating_sub(22).saturating_sub(text::width(&label));
+            lines.push(Line::from(vec![
+                Span::styled(format!("{label}{}", " ".repeat(pad)), style),
+                Span::styled(format!("{:>10}", e.pairs), style),
+                Span::styled(
+                    format!("{:>10}  ", e.failures),
+                    style.patch(if e.failures > 0 { t.fail } else { t.dim }),
+                ),
+            ]));
+            i += 1;
+        }
+        lines.push(Line::default());
+    }
+    let h = inner.height as usize;
+    let start = selected_line
+        .saturating_sub(h.saturating_sub(2).max(1) / 2)
+        .min(lines.len().saturating_sub(h));
+    f.render_widget(
+        Paragraph::new(lines.into_iter().skip(start).collect::<Vec<_>>()),
+        inner,
+    );
 }

@@ -12,30 +12,128 @@ use super::super::app::{App, MessageKind};
 use super::super::keymap::{Keymap, Mode};
 use super::super::style::Theme;
 
-/// The legend: each category's key and id.
+/// The legend: each category's key and id. Entries that do not fit whole
+/// are left out behind a `…`, never cut mid-word.
 pub fn legend(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
+    let entries: Vec<Vec<Span>> = app
+        .taxonomy
+        .categories
+        .iter()
+        .map(|c| {
+            let mut e = Vec::new();
+            if let Some(k) = c.key {
+                e.push(Span::styled(k.to_string(), t.key));
+                e.push(Span::styled(":", t.dim));
+            }
+            e.push(Span::styled(text::inert_line(&c.id), t.dim));
+            e.push(Span::styled(" ", t.dim));
+            e
+        })
+        .collect();
+    let w = area.width as usize;
+    let all = 1 + entries.iter().map(|e| width(e)).sum::<usize>();
     let mut spans = vec![Span::styled(" ", t.dim)];
-    for c in &app.taxonomy.categories {
-        if let Some(k) = c.key {
-            spans.push(Span::styled(k.to_string(), t.key));
-            spans.push(Span::styled(":", t.dim));
+    let mut used = 1;
+    for e in entries {
+        let ew = width(&e);
+        // When some are left out, keep a column for the `…`.
+        if all > w && used + ew + 1 > w {
+            spans.push(Span::styled("…", t.dim));
+            break;
         }
-        spans.push(Span::styled(text::inert_line(&c.id), t.dim));
-        spans.push(Span::styled(" ", t.dim));
+        used += ew;
+        spans.extend(e);
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
+fn width(spans: &[Span]) -> usize {
+    spans.iter().map(|s| text::width(&s.content)).sum()
+}
+
 /// The status bar: file, counts, progress, mode flags, and a message or hints.
+///
+/// When space is short the file name goes first (the detail pane's border
+/// shows it too), then the hints shrink to the help key; an error or "saved"
+/// message wins over the counts; whatever still does not fit ends in `…`.
 pub fn render(f: &mut Frame, area: Rect, app: &App, km: &Keymap, t: &Theme) {
+    let w = area.width as usize;
+    let right: Vec<Span> = match &app.message {
+        Some((m, kind)) => {
+            let st = match kind {
+                MessageKind::Info => t.base,
+                MessageKind::Saved => t.pass,
+                MessageKind::Error => t.error,
+            };
+            vec![Span::styled(
+                format!(" {} ", text::inert_line(m)),
+                st.patch(t.status_bar),
+            )]
+        }
+        None => hints(km, t),
+    };
+    let mut left = left_spans(app, true, t);
+    if width(&left) + width(&right) >= w {
+        left = left_spans(app, false, t);
+    }
+    let right = if app.message.is_none() && width(&left) + width(&right) >= w {
+        short_hint(km, t)
+    } else {
+        right
+    };
+    let lw = width(&left);
+    let rw = width(&right);
+    let mut spans = left;
+    if lw + rw < w {
+        spans.push(Span::styled(" ".repeat(w - lw - rw), t.status_bar));
+        spans.extend(right);
+    } else if matches!(
+        app.message,
+        Some((_, MessageKind::Error | MessageKind::Saved))
+    ) {
+        // The message wins over counts when space is short.
+        spans = right;
+    }
+    f.render_widget(
+        Paragraph::new(Line::from(fit(spans, w, t))).style(t.status_bar),
+        area,
+    );
+}
+
+/// Spans cut to `w` columns with a `…` where they are cut, padded to `w`.
+fn fit(spans: Vec<Span<'static>>, w: usize, t: &Theme) -> Vec<Span<'static>> {
+    let mut out = Vec::with_capacity(spans.len() + 1);
+    let mut used = 0;
+    let total = width(&spans);
+    for s in spans {
+        let sw = text::width(&s.content);
+        if total > w && used + sw >= w {
+            // More follows, so the cut always ends in `…`, even when this span
+            // alone would just fit.
+            let cut = text::truncate_cols(&format!("{}…", s.content), w - used);
+            used += text::width(&cut);
+            out.push(Span::styled(cut, s.style));
+            break;
+        }
+        used += sw;
+        out.push(s);
+    }
+    if used < w {
+        out.push(Span::styled(" ".repeat(w - used), t.status_bar));
+    }
+    out
+}
+
+/// The counts and flags on the left of the status bar.
+fn left_spans(app: &App, with_name: bool, t: &Theme) -> Vec<Span<'static>> {
     let idx = &app.index;
     let mut left = vec![Span::styled(" triage ", t.title.patch(t.status_bar))];
-    let mut info = format!(
-        "{} · {} pairs · {} failures",
-        idx.display_name(),
-        idx.rows.len(),
-        idx.failures
-    );
+    let name = if with_name {
+        format!("{} · ", idx.display_name())
+    } else {
+        String::new()
+    };
+    let mut info = format!("{name}{} pairs · {} failures", idx.rows.len(), idx.failures);
     if idx.failures > 0 {
         info.push_str(&format!(
             " · classified {}/{}",
@@ -43,6 +141,14 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, km: &Keymap, t: &Theme) {
         ));
     }
     left.push(Span::styled(info, t.status_bar));
+    if let Some(q) = &app.query {
+        left.push(Span::styled(" · ", t.status_bar));
+        left.push(Span::styled(
+            format!("/{}", text::inert_line(&q.to_string())),
+            t.key.patch(t.status_bar),
+        ));
+        left.push(Span::styled(format!(" → {}", app.view.len()), t.status_bar));
+    }
     if !idx.problems.is_empty() {
         let skipped = idx.skipped_lines;
         let warn = idx.problems.len() - skipped;
@@ -100,42 +206,18 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, km: &Keymap, t: &Theme) {
             t.key.patch(t.status_bar),
         ));
     }
-    let right: Vec<Span> = match &app.message {
-        Some((m, kind)) => {
-            let st = match kind {
-                MessageKind::Info => t.base,
-                MessageKind::Saved => t.pass,
-                MessageKind::Error => t.error,
-            };
-            vec![Span::styled(
-                format!(" {} ", text::inert_line(m)),
-                st.patch(t.status_bar),
-            )]
-        }
-        None => hints(km, t),
-    };
-    let lw: usize = left.iter().map(|s| text::width(&s.content)).sum();
-    let rw: usize = right.iter().map(|s| text::width(&s.content)).sum();
-    let w = area.width as usize;
-    let mut spans = left;
-    if lw + rw < w {
-        spans.push(Span::styled(" ".repeat(w - lw - rw), t.status_bar));
-        spans.extend(right);
-    } else if lw < w {
-        // The message wins over counts when space is short.
-        if matches!(
-            app.message,
-            Some((_, MessageKind::Error | MessageKind::Saved))
-        ) {
-            spans = right;
-        }
-        let used: usize = spans.iter().map(|s| text::width(&s.content)).sum();
-        spans.push(Span::styled(
-            " ".repeat(w.saturating_sub(used)),
-            t.status_bar,
-        ));
+    left
+}
+
+/// Just the help key, for a narrow status bar.
+fn short_hint(km: &Keymap, t: &Theme) -> Vec<Span<'static>> {
+    match km.hint(&[Mode::Global, Mode::List], Action::ToggleHelp) {
+        Some(k) => vec![
+            Span::styled(format!(" {k}"), t.key.patch(t.status_bar)),
+            Span::styled(" help ", t.dim.patch(t.status_bar)),
+        ],
+        None => Vec::new(),
     }
-    f.render_widget(Paragraph::new(Line::from(spans)).style(t.status_bar), area);
 }
 
 fn hints(km: &Keymap, t: &Theme) -> Vec<Span<'static>> {

@@ -1,0 +1,2212 @@
+//! The query language of the pair list: parse, print and evaluate filters.
+//!
+//! A query is a list of whitespace-separated terms that must all hold; `-term`
+//! negates one. A term is a field match (`family:question|state-noise`,
+//! `transformation:add-*`), a number comparison (`dp<-0.1`, `|dc|>0.15`), or
+//! text (`timeout`, `"payment step"`) searched case-insensitively in the pair's
+//! raw line. The user-facing description, with examples, is `docs/query.md`.
+//!
+//! [`parse`] turns text into a [`Query`] (or a [`QueryError`] with the 0-based
+//! character position of the problem); `Display` prints the canonical text, and
+//! `parse(&q.to_string()) == Ok(q)` for every query. [`Query::filter`] compiles
+//! the query once per call: enumerated fields become bit masks, string values
+//! become globs whose verdict is memoised per interned [`Sym`], annotations
+//! are looked up in a map keyed by a cheap hasher, and text terms run last so
+//! that a line is read only for rows every other term accepts. Nothing is
+//! allocated per row unless a text term has to read the row's line.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use memchr::memmem;
+
+use super::annotations::{Annotation, AnnotationSource, AnnotationStore};
+use super::derive::Status;
+use super::index::{ExpKind, NO_SYM, OutcomeCode, PairRow, RunIndex, Sym, ValidityCode, flags};
+use super::key::RecordKey;
+use super::model::Route;
+
+/// The field names, for completion and error messages (`tr` is an alias of `transformation`).
+pub const FIELDS: &[&str] = &[
+    "status",
+    "family",
+    "transformation",
+    "case",
+    "variant",
+    "contract",
+    "schema",
+    "model",
+    "expectation",
+    "validity",
+    "flip",
+    "route",
+    "outcome",
+    "near",
+    "dp",
+    "dc",
+    "|dp|",
+    "|dc|",
+    "margin",
+    "vmargin",
+    "latency",
+    "rep",
+    "category",
+    "suggested",
+    "reviewer",
+    "note",
+    "stale",
+    "source",
+];
+
+/// A field a term can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Field {
+    Status,
+    Family,
+    Transformation,
+    Case,
+    Variant,
+    Contract,
+    Schema,
+    Model,
+    Expectation,
+    Validity,
+    Flip,
+    Route,
+    Outcome,
+    Near,
+    Dp,
+    Dc,
+    /// `|dp|`: the magnitude of the probability drift.
+    AbsDp,
+    /// `|dc|`: the magnitude of the confidence drift.
+    AbsDc,
+    Margin,
+    Vmargin,
+    Latency,
+    Rep,
+    Category,
+    Suggested,
+    Reviewer,
+    Note,
+    Stale,
+    Source,
+}
+
+impl Field {
+    /// Every field, in the order of [`FIELDS`].
+    pub const ALL: [Field; 28] = [
+        Field::Status,
+        Field::Family,
+        Field::Transformation,
+        Field::Case,
+        Field::Variant,
+        Field::Contract,
+        Field::Schema,
+        Field::Model,
+        Field::Expectation,
+        Field::Validity,
+        Field::Flip,
+        Field::Route,
+        Field::Outcome,
+        Field::Near,
+        Field::Dp,
+        Field::Dc,
+        Field::AbsDp,
+        Field::AbsDc,
+        Field::Margin,
+        Field::Vmargin,
+        Field::Latency,
+        Field::Rep,
+        Field::Category,
+        Field::Suggested,
+        Field::Reviewer,
+        Field::Note,
+        Field::Stale,
+        Field::Source,
+    ];
+
+    /// The canonical name, as printed.
+    pub fn name(self) -> &'static str {
+        match self {
+            Field::Status => "status",
+            Field::Family => "family",
+            Field::Transformation => "transformation",
+            Field::Case => "case",
+            Field::Variant => "variant",
+            Field::Contract => "contract",
+            Field::Schema => "schema",
+            Field::Model => "model",
+            Field::Expectation => "expectation",
+            Field::Validity => "validity",
+            Field::Flip => "flip",
+            Field::Route => "route",
+            Field::Outcome => "outcome",
+            Field::Near => "near",
+            Field::Dp => "dp",
+            Field::Dc => "dc",
+            Field::AbsDp => "|dp|",
+            Field::AbsDc => "|dc|",
+            Field::Margin => "margin",
+            Field::Vmargin => "vmargin",
+            Field::Latency => "latency",
+            Field::Rep => "rep",
+            Field::Category => "category",
+            Field::Suggested => "suggested",
+            Field::Reviewer => "reviewer",
+            Field::Note => "note",
+            Field::Stale => "stale",
+            Field::Source => "source",
+        }
+    }
+
+    /// The field with this name or alias, in any letter case.
+    pub fn from_name(name: &str) -> Option<Field> {
+        if name.eq_ignore_ascii_case("tr") {
+            return Some(Field::Transformation);
+        }
+        Field::ALL
+            .into_iter()
+            .find(|f| f.name().eq_ignore_ascii_case(name))
+    }
+
+    /// Whether the field is compared with `<`, `<=`, `>`, `>=` or `=` rather than matched with `:`.
+    pub fn is_numeric(self) -> bool {
+        matches!(
+            self,
+            Field::Dp
+                | Field::Dc
+                | Field::AbsDp
+                | Field::AbsDc
+                | Field::Margin
+                | Field::Vmargin
+                | Field::Latency
+                | Field::Rep
+        )
+    }
+
+    /// The values an enumerated field accepts (for messages and completion); empty for free text.
+    pub fn values(self) -> &'static [&'static str] {
+        match self {
+            Field::Status => &["fail", "pass", "invalid", "error", "unchecked", "failure"],
+            Field::Expectation => &[
+                "invariant",
+                "not-less-urgent",
+                "not-more-urgent",
+                "allowed-routes",
+                "none",
+                "unknown",
+            ],
+            Field::Validity => &["valid", "invalid", "undeclared", "not-recorded"],
+            Field::Flip | Field::Near | Field::Stale => &["yes", "no"],
+            Field::Outcome => &[
+                "ok",
+                "timeout",
+                "error",
+                "invalid-response",
+                "other",
+                "not-recorded",
+            ],
+            Field::Note => &["has", "none"],
+            Field::Source => &["manual", "suggestion"],
+            Field::Route => &["pass", "review", "action"],
+            _ => &[],
+        }
+    }
+}
+
+/// A comparison operator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Op {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+}
+
+impl Op {
+    /// The operator as written.
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Op::Lt => "<",
+            Op::Le => "<=",
+            Op::Gt => ">",
+            Op::Ge => ">=",
+            Op::Eq => "=",
+        }
+    }
+
+    fn holds(self, x: f64, y: f64) -> bool {
+        match self {
+            Op::Lt => x < y,
+            Op::Le => x <= y,
+            Op::Gt => x > y,
+            Op::Ge => x >= y,
+            Op::Eq => x == y,
+        }
+    }
+}
+
+/// One term of a query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Term {
+    /// Written with a leading `-`: the term must not hold.
+    pub negated: bool,
+    pub kind: TermKind,
+}
+
+/// What a term tests.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TermKind {
+    /// `field:a|b`: the field matches any of the values (as typed; `*` globs).
+    Match { field: Field, values: Vec<String> },
+    /// `field<x` and friends, on a numeric field.
+    Compare { field: Field, op: Op, value: f64 },
+    /// A bare word or a quoted phrase, searched in the record's raw text.
+    Text(String),
+}
+
+/// A parsed query: every term must hold. The empty query matches everything.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Query {
+    terms: Vec<Term>,
+}
+
+/// A syntax error, at a 0-based character index into the input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryError {
+    pub pos: usize,
+    pub message: String,
+}
+
+impl fmt::Display for QueryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (at {})", self.message, self.pos)
+    }
+}
+
+impl std::error::Error for QueryError {}
+
+/// What a query may look at besides the row itself.
+#[derive(Debug, Clone, Copy)]
+pub struct Context<'a> {
+    pub index: &'a RunIndex,
+    pub store: Option<&'a AnnotationStore>,
+}
+
+// ---------------------------------------------------------------------------
+// Parsing
+
+/// Parse a query; `""` (or only blanks) is the empty query.
+pub fn parse(input: &str) -> Result<Query, QueryError> {
+    let chars: Vec<char> = input.chars().collect();
+    let mut p = Parser { c: &chars, i: 0 };
+    let mut terms = Vec::new();
+    loop {
+        p.skip_ws();
+        if p.peek().is_none() {
+            break;
+        }
+        terms.push(p.term()?);
+    }
+    Ok(Query { terms })
+}
+
+struct Parser<'a> {
+    c: &'a [char],
+    i: usize,
+}
+
+fn err<T>(pos: usize, message: impl Into<String>) -> Result<T, QueryError> {
+    Err(QueryError {
+        pos,
+        message: message.into(),
+    })
+}
+
+fn field_list() -> String {
+    format!("{} (tr is short for transformation)", FIELDS.join(", "))
+}
+
+fn is_op_char(c: char) -> bool {
+    matches!(c, '<' | '>' | '=')
+}
+
+impl Parser<'_> {
+    fn peek(&self) -> Option<char> {
+        self.c.get(self.i).copied()
+    }
+
+    fn skip_ws(&mut self) {
+        while self.peek().is_some_and(char::is_whitespace) {
+            self.i += 1;
+        }
+    }
+
+    fn at_break(&self) -> bool {
+        self.peek().is_none_or(char::is_whitespace)
+    }
+
+    /// Read while `keep` holds.
+    fn take_while(&mut self, keep: impl Fn(char) -> bool) -> String {
+        let start = self.i;
+        while self.peek().is_some_and(&keep) {
+            self.i += 1;
+        }
+        self.c[start..self.i].iter().collect()
+    }
+
+    fn term(&mut self) -> Result<Term, QueryError> {
+        let start = self.i;
+        let negated = self.peek() == Some('-');
+        if negated {
+            self.i += 1;
+            if self.at_break() {
+                return err(
+                    start,
+                    "`-` must be followed by the term to exclude, as in -status:pass",
+                );
+            }
+        }
+        let kind = self.term_body()?;
+        Ok(Term { negated, kind })
+    }
+
+    fn term_body(&mut self) -> Result<TermKind, QueryError> {
+        let start = self.i;
+        match self.peek() {
+            Some('"') => {
+                let s = self.quoted()?;
+                if s.is_empty() {
+                    return err(
+                        start,
+                        "empty phrase; put the words to search between the quotes",
+                    );
+                }
+                if !self.at_break() {
+                    return err(
+                        self.i,
+                        "expected a space after the closing quote; quote the whole phrase",
+                    );
+                }
+                return Ok(TermKind::Text(s));
+            }
+            Some('|') => {
+                self.i += 1;
+                let inner = self.take_while(|c| {
+                    !c.is_whitespace() && !is_op_char(c) && !matches!(c, ':' | '"' | '|')
+                });
+                if self.peek() != Some('|') {
+                    return err(
+                        start,
+                        "`|` starts a magnitude, as in |dp|>0.1 or |dc|>0.15; quote a phrase that contains `|`",
+                    );
+                }
+                self.i += 1;
+                let head = format!("|{inner}|");
+                let Some(field) = Field::from_name(&head) else {
+                    return err(
+                        start,
+                        format!("unknown field `{head}`; fields: {}", field_list()),
+                    );
+                };
+                return self.field_term(field, &head);
+            }
+            _ => {}
+        }
+        let head = self
+            .take_while(|c| !c.is_whitespace() && !is_op_char(c) && !matches!(c, ':' | '"' | '|'));
+        match self.peek() {
+            None => Ok(TermKind::Text(head)),
+            Some(c) if c.is_whitespace() => Ok(TermKind::Text(head)),
+            Some(c @ (':' | '<' | '>' | '=')) => {
+                if head.is_empty() {
+                    return err(
+                        start,
+                        format!(
+                            "`{c}` needs a field name before it; fields: {}",
+                            field_list()
+                        ),
+                    );
+                }
+                let Some(field) = Field::from_name(&head) else {
+                    return err(
+                        start,
+                        format!("unknown field `{head}`; fields: {}", field_list()),
+                    );
+                };
+                self.field_term(field, &head)
+            }
+            Some('"') => err(
+                self.i,
+                "a quote inside a word; quote the whole phrase, as in \"payment step\"",
+            ),
+            Some(_) => err(
+                self.i,
+                "`|` separates a field's values, as in family:question|state-noise; quote a phrase that contains `|`",
+            ),
+        }
+    }
+
+    fn field_term(&mut self, field: Field, head: &str) -> Result<TermKind, QueryError> {
+        let op_pos = self.i;
+        let name = field.name();
+        if self.peek() == Some(':') {
+            self.i += 1;
+            if field.is_numeric() {
+                return err(
+                    op_pos,
+                    format!(
+                        "`{name}` is a number; compare it with <, <=, >, >= or =, as in {name}>0.1"
+                    ),
+                );
+            }
+            let values = self.values(field)?;
+            return Ok(TermKind::Match { field, values });
+        }
+        let op_text = self.take_while(is_op_char);
+        let op = match op_text.as_str() {
+            "<" => Op::Lt,
+            "<=" => Op::Le,
+            ">" => Op::Gt,
+            ">=" => Op::Ge,
+            "=" => Op::Eq,
+            _ => {
+                return err(
+                    op_pos,
+                    format!("bad operator `{op_text}`; use <, <=, >, >= or = (or : for a value)"),
+                );
+            }
+        };
+        if !field.is_numeric() {
+            return err(
+                op_pos,
+                format!("`{name}` is not a number; match it with `:`, as in {name}:value"),
+            );
+        }
+        let vpos = self.i;
+        let text = self.take_while(|c| !c.is_whitespace());
+        if text.is_empty() {
+            return err(
+                vpos,
+                format!(
+                    "empty value after `{head}{op_text}`; expected a number, as in {name}{op_text}0.1"
+                ),
+            );
+        }
+        match parse_number(&text) {
+            Some(value) => Ok(TermKind::Compare { field, op, value }),
+            None => err(
+                vpos,
+                format!("bad number `{text}`; expected a number such as 0.1, -0.05 or 30000"),
+            ),
+        }
+    }
+
+    fn values(&mut self, field: Field) -> Result<Vec<String>, QueryError> {
+        let mut values = Vec::new();
+        loop {
+            let vpos = self.i;
+            let v = if self.peek() == Some('"') {
+                self.quoted()?
+            } else {
+                self.take_while(|c| !c.is_whitespace() && !matches!(c, '|' | '"'))
+            };
+            if v.is_empty() {
+                return err(vpos, empty_value_message(field));
+            }
+            if let Err(m) = check_value(field, &v) {
+                return err(vpos, m);
+            }
+            values.push(v);
+            match self.peek() {
+                Some('|') => self.i += 1,
+                None => break,
+                Some(c) if c.is_whitespace() => break,
+                Some(c) => {
+                    return err(
+                        self.i,
+                        format!(
+                            "unexpected `{c}` in a value; quote the whole value, as in case:\"two words\""
+                        ),
+                    );
+                }
+            }
+        }
+        Ok(values)
+    }
+
+    /// A `"..."` string at the cursor; `\"` and `\\` are escapes, any other `\` is literal.
+    fn quoted(&mut self) -> Result<String, QueryError> {
+        let open = self.i;
+        self.i += 1;
+        let mut s = String::new();
+        loop {
+            match self.peek() {
+                None => return err(open, "unterminated quote; close it with `\"`"),
+                Some('"') => {
+                    self.i += 1;
+                    return Ok(s);
+                }
+                Some('\\') if matches!(self.c.get(self.i + 1), Some('"' | '\\')) => {
+                    s.push(self.c[self.i + 1]);
+                    self.i += 2;
+                }
+                Some(c) => {
+                    s.push(c);
+                    self.i += 1;
+                }
+            }
+        }
+    }
+}
+
+fn empty_value_message(field: Field) -> String {
+    let name = field.name();
+    match field {
+        Field::Route => "empty value for `route`; give a route (pass, review, action) or a transition such as action->pass".to_string(),
+        Field::Category => "empty value for `category`; give none, any or a category id such as boundary".to_string(),
+        Field::Suggested => "empty value for `suggested`; give none or a category id such as boundary".to_string(),
+        _ if !field.values().is_empty() => {
+            format!("empty value for `{name}`; values: {}", field.values().join(", "))
+        }
+        _ => format!("empty value for `{name}`; give one, as in {name}:value (quote values with spaces)"),
+    }
+}
+
+/// A finite decimal number; no `inf`, `nan` or hex.
+fn parse_number(s: &str) -> Option<f64> {
+    if !s
+        .chars()
+        .all(|c| c.is_ascii_digit() || matches!(c, '+' | '-' | '.' | 'e' | 'E'))
+    {
+        return None;
+    }
+    s.parse::<f64>().ok().filter(|x| x.is_finite())
+}
+
+/// Whether a value is acceptable for a field (non-empty values only).
+fn check_value(field: Field, v: &str) -> Result<(), String> {
+    let ok = match field {
+        Field::Route => return route_mask(v).map(|_| ()),
+        Field::Status
+        | Field::Expectation
+        | Field::Validity
+        | Field::Flip
+        | Field::Near
+        | Field::Stale
+        | Field::Outcome
+        | Field::Note
+        | Field::Source => enum_mask(field, v) != 0,
+        _ => true,
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "unknown {} `{v}`; values: {}",
+            field.name(),
+            field.values().join(", ")
+        ))
+    }
+}
+
+// Value names in the order of the enums' bit positions.
+const STATUS_BITS: [&str; 5] = ["invalid", "error", "fail", "unchecked", "pass"];
+const EXP_BITS: [&str; 6] = [
+    "none",
+    "invariant",
+    "not-less-urgent",
+    "not-more-urgent",
+    "allowed-routes",
+    "unknown",
+];
+const VALIDITY_BITS: [&str; 4] = ["valid", "invalid", "undeclared", "not-recorded"];
+const OUTCOME_BITS: [&str; 6] = [
+    "not-recorded",
+    "ok",
+    "timeout",
+    "error",
+    "invalid-response",
+    "other",
+];
+const YES_NO_BITS: [&str; 2] = ["yes", "no"];
+const NOTE_BITS: [&str; 2] = ["has", "none"];
+const SOURCE_BITS: [&str; 2] = ["manual", "suggestion"];
+const ROUTE_BITS: [&str; 3] = ["pass", "review", "action"];
+
+fn glob_mask(pattern: &str, names: &[&str]) -> u64 {
+    let g = Glob::new(pattern);
+    names
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| g.matches_lower(n.as_bytes()))
+        .fold(0, |m, (i, _)| m | 1 << i)
+}
+
+/// The bits of an enumerated field's values that one value (maybe a glob) selects.
+fn enum_mask(field: Field, v: &str) -> u64 {
+    match field {
+        Field::Status if v.eq_ignore_ascii_case("failure") => 0b111,
+        Field::Status => glob_mask(v, &STATUS_BITS),
+        Field::Expectation => glob_mask(v, &EXP_BITS),
+        Field::Validity => glob_mask(v, &VALIDITY_BITS),
+        Field::Flip | Field::Near | Field::Stale => glob_mask(v, &YES_NO_BITS),
+        Field::Outcome => glob_mask(v, &OUTCOME_BITS),
+        Field::Note => glob_mask(v, &NOTE_BITS),
+        Field::Source => glob_mask(v, &SOURCE_BITS),
+        _ => 0,
+    }
+}
+
+/// Bit `3 * source + variant` for each route transition a value selects.
+fn route_mask(v: &str) -> Result<u16, String> {
+    let bad = |part: &str| {
+        format!(
+            "unknown route `{part}`; routes: pass, review, action, or a transition such as action->pass or *->pass"
+        )
+    };
+    let side = |part: &str| -> Result<u64, String> {
+        if part.is_empty() {
+            return Err(format!(
+                "route `{v}` has an empty side; write both, as in action->pass or action->*"
+            ));
+        }
+        match glob_mask(part, &ROUTE_BITS) {
+            0 => Err(bad(part)),
+            m => Ok(m),
+        }
+    };
+    let mut mask = 0u16;
+    if let Some((l, r)) = v.split_once("->") {
+        let (lm, rm) = (side(l)?, side(r)?);
+        for s in 0..3 {
+            for t in 0..3 {
+                if lm & (1 << s) != 0 && rm & (1 << t) != 0 {
+                    mask |= 1 << (s * 3 + t);
+                }
+            }
+        }
+    } else {
+        let m = side(v)?;
+        for s in 0..3 {
+            for t in 0..3 {
+                if m & (1 << s) != 0 || m & (1 << t) != 0 {
+                    mask |= 1 << (s * 3 + t);
+                }
+            }
+        }
+    }
+    Ok(mask)
+}
+
+/// Bit `6 * source + variant` for each pair of outcomes a value selects.
+fn outcome_mask(v: &str) -> u64 {
+    let names = enum_mask(Field::Outcome, v);
+    let ok = 1; // OUTCOME_BITS index of "ok"
+    let mut mask = 0u64;
+    for n in 0..OUTCOME_BITS.len() {
+        if names & (1 << n) == 0 {
+            continue;
+        }
+        for s in 0..6 {
+            for t in 0..6 {
+                let hit = if n == ok {
+                    s == ok && t == ok
+                } else {
+                    s == n || t == n
+                };
+                if hit {
+                    mask |= 1 << (s * 6 + t);
+                }
+            }
+        }
+    }
+    mask
+}
+
+// ---------------------------------------------------------------------------
+// Printing
+
+/// A text term that parses back as itself without quotes.
+fn bare_text_ok(s: &str) -> bool {
+    !s.is_empty()
+        && !s.starts_with('-')
+        && !s
+            .chars()
+            .any(|c| c.is_whitespace() || is_op_char(c) || matches!(c, ':' | '"' | '|'))
+}
+
+/// A field value that parses back as itself without quotes.
+fn bare_value_ok(s: &str) -> bool {
+    !s.is_empty()
+        && !s
+            .chars()
+            .any(|c| c.is_whitespace() || matches!(c, '"' | '|'))
+}
+
+fn write_quoted(f: &mut fmt::Formatter<'_>, s: &str) -> fmt::Result {
+    f.write_str("\"")?;
+    for c in s.chars() {
+        if matches!(c, '"' | '\\') {
+            f.write_str("\\")?;
+        }
+        write!(f, "{c}")?;
+    }
+    f.write_str("\"")
+}
+
+impl fmt::Display for Term {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.negated {
+            f.write_str("-")?;
+        }
+        match &self.kind {
+            TermKind::Match { field, values } => {
+                write!(f, "{}:", field.name())?;
+                for (i, v) in values.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("|")?;
+                    }
+                    if bare_value_ok(v) {
+                        f.write_str(v)?;
+                    } else {
+                        write_quoted(f, v)?;
+                    }
+                }
+                Ok(())
+            }
+            TermKind::Compare { field, op, value } => {
+                write!(f, "{}{}{}", field.name(), op.symbol(), value)
+            }
+            TermKind::Text(s) if bare_text_ok(s) => f.write_str(s),
+            TermKind::Text(s) => write_quoted(f, s),
+        }
+    }
+}
+
+impl fmt::Display for Query {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, t) in self.terms.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" ")?;
+            }
+            write!(f, "{t}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::str::FromStr for Query {
+    type Err = QueryError;
+
+    fn from_str(s: &str) -> Result<Query, QueryError> {
+        parse(s)
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Evaluation
+
+impl Query {
+    /// Whether the query has no terms (and so matches every row).
+    pub fn is_empty(&self) -> bool {
+        self.terms.is_empty()
+    }
+
+    /// Whether evaluating needs each row's line read from disk (bare words or phrases).
+    pub fn needs_text(&self) -> bool {
+        self.terms
+            .iter()
+            .any(|t| matches!(t.kind, TermKind::Text(_)))
+    }
+
+    /// The terms, in the order written.
+    pub fn terms(&self) -> &[Term] {
+        &self.terms
+    }
+
+    /// Whether one row matches. Text terms read the row's line; a read error counts as no match.
+    ///
+    /// This compiles the query for the one row; use [`Query::filter`] for many.
+    pub fn matches(&self, ctx: &Context, row: &PairRow) -> bool {
+        if self.is_empty() {
+            return true;
+        }
+        let env = AnnEnv {
+            store: ctx.store,
+            map: None,
+            any: ctx.store.is_some(),
+            cases: None,
+        };
+        let mut compiled = Compiled::new(self, ctx.index, false);
+        compiled.eval(ctx.index, &env, row)
+    }
+
+    /// Filter row indices (into `ctx.index.rows`), preserving order.
+    ///
+    /// Indices past the end of the index are dropped. Large inputs are split
+    /// over the available cores.
+    pub fn filter(&self, ctx: &Context, rows: &[u32]) -> Vec<u32> {
+        let index = ctx.index;
+        if self.is_empty() {
+            return rows
+                .iter()
+                .copied()
+                .filter(|&r| (r as usize) < index.rows.len())
+                .collect();
+        }
+        let env = AnnEnv::for_filter(ctx.store, self);
+        let compiled = Compiled::new(self, index, true);
+        let threads = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .min(8);
+        // Threads pay off only on large inputs, and text terms are I/O bound anyway.
+        let per_thread = if compiled.has_text { 2_000 } else { 100_000 };
+        let chunks = threads.min(rows.len() / per_thread).max(1);
+        if chunks == 1 {
+            let mut c = compiled;
+            return c.run(index, &env, rows);
+        }
+        let size = rows.len().div_ceil(chunks);
+        let env = &env;
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = rows
+                .chunks(size)
+                .skip(1)
+                .map(|part| {
+                    let mut c = compiled.clone();
+                    scope.spawn(move || c.run(index, env, part))
+                })
+                .collect();
+            let mut c = compiled;
+            let mut out = c.run(index, env, &rows[..size.min(rows.len())]);
+            for h in handles {
+                match h.join() {
+                    Ok(part) => out.extend(part),
+                    Err(p) => std::panic::resume_unwind(p),
+                }
+            }
+            out
+        })
+    }
+}
+
+/// Annotations as the evaluator sees them.
+struct AnnEnv<'a> {
+    store: Option<&'a AnnotationStore>,
+    /// Every live annotation by key (built for [`Query::filter`]); `None` means ask the store.
+    map: Option<FastMap<RecordKey, &'a Annotation>>,
+    /// Whether there may be any annotation at all.
+    any: bool,
+    /// The case ids that have annotations (built for [`Query::filter`] when `stale` is used).
+    cases: Option<FastSet<&'a str>>,
+}
+
+impl<'a> AnnEnv<'a> {
+    fn for_filter(store: Option<&'a AnnotationStore>, q: &Query) -> AnnEnv<'a> {
+        let uses = q.terms.iter().any(|t| {
+            matches!(
+                t.kind,
+                TermKind::Match {
+                    field: Field::Category
+                        | Field::Reviewer
+                        | Field::Note
+                        | Field::Stale
+                        | Field::Source,
+                    ..
+                }
+            )
+        });
+        let Some(s) = store.filter(|_| uses) else {
+            return AnnEnv {
+                store,
+                map: None,
+                any: false,
+                cases: None,
+            };
+        };
+        let map: FastMap<RecordKey, &Annotation> =
+            s.all().into_iter().map(|a| (a.key, a)).collect();
+        let stale = q.terms.iter().any(|t| {
+            matches!(
+                t.kind,
+                TermKind::Match {
+                    field: Field::Stale,
+                    ..
+                }
+            )
+        });
+        let cases = stale.then(|| map.values().map(|a| a.case_id.as_str()).collect());
+        AnnEnv {
+            store,
+            any: !map.is_empty(),
+            map: Some(map),
+            cases,
+        }
+    }
+
+    fn get(&self, key: &RecordKey) -> Option<&'a Annotation> {
+        if !self.any {
+            return None;
+        }
+        match (&self.map, self.store) {
+            (Some(m), _) => m.get(key).copied(),
+            (None, Some(s)) => s.get(key),
+            (None, None) => None,
+        }
+    }
+}
+
+/// A cheap hasher for record keys (already digests) and short ids.
+#[derive(Default, Clone, Copy)]
+struct FastHasher(u64);
+
+impl FastHasher {
+    fn add(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+impl Hasher for FastHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut b = [0u8; 8];
+            b[..chunk.len()].copy_from_slice(chunk);
+            self.add(u64::from_le_bytes(b));
+        }
+    }
+
+    fn write_u8(&mut self, n: u8) {
+        self.add(u64::from(n));
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
+type FastSet<K> = HashSet<K, BuildHasherDefault<FastHasher>>;
+
+/// A case-insensitive pattern where `*` matches any run of characters.
+#[derive(Debug, Clone)]
+struct Glob {
+    /// The lowercased pattern split at `*`; one part means an exact match.
+    parts: Vec<Vec<u8>>,
+}
+
+impl Glob {
+    fn new(pattern: &str) -> Glob {
+        Glob {
+            parts: pattern
+                .to_lowercase()
+                .split('*')
+                .map(|s| s.as_bytes().to_vec())
+                .collect(),
+        }
+    }
+
+    /// Match an already lowercased text.
+    fn matches_lower(&self, t: &[u8]) -> bool {
+        let n = self.parts.len();
+        let (first, last) = (&self.parts[0], &self.parts[n - 1]);
+        if n == 1 {
+            return t == first.as_slice();
+        }
+        if t.len() < first.len() + last.len() || !t.starts_with(first) || !t.ends_with(last) {
+            return false;
+        }
+        let mut rest = &t[first.len()..t.len() - last.len()];
+        for p in &self.parts[1..n - 1] {
+            if p.is_empty() {
+                continue;
+            }
+            match memmem::find(rest, p) {
+                Some(i) => rest = &rest[i + p.len()..],
+                None => return false,
+            }
+        }
+        true
+    }
+}
+
+/// Several globs; a text matches if any does.
+#[derive(Debug, Clone, Default)]
+struct Globs {
+    globs: Vec<Glob>,
+    scratch: Vec<u8>,
+}
+
+impl Globs {
+    fn matches(&mut self, text: &str) -> bool {
+        self.scratch.clear();
+        if text.is_ascii() {
+            self.scratch
+                .extend(text.bytes().map(|b| b.to_ascii_lowercase()));
+        } else {
+            self.scratch
+                .extend_from_slice(text.to_lowercase().as_bytes());
+        }
+        let t = &self.scratch;
+        self.globs.iter().any(|g| g.matches_lower(t))
+    }
+}
+
+/// Which interned string of a row a sym term reads.
+#[derive(Debug, Clone, Copy)]
+enum SymField {
+    Family,
+    Transformation,
+    Case,
+    Variant,
+    Contract,
+    Schema,
+    Model,
+    Suggested,
+}
+
+impl SymField {
+    fn get(self, r: &PairRow) -> Sym {
+        match self {
+            SymField::Family => r.family,
+            SymField::Transformation => r.transformation,
+            SymField::Case => r.case,
+            SymField::Variant => r.variant,
+            SymField::Contract => r.contract,
+            SymField::Schema => r.schema,
+            SymField::Model => r.model,
+            SymField::Suggested => r.suggestion,
+        }
+    }
+}
+
+/// Globs over interned strings, with each sym's verdict memoised (0 unknown, 1 yes, 2 no).
+#[derive(Debug, Clone)]
+struct SymSet {
+    globs: Globs,
+    /// What [`NO_SYM`] (not recorded) gives.
+    none: bool,
+    memo: Vec<u8>,
+}
+
+impl SymSet {
+    fn test(&mut self, sym: Sym, index: &RunIndex) -> bool {
+        if sym == NO_SYM {
+            return self.none;
+        }
+        match self.memo.get(sym as usize).copied() {
+            Some(1) => true,
+            Some(2) => false,
+            Some(_) => {
+                let hit = self.globs.matches(index.str(sym));
+                self.memo[sym as usize] = if hit { 1 } else { 2 };
+                hit
+            }
+            None => self.globs.matches(index.str(sym)),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum NumField {
+    Dp,
+    Dc,
+    AbsDp,
+    AbsDc,
+    Margin,
+    Vmargin,
+    Latency,
+    Rep,
+}
+
+impl NumField {
+    /// The row's value; NaN when not recorded.
+    fn get(self, r: &PairRow) -> f64 {
+        match self {
+            NumField::Dp => f64::from(r.dp),
+            NumField::Dc => f64::from(r.dc),
+            NumField::AbsDp => f64::from(r.dp.abs()),
+            NumField::AbsDc => f64::from(r.dc.abs()),
+            NumField::Margin => f64::from(r.margin),
+            NumField::Vmargin => f64::from(r.variant_margin),
+            NumField::Latency => f64::from(r.latency),
+            NumField::Rep if r.repetition == u32::MAX => f64::NAN,
+            NumField::Rep => f64::from(r.repetition),
+        }
+    }
+}
+
+/// A test on a pair's annotation (absent when the pair has none).
+#[derive(Debug, Clone)]
+enum AnnCond {
+    Category { none: bool, any: bool, globs: Globs },
+    Reviewer(Globs),
+    Note { has: bool, none: bool },
+    Source { manual: bool, suggestion: bool },
+}
+
+impl AnnCond {
+    fn eval(&mut self, ann: Option<&Annotation>) -> bool {
+        match self {
+            AnnCond::Category { none, any, globs } => {
+                match ann.and_then(|a| a.category.as_deref()) {
+                    None => *none,
+                    Some(c) => *any || globs.matches(c),
+                }
+            }
+            AnnCond::Reviewer(globs) => ann.is_some_and(|a| globs.matches(&a.reviewer)),
+            AnnCond::Note { has, none } => {
+                if ann.is_some_and(|a| a.note.as_deref().is_some_and(|n| !n.is_empty())) {
+                    *has
+                } else {
+                    *none
+                }
+            }
+            AnnCond::Source { manual, suggestion } => match ann {
+                Some(a) if a.category.is_some() => match a.source {
+                    AnnotationSource::Manual => *manual,
+                    AnnotationSource::Suggestion => *suggestion,
+                },
+                _ => false,
+            },
+        }
+    }
+}
+
+/// One compiled term.
+#[derive(Debug, Clone)]
+enum Cond {
+    Status(u8),
+    Sym(SymField, SymSet),
+    Flag { flag: u8, yes: bool, no: bool },
+    Expectation(u8),
+    Validity(u8),
+    Route(u16),
+    Outcome(u64),
+    Num(NumField, Op, f64),
+    Ann { cond: AnnCond, on_none: bool },
+    Stale { yes: bool, no: bool, memo: Vec<u8> },
+    Text(Box<Needle>),
+}
+
+impl Cond {
+    /// Evaluation order: cheapest first, text (I/O) last.
+    fn cost(&self) -> u8 {
+        match self {
+            Cond::Sym(..) => 1,
+            Cond::Ann { .. } => 2,
+            Cond::Stale { .. } => 3,
+            Cond::Text(_) => 4,
+            _ => 0,
+        }
+    }
+}
+
+/// A text needle, lowercased.
+#[derive(Debug, Clone)]
+struct Needle {
+    ascii: bool,
+    finder: memmem::Finder<'static>,
+}
+
+fn status_bit(s: Status) -> u8 {
+    match s {
+        Status::Invalid => 0,
+        Status::ServiceError => 1,
+        Status::Fail => 2,
+        Status::Unchecked => 3,
+        Status::Pass => 4,
+    }
+}
+
+fn exp_bit(e: ExpKind) -> u8 {
+    match e {
+        ExpKind::None => 0,
+        ExpKind::Invariant => 1,
+        ExpKind::NotLessUrgent => 2,
+        ExpKind::NotMoreUrgent => 3,
+        ExpKind::AllowedRoutes => 4,
+        ExpKind::Unknown => 5,
+    }
+}
+
+fn validity_bit(v: ValidityCode) -> u8 {
+    match v {
+        ValidityCode::Valid => 0,
+        ValidityCode::Invalid => 1,
+        ValidityCode::Undeclared => 2,
+        ValidityCode::NotRecorded => 3,
+    }
+}
+
+fn outcome_bit(o: OutcomeCode) -> u32 {
+    match o {
+        OutcomeCode::NotRecorded => 0,
+        OutcomeCode::Ok => 1,
+        OutcomeCode::Timeout => 2,
+        OutcomeCode::Error => 3,
+        OutcomeCode::InvalidResponse => 4,
+        OutcomeCode::Other => 5,
+    }
+}
+
+fn route_bit(r: Route) -> u16 {
+    match r {
+        Route::Pass => 0,
+        Route::Review => 1,
+        Route::Action => 2,
+    }
+}
+
+fn globs_of<'v>(values: impl Iterator<Item = &'v String>) -> Globs {
+    Globs {
+        globs: values.map(|v| Glob::new(v)).collect(),
+        scratch: Vec::new(),
+    }
+}
+
+/// Compile one term; `memo_len` sizes the per-sym memo tables (0: no memo).
+fn compile_term(kind: &TermKind, memo_len: usize) -> Cond {
+    let (field, values) = match kind {
+        TermKind::Text(s) => {
+            let lower = s.to_lowercase();
+            return Cond::Text(Box::new(Needle {
+                ascii: lower.is_ascii(),
+                finder: memmem::Finder::new(lower.as_bytes()).into_owned(),
+            }));
+        }
+        TermKind::Compare { field, op, value } => {
+            let (nf, exact) = match field {
+                Field::Dp => (NumField::Dp, false),
+                Field::Dc => (NumField::Dc, false),
+                Field::AbsDp => (NumField::AbsDp, false),
+                Field::AbsDc => (NumField::AbsDc, false),
+                Field::Margin => (NumField::Margin, false),
+                Field::Vmargin => (NumField::Vmargin, false),
+                Field::Latency => (NumField::Latency, false),
+                Field::Rep => (NumField::Rep, true),
+                // The parser never builds this; a comparison on a text field holds nowhere.
+                _ => return Cond::Status(0),
+            };
+            // The index stores these numbers as f32: round the threshold the
+            // same way, so `dp<-0.1` does not match a recorded -0.1.
+            let v = if exact {
+                *value
+            } else {
+                f64::from(*value as f32)
+            };
+            return Cond::Num(nf, *op, v);
+        }
+        TermKind::Match { field, values } => (*field, values),
+    };
+    let mask = || values.iter().fold(0u64, |m, v| m | enum_mask(field, v));
+    let sym = |f: SymField, special_none: bool| {
+        let none = special_none && values.iter().any(|v| v.eq_ignore_ascii_case("none"));
+        Cond::Sym(
+            f,
+            SymSet {
+                globs: globs_of(
+                    values
+                        .iter()
+                        .filter(|v| !(special_none && v.eq_ignore_ascii_case("none"))),
+                ),
+                none,
+                memo: vec![0; memo_len],
+            },
+        )
+    };
+    match field {
+        Field::Status => Cond::Status(mask() as u8),
+        Field::Expectation => Cond::Expectation(mask() as u8),
+        Field::Validity => Cond::Validity(mask() as u8),
+        Field::Flip | Field::Near => {
+            let m = mask();
+            Cond::Flag {
+                flag: if field == Field::Flip {
+                    flags::FLIP
+                } else {
+                    flags::NEAR_BOUNDARY
+                },
+                yes: m & 1 != 0,
+                no: m & 2 != 0,
+            }
+        }
+        Field::Stale => {
+            let m = mask();
+            Cond::Stale {
+                yes: m & 1 != 0,
+                no: m & 2 != 0,
+                memo: vec![0; memo_len],
+            }
+        }
+        Field::Route => Cond::Route(values.iter().fold(0, |m, v| m | route_mask(v).unwrap_or(0))),
+        Field::Outcome => Cond::Outcome(values.iter().fold(0, |m, v| m | outcome_mask(v))),
+        Field::Note => {
+            let m = mask();
+            Cond::Ann {
+                cond: AnnCond::Note {
+                    has: m & 1 != 0,
+                    none: m & 2 != 0,
+                },
+                on_none: false,
+            }
+        }
+        Field::Source => {
+            let m = mask();
+            Cond::Ann {
+                cond: AnnCond::Source {
+                    manual: m & 1 != 0,
+                    suggestion: m & 2 != 0,
+                },
+                on_none: false,
+            }
+        }
+        Field::Category => {
+            let is = |w: &str| values.iter().any(|v| v.eq_ignore_ascii_case(w));
+            Cond::Ann {
+                cond: AnnCond::Category {
+                    none: is("none"),
+                    any: is("any"),
+                    globs: globs_of(values.iter().filter(|v| {
+                        !v.eq_ignore_ascii_case("none") && !v.eq_ignore_ascii_case("any")
+                    })),
+                },
+                on_none: false,
+            }
+        }
+        Field::Reviewer => Cond::Ann {
+            cond: AnnCond::Reviewer(globs_of(values.iter())),
+            on_none: false,
+        },
+        Field::Suggested => sym(SymField::Suggested, true),
+        Field::Family => sym(SymField::Family, false),
+        Field::Transformation => sym(SymField::Transformation, false),
+        Field::Case => sym(SymField::Case, false),
+        Field::Variant => sym(SymField::Variant, false),
+        Field::Contract => sym(SymField::Contract, false),
+        Field::Schema => sym(SymField::Schema, false),
+        Field::Model => sym(SymField::Model, false),
+        // The parser never builds these: a number field matched with `:` holds nowhere.
+        Field::Dp
+        | Field::Dc
+        | Field::AbsDp
+        | Field::AbsDc
+        | Field::Margin
+        | Field::Vmargin
+        | Field::Latency
+        | Field::Rep => Cond::Status(0),
+    }
+}
+
+/// Whether a pair has no annotation under its key but one under an older key.
+fn is_stale(
+    env: &AnnEnv,
+    current: Option<&Annotation>,
+    memo: &mut [u8],
+    index: &RunIndex,
+    row: &PairRow,
+) -> bool {
+    if current.is_some() || !env.any {
+        return false;
+    }
+    let Some(store) = env.store else {
+        return false;
+    };
+    // Most pairs share no case id with any annotation: rule them out per sym.
+    if let Some(cases) = &env.cases {
+        let known = match memo.get(row.case as usize).copied() {
+            Some(1) => true,
+            Some(2) => false,
+            other => {
+                let hit = cases.contains(index.str(row.case));
+                if other.is_some() {
+                    memo[row.case as usize] = if hit { 1 } else { 2 };
+                }
+                hit
+            }
+        };
+        if !known {
+            return false;
+        }
+    }
+    store
+        .stale_for(index.str(row.case), index.str(row.variant), &row.key)
+        .is_some()
+}
+
+/// A query ready to evaluate.
+#[derive(Debug, Clone)]
+struct Compiled {
+    conds: Vec<(bool, Cond)>,
+    has_text: bool,
+    needs_unicode: bool,
+}
+
+impl Compiled {
+    /// `memo` sizes per-sym memo tables (worth it for many rows only).
+    fn new(q: &Query, index: &RunIndex, memo: bool) -> Compiled {
+        let memo_len = if memo { index.strings().len() } else { 0 };
+        let mut conds: Vec<(bool, Cond)> = q
+            .terms
+            .iter()
+            .map(|t| (t.negated, compile_term(&t.kind, memo_len)))
+            .collect();
+        for (_, c) in &mut conds {
+            if let Cond::Ann { cond, on_none } = c {
+                *on_none = cond.eval(None);
+            }
+        }
+        conds.sort_by_key(|(_, c)| c.cost());
+        let has_text = conds.iter().any(|(_, c)| matches!(c, Cond::Text(_)));
+        let needs_unicode = conds
+            .iter()
+            .any(|(_, c)| matches!(c, Cond::Text(n) if !n.ascii));
+        Compiled {
+            conds,
+            has_text,
+            needs_unicode,
+        }
+    }
+
+    fn run(&mut self, index: &RunIndex, env: &AnnEnv, rows: &[u32]) -> Vec<u32> {
+        let mut out = Vec::new();
+        for &i in rows {
+            if let Some(row) = index.rows.get(i as usize)
+                && self.eval(index, env, row)
+            {
+                out.push(i);
+            }
+        }
+        out
+    }
+
+    fn eval(&mut self, index: &RunIndex, env: &AnnEnv, row: &PairRow) -> bool {
+        let needs_unicode = self.needs_unicode;
+        // The annotation, looked up once per row when a term needs it.
+        let mut ann: Option<Option<&Annotation>> = None;
+        // The line, ASCII-lowercased, and fully lowercased when a needle is not ASCII.
+        let mut line: Option<(Vec<u8>, Option<String>)> = None;
+        for (negated, cond) in &mut self.conds {
+            let hit = match cond {
+                Cond::Status(m) => *m & (1 << status_bit(row.status)) != 0,
+                Cond::Sym(f, set) => set.test(f.get(row), index),
+                Cond::Flag { flag, yes, no } => {
+                    if row.has(*flag) {
+                        *yes
+                    } else {
+                        *no
+                    }
+                }
+                Cond::Expectation(m) => *m & (1 << exp_bit(row.expectation)) != 0,
+                Cond::Validity(m) => *m & (1 << validity_bit(row.validity)) != 0,
+                Cond::Route(m) => match (row.source_route, row.variant_route) {
+                    (Some(s), Some(t)) => *m & (1 << (route_bit(s) * 3 + route_bit(t))) != 0,
+                    _ => false,
+                },
+                Cond::Outcome(m) => {
+                    let bit =
+                        outcome_bit(row.source_outcome) * 6 + outcome_bit(row.variant_outcome);
+                    *m & (1 << bit) != 0
+                }
+                Cond::Num(f, op, v) => op.holds(f.get(row), *v),
+                Cond::Ann { cond, on_none } => {
+                    match *ann.get_or_insert_with(|| env.get(&row.key)) {
+                        None => *on_none,
+                        Some(a) => cond.eval(Some(a)),
+                    }
+                }
+                Cond::Stale { yes, no, memo } => {
+                    let a = *ann.get_or_insert_with(|| env.get(&row.key));
+                    if is_stale(env, a, memo, index, row) {
+                        *yes
+                    } else {
+                        *no
+                    }
+                }
+                Cond::Text(needle) => {
+                    let (ascii, uni) = match &mut line {
+                        Some(l) => l,
+                        None => {
+                            let Ok(mut bytes) = index.read_line(row.loc) else {
+                                return false;
+                            };
+                            let uni = (needs_unicode && !bytes.is_ascii())
+                                .then(|| String::from_utf8_lossy(&bytes).to_lowercase());
+                            bytes.make_ascii_lowercase();
+                            line.insert((bytes, uni))
+                        }
+                    };
+                    match (needle.ascii, uni) {
+                        (false, Some(u)) => needle.finder.find(u.as_bytes()).is_some(),
+                        _ => needle.finder.find(ascii).is_some(),
+                    }
+                }
+            };
+            if hit == *negated {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::annotations::Change;
+    use crate::core::index::{Batch, OpenOptions, load_run};
+    use proptest::prelude::*;
+    use std::io::Write;
+    use std::time::Instant;
+
+    const SAMPLE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sample-runs/support-urgency.jsonl"
+    );
+
+    fn sample() -> RunIndex {
+        load_run(&[SAMPLE.to_string()], &OpenOptions::default()).expect("the sample run opens")
+    }
+
+    fn all_rows(index: &RunIndex) -> Vec<u32> {
+        (0..index.rows.len() as u32).collect()
+    }
+
+    /// The rows a query selects, checking that `filter` and `matches` agree.
+    fn select(ctx: &Context, q: &str) -> Vec<u32> {
+        let query = parse(q).unwrap_or_else(|e| panic!("{q}: {e}"));
+        let rows = all_rows(ctx.index);
+        let got = query.filter(ctx, &rows);
+        let one_by_one: Vec<u32> = rows
+            .iter()
+            .copied()
+            .filter(|&i| query.matches(ctx, &ctx.index.rows[i as usize]))
+            .collect();
+        assert_eq!(got, one_by_one, "filter and matches disagree on {q}");
+        got
+    }
+
+    fn count(ctx: &Context, q: &str) -> usize {
+        select(ctx, q).len()
+    }
+
+    fn expected(index: &RunIndex, pred: impl Fn(&PairRow) -> bool) -> usize {
+        index.rows.iter().filter(|r| pred(r)).count()
+    }
+
+    fn lines_containing(needle: &str) -> usize {
+        let text = std::fs::read_to_string(SAMPLE).expect("read the sample");
+        text.lines()
+            .filter(|l| !l.trim().is_empty())
+            .filter(|l| l.to_lowercase().contains(needle))
+            .count()
+    }
+
+    #[test]
+    fn pair_and_decision_fields_count_like_the_rows_say() {
+        let index = sample();
+        assert_eq!(index.rows.len(), 72);
+        let ctx = Context {
+            index: &index,
+            store: None,
+        };
+        let s = |sym| index.str(sym).to_ascii_lowercase();
+        let cases: Vec<(&str, usize)> = vec![
+            (
+                "status:fail",
+                expected(&index, |r| r.status == Status::Fail),
+            ),
+            (
+                "status:failure",
+                expected(&index, |r| r.status.is_failure()),
+            ),
+            (
+                "status:FAIL|pass",
+                expected(&index, |r| matches!(r.status, Status::Fail | Status::Pass)),
+            ),
+            (
+                "-status:pass",
+                expected(&index, |r| r.status != Status::Pass),
+            ),
+            (
+                "family:state-noise",
+                expected(&index, |r| s(r.family) == "state-noise"),
+            ),
+            (
+                "family:question|state-noise",
+                expected(&index, |r| {
+                    matches!(s(r.family).as_str(), "question" | "state-noise")
+                }),
+            ),
+            ("flip:yes", expected(&index, |r| r.flags & flags::FLIP != 0)),
+            ("flip:no", expected(&index, |r| r.flags & flags::FLIP == 0)),
+            (
+                "near:yes",
+                expected(&index, |r| r.flags & flags::NEAR_BOUNDARY != 0),
+            ),
+            (
+                "route:action->pass",
+                expected(&index, |r| {
+                    r.source_route == Some(Route::Action) && r.variant_route == Some(Route::Pass)
+                }),
+            ),
+            (
+                "route:*->pass",
+                expected(&index, |r| {
+                    r.source_route.is_some() && r.variant_route == Some(Route::Pass)
+                }),
+            ),
+            (
+                "route:review",
+                expected(&index, |r| {
+                    r.source_route.is_some()
+                        && r.variant_route.is_some()
+                        && (r.source_route == Some(Route::Review)
+                            || r.variant_route == Some(Route::Review))
+                }),
+            ),
+            (
+                "transformation:add-*",
+                expected(&index, |r| s(r.transformation).starts_with("add-")),
+            ),
+            (
+                "tr:*evidence",
+                expected(&index, |r| s(r.transformation).ends_with("evidence")),
+            ),
+            ("margin<0.05", expected(&index, |r| r.margin < 0.05f32)),
+            (
+                "-margin<0.05",
+                expected(&index, |r| r.margin.is_nan() || r.margin >= 0.05f32),
+            ),
+            ("|dp|>0.1", expected(&index, |r| r.dp.abs() > 0.1f32)),
+            ("dp<-0.1", expected(&index, |r| r.dp < -0.1f32)),
+            ("|dc|>=0.15", expected(&index, |r| r.dc.abs() >= 0.15f32)),
+            (
+                "outcome:timeout",
+                expected(&index, |r| {
+                    r.source_outcome == OutcomeCode::Timeout
+                        || r.variant_outcome == OutcomeCode::Timeout
+                }),
+            ),
+            (
+                "outcome:ok",
+                expected(&index, |r| {
+                    r.source_outcome == OutcomeCode::Ok && r.variant_outcome == OutcomeCode::Ok
+                }),
+            ),
+            (
+                "expectation:invariant",
+                expected(&index, |r| r.expectation == ExpKind::Invariant),
+            ),
+            (
+                "validity:invalid",
+                expected(&index, |r| r.validity == ValidityCode::Invalid),
+            ),
+            (
+                "suggested:none",
+                expected(&index, |r| r.suggestion == NO_SYM),
+            ),
+            (
+                "suggested:bound*",
+                expected(&index, |r| s(r.suggestion).starts_with("bound")),
+            ),
+            (
+                "status:failure -family:question latency>=0",
+                expected(&index, |r| {
+                    r.status.is_failure() && s(r.family) != "question" && r.latency >= 0.0
+                }),
+            ),
+            // With no annotation store every pair is uncategorised.
+            ("category:none", 72),
+            ("category:any", 0),
+            ("", 72),
+        ];
+        for (q, want) in cases {
+            assert_eq!(count(&ctx, q), want, "{q}");
+        }
+        // The counts that say something about the sample.
+        for q in [
+            "status:fail",
+            "flip:yes",
+            "route:action->pass",
+            "transformation:add-*",
+            "margin<0.05",
+            "|dp|>0.1",
+            "outcome:timeout",
+        ] {
+            let n = count(&ctx, q);
+            assert!(n > 0 && n < 72, "{q} selects {n} of 72");
+        }
+        assert!(count(&ctx, "status:failure") > count(&ctx, "status:fail"));
+    }
+
+    #[test]
+    fn text_terms_search_the_raw_line() {
+        let index = sample();
+        let ctx = Context {
+            index: &index,
+            store: None,
+        };
+        let once = lines_containing("attention");
+        assert_eq!(once, 1);
+        assert_eq!(count(&ctx, "attention"), once);
+        assert_eq!(count(&ctx, "ATTENTION"), once);
+        assert_eq!(count(&ctx, "-attention"), 72 - once);
+        let phrase = lines_containing("payment step");
+        assert!(phrase > 1 && phrase < 72);
+        assert_eq!(count(&ctx, "\"payment step\""), phrase);
+        assert_eq!(count(&ctx, "\"Payment STEP\" attention"), {
+            let text = std::fs::read_to_string(SAMPLE).expect("read the sample");
+            text.lines()
+                .map(str::to_lowercase)
+                .filter(|l| l.contains("payment step") && l.contains("attention"))
+                .count()
+        });
+        // Ids are part of the text too.
+        let id = index.str(index.rows[5].case).to_string();
+        assert_eq!(
+            count(&ctx, &format!("\"{id}\"")),
+            lines_containing(&id.to_lowercase())
+        );
+        assert!(parse("attention").is_ok_and(|q| q.needs_text()));
+        assert!(parse("status:fail dp<0").is_ok_and(|q| !q.needs_text()));
+    }
+
+    #[test]
+    fn unicode_text_and_unreadable_lines() {
+        let mut f = tempfile::NamedTempFile::new().expect("temp file");
+        writeln!(
+            f,
+            r#"{{"case_id":"c1","variant_id":"v1","label":"ÄRGER im Büro","passed":false}}"#
+        )
+        .expect("write");
+        writeln!(
+            f,
+            r#"{{"case_id":"c2","variant_id":"v1","label":"calm","passed":true}}"#
+        )
+        .expect("write");
+        let path = f.path().to_string_lossy().to_string();
+        let index = load_run(&[path], &OpenOptions::default()).expect("opens");
+        let ctx = Context {
+            index: &index,
+            store: None,
+        };
+        assert_eq!(select(&ctx, "ärger"), vec![0]);
+        assert_eq!(select(&ctx, "\"im büro\""), vec![0]);
+        assert_eq!(select(&ctx, "CALM"), vec![1]);
+        assert_eq!(select(&ctx, "case:C*"), vec![0, 1]);
+        // A line that can no longer be read matches no text term, negated or not.
+        f.as_file().set_len(0).expect("truncate");
+        assert!(select(&ctx, "calm").is_empty());
+        assert!(select(&ctx, "-calm").is_empty());
+        assert_eq!(select(&ctx, "case:c2"), vec![1]);
+        // Indices past the end are dropped, order is kept.
+        let q = parse("case:c*").expect("parses");
+        assert_eq!(q.filter(&ctx, &[1, 7, 0, 1]), vec![1, 0, 1]);
+    }
+
+    #[test]
+    fn triage_fields_follow_the_annotation_store() {
+        let index = sample();
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut store =
+            AnnotationStore::open(&dir.path().join("run.triage.jsonl"), "alice").expect("store");
+        let row = |i: usize| &index.rows[i];
+        let ids = |i: usize| {
+            (
+                index.str(row(i).case).to_string(),
+                index.str(row(i).variant).to_string(),
+            )
+        };
+        let change = |key: RecordKey, i: usize, cat: Option<&str>, note: Option<&str>| Change {
+            key,
+            case_id: ids(i).0,
+            variant_id: ids(i).1,
+            category: cat.map(str::to_string),
+            note: note.map(str::to_string),
+            source: AnnotationSource::Manual,
+        };
+        let old_key = RecordKey([0xab; 16]);
+        assert!(index.rows.iter().all(|r| r.key != old_key));
+        let mut suggested = change(row(1).key, 1, Some("distractor"), None);
+        suggested.source = AnnotationSource::Suggestion;
+        store
+            .apply(vec![
+                change(row(0).key, 0, Some("boundary"), Some("right on the line")),
+                suggested,
+                change(row(2).key, 2, None, Some("look again")),
+                // An annotation made on an older version of pair 40.
+                change(old_key, 40, Some("boundary"), None),
+            ])
+            .expect("annotations saved");
+        let ctx = Context {
+            index: &index,
+            store: Some(&store),
+        };
+        // Expected counts from the changes just made, not from the store.
+        type Made<'a> = (RecordKey, (String, String), Option<&'a str>, bool);
+        let annotated: Vec<Made> = vec![
+            (row(0).key, ids(0), Some("boundary"), true),
+            (row(1).key, ids(1), Some("distractor"), false),
+            (row(2).key, ids(2), None, true),
+            (old_key, ids(40), Some("boundary"), false),
+        ];
+        let mine = |r: &PairRow| annotated.iter().find(|a| a.0 == r.key);
+        let cat = |r: &PairRow| mine(r).and_then(|a| a.2);
+        let stale = |r: &PairRow| {
+            let rid = (
+                index.str(r.case).to_string(),
+                index.str(r.variant).to_string(),
+            );
+            mine(r).is_none() && annotated.iter().any(|a| a.0 != r.key && a.1 == rid)
+        };
+        let n_stale = expected(&index, stale);
+        assert!(n_stale >= 1);
+        let cases: Vec<(&str, usize)> = vec![
+            ("category:none", expected(&index, |r| cat(r).is_none())),
+            (
+                "category:boundary",
+                expected(&index, |r| cat(r) == Some("boundary")),
+            ),
+            ("category:any", expected(&index, |r| cat(r).is_some())),
+            ("category:BOUND*|distractor", 2),
+            ("-category:none", 2),
+            (
+                "note:has",
+                expected(&index, |r| mine(r).is_some_and(|a| a.3)),
+            ),
+            (
+                "note:none",
+                72 - expected(&index, |r| mine(r).is_some_and(|a| a.3)),
+            ),
+            ("source:suggestion", 1),
+            ("source:manual", 1),
+            ("reviewer:alice", 3),
+            ("reviewer:bob", 0),
+            ("-reviewer:al*", 69),
+            ("stale:yes", n_stale),
+            ("stale:no", 72 - n_stale),
+            ("stale:yes category:none", n_stale),
+        ];
+        for (q, want) in cases {
+            assert_eq!(count(&ctx, q), want, "{q}");
+        }
+        assert_eq!(select(&ctx, "category:boundary"), vec![0]);
+        assert_eq!(select(&ctx, "note:has category:none"), vec![2]);
+    }
+
+    #[test]
+    fn canonical_text_round_trips_byte_for_byte() {
+        for s in [
+            "family:state-noise flip:yes category:none",
+            "-status:pass dp<-0.1 \"checkout outage\"",
+            "transformation:add-* |dp|>0.1 |dc|>=0.15 latency>=30000",
+            "route:*->pass route:action->* route:review outcome:ok|timeout",
+            "case:\"checkout outage\"|c-1 note:has stale:no source:suggestion",
+            "\"say \\\"hi\\\"\" \"-x\" \"a:b\" rep=3 margin<=0.05 vmargin>0",
+            "",
+        ] {
+            let q = parse(s).unwrap_or_else(|e| panic!("{s}: {e}"));
+            assert_eq!(q.to_string(), s);
+        }
+        // Aliases, letter case and extra blanks print canonically.
+        let q = parse("  TR:Add-*   Flip:YES\t-\"two words\" ").expect("parses");
+        assert_eq!(
+            q.to_string(),
+            "transformation:Add-* flip:YES -\"two words\""
+        );
+        assert_eq!(parse("").expect("empty"), Query::default());
+        assert!(parse(" \t ").expect("blank").is_empty());
+        assert_eq!(FIELDS.len(), Field::ALL.len());
+        for (name, f) in FIELDS.iter().zip(Field::ALL) {
+            assert_eq!(*name, f.name());
+            assert_eq!(Field::from_name(name), Some(f));
+        }
+    }
+
+    #[test]
+    fn errors_say_where_and_what_is_allowed() {
+        let e = |s: &str| parse(s).expect_err(s);
+        let x = e("famly:x");
+        assert_eq!(x.pos, 0);
+        assert!(x.message.contains("unknown field `famly`"), "{x}");
+        assert!(x.message.contains("status, family"), "{x}");
+        assert_eq!(x.to_string(), format!("{} (at 0)", x.message));
+        let x = e("dp<abc");
+        assert_eq!(x.pos, 3);
+        assert!(x.message.contains("bad number `abc`"), "{x}");
+        let x = e("\"open");
+        assert_eq!(x.pos, 0);
+        assert!(x.message.contains("unterminated quote"), "{x}");
+        let x = e("family:");
+        assert_eq!(x.pos, 7);
+        assert!(x.message.contains("empty value"), "{x}");
+        let table: [(&str, usize, &str); 17] = [
+            ("status:fail -famly:x", 13, "unknown field"),
+            (
+                "status:nope",
+                7,
+                "unknown status `nope`; values: fail, pass",
+            ),
+            ("route:act->pass", 6, "unknown route `act`"),
+            ("route:->pass", 6, "empty side"),
+            ("family:a|", 9, "empty value"),
+            ("dp=<3", 2, "bad operator `=<`"),
+            ("dp<", 3, "empty value"),
+            ("dp<inf", 3, "bad number"),
+            ("dp:0.1", 2, "is a number"),
+            ("family>3", 6, "not a number"),
+            ("ok -", 3, "must be followed"),
+            ("\"\"", 0, "empty phrase"),
+            ("\"a\"b", 3, "after the closing quote"),
+            ("a\"b\"", 1, "quote inside a word"),
+            ("a|b", 1, "separates"),
+            (":x", 0, "needs a field name"),
+            ("é case:\"x", 7, "unterminated quote"),
+        ];
+        for (s, pos, msg) in table {
+            let x = e(s);
+            assert_eq!(x.pos, pos, "{s}: {x}");
+            assert!(x.message.contains(msg), "{s}: {x}");
+        }
+    }
+
+    // -- Property: printing then parsing gives the same query -----------------
+
+    fn arb_text() -> impl Strategy<Value = String> {
+        let special = prop_oneof![
+            Just('"'),
+            Just('\\'),
+            Just(' '),
+            Just('|'),
+            Just(':'),
+            Just('-'),
+            Just('*'),
+            Just('<'),
+            Just('='),
+            Just('é'),
+            Just('\u{3000}'),
+            Just('\n'),
+            any::<char>(),
+        ];
+        prop_oneof![
+            "[a-zA-Z0-9_.*-]{1,10}",
+            "[a-z]{1,5} [a-z]{1,5}",
+            "\\PC{1,12}",
+            proptest::collection::vec(special, 1..8).prop_map(|v| v.into_iter().collect()),
+        ]
+    }
+
+    fn enum_value(field: Field) -> BoxedStrategy<String> {
+        let mut opts: Vec<String> = field.values().iter().map(|s| s.to_string()).collect();
+        opts.extend(field.values().iter().map(|s| s.to_uppercase()));
+        opts.push("*".to_string());
+        if field == Field::Route {
+            opts.extend(
+                ["action->pass", "*->pass", "action->*", "Rev*->*", "*->*"].map(String::from),
+            );
+        }
+        prop::sample::select(opts).boxed()
+    }
+
+    fn arb_term() -> impl Strategy<Value = Term> {
+        let text_fields = prop::sample::select(vec![
+            Field::Family,
+            Field::Transformation,
+            Field::Case,
+            Field::Variant,
+            Field::Contract,
+            Field::Schema,
+            Field::Model,
+            Field::Category,
+            Field::Suggested,
+            Field::Reviewer,
+        ]);
+        let enum_fields = prop::sample::select(vec![
+            Field::Status,
+            Field::Expectation,
+            Field::Validity,
+            Field::Flip,
+            Field::Route,
+            Field::Outcome,
+            Field::Near,
+            Field::Note,
+            Field::Stale,
+            Field::Source,
+        ]);
+        let num_fields = prop::sample::select(
+            Field::ALL
+                .into_iter()
+                .filter(|f| f.is_numeric())
+                .collect::<Vec<_>>(),
+        );
+        let ops = prop::sample::select(vec![Op::Lt, Op::Le, Op::Gt, Op::Ge, Op::Eq]);
+        let number = prop_oneof![
+            any::<f64>().prop_filter("finite", |x| x.is_finite()),
+            (-100_000i32..100_000).prop_map(|x| f64::from(x) / 1000.0),
+        ];
+        let kind = prop_oneof![
+            (text_fields, proptest::collection::vec(arb_text(), 1..4))
+                .prop_map(|(field, values)| TermKind::Match { field, values }),
+            enum_fields.prop_flat_map(|field| {
+                proptest::collection::vec(enum_value(field), 1..3)
+                    .prop_map(move |values| TermKind::Match { field, values })
+            }),
+            (num_fields, ops, number).prop_map(|(field, op, value)| TermKind::Compare {
+                field,
+                op,
+                value
+            }),
+            arb_text().prop_map(TermKind::Text),
+        ];
+        (any::<bool>(), kind).prop_map(|(negated, kind)| Term { negated, kind })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(512))]
+
+        #[test]
+        fn printed_queries_parse_back(terms in proptest::collection::vec(arb_term(), 0..6)) {
+            let q = Query { terms };
+            let text = q.to_string();
+            prop_assert_eq!(parse(&text), Ok(q), "text: {}", text);
+        }
+
+        #[test]
+        fn parse_never_panics_and_reprints_stably(s in "\\PC{0,40}") {
+            if let Ok(q) = parse(&s) {
+                prop_assert_eq!(parse(&q.to_string()), Ok(q));
+            }
+        }
+    }
+
+    // -- Benchmark ---------------------------------------------------------------
+
+    /// A synthetic index of `n` rows cloned from the sample, with 1 case id per 10 rows.
+    fn synthetic(n: usize) -> RunIndex {
+        let base = sample();
+        let mut strings: Vec<Box<str>> = base.strings().to_vec();
+        let first_case = strings.len() as Sym;
+        strings.extend((0..n.div_ceil(10)).map(|i| format!("case-{i:07}").into_boxed_str()));
+        let rows = (0..n)
+            .map(|i| {
+                let mut r = base.rows[i % base.rows.len()];
+                r.case = first_case + (i / 10) as Sym;
+                r.key = RecordKey((i as u128).to_le_bytes());
+                r
+            })
+            .collect();
+        let mut index = RunIndex::default();
+        index.apply(Batch {
+            strings,
+            rows,
+            ..Batch::default()
+        });
+        index
+    }
+
+    fn time_queries(ctx: &Context, queries: &[&str]) {
+        let rows = all_rows(ctx.index);
+        for q in queries {
+            let query = parse(q).unwrap_or_else(|e| panic!("{q}: {e}"));
+            let mut best = f64::MAX;
+            let mut hits = 0;
+            for _ in 0..7 {
+                let t = Instant::now();
+                hits = query.filter(ctx, &rows).len();
+                best = best.min(t.elapsed().as_secs_f64() * 1000.0);
+            }
+            println!("{:>9} rows  {best:7.2} ms  {hits:>8} hits  {q}", rows.len());
+        }
+    }
+
+    /// `cargo test --release --lib query::tests::bench_filter -- --ignored --nocapture`
+    #[test]
+    #[ignore = "benchmark"]
+    fn bench_filter() {
+        let n = 1_000_000;
+        let t = Instant::now();
+        let index = synthetic(n);
+        println!("built {n} synthetic rows in {:?}", t.elapsed());
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut store =
+            AnnotationStore::open(&dir.path().join("run.triage.jsonl"), "alice").expect("store");
+        let changes = (0..200)
+            .map(|i| {
+                let r = &index.rows[i * 997];
+                Change {
+                    key: if i % 4 == 0 {
+                        RecordKey([i as u8; 16])
+                    } else {
+                        r.key
+                    },
+                    case_id: index.str(r.case).to_string(),
+                    variant_id: index.str(r.variant).to_string(),
+                    category: Some("boundary".to_string()),
+                    note: None,
+                    source: AnnotationSource::Manual,
+                }
+            })
+            .collect();
+        store.apply(changes).expect("annotate");
+        let ctx = Context {
+            index: &index,
+            store: Some(&store),
+        };
+        time_queries(
+            &ctx,
+            &[
+                "status:fail",
+                "status:failure",
+                "family:state-noise flip:yes",
+                "transformation:add-*",
+                "-status:pass dp<-0.1",
+                "|dp|>0.1 margin<0.05",
+                "route:*->pass outcome:ok",
+                "case:case-00012*",
+                "category:none",
+                "category:boundary",
+                "stale:yes",
+            ],
+        );
+    }
+
+    /// Time a real run: `TRIAGE_BENCH_RUN=/tmp/big.jsonl cargo test --release --lib
+    /// query::tests::bench_real_run -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "benchmark"]
+    fn bench_real_run() {
+        let Ok(path) = std::env::var("TRIAGE_BENCH_RUN") else {
+            println!("set TRIAGE_BENCH_RUN to a run file");
+            return;
+        };
+        let t = Instant::now();
+        let index = load_run(&[path], &OpenOptions::default()).expect("opens");
+        println!("indexed {} rows in {:?}", index.rows.len(), t.elapsed());
+        let ctx = Context {
+            index: &index,
+            store: None,
+        };
+        time_queries(
+            &ctx,
+            &[
+                "status:fail",
+                "status:failure family:question",
+                "transformation:add-*",
+                "-status:pass dp<-0.1",
+                "|dp|>0.1 margin<0.05",
+                "route:*->pass",
+                "category:none",
+                "status:fail timeout",
+            ],
+        );
+    }
+}

@@ -1,0 +1,89 @@
+//! Building an [`App`] the way the runner does, without a terminal.
+//!
+//! For tests, screenshots and benchmarks: [`app_for`] loads a run fully,
+//! opens the annotation journal, builds the app with the default taxonomy,
+//! sizes its viewport for a terminal of a given size ([`ui::viewport`], as
+//! [`crate::tui::run`] does each loop) and loads the detail of the first
+//! pair. [`run_effects`], [`resize`] and [`settle`] then do what the runner
+//! does after each key.
+
+use std::path::Path;
+
+use ratatui::layout::Rect;
+
+use crate::core::annotations::AnnotationStore;
+use crate::core::index::{OpenOptions, load_run};
+use crate::core::taxonomy::Taxonomy;
+
+use super::app::{App, Effect, Viewport};
+use super::effects;
+use super::style::Theme;
+use super::ui;
+
+/// The terminal size [`app_for`] assumes.
+pub const DEFAULT_SIZE: (u16, u16) = (120, 40);
+
+/// An app over `paths` (fully indexed) with its journal at `journal`, sized
+/// for a 120×40 terminal, with the first pair's detail loaded (dark theme).
+///
+/// Panics with the reason if the run or the journal cannot be opened: this
+/// is for tests and tools, where that is a broken fixture.
+pub fn app_for(paths: &[&str], journal: &Path, reviewer: &str) -> App {
+    let (w, h) = DEFAULT_SIZE;
+    app_for_size(paths, journal, reviewer, w, h, &Theme::dark())
+}
+
+/// Like [`app_for`], for a `width`×`height` terminal and a given theme.
+pub fn app_for_size(
+    paths: &[&str],
+    journal: &Path,
+    reviewer: &str,
+    width: u16,
+    height: u16,
+    theme: &Theme,
+) -> App {
+    let paths: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
+    let index = load_run(&paths, &OpenOptions::default())
+        .unwrap_or_else(|e| panic!("cannot load {paths:?}: {e}"));
+    let store = AnnotationStore::open(journal, reviewer)
+        .unwrap_or_else(|e| panic!("cannot open the journal {}: {e}", journal.display()));
+    let mut app = App::new(index, store, Taxonomy::default());
+    resize(&mut app, width, height, theme);
+    settle(&mut app, theme);
+    app
+}
+
+/// The viewport the runner computes for a `width`×`height` terminal with
+/// the app's current focus (small screens show only the focused pane).
+pub fn viewport_for(app: &App, width: u16, height: u16) -> Viewport {
+    ui::viewport(Rect::new(0, 0, width, height), app.focus)
+}
+
+/// Size the app for a `width`×`height` terminal, rebuilding the detail
+/// document if the pane's width changed, as the runner does before each
+/// draw. Call it again after a change of focus.
+pub fn resize(app: &mut App, width: u16, height: u16, theme: &Theme) {
+    let vp = viewport_for(app, width, height);
+    if vp != app.viewport {
+        let relayout = vp.detail_cols != app.viewport.detail_cols;
+        app.set_viewport(vp);
+        if relayout {
+            effects::relayout(app, theme);
+        }
+    }
+}
+
+/// Load the detail the selection needs, as the runner does before each draw.
+pub fn settle(app: &mut App, theme: &Theme) {
+    for e in app.detail_effect() {
+        effects::run(app, e, theme);
+    }
+}
+
+/// Perform effects as the runner does (suspension is ignored), then settle.
+pub fn run_effects(app: &mut App, work: Vec<Effect>, theme: &Theme) {
+    for e in work {
+        effects::run(app, e, theme);
+    }
+    settle(app, theme);
+}

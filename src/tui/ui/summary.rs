@@ -1,0 +1,276 @@
+//! The summary screen: statistics of the pairs in view, with intervals.
+//!
+//! Per transformation and per family: failure, invariant-violation,
+//! route-flip, boundary-flip and service-error rates, each with its Wilson
+//! 95% interval, and drift medians and maxima; then the route transition
+//! matrix, a |Δp| histogram, categories by transformation, triage progress,
+//! per-case rates and repeated trials, and a conclusion in plain words. All
+//! numbers come from `core::stats`; this module only lays them out.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+
+use crate::core::stats::{GroupStats, Rate, Summary};
+use crate::core::text;
+
+use super::super::app::SummaryView;
+use super::super::style::Theme;
+
+fn rate(r: &Option<Rate>) -> String {
+    match r {
+        None => "—".to_string(),
+        Some(r) => format!("{:.2} [{:.2},{:.2}]", r.value, r.low, r.high),
+    }
+}
+
+fn num(x: Option<f64>) -> String {
+    x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "—".into())
+}
+
+fn cell(s: &str, w: usize) -> String {
+    let cut = text::truncate_cols(s, w.saturating_sub(1));
+    format!("{cut}{}", " ".repeat(w.saturating_sub(text::width(&cut))))
+}
+
+fn rcell(s: &str, w: usize) -> String {
+    format!("{}{s} ", " ".repeat(w.saturating_sub(text::width(s) + 1)))
+}
+
+/// One statistics table: a header and a row per group.
+fn table(title: &str, s: &Summary, t: &Theme, out: &mut Vec<Line<'static>>) {
+    let name_w = s
+        .groups
+        .iter()
+        .map(|g| text::width(&text::inert_line(&g.name)))
+        .max()
+        .unwrap_or(8)
+        .clamp(8, 28)
+        + 1;
+    out.push(Line::from(Span::styled(title.to_string(), t.heading)));
+    let head = format!(
+        "{}{}{}{}{}{}{}{}{}",
+        cell("", name_w),
+        rcell("pairs", 7),
+        rcell("fail", 6),
+        cell(" failure rate", 20),
+        cell(" invariant viol.", 20),
+        cell(" route flips", 20),
+        cell(" boundary flips", 20),
+        cell(" service errors", 20),
+        "|Δp| med/max  |Δc| med/max",
+    );
+    out.push(Line::from(Span::styled(head, t.dim)));
+    let mut row = |g: &GroupStats, strong: bool| {
+        let st = if strong { t.title } else { t.base };
+        out.push(Line::from(vec![
+            Span::styled(cell(&text::inert_line(&g.name), name_w), st),
+            Span::styled(rcell(&g.pairs.to_string(), 7), st),
+            Span::styled(
+                rcell(&g.failures.to_string(), 6),
+                if g.failures > 0 { t.fail } else { st },
+            ),
+            Span::styled(cell(&format!(" {}", rate(&g.failure_rate)), 20), st),
+            Span::styled(
+                cell(&format!(" {}", rate(&g.invariant_violation_rate)), 20),
+                st,
+            ),
+            Span::styled(cell(&format!(" {}", rate(&g.route_flip_rate)), 20), st),
+            Span::styled(cell(&format!(" {}", rate(&g.boundary_flip_rate)), 20), st),
+            Span::styled(cell(&format!(" {}", rate(&g.service_error_rate)), 20), st),
+            Span::styled(
+                format!(
+                    "{}/{}  {}/{}",
+                    num(g.median_abs_dp),
+                    num(g.max_abs_dp),
+                    num(g.median_abs_dc),
+                    num(g.max_abs_dc)
+                ),
+                st,
+            ),
+        ]));
+    };
+    for g in &s.groups {
+        row(g, false);
+    }
+    row(&s.overall, true);
+}
+
+/// Every line of the summary.
+pub fn lines(v: &SummaryView, t: &Theme) -> Vec<Line<'static>> {
+    let s = &v.by_transformation;
+    let mut out = Vec::new();
+    let scope = match &v.query {
+        Some(q) => format!("pairs matching /{}", text::inert_line(q)),
+        None => "every pair".to_string(),
+    };
+    out.push(Line::from(vec![
+        Span::styled(format!("{scope}: "), t.dim),
+        Span::styled(
+            format!(
+                "{} pairs · {} failures · {} problems · {} classified",
+                s.pairs, s.failures, s.problems, s.classified
+            ),
+            t.title,
+        ),
+    ]));
+    out.push(Line::from(Span::styled(
+        "Rates are value [low, high], Wilson 95% intervals; service errors are counted apart from robustness failures.",
+        t.dim,
+    )));
+    out.push(Line::default());
+    table("Per transformation", s, t, &mut out);
+    out.push(Line::default());
+    table("Per family", &v.by_family, t, &mut out);
+    out.push(Line::default());
+
+    // Route transitions.
+    out.push(Line::from(Span::styled(
+        "Route transitions (source ↓ × variant →)",
+        t.heading,
+    )));
+    let names = ["pass", "review", "action"];
+    out.push(Line::from(Span::styled(
+        format!("{:>10}{:>9}{:>9}{:>9}", "", names[0], names[1], names[2]),
+        t.dim,
+    )));
+    for (i, name) in names.iter().enumerate() {
+        let mut l = vec![Span::styled(format!("{name:>10}"), t.dim)];
+        for j in 0..3 {
+            let n = s.route_matrix[i][j];
+            let style = if i == j {
+                t.base
+            } else if n > 0 {
+                t.fail
+            } else {
+                t.dim
+            };
+            l.push(Span::styled(format!("{n:>9}"), style));
+        }
+        out.push(Line::from(l));
+    }
+    out.push(Line::default());
+
+    // Histogram of |Δp|.
+    out.push(Line::from(Span::styled("|Δp| histogram", t.heading)));
+    let max = s
+        .dp_histogram
+        .iter()
+        .map(|b| b.count)
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    for b in &s.dp_histogram {
+        let label = match b.high {
+            Some(h) => format!("{:.2}–{:.2}", b.low, h),
+            None => format!("≥ {:.2}", b.low),
+        };
+        let bar = (b.count as f64 / max as f64 * 40.0).round() as usize;
+        out.push(Line::from(vec![
+            Span::styled(format!("  {label:<11}"), t.dim),
+            Span::styled("█".repeat(bar), t.key),
+            Span::styled(format!(" {}", b.count), t.base),
+        ]));
+    }
+    out.push(Line::default());
+
+    // Categories by transformation.
+    out.push(Line::from(Span::styled(
+        "Failures by category and transformation",
+        t.heading,
+    )));
+    for (tr, cats) in &s.categories_by_transformation {
+        let mut l = vec![Span::styled(
+            format!("  {}: ", text::inert_line(tr)),
+            t.base,
+        )];
+        for (i, (c, n)) in cats.iter().enumerate() {
+            if i > 0 {
+                l.push(Span::styled(", ", t.dim));
+            }
+            l.push(Span::styled(
+                format!("{} {n}", text::inert_line(c)),
+                t.category,
+            ));
+        }
+        out.push(Line::from(l));
+    }
+    out.push(Line::default());
+
+    // Triage progress.
+    let done = s.classified;
+    let total = s.failures.max(1);
+    let w = 40usize;
+    let filled = ((done as f64 / total as f64) * w as f64).round() as usize;
+    out.push(Line::from(vec![
+        Span::styled("Triage progress  ", t.heading),
+        Span::styled("█".repeat(filled.min(w)), t.pass),
+        Span::styled("░".repeat(w - filled.min(w)), t.dim),
+        Span::styled(
+            format!("  {done}/{} failures classified", s.failures),
+            t.base,
+        ),
+    ]));
+    out.push(Line::default());
+
+    // Per case and repeated trials.
+    let c = &s.case_level;
+    out.push(Line::from(Span::styled("Per source case", t.heading)));
+    out.push(Line::from(Span::styled(
+        format!(
+            "  {} cases · failing {} · rate {} · with a route flip {} · rate {}",
+            c.cases,
+            c.failing_cases,
+            rate(&c.failing_case_rate),
+            c.flipping_cases,
+            rate(&c.flipping_case_rate)
+        ),
+        t.base,
+    )));
+    out.push(Line::from(Span::styled(
+        "  Variants of one case are correlated; the per-case rate does not count them as independent evidence.",
+        t.dim,
+    )));
+    if let Some(r) = &s.repetition {
+        out.push(Line::from(Span::styled(
+            format!(
+                "  Repeated trials: {} pairs record a repetition (up to {}); {} pair ids repeat, {} disagree with themselves.",
+                r.pairs_with_repetition, r.max_repetition, r.repeated_pair_ids, r.inconsistent_pair_ids
+            ),
+            t.warn,
+        )));
+    }
+    out.push(Line::default());
+    out.push(Line::from(Span::styled("Conclusion", t.heading)));
+    for sentence in &v.conclusion {
+        out.push(Line::from(Span::styled(
+            format!("  {}", text::inert_line(sentence)),
+            t.base,
+        )));
+    }
+    out
+}
+
+/// Draw the summary over the whole screen but the status bar.
+pub fn render(f: &mut Frame, area: Rect, v: &SummaryView, t: &Theme) {
+    let r = Rect {
+        height: area.height.saturating_sub(1),
+        ..area
+    };
+    f.render_widget(Clear, r);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(t.border_focused)
+        .title(Span::styled(" summary ", t.title))
+        .title_bottom(Line::from(Span::styled(" j/k scroll · esc closes ", t.dim)));
+    let inner = block.inner(r);
+    f.render_widget(block, r);
+    let all = lines(v, t);
+    let max = all.len().saturating_sub(inner.height as usize);
+    let s = (v.scroll as usize).min(max);
+    f.render_widget(
+        Paragraph::new(all.into_iter().skip(s).collect::<Vec<_>>()),
+        inner,
+    );
+}
