@@ -475,3 +475,93 @@ fn scroll_bottom_shows_the_end_of_the_detail() {
     let text = s.draw().backend().to_string();
     assert!(text.contains(last.trim_end()), "{last:?} not in\n{text}");
 }
+
+#[test]
+fn summary_screen_of_a_query() {
+    let mut s = Screen::with_journal(
+        RICH,
+        160,
+        60,
+        &[Ann {
+            case: "checkout-outage-001",
+            variant: "irrelevant-ui-metadata",
+            category: Some("distractor"),
+            note: None,
+            suggestion: false,
+        }],
+    );
+    s.app
+        .set_query("family:state-noise|question")
+        .expect("query");
+    s.act(Action::ShowSummary);
+    assert!(matches!(s.app.overlay, Overlay::Summary(_)));
+    snap("summary", &s);
+    s.act(Action::ScrollBottom);
+    snap("summary_bottom", &s);
+}
+
+#[test]
+fn facets_panel_and_choosing_an_entry() {
+    let mut s = Screen::new(RICH, 120, 40);
+    s.act(Action::ShowFacets);
+    snap("facets", &s);
+    // The first transformation entry has the most failures: concise-phrasing.
+    s.act(Action::Choose);
+    assert!(matches!(s.app.overlay, Overlay::None));
+    assert_eq!(
+        s.app.query.as_ref().map(|q| q.to_string()),
+        Some("transformation:concise-phrasing".to_string())
+    );
+    assert_eq!(s.app.view.len(), 7);
+    snap("facets_chosen", &s);
+}
+
+#[test]
+fn grouped_list_with_a_folded_case() {
+    let mut s = Screen::new(RICH, 120, 40);
+    s.act(Action::ToggleGroup);
+    s.act(Action::ToggleFold);
+    s.act(Action::NextPair);
+    snap("grouped", &s);
+}
+
+#[test]
+fn sorted_by_drift() {
+    let mut s = Screen::new(RICH, 120, 40);
+    for _ in 0..6 {
+        s.act(Action::CycleSort);
+    }
+    assert_eq!(s.app.sort.key, triage::tui::listing::SortKey::Drift);
+    snap("sorted_by_drift", &s);
+}
+
+#[test]
+fn fuzzy_jump() {
+    let mut s = Screen::new(RICH, 120, 40);
+    s.act(Action::FuzzyJump);
+    app::type_text(&mut s.app, "vague typo");
+    snap("jump", &s);
+    s.act(Action::InputSubmit);
+    let row = s.app.selected_row().expect("a pair");
+    let r = &s.app.index.rows[row as usize];
+    assert_eq!(s.app.index.str(r.case), "vague-ticket-010");
+    assert_eq!(s.app.index.str(r.variant), "question-typo");
+}
+
+#[test]
+fn query_bar_with_an_error() {
+    let mut s = Screen::new(RICH, 100, 30);
+    s.act(Action::StartQuery);
+    app::type_text(&mut s.app, "family:question dp<abc");
+    snap("query_error", &s);
+}
+
+#[test]
+fn help_of_every_preset() {
+    for preset in ["vim", "emacs"] {
+        let mut s = Screen::new(RICH, 100, 60);
+        s.keymap = Keymap::load(preset).expect("preset");
+        s.act(Action::ToggleHelp);
+        snap(&format!("help_{preset}"), &s);
+    }
+}

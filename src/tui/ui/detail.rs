@@ -12,7 +12,13 @@ use super::super::style::{Theme, inert_spans};
 /// The triage lines above the document: category, suggestion, note.
 pub fn triage_lines(app: &App, t: &Theme) -> Vec<Line<'static>> {
     let mut out = Vec::new();
-    let Some(d) = &app.detail else { return out };
+    let Some(d) = app
+        .detail
+        .as_ref()
+        .filter(|d| app.selected_row() == Some(d.row))
+    else {
+        return out;
+    };
     let Some(row) = app.index.rows.get(d.row as usize) else {
         return out;
     };
@@ -217,7 +223,11 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
         );
         return;
     }
-    let Some(d) = &app.detail else {
+    let Some(d) = app
+        .detail
+        .as_ref()
+        .filter(|d| app.selected_row() == Some(d.row))
+    else {
         let msg = if app.view.is_empty() {
             ""
         } else {

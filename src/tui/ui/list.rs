@@ -142,6 +142,8 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
             "indexing… the first pairs appear in a moment"
         } else if app.index.rows.is_empty() {
             "this run has no pairs (see problems with p)"
+        } else if app.query.is_some() {
+            "no pair matches the query — / edits it, esc in the query bar clears it"
         } else if app.unclassified_only {
             "every failure in view is classified — U shows them all"
         } else if !app.show_all {
