@@ -156,6 +156,11 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
     let end = (app.list_offset + body_h).min(app.items.len());
     for i in app.list_offset..end {
         let selected = i == app.cursor;
+        let base = match (selected, focused) {
+            (true, true) => t.selected,
+            (true, false) => t.selected_unfocused,
+            (false, _) => Style::default(),
+        };
         let row_idx = match app.items[i] {
             Item::Pair(r) => r,
             Item::Case {
@@ -165,15 +170,6 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
                 failures,
                 folded,
             } => {
-                let base = if selected {
-                    if focused {
-                        t.selected
-                    } else {
-                        t.selected_unfocused
-                    }
-                } else {
-                    Style::default()
-                };
                 let marked = app.view.get(start..start + len).is_some_and(|rows| {
                     !rows.is_empty() && rows.iter().all(|r| app.marks.contains(r))
                 });
@@ -198,15 +194,6 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
             }
         };
         let row = &app.index.rows[row_idx as usize];
-        let base = if selected {
-            if focused {
-                t.selected
-            } else {
-                t.selected_unfocused
-            }
-        } else {
-            Style::default()
-        };
         lines.push(row_line(app, row_idx, row, &c, base, t, w));
     }
     f.render_widget(Paragraph::new(lines), inner);
