@@ -75,6 +75,10 @@ pub fn run(
         }
         if dirty {
             terminal.draw(|f| ui::render(f, &app, &keymap, &theme))?;
+            // A test-only trigger: prove the terminal is restored on a panic.
+            if std::env::var_os("TRIAGE_TEST_PANIC").is_some() && !app.index.rows.is_empty() {
+                panic!("TRIAGE_TEST_PANIC is set");
+            }
             dirty = false;
         }
         if let Some(sig) = signals.pending() {
