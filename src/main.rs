@@ -1,18 +1,26 @@
 //! The `triage` command line.
 //!
 //! `triage RUN...` opens the viewer; `triage apply` writes a copy of a run
-//! with its annotations; `triage keys` prints the bindings in effect. Paths
-//! are checked before the terminal is touched, so a missing file or a
-//! directory is a one-line error with exit code 2.
+//! with its annotations; `triage keys` prints the bindings in effect;
+//! `triage export`, `triage summary` and `triage check` write reports and gate
+//! CI without a terminal; `triage completions` and `triage man` are generated
+//! from these definitions. Paths are checked before the terminal is touched,
+//! so a missing file or a directory is a one-line error with exit code 2.
 
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::mpsc::RecvTimeoutError;
+use std::time::{Duration, Instant};
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
-use triage::core::annotations::{self, AnnotationStore};
+use triage::core::annotations::{self, AnnotationStore, StoreOpenError};
 use triage::core::config;
-use triage::core::index::{self, OpenOptions};
+use triage::core::export::{self, ExportInput, ExportOptions, Format, Gates, SummaryFormat};
+use triage::core::index::{self, OpenOptions, RunIndex};
+use triage::core::query;
+use triage::core::stats::GroupBy;
 use triage::tui::app::App;
 use triage::tui::keymap::{Keymap, Mode, seq_to_string};
 use triage::tui::run::{self, Exit};
@@ -75,6 +83,146 @@ enum Command {
         #[command(subcommand)]
         what: ConfigCommand,
     },
+    /// Write a triage report (Markdown), CSV, JSON or replay fixtures of a run's failures.
+    #[command(
+        after_help = "Examples:\n  triage export run.jsonl > report.md\n  triage export run.jsonl --format csv --all -o pairs.csv\n  triage export run.jsonl --format fixtures --filter 'category:boundary' -o boundary.jsonl"
+    )]
+    Export {
+        /// Run files (JSONL); `-` reads standard input.
+        #[arg(value_name = "RUN", required = true)]
+        runs: Vec<String>,
+        /// What to write.
+        #[arg(long, value_enum, value_name = "FORMAT", default_value_t = FormatArg::Markdown)]
+        format: FormatArg,
+        /// Write to PATH (through a temporary file and a rename) instead of standard output.
+        #[arg(short, long, value_name = "PATH")]
+        output: Option<PathBuf>,
+        /// Only the pairs this query selects (the query syntax of the viewer's `/`).
+        #[arg(long, value_name = "QUERY")]
+        filter: Option<String>,
+        /// Every pair, not only the failures.
+        #[arg(long)]
+        all: bool,
+        #[command(flatten)]
+        load: LoadArgs,
+        /// Print when the report was generated (off by default, so reports are reproducible).
+        #[arg(long)]
+        timestamp: bool,
+    },
+    /// Print brittleness statistics with Wilson 95% intervals, per group.
+    Summary {
+        /// Run files (JSONL); `-` reads standard input.
+        #[arg(value_name = "RUN", required = true)]
+        runs: Vec<String>,
+        /// How to print it.
+        #[arg(long, value_enum, value_name = "FORMAT", default_value_t = SummaryFormatArg::Text)]
+        format: SummaryFormatArg,
+        /// What the groups are.
+        #[arg(long, value_enum, value_name = "FIELD", default_value_t = ByArg::Transformation)]
+        by: ByArg,
+        /// Only the pairs this query selects.
+        #[arg(long, value_name = "QUERY")]
+        filter: Option<String>,
+        #[command(flatten)]
+        load: LoadArgs,
+    },
+    /// Gate CI on a run's triage: exit 0 when the gates hold, 1 when one fails, 2 on unusable input.
+    #[command(
+        after_help = "Without a gate option the check passes unless --strict finds problems.\n\nExamples:\n  triage check run.jsonl --max-unclassified 0\n  triage check run.jsonl --fail-on boundary --fail-on invalid-pair --max-failure-rate 0.2 --strict"
+    )]
+    Check {
+        /// Run files (JSONL); `-` reads standard input.
+        #[arg(value_name = "RUN", required = true)]
+        runs: Vec<String>,
+        /// Fail when more than N failures have no category.
+        #[arg(long, value_name = "N")]
+        max_unclassified: Option<u64>,
+        /// Fail when any failure is classified CATEGORY (a category id; repeatable).
+        #[arg(long, value_name = "CATEGORY")]
+        fail_on: Vec<String>,
+        /// Fail when the failure rate (failures / pairs) is above X, a fraction from 0 to 1.
+        #[arg(long, value_name = "X")]
+        max_failure_rate: Option<f64>,
+        /// Fail when the run has any problem (a bad line or an unusable field).
+        #[arg(long)]
+        strict: bool,
+        #[command(flatten)]
+        load: LoadArgs,
+    },
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    #[command(
+        after_help = "Example (bash):\n  triage completions bash > ~/.local/share/bash-completion/completions/triage"
+    )]
+    Completions {
+        /// The shell to complete for.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff) to standard output.
+    #[command(after_help = "Example:\n  triage man > triage.1 && man ./triage.1")]
+    Man,
+}
+
+/// How the headless commands read a run.
+#[derive(clap::Args, Debug)]
+struct LoadArgs {
+    /// The annotation journal (default: the one `triage RUN` uses).
+    #[arg(long, value_name = "PATH")]
+    annotations: Option<PathBuf>,
+    /// Lines longer than this are reported as problems instead of parsed.
+    #[arg(long, value_name = "BYTES", default_value_t = index::DEFAULT_MAX_LINE_BYTES)]
+    max_line_bytes: usize,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum FormatArg {
+    /// A triage report to paste into a pull request.
+    Markdown,
+    /// One row per pair.
+    Csv,
+    /// One document: summary, pairs, problems.
+    Json,
+    /// JSON Lines of recorded requests and responses, for replay.
+    Fixtures,
+}
+
+impl From<FormatArg> for Format {
+    fn from(f: FormatArg) -> Format {
+        match f {
+            FormatArg::Markdown => Format::Markdown,
+            FormatArg::Csv => Format::Csv,
+            FormatArg::Json => Format::Json,
+            FormatArg::Fixtures => Format::Fixtures,
+        }
+    }
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum SummaryFormatArg {
+    /// An aligned table and the conclusion.
+    Text,
+    /// A Markdown table and the conclusion.
+    Markdown,
+    /// The whole summary as JSON.
+    Json,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum ByArg {
+    Transformation,
+    Family,
+    Category,
+    Case,
+}
+
+impl From<ByArg> for GroupBy {
+    fn from(b: ByArg) -> GroupBy {
+        match b {
+            ByArg::Transformation => GroupBy::Transformation,
+            ByArg::Family => GroupBy::Family,
+            ByArg::Category => GroupBy::Category,
+            ByArg::Case => GroupBy::Case,
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -140,8 +288,409 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Some(Command::Export {
+            runs,
+            format,
+            output,
+            filter,
+            all,
+            load,
+            timestamp,
+        }) => export_cmd(
+            &runs,
+            format.into(),
+            output.as_deref(),
+            filter.as_deref(),
+            all,
+            &load,
+            timestamp,
+            cli.config.as_deref(),
+        ),
+        Some(Command::Summary {
+            runs,
+            format,
+            by,
+            filter,
+            load,
+        }) => summary_cmd(
+            &runs,
+            format,
+            by.into(),
+            filter.as_deref(),
+            &load,
+            cli.config.as_deref(),
+        ),
+        Some(Command::Check {
+            runs,
+            max_unclassified,
+            fail_on,
+            max_failure_rate,
+            strict,
+            load,
+        }) => check_cmd(
+            &runs,
+            Gates {
+                max_unclassified,
+                fail_on,
+                max_failure_rate,
+                strict,
+            },
+            &load,
+            cli.config.as_deref(),
+        ),
+        Some(Command::Completions { shell }) => {
+            let mut cmd = Cli::command();
+            clap_complete::generate(shell, &mut cmd, "triage", &mut std::io::stdout());
+            ExitCode::SUCCESS
+        }
+        Some(Command::Man) => {
+            let man = clap_mangen::Man::new(Cli::command());
+            let mut out = std::io::stdout().lock();
+            match man.render(&mut out).and_then(|_| out.flush()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("triage: cannot write the manual page: {e}");
+                    ExitCode::from(1)
+                }
+            }
+        }
         None => open(cli),
     }
+}
+
+/// Everything a headless command reads: the run, its annotations, the taxonomy.
+struct Loaded {
+    index: RunIndex,
+    store: Option<AnnotationStore>,
+    cfg: config::Config,
+}
+
+impl Loaded {
+    fn input(&self) -> ExportInput<'_> {
+        ExportInput {
+            index: &self.index,
+            store: self.store.as_ref(),
+            taxonomy: &self.cfg.taxonomy,
+        }
+    }
+}
+
+/// Load the config, index the run (with a progress bar on a terminal), and read the journal.
+fn load_headless(
+    runs: &[String],
+    load: &LoadArgs,
+    config_path: Option<&Path>,
+) -> Result<Loaded, String> {
+    let cfg = config::load(config_path)?;
+    load_with_config(runs, load, cfg)
+}
+
+/// [`load_headless`] with the config already read.
+fn load_with_config(
+    runs: &[String],
+    load: &LoadArgs,
+    cfg: config::Config,
+) -> Result<Loaded, String> {
+    let opts = OpenOptions {
+        max_line_bytes: load.max_line_bytes,
+    };
+    let index = index_with_progress(runs, &opts)?;
+    let store = read_journal(&runs[0], load.annotations.as_deref())?;
+    Ok(Loaded { index, store, cfg })
+}
+
+/// Index the run, showing a progress bar on standard error when it is a
+/// terminal and the load takes long enough to be worth one.
+fn index_with_progress(runs: &[String], opts: &OpenOptions) -> Result<RunIndex, String> {
+    let (mut idx, loader) = index::open_run(runs, opts).map_err(|e| e.to_string())?;
+    let show = std::io::stderr().is_terminal();
+    let start = Instant::now();
+    let mut bar: Option<indicatif::ProgressBar> = None;
+    loop {
+        match loader.rx.recv_timeout(Duration::from_millis(50)) {
+            Ok(b) => {
+                let last = b.finished.is_some();
+                idx.apply(b);
+                if last {
+                    break;
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => break,
+        }
+        if show && bar.is_none() && start.elapsed() > Duration::from_millis(300) {
+            let pb = indicatif::ProgressBar::with_draw_target(
+                Some(idx.bytes_total),
+                indicatif::ProgressDrawTarget::stderr(),
+            );
+            if let Ok(style) = indicatif::ProgressStyle::with_template(
+                "indexing {wide_bar} {bytes}/{total_bytes} {msg}",
+            ) {
+                pb.set_style(style);
+            }
+            bar = Some(pb);
+        }
+        if let Some(pb) = &bar {
+            pb.set_position(idx.bytes_read.min(idx.bytes_total));
+            pb.set_message(format!("{} pairs", idx.rows.len()));
+        }
+    }
+    if let Some(pb) = bar {
+        pb.finish_and_clear();
+    }
+    loader.finish_into(&mut idx);
+    Ok(idx)
+}
+
+/// The run's journal, found as the viewer finds it; none yet means no annotations.
+fn read_journal(first: &str, explicit: Option<&Path>) -> Result<Option<AnnotationStore>, String> {
+    let explicit_given = explicit.is_some();
+    let explicit = match (explicit, first) {
+        (Some(p), _) => Some(p.to_path_buf()),
+        (None, "-") => match directories::ProjectDirs::from("", "", "triage") {
+            Some(d) => Some(d.data_dir().join("runs").join("stdin.triage.jsonl")),
+            None => return Ok(None),
+        },
+        (None, _) => None,
+    };
+    let (path, _) = annotations::journal_path_for(Path::new(first), explicit.as_deref())
+        .map_err(|e| format!("triage: {e}"))?;
+    match AnnotationStore::read(&path) {
+        Ok(store) => {
+            if let (n @ 1.., first) = store.skipped_lines() {
+                let at = first
+                    .map(|l| format!(" (first: line {l})"))
+                    .unwrap_or_default();
+                eprintln!(
+                    "triage: warning: {n} line(s) of {} could not be read and were skipped{at}",
+                    triage::core::text::inert_line(&path.display().to_string())
+                );
+            }
+            Ok(Some(store))
+        }
+        // Nobody has annotated this run yet; but a journal named with
+        // --annotations must exist, or a typo would silently pass a gate.
+        Err(StoreOpenError::NotFound { .. }) if explicit_given => Err(format!(
+            "triage: --annotations: {} does not exist",
+            triage::core::text::inert_line(&path.display().to_string())
+        )),
+        Err(StoreOpenError::NotFound { .. }) => Ok(None),
+        Err(e) => Err(format!("triage: {e}")),
+    }
+}
+
+/// Parse `--filter`, or say where the query went wrong.
+fn parse_filter(filter: Option<&str>) -> Result<Option<query::Query>, String> {
+    let Some(text) = filter else { return Ok(None) };
+    query::parse(text).map(Some).map_err(|e| {
+        let shown = triage::core::text::inert_line(text);
+        let col: usize = shown
+            .chars()
+            .take(e.pos)
+            .map(|c| triage::core::text::width(c.encode_utf8(&mut [0; 4])))
+            .sum();
+        format!(
+            "triage: --filter: {} (at character {})\n  {shown}\n  {}^",
+            e.message,
+            e.pos + 1,
+            " ".repeat(col)
+        )
+    })
+}
+
+#[allow(clippy::too_many_arguments)]
+fn export_cmd(
+    runs: &[String],
+    format: Format,
+    output: Option<&Path>,
+    filter: Option<&str>,
+    all: bool,
+    load: &LoadArgs,
+    timestamp: bool,
+    config_path: Option<&Path>,
+) -> ExitCode {
+    let filter = match parse_filter(filter) {
+        Ok(f) => f,
+        Err(e) => return fail(&e),
+    };
+    if let Some(out) = output
+        && let Err(e) = check_output(out, runs, load.annotations.as_deref())
+    {
+        return fail(&e);
+    }
+    let loaded = match load_headless(runs, load, config_path) {
+        Ok(l) => l,
+        Err(e) => return fail(&e),
+    };
+    let opts = ExportOptions {
+        all,
+        filter,
+        generated_at: timestamp.then(annotations::now_rfc3339),
+    };
+    let input = loaded.input();
+    let rows = export::select_rows(&input, &opts);
+    let result = match output {
+        None => {
+            let stdout = std::io::stdout();
+            let mut w = std::io::BufWriter::new(stdout.lock());
+            export::write(&input, &rows, format, &opts, &mut w).and_then(|_| w.flush())
+        }
+        Some(path) => write_atomically(path, |w| export::write(&input, &rows, format, &opts, w)),
+    };
+    match result {
+        Ok(()) => {
+            if let Some(path) = output {
+                eprintln!(
+                    "wrote {} ({}, {} {})",
+                    path.display(),
+                    format,
+                    rows.len(),
+                    if rows.len() == 1 { "pair" } else { "pairs" }
+                );
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&match output {
+            Some(path) => format!(
+                "triage: cannot write '{}': {e}",
+                triage::core::text::inert_line(&path.display().to_string())
+            ),
+            None => format!("triage: export failed: {e}"),
+        }),
+    }
+}
+
+/// Refuse an output path that is one of the inputs or the journal.
+fn check_output(out: &Path, runs: &[String], journal: Option<&Path>) -> Result<(), String> {
+    let Ok(target) = std::fs::canonicalize(out) else {
+        return Ok(());
+    };
+    let shown = triage::core::text::inert_line(&out.display().to_string());
+    for r in runs {
+        if r != "-" && std::fs::canonicalize(r).is_ok_and(|p| p == target) {
+            return Err(format!(
+                "triage: '{shown}' is the run file itself; triage never modifies a run — choose another path"
+            ));
+        }
+    }
+    let journal = match journal {
+        Some(j) => Some(j.to_path_buf()),
+        None => runs
+            .first()
+            .filter(|r| r.as_str() != "-")
+            .map(|r| PathBuf::from(format!("{r}.triage.jsonl"))),
+    };
+    if let Some(j) = journal
+        && std::fs::canonicalize(&j).is_ok_and(|p| p == target)
+    {
+        return Err(format!(
+            "triage: '{shown}' is the annotation journal; choose another path"
+        ));
+    }
+    if target.is_dir() {
+        return Err(format!(
+            "triage: '{shown}' is a directory; give a file name, such as {}/report.md",
+            shown.trim_end_matches('/')
+        ));
+    }
+    Ok(())
+}
+
+/// Write through a temporary file in the target's folder, then rename over it.
+fn write_atomically(
+    path: &Path,
+    f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".triage-export-");
+    // A report is an ordinary file: 0666 less the umask, not the temp file's 0600.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let tmp = builder.tempfile_in(dir)?;
+    {
+        let mut w = std::io::BufWriter::new(tmp.as_file());
+        f(&mut w)?;
+        w.flush()?;
+    }
+    tmp.as_file().sync_all()?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+fn summary_cmd(
+    runs: &[String],
+    format: SummaryFormatArg,
+    by: GroupBy,
+    filter: Option<&str>,
+    load: &LoadArgs,
+    config_path: Option<&Path>,
+) -> ExitCode {
+    let filter = match parse_filter(filter) {
+        Ok(f) => f,
+        Err(e) => return fail(&e),
+    };
+    let loaded = match load_headless(runs, load, config_path) {
+        Ok(l) => l,
+        Err(e) => return fail(&e),
+    };
+    let input = loaded.input();
+    let rows = export::select_rows(
+        &input,
+        &ExportOptions {
+            all: true,
+            filter,
+            generated_at: None,
+        },
+    );
+    let format = match format {
+        SummaryFormatArg::Text => SummaryFormat::Text,
+        SummaryFormatArg::Markdown => SummaryFormat::Markdown,
+        SummaryFormatArg::Json => SummaryFormat::Json,
+    };
+    let stdout = std::io::stdout();
+    let mut w = std::io::BufWriter::new(stdout.lock());
+    match export::write_summary(&input, &rows, by, format, &mut w).and_then(|_| w.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&format!("triage: {e}")),
+    }
+}
+
+fn check_cmd(
+    runs: &[String],
+    gates: Gates,
+    load: &LoadArgs,
+    config_path: Option<&Path>,
+) -> ExitCode {
+    let cfg = match config::load(config_path) {
+        Ok(c) => c,
+        Err(e) => return fail(&e),
+    };
+    if let Err(e) = gates.validate(&cfg.taxonomy) {
+        return fail(&format!("triage: {e}"));
+    }
+    let loaded = match load_with_config(runs, load, cfg) {
+        Ok(l) => l,
+        Err(e) => return fail(&e),
+    };
+    let outcome = export::check(&loaded.input(), &gates);
+    print!("{}", outcome.report);
+    if outcome.passed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
+}
+
+fn fail(msg: &str) -> ExitCode {
+    eprintln!("{msg}");
+    ExitCode::from(2)
 }
 
 fn done(r: Result<String, String>) -> ExitCode {
@@ -219,6 +768,18 @@ fn print_keys(km: &Keymap, cfg: &config::Config) {
     }
 }
 
+/// The subcommand names, which a bare run argument must not be mistaken for.
+const COMMANDS: [&str; 8] = [
+    "apply",
+    "keys",
+    "config",
+    "export",
+    "summary",
+    "check",
+    "completions",
+    "man",
+];
+
 fn open(cli: Cli) -> ExitCode {
     if cli.runs.is_empty() {
         eprintln!(
@@ -229,7 +790,7 @@ fn open(cli: Cli) -> ExitCode {
     if let Some(cmd) = cli
         .runs
         .iter()
-        .find(|r| ["apply", "keys", "config"].contains(&r.as_str()) && !Path::new(r).exists())
+        .find(|r| COMMANDS.contains(&r.as_str()) && !Path::new(r).exists())
     {
         eprintln!(
             "triage: `{cmd}` is a command: put it first, with its options after it (triage {cmd} --help)"
