@@ -1,0 +1,833 @@
+//! Other robustness tools' result files, converted into native pair records.
+//!
+//! triage's index reads a native JSONL file line by line, so a foreign file
+//! is **converted** into native pair records (one JSON object per line, see
+//! `docs/run-format.md`) written to a private file that the index then opens
+//! as if it were the run. Each converted record carries `"format"` (the
+//! adapter's name) and an `"origin"` object with the original row(s), so the
+//! raw view shows them, and keeps ids stable so annotations survive a
+//! re-conversion: converting the same file twice is byte-identical.
+//!
+//! - [`detect`] sniffs the first bytes of a file (content, never the
+//!   extension) and says which format it is, or what was tried.
+//! - [`convert`] turns a whole file of a given [`Format`] into native records.
+//!
+//! The mappings, field by field, are in `docs/formats.md`. Nothing here
+//! touches a terminal.
+
+use std::fmt;
+use std::io::{Read, Write};
+use std::path::Path;
+use std::str::FromStr;
+
+use serde_json::{Map, Value, json};
+
+pub mod context_probe;
+pub mod inspect;
+pub mod multivon;
+pub mod promptfoo;
+
+/// A result-file format triage can open.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// triage's own JSONL pair records.
+    Native,
+    /// The context-probe harness: one row per trial (JSONL).
+    ContextProbe,
+    /// `promptfoo eval -o results.json` (or `.jsonl`).
+    Promptfoo,
+    /// Inspect AI's JSON eval log.
+    Inspect,
+    /// multivon-eval variant validations, case manifests and eval reports.
+    Multivon,
+}
+
+impl Format {
+    /// Every format, in the order [`detect`] tries them.
+    pub const ALL: [Format; 5] = [
+        Format::Native,
+        Format::ContextProbe,
+        Format::Promptfoo,
+        Format::Inspect,
+        Format::Multivon,
+    ];
+
+    /// The name used by `--format`, in the status bar and in `"format"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Native => "native",
+            Format::ContextProbe => "context-probe",
+            Format::Promptfoo => "promptfoo",
+            Format::Inspect => "inspect",
+            Format::Multivon => "multivon",
+        }
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Format {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Format, String> {
+        let norm = s.trim().to_ascii_lowercase().replace(['_', ' '], "-");
+        Ok(match norm.as_str() {
+            "native" | "triage" | "jsonl" => Format::Native,
+            "context-probe" | "contextprobe" | "context" => Format::ContextProbe,
+            "promptfoo" => Format::Promptfoo,
+            "inspect" | "inspect-ai" | "inspectai" => Format::Inspect,
+            "multivon" | "multivon-eval" => Format::Multivon,
+            _ => {
+                return Err(format!(
+                    "unknown format '{}'; known formats: {}",
+                    crate::core::text::inert_line(s),
+                    Format::ALL.map(|f| f.name()).join(", ")
+                ));
+            }
+        })
+    }
+}
+
+/// What [`detect`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Detection {
+    /// The format, when one matched.
+    pub format: Option<Format>,
+    /// Every format tried before (and instead of) the match, with why it did not fit.
+    pub tried: Vec<(Format, String)>,
+}
+
+impl Detection {
+    /// The message for a file that matched no format: what was tried and why not.
+    pub fn message(&self, shown_path: &str) -> String {
+        let mut s = format!("triage: '{shown_path}' is not a format triage knows; tried:");
+        for (f, why) in &self.tried {
+            s.push_str(&format!("\n  - {}: {why}", f.name()));
+        }
+        s.push_str("\nPass --format NAME to choose one.");
+        s
+    }
+}
+
+/// How many bytes of a file [`detect`] wants to see.
+pub const DETECT_HEAD_BYTES: usize = 64 * 1024;
+
+/// Sniff the first bytes of a file (content, never the extension).
+///
+/// `head` is the start of the file ([`DETECT_HEAD_BYTES`] is plenty; a
+/// shorter or truncated head is fine). A gzip stream is decompressed first.
+pub fn detect(head: &[u8]) -> Detection {
+    let owned;
+    let head = if is_gzip(head) {
+        owned = gunzip_prefix(head);
+        &owned[..]
+    } else {
+        head
+    };
+    let text = String::from_utf8_lossy(head);
+    let text = text.trim_start_matches('\u{feff}');
+    let sniff = Sniff::new(text, head);
+    let mut tried = Vec::new();
+    for f in Format::ALL {
+        let verdict = match f {
+            Format::Native => sniff_native(&sniff),
+            Format::ContextProbe => context_probe::sniff(&sniff),
+            Format::Promptfoo => promptfoo::sniff(&sniff),
+            Format::Inspect => inspect::sniff(&sniff),
+            Format::Multivon => multivon::sniff(&sniff),
+        };
+        match verdict {
+            Ok(()) => {
+                return Detection {
+                    format: Some(f),
+                    tried,
+                };
+            }
+            Err(why) => tried.push((f, why)),
+        }
+    }
+    Detection {
+        format: None,
+        tried,
+    }
+}
+
+/// What a converter reports besides the records it wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConvertReport {
+    pub format: Option<Format>,
+    /// Rows (trials, results, samples, records) read from the file.
+    pub rows: usize,
+    /// Native records written (pairs plus unpaired rows).
+    pub records: usize,
+    /// Records that pair a variant with its base.
+    pub pairs: usize,
+    /// Records for rows with no variant relation.
+    pub unpaired: usize,
+    /// Records written with `"passed": false`.
+    pub failures: usize,
+    /// Things the reader should know: differing model ids, skipped rows, ...
+    pub warnings: Vec<String>,
+}
+
+/// Convert a foreign file into native JSONL pair records written to `out`.
+///
+/// [`Format::Native`] is copied through unchanged. Errors name the file and
+/// what was expected.
+pub fn convert(path: &Path, format: Format, out: &mut dyn Write) -> Result<ConvertReport, String> {
+    let shown = crate::core::text::inert_line(&path.display().to_string());
+    let bytes = read_all(path).map_err(|e| format!("{shown}: {e}"))?;
+    let text = match std::str::from_utf8(&bytes) {
+        Ok(t) => t.trim_start_matches('\u{feff}'),
+        Err(e) => {
+            return Err(format!(
+                "{shown}: not UTF-8 text (byte {}); expected a {} file",
+                e.valid_up_to(),
+                format.name()
+            ));
+        }
+    };
+    let mut sink = Sink {
+        out,
+        report: ConvertReport {
+            format: Some(format),
+            ..ConvertReport::default()
+        },
+    };
+    let res = match format {
+        Format::Native => {
+            sink.out
+                .write_all(text.as_bytes())
+                .map_err(|e| format!("cannot write the converted run: {e}"))?;
+            sink.report.rows = text.lines().filter(|l| !l.trim().is_empty()).count();
+            sink.report.records = sink.report.rows;
+            sink.report.pairs = sink.report.rows;
+            Ok(())
+        }
+        Format::ContextProbe => context_probe::convert(text, &mut sink),
+        Format::Promptfoo => promptfoo::convert(text, &mut sink),
+        Format::Inspect => inspect::convert(text, &mut sink),
+        Format::Multivon => multivon::convert(text, &mut sink),
+    };
+    res.map_err(|e| format!("{shown}: {e}"))?;
+    sink.out
+        .flush()
+        .map_err(|e| format!("cannot write the converted run: {e}"))?;
+    Ok(sink.report)
+}
+
+/// Where converters write their records; counts them as it goes.
+pub struct Sink<'a> {
+    out: &'a mut dyn Write,
+    pub report: ConvertReport,
+}
+
+impl Sink<'_> {
+    /// Write one native record (one line).
+    pub fn record(&mut self, rec: Value) -> Result<(), String> {
+        let paired = rec.get("transformation").and_then(Value::as_str) != Some(UNPAIRED);
+        if rec.get("passed") == Some(&Value::Bool(false)) {
+            self.report.failures += 1;
+        }
+        let line = serde_json::to_string(&rec)
+            .map_err(|e| format!("cannot serialize a converted record: {e}"))?;
+        self.out
+            .write_all(line.as_bytes())
+            .and_then(|_| self.out.write_all(b"\n"))
+            .map_err(|e| format!("cannot write the converted run: {e}"))?;
+        self.report.records += 1;
+        if paired {
+            self.report.pairs += 1;
+        } else {
+            self.report.unpaired += 1;
+        }
+        Ok(())
+    }
+
+    pub fn warn(&mut self, w: impl Into<String>) {
+        self.report.warnings.push(w.into());
+    }
+}
+
+/// The `transformation` (and `family`) of a row with no variant relation.
+pub const UNPAIRED: &str = "unpaired";
+
+/// What a detector sees: the head as text, and its first JSON value when
+/// the head holds a complete one.
+pub struct Sniff<'a> {
+    pub text: &'a str,
+    /// The first non-empty line parsed as JSON (complete lines only).
+    pub first_line: Option<Value>,
+    /// The whole head parsed as one JSON document, when it is complete.
+    pub document: Option<Value>,
+    /// The head starts like a zip archive.
+    pub zip: bool,
+}
+
+impl<'a> Sniff<'a> {
+    fn new(text: &'a str, raw: &[u8]) -> Sniff<'a> {
+        let trimmed = text.trim_start();
+        let first_line = trimmed
+            .lines()
+            .next()
+            .and_then(|l| serde_json::from_str::<Value>(l.trim()).ok());
+        let document = serde_json::from_str::<Value>(trimmed).ok();
+        Sniff {
+            text: trimmed,
+            first_line,
+            document,
+            zip: raw.starts_with(b"PK\x03\x04"),
+        }
+    }
+
+    /// The first line as an object, when it is one.
+    pub fn line_object(&self) -> Option<&Map<String, Value>> {
+        self.first_line.as_ref().and_then(Value::as_object)
+    }
+
+    /// Whether the head starts a multi-line JSON document (an object that
+    /// is not complete on its first line).
+    pub fn starts_document(&self) -> bool {
+        self.text.starts_with('{') && self.line_object().is_none()
+    }
+
+    /// Whether `"key"` occurs as an object key anywhere in the head.
+    pub fn has_key(&self, key: &str) -> bool {
+        let pat = format!("\"{key}\"");
+        let mut rest = self.text;
+        while let Some(i) = rest.find(&pat) {
+            let after = rest[i + pat.len()..].trim_start();
+            if after.starts_with(':') {
+                return true;
+            }
+            rest = &rest[i + pat.len()..];
+        }
+        false
+    }
+
+    /// A short description of the head, for "why not" messages.
+    pub fn describe(&self) -> &'static str {
+        if self.zip {
+            "a zip archive"
+        } else if self.text.is_empty() {
+            "an empty file"
+        } else if self.line_object().is_some() {
+            "JSON lines"
+        } else if self.text.starts_with('{') {
+            "a JSON document"
+        } else if self.text.starts_with('[') {
+            "a JSON array"
+        } else {
+            "not JSON"
+        }
+    }
+}
+
+fn sniff_native(s: &Sniff) -> Result<(), String> {
+    let Some(o) = s.line_object() else {
+        return Err(format!(
+            "needs one JSON object per line; found {}",
+            s.describe()
+        ));
+    };
+    let has = |a: &str, b: &str| o.contains_key(a) || o.contains_key(b);
+    if has("case_id", "caseId") && has("variant_id", "variantId") {
+        Ok(())
+    } else {
+        Err("the first line has no case_id and variant_id".into())
+    }
+}
+
+fn is_gzip(b: &[u8]) -> bool {
+    b.starts_with(&[0x1f, 0x8b])
+}
+
+/// Decompress as much of a gzip prefix as the bytes allow.
+fn gunzip_prefix(b: &[u8]) -> Vec<u8> {
+    let mut d = flate2::read::MultiGzDecoder::new(b);
+    let mut out = Vec::new();
+    let mut buf = [0u8; 8192];
+    while out.len() < DETECT_HEAD_BYTES {
+        match d.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+    out
+}
+
+fn read_all(path: &Path) -> Result<Vec<u8>, String> {
+    let mut bytes = std::fs::read(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => "does not exist".to_string(),
+        std::io::ErrorKind::PermissionDenied => "cannot read it: permission denied".to_string(),
+        _ => format!("cannot read it: {e}"),
+    })?;
+    if is_gzip(&bytes) {
+        let mut d = flate2::read::MultiGzDecoder::new(&bytes[..]);
+        let mut out = Vec::new();
+        d.read_to_end(&mut out)
+            .map_err(|e| format!("cannot decompress it: {e}"))?;
+        bytes = out;
+    }
+    Ok(bytes)
+}
+
+/// Parse JSON lines: every non-empty line that is a JSON object, with its
+/// 1-based line number. Lines that are not are reported as warnings.
+pub fn json_lines(text: &str, sink: &mut Sink) -> Vec<(usize, Map<String, Value>)> {
+    let mut rows = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() {
+            continue;
+        }
+        match serde_json::from_str::<Value>(line) {
+            Ok(Value::Object(o)) => rows.push((i + 1, o)),
+            Ok(other) => sink.warn(format!(
+                "line {}: expected a JSON object, found {}; skipped",
+                i + 1,
+                crate::core::record::type_name(&other)
+            )),
+            Err(e) => sink.warn(format!("line {}: not valid JSON ({e}); skipped", i + 1)),
+        }
+    }
+    rows
+}
+
+/// The first present, non-null value among `names`.
+pub fn pick<'a>(o: &'a Map<String, Value>, names: &[&str]) -> Option<&'a Value> {
+    names
+        .iter()
+        .find_map(|n| o.get(*n).filter(|v| !v.is_null()))
+}
+
+/// The first present string (numbers are written as text) among `names`.
+pub fn pick_str(o: &Map<String, Value>, names: &[&str]) -> Option<String> {
+    match pick(o, names)? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// The first present boolean among `names`.
+pub fn pick_bool(o: &Map<String, Value>, names: &[&str]) -> Option<bool> {
+    pick(o, names).and_then(Value::as_bool)
+}
+
+/// Text for a value that may be a string or structured JSON.
+pub fn as_text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    }
+}
+
+/// A record for a row with no variant relation: the source holds the input
+/// and the expected answer, the variant the input and the actual output, so
+/// the diff shows expected against actual (at `state.answer`).
+pub struct Unpaired {
+    pub case_id: String,
+    pub variant_id: String,
+    pub label: Option<String>,
+    pub input: Option<String>,
+    pub expected: Option<Value>,
+    pub actual: Option<Value>,
+    pub passed: Option<bool>,
+    pub reasons: Vec<String>,
+    /// The variant side's outcome when the request failed (`error`, `timeout`, ...).
+    pub outcome: Option<(String, String)>,
+    pub latency_ms: Option<f64>,
+    pub model_id: Option<String>,
+    pub settings_id: Option<String>,
+    pub repetition: Option<u64>,
+    /// Extra top-level fields, written after the native ones.
+    pub extra: Map<String, Value>,
+}
+
+impl Unpaired {
+    pub fn new(case_id: String, variant_id: String) -> Unpaired {
+        Unpaired {
+            case_id,
+            variant_id,
+            label: None,
+            input: None,
+            expected: None,
+            actual: None,
+            passed: None,
+            reasons: Vec::new(),
+            outcome: None,
+            latency_ms: None,
+            model_id: None,
+            settings_id: None,
+            repetition: None,
+            extra: Map::new(),
+        }
+    }
+
+    pub fn into_record(self, format: Format, origin: Value) -> Value {
+        let mut r = Map::new();
+        r.insert("case_id".into(), json!(self.case_id));
+        r.insert("variant_id".into(), json!(self.variant_id));
+        if let Some(l) = self.label {
+            r.insert("label".into(), json!(l));
+        }
+        r.insert("family".into(), json!(UNPAIRED));
+        r.insert("transformation".into(), json!(UNPAIRED));
+        r.insert("allowed_changes".into(), json!(["state.answer"]));
+        let side = |answer: Option<Value>| {
+            let mut s = Map::new();
+            if let Some(q) = &self.input {
+                s.insert("question".into(), json!(q));
+            }
+            s.insert("state".into(), json!({ "answer": answer }));
+            s
+        };
+        let source = side(self.expected.clone());
+        let mut variant = side(self.actual.clone());
+        if let Some((outcome, error)) = self.outcome {
+            variant.insert("outcome".into(), json!(outcome));
+            variant.insert("error".into(), json!(error));
+        }
+        if let Some(ms) = self.latency_ms {
+            variant.insert("latency_ms".into(), json_num(ms));
+        }
+        r.insert("source".into(), Value::Object(source));
+        r.insert("variant".into(), Value::Object(variant));
+        if let Some(p) = self.passed {
+            r.insert("passed".into(), json!(p));
+            r.insert("reasons".into(), json!(self.reasons));
+        }
+        if let Some(m) = self.model_id {
+            r.insert("model_id".into(), json!(m));
+        }
+        if let Some(s) = self.settings_id {
+            r.insert("settings_id".into(), json!(s));
+        }
+        if let Some(rep) = self.repetition {
+            r.insert("repetition".into(), json!(rep));
+        }
+        r.insert("format".into(), json!(format.name()));
+        for (k, v) in self.extra {
+            r.insert(k, v);
+        }
+        r.insert("origin".into(), origin);
+        Value::Object(r)
+    }
+}
+
+/// A JSON number: integral values as integers, so `12` stays `12`.
+pub fn json_num(x: f64) -> Value {
+    if x.fract() == 0.0 && x.abs() < 9.0e15 {
+        json!(x as i64)
+    } else {
+        json!(x)
+    }
+}
+
+/// Warn when a run mixes several values of one identifier (model, settings).
+pub fn warn_mixed(sink: &mut Sink, what: &str, values: &[Option<String>]) {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut missing = 0usize;
+    for v in values {
+        match v {
+            Some(s) if !seen.contains(&s.as_str()) => seen.push(s),
+            Some(_) => {}
+            None => missing += 1,
+        }
+    }
+    if seen.len() > 1 {
+        seen.sort_unstable();
+        sink.warn(format!(
+            "the run mixes {} {what} values: {}",
+            seen.len(),
+            seen.iter()
+                .map(|s| crate::core::text::inert_line(s))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if missing > 0 && !seen.is_empty() {
+        sink.warn(format!("{missing} rows have no {what}"));
+    }
+}
+
+/// One result row of a tool that pairs through metadata (promptfoo,
+/// Inspect, multivon reports), in a tool-neutral shape.
+#[derive(Debug, Clone, Default)]
+pub struct Row {
+    /// The row's own id within its case (`metadata.variant_id`, the test id, ...).
+    pub id: String,
+    /// `metadata.case_id`: the source case this row belongs to.
+    pub case_id: Option<String>,
+    /// `metadata.base_id`: the id of the base row this one is a variant of.
+    pub base_id: Option<String>,
+    /// `metadata.relation`: `invariant` or `counterfactual`.
+    pub relation: Option<String>,
+    pub transformation: Option<String>,
+    pub family: Option<String>,
+    pub allowed_changes: Option<Value>,
+    pub label: Option<String>,
+    /// What else must match for two rows to pair: provider and prompt, epoch, ...
+    pub group: String,
+    pub repetition: Option<u64>,
+    /// The input as text (the rendered prompt).
+    pub input: Option<String>,
+    /// The input as structured values (test vars), when there are any.
+    pub vars: Option<Value>,
+    pub expected: Option<Value>,
+    pub output: Option<Value>,
+    pub passed: Option<bool>,
+    pub reasons: Vec<String>,
+    /// A transport failure: `(outcome, message)`.
+    pub error: Option<(String, String)>,
+    pub latency_ms: Option<f64>,
+    pub model_id: Option<String>,
+    pub settings_id: Option<String>,
+    /// Score and named scores, kept as they are.
+    pub scores: Option<Value>,
+    pub raw: Value,
+}
+
+impl Row {
+    fn verdict_word(&self) -> Option<&'static str> {
+        self.passed.map(|p| if p { "pass" } else { "fail" })
+    }
+
+    fn side(&self) -> Value {
+        let mut s = Map::new();
+        if let Some(q) = &self.input {
+            s.insert("question".into(), json!(q));
+        }
+        if let Some(v) = &self.vars {
+            s.insert("state".into(), v.clone());
+        }
+        if let Some((outcome, error)) = &self.error {
+            s.insert("outcome".into(), json!(outcome));
+            s.insert("error".into(), json!(error));
+        }
+        if let Some(ms) = self.latency_ms {
+            s.insert("latency_ms".into(), json_num(ms));
+        }
+        if let Some(d) = self.verdict_word() {
+            s.insert("decision".into(), json!(d));
+        }
+        if let Some(e) = &self.expected {
+            s.insert("expected".into(), e.clone());
+        }
+        if let Some(o) = &self.output {
+            s.insert("output".into(), o.clone());
+        }
+        if let Some(sc) = &self.scores {
+            s.insert("scores".into(), sc.clone());
+        }
+        s.insert("row_id".into(), json!(self.id));
+        Value::Object(s)
+    }
+}
+
+/// Pair rows through their metadata and write the records: a row whose
+/// `base_id` names another row of the same group becomes a pair with that
+/// row as its source; a row that is nobody's base and has no base is
+/// written unpaired. Rows are written in input order.
+pub fn write_paired(rows: Vec<Row>, format: Format, sink: &mut Sink) -> Result<(), String> {
+    use std::collections::{BTreeMap, BTreeSet};
+    let groups: BTreeSet<&str> = rows.iter().map(|r| r.group.as_str()).collect();
+    let several_groups = groups.len() > 1;
+    let mut by_id: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    let mut dup = 0usize;
+    for (i, r) in rows.iter().enumerate() {
+        if by_id.insert((r.group.as_str(), r.id.as_str()), i).is_some() {
+            dup += 1;
+        }
+    }
+    if dup > 0 {
+        sink.warn(format!(
+            "{dup} rows repeat the id of an earlier row in the same group; a variant pairs with the last of them"
+        ));
+    }
+    let mut is_base = vec![false; rows.len()];
+    let mut base_of = vec![None; rows.len()];
+    let mut missing = 0usize;
+    for (i, r) in rows.iter().enumerate() {
+        if let Some(b) = &r.base_id {
+            match by_id.get(&(r.group.as_str(), b.as_str())) {
+                Some(&j) if j != i => {
+                    is_base[j] = true;
+                    base_of[i] = Some(j);
+                }
+                _ => missing += 1,
+            }
+        }
+    }
+    if missing > 0 {
+        sink.warn(format!(
+            "{missing} rows name a base_id that no row of theirs has; listed unpaired"
+        ));
+    }
+    warn_mixed(
+        sink,
+        "model_id",
+        &rows.iter().map(|r| r.model_id.clone()).collect::<Vec<_>>(),
+    );
+    for (i, r) in rows.iter().enumerate() {
+        let id = if several_groups && !r.group.is_empty() {
+            format!("{} @ {}", r.id, r.group)
+        } else {
+            r.id.clone()
+        };
+        match base_of[i] {
+            Some(j) => sink.record(pair_record(&rows[j], r, id, format))?,
+            None if is_base[i] => {}
+            None => {
+                let mut u = Unpaired::new(r.case_id.clone().unwrap_or_else(|| r.id.clone()), id);
+                u.label = r.label.clone();
+                u.input = r.input.clone();
+                u.expected = r.expected.clone();
+                u.actual = r.output.clone();
+                u.passed = r.passed.or(r.error.as_ref().map(|_| false));
+                u.reasons = r.reasons.clone();
+                u.outcome = r.error.clone();
+                u.latency_ms = r.latency_ms;
+                u.model_id = r.model_id.clone();
+                u.settings_id = r.settings_id.clone();
+                u.repetition = r.repetition;
+                if let Some(sc) = &r.scores {
+                    u.extra.insert("scores".into(), sc.clone());
+                }
+                sink.record(u.into_record(format, r.raw.clone()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The native expectation kind of a relation: never one of the native
+/// probability kinds, whose re-check would pass a decision pair blindly.
+pub fn expectation_kind(relation: &str) -> String {
+    match relation {
+        "invariant" | "invariance" => "verdict-invariant".to_string(),
+        "not-less-urgent" | "not-more-urgent" | "allowed-routes" => format!("relation-{relation}"),
+        other => other.to_string(),
+    }
+}
+
+fn pair_record(base: &Row, v: &Row, variant_id: String, format: Format) -> Value {
+    let relation = v
+        .relation
+        .clone()
+        .unwrap_or_else(|| "invariant".to_string())
+        .to_ascii_lowercase();
+    let mut reasons = Vec::new();
+    if let Some((_, e)) = &v.error {
+        reasons.push(format!("The variant request failed: {e}"));
+    }
+    if let Some((_, e)) = &base.error {
+        reasons.push(format!("The base request failed: {e}"));
+    }
+    if base.error.is_none() && v.error.is_none() {
+        if let (Some(a), Some(b)) = (base.verdict_word(), v.verdict_word())
+            && a != b
+        {
+            reasons.push(format!("The verdict changed from {a} to {b}."));
+        }
+        if relation.starts_with("counterfactual")
+            && let (Some(a), Some(b)) = (&base.output, &v.output)
+            && as_text(a).trim() == as_text(b).trim()
+        {
+            reasons
+                .push("The counterfactual variant gave the same output as its base.".to_string());
+        }
+    }
+    if v.passed == Some(false) {
+        reasons.extend(v.reasons.iter().map(|r| format!("Variant: {r}")));
+        if v.reasons.is_empty() && v.error.is_none() {
+            reasons.push("The variant failed its checks.".to_string());
+        }
+    }
+    if base.passed == Some(false) {
+        reasons.extend(base.reasons.iter().map(|r| format!("Base: {r}")));
+        if base.reasons.is_empty() && base.error.is_none() {
+            reasons.push("The base failed its checks.".to_string());
+        }
+    }
+    let known = v.passed.is_some() || base.passed.is_some() || !reasons.is_empty();
+    let mut r = Map::new();
+    let case = v
+        .case_id
+        .clone()
+        .or_else(|| base.case_id.clone())
+        .unwrap_or_else(|| base.id.clone());
+    r.insert("case_id".into(), json!(case));
+    r.insert("variant_id".into(), json!(variant_id));
+    if let Some(l) = &v.label {
+        r.insert("label".into(), json!(l));
+    }
+    r.insert(
+        "family".into(),
+        json!(v.family.clone().unwrap_or_else(|| relation.clone())),
+    );
+    if let Some(t) = &v.transformation {
+        r.insert("transformation".into(), json!(t));
+    }
+    r.insert(
+        "expectation".into(),
+        json!({ "kind": expectation_kind(&relation) }),
+    );
+    if let Some(a) = &v.allowed_changes {
+        r.insert("allowed_changes".into(), a.clone());
+    }
+    r.insert("source".into(), base.side());
+    r.insert("variant".into(), v.side());
+    if known {
+        r.insert("passed".into(), json!(reasons.is_empty()));
+        r.insert("reasons".into(), json!(reasons));
+    }
+    if let Some(m) = &v.model_id {
+        r.insert("model_id".into(), json!(m));
+    }
+    if let Some(s) = &v.settings_id {
+        r.insert("settings_id".into(), json!(s));
+    }
+    if let Some(rep) = v.repetition {
+        r.insert("repetition".into(), json!(rep));
+    }
+    r.insert("format".into(), json!(format.name()));
+    r.insert("relation".into(), json!(relation));
+    r.insert("origin".into(), json!({"base": base.raw, "variant": v.raw}));
+    Value::Object(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_round_trip() {
+        for f in Format::ALL {
+            assert_eq!(f.name().parse::<Format>(), Ok(f));
+        }
+        assert_eq!("Inspect_AI".parse::<Format>(), Ok(Format::Inspect));
+        assert!("csv".parse::<Format>().unwrap_err().contains("promptfoo"));
+    }
+
+    #[test]
+    fn csv_is_not_detected() {
+        let d = detect(b"a,b,c\n1,2,3\n");
+        assert_eq!(d.format, None);
+        assert_eq!(d.tried.len(), Format::ALL.len());
+        assert!(d.message("x.csv").contains("promptfoo"));
+    }
+
+    #[test]
+    fn native_line_is_detected() {
+        let d = detect(b"{\"case_id\":\"a\",\"variant_id\":\"b\"}\n");
+        assert_eq!(d.format, Some(Format::Native));
+    }
+}

@@ -1,0 +1,290 @@
+//! Foreign result files: detection, conversion and loading of the
+//! converted run, against fixtures produced by the real tools (context-probe:
+//! a generator written from the harness's description; see each make script).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use triage::core::derive::derive;
+use triage::core::formats::{self, ConvertReport, Format};
+use triage::core::index::{self, OpenOptions};
+use triage::core::record::map_record;
+
+fn fixture(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/formats")
+        .join(rel)
+}
+
+fn detected(rel: &str) -> Option<Format> {
+    let bytes = std::fs::read(fixture(rel)).expect("fixture");
+    let n = bytes.len().min(formats::DETECT_HEAD_BYTES);
+    formats::detect(&bytes[..n]).format
+}
+
+struct Converted {
+    report: ConvertReport,
+    text: String,
+    records: Vec<Value>,
+    statuses: BTreeMap<&'static str, usize>,
+}
+
+/// Convert, check byte-identical re-conversion, load through the index and
+/// derive every record.
+fn convert(rel: &str, format: Format) -> Converted {
+    let path = fixture(rel);
+    let mut out = Vec::new();
+    let report = formats::convert(&path, format, &mut out).expect("convert");
+    let mut again = Vec::new();
+    formats::convert(&path, format, &mut again).expect("convert again");
+    assert_eq!(out, again, "converting twice must be byte-identical");
+    let text = String::from_utf8(out).expect("utf-8");
+    let records: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("converted line is JSON"))
+        .collect();
+    assert_eq!(records.len(), report.records);
+
+    let mut tmp = tempfile::NamedTempFile::new().expect("temp");
+    tmp.write_all(text.as_bytes()).expect("write");
+    let p = tmp.path().to_string_lossy().to_string();
+    let idx = index::load_run(&[p], &OpenOptions::default()).expect("load converted run");
+    assert_eq!(
+        idx.rows.len(),
+        records.len(),
+        "problems: {:?}",
+        idx.problems
+    );
+    assert!(idx.problems.is_empty(), "{:?}", idx.problems);
+
+    let mut statuses = BTreeMap::new();
+    let mut failures = 0;
+    for r in &records {
+        assert_eq!(r["format"], format.name());
+        assert!(r.get("origin").is_some());
+        let d = derive(&map_record(r.clone()).expect("native record"));
+        failures += usize::from(d.status.is_failure());
+        *statuses.entry(d.status.name()).or_default() += 1;
+    }
+    assert_eq!(idx.failures, failures);
+    Converted {
+        report,
+        text,
+        records,
+        statuses,
+    }
+}
+
+fn st(pairs: &[(&'static str, usize)]) -> BTreeMap<&'static str, usize> {
+    pairs.iter().copied().collect()
+}
+
+fn reasons(r: &Value) -> String {
+    r["reasons"].to_string()
+}
+
+#[test]
+fn context_probe_demo_passes() {
+    assert_eq!(
+        detected("context-probe/demo-results.jsonl"),
+        Some(Format::ContextProbe)
+    );
+    let c = convert("context-probe/demo-results.jsonl", Format::ContextProbe);
+    assert_eq!(c.report.rows, 36);
+    assert_eq!(
+        (c.report.pairs, c.report.unpaired, c.report.failures),
+        (30, 0, 0)
+    );
+    assert_eq!(c.statuses, st(&[("pass", 30)]));
+    assert!(c.report.warnings.is_empty(), "{:?}", c.report.warnings);
+    assert!(!c.text.contains("/work/") && c.text.ends_with('\n'));
+    // Wording variants change only the question; order variants only the evidence.
+    let order = c
+        .records
+        .iter()
+        .find(|r| r["variant_id"] == "wording-0/reversed")
+        .expect("order variant");
+    assert_eq!(order["family"], "state-noise");
+    assert_eq!(order["source"]["decision"], order["variant"]["decision"]);
+}
+
+#[test]
+fn context_probe_flawed_flags_unsafe_approvals() {
+    let c = convert("context-probe/flawed-results.jsonl", Format::ContextProbe);
+    assert_eq!((c.report.pairs, c.report.failures), (30, 6));
+    assert_eq!(c.statuses, st(&[("fail", 6), ("pass", 24)]));
+    let failed: Vec<&Value> = c.records.iter().filter(|r| r["passed"] == false).collect();
+    for r in &failed {
+        assert_eq!(r["case_id"], "shared");
+        assert_eq!(r["unsafe_approval"], true);
+        let why = reasons(r);
+        assert!(
+            why.contains("The decision changed from hold to approve."),
+            "{why}"
+        );
+        assert!(why.contains("differs from the expected hold"), "{why}");
+        assert!(
+            why.contains("unsafe: approved where approval was not allowed"),
+            "{why}"
+        );
+    }
+    assert_eq!(
+        c.records
+            .iter()
+            .filter(|r| r["unsafe_approval"] == true)
+            .count(),
+        6
+    );
+}
+
+#[test]
+fn context_probe_errors_are_service_errors_and_config_is_flagged() {
+    let c = convert("context-probe/errors-results.jsonl", Format::ContextProbe);
+    assert_eq!((c.report.pairs, c.report.failures), (30, 10));
+    assert_eq!(c.statuses, st(&[("error", 6), ("fail", 4), ("pass", 20)]));
+    let w = c.report.warnings.join("\n");
+    assert!(w.contains("the run mixes 2 settings_id values"), "{w}");
+    assert!(w.contains("1 rows have no model_id"), "{w}");
+    let find = |case: &str, v: &str, rep: u64| {
+        c.records
+            .iter()
+            .find(|r| r["case_id"] == case && r["variant_id"] == v && r["repetition"] == rep)
+            .unwrap_or_else(|| panic!("{case} {v} {rep}"))
+    };
+    assert_eq!(
+        find("independent", "wording-1/original", 0)["variant"]["outcome"],
+        "timeout"
+    );
+    assert_eq!(
+        find("unknown", "wording-1/reversed", 1)["source"]["outcome"],
+        "invalid-response"
+    );
+    assert!(reasons(find("shared", "wording-1/reversed", 0)).contains("schema_ok false"));
+    assert!(reasons(find("shared", "wording-2/original", 1)).contains("missing metadata"));
+    let cfg = find("unknown", "wording-1/original", 0);
+    assert_eq!(cfg["config_mismatch"], true);
+    assert!(reasons(cfg).contains("settings_id fixture-settings-1 → fixture-settings-2"));
+}
+
+#[test]
+fn promptfoo_json_and_jsonl() {
+    for rel in ["promptfoo/results.json", "promptfoo/results.jsonl"] {
+        assert_eq!(detected(rel), Some(Format::Promptfoo), "{rel}");
+        let c = convert(rel, Format::Promptfoo);
+        assert_eq!(c.report.rows, 7, "{rel}");
+        assert_eq!(
+            (c.report.pairs, c.report.unpaired, c.report.failures),
+            (3, 2, 4),
+            "{rel}"
+        );
+        assert_eq!(c.statuses, st(&[("fail", 4), ("pass", 1)]), "{rel}");
+        let typo = c
+            .records
+            .iter()
+            .find(|r| r["variant_id"] == "typo")
+            .expect("typo");
+        assert_eq!(typo["case_id"], "outage");
+        assert!(reasons(typo).contains("The verdict changed from pass to fail."));
+        assert!(reasons(typo).contains("Expected output to contain"));
+        let cf = c
+            .records
+            .iter()
+            .find(|r| r["variant_id"] == "amount-changed")
+            .expect("counterfactual");
+        assert!(reasons(cf).contains("same output as its base"));
+        let lonely = c
+            .records
+            .iter()
+            .find(|r| r["transformation"] == "unpaired")
+            .expect("unpaired");
+        assert_eq!(lonely["source"]["state"]["answer"], "Hello there");
+        assert!(lonely["variant"]["state"]["answer"].is_string());
+    }
+}
+
+#[test]
+fn inspect_json_log() {
+    assert_eq!(detected("inspect/log.json"), Some(Format::Inspect));
+    let c = convert("inspect/log.json", Format::Inspect);
+    assert_eq!(c.report.rows, 12);
+    assert_eq!(
+        (c.report.pairs, c.report.unpaired, c.report.failures),
+        (6, 2, 6)
+    );
+    assert_eq!(c.statuses, st(&[("fail", 6), ("pass", 2)]));
+    let para = c
+        .records
+        .iter()
+        .find(|r| r["variant_id"] == "outage-paraphrase @ epoch 1")
+        .expect("paraphrase");
+    assert_eq!(para["repetition"], 0);
+    assert!(
+        reasons(para).contains("Scorer includes gave I"),
+        "{}",
+        reasons(para)
+    );
+}
+
+#[test]
+fn multivon_validations_and_manifest() {
+    assert_eq!(
+        detected("multivon/validations.jsonl"),
+        Some(Format::Multivon)
+    );
+    let c = convert("multivon/validations.jsonl", Format::Multivon);
+    assert_eq!((c.report.pairs, c.report.failures), (4, 1));
+    assert_eq!(c.statuses, st(&[("invalid", 1), ("unchecked", 3)]));
+    let invalid = c
+        .records
+        .iter()
+        .find(|r| r["validation_status"] == "invalid")
+        .expect("invalid");
+    assert_eq!(invalid["variant_id"], "amount:no-comma");
+    assert!(reasons(invalid).contains("Removing the decimal comma"));
+    let unknown = c
+        .records
+        .iter()
+        .find(|r| r["validation_status"] == "unknown")
+        .expect("unknown");
+    assert!(unknown.get("allowed_changes").is_none());
+
+    assert_eq!(detected("multivon/manifest.json"), Some(Format::Multivon));
+    let m = convert("multivon/manifest.json", Format::Multivon);
+    assert_eq!((m.report.pairs, m.report.unpaired), (1, 0));
+    assert_eq!(m.records[0]["case_id"], "addition-1");
+    assert_eq!(m.records[0]["variant_id"], "addition:changed");
+    assert_eq!(m.records[0]["expectation"]["kind"], "counterfactual");
+}
+
+#[test]
+fn unknown_files_say_what_was_tried() {
+    for head in [
+        &b"id,input,output\n1,a,b\n"[..],
+        b"{\"hello\": [1, 2, 3]}",
+        b"",
+    ] {
+        let d = formats::detect(head);
+        assert_eq!(d.format, None);
+        let msg = d.message("results.txt");
+        for f in Format::ALL {
+            assert!(msg.contains(f.name()), "{msg}");
+        }
+    }
+    // The extension does not matter: content decides.
+    assert_eq!(
+        formats::detect(b"{\"case_id\":\"a\",\"variant_id\":\"b\"}\n").format,
+        Some(Format::Native)
+    );
+    let err = formats::convert(
+        &fixture("inspect/log.json"),
+        Format::Promptfoo,
+        &mut Vec::new(),
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("log.json") && err.contains("promptfoo"),
+        "{err}"
+    );
+}
