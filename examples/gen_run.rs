@@ -1413,7 +1413,7 @@ impl Rates {
     }
 }
 
-fn write_bulk(out: &mut impl Write, pairs: u64, seed: u64, fail_rate: f64) -> Result<()> {
+pub fn write_bulk(out: &mut impl Write, pairs: u64, seed: u64, fail_rate: f64) -> Result<()> {
     let mut rng = Rng::new(seed);
     let rates = Rates::new(fail_rate);
     let mut scratch = BulkScratch {

@@ -9,18 +9,21 @@
 //! A bad line never stops the load: it becomes a problem with its file, line
 //! and reason.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, Read};
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use super::derive::{Derived, Status, derive};
-use super::key::{RecordKey, record_key};
+use super::key::{RecordKey, record_key, record_key_raw};
 use super::model::{PairRecord, Route};
 use super::record::{RecordError, map_record};
 
@@ -32,14 +35,39 @@ pub type Sym = u32;
 /// The id of an absent string.
 pub const NO_SYM: Sym = u32::MAX;
 
-/// Where a pair's line lives.
+/// Where a pair's line lives: 16 bytes, the input's number and the byte
+/// offset sharing one word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Loc {
-    pub file: u16,
+    /// The input file in the top 16 bits, the byte offset in the low 48.
+    pos: u64,
     /// 1-based line number.
     pub line: u32,
-    pub offset: u64,
     pub len: u32,
+}
+
+impl Loc {
+    const OFFSET_BITS: u32 = 48;
+
+    /// A location; offsets past 256 TB are clamped.
+    pub fn new(file: u16, line: u32, offset: u64, len: u32) -> Loc {
+        let offset = offset.min((1 << Self::OFFSET_BITS) - 1);
+        Loc {
+            pos: (u64::from(file) << Self::OFFSET_BITS) | offset,
+            line,
+            len,
+        }
+    }
+
+    /// Which input (an index into [`RunIndex::files`]).
+    pub fn file(&self) -> u16 {
+        (self.pos >> Self::OFFSET_BITS) as u16
+    }
+
+    /// The byte offset of the line's content in its input.
+    pub fn offset(&self) -> u64 {
+        self.pos & ((1 << Self::OFFSET_BITS) - 1)
+    }
 }
 
 /// Boolean facts of a row, packed.
@@ -254,8 +282,19 @@ pub struct RunFile {
     pub path: PathBuf,
     pub size: u64,
     reader: File,
-    /// Keeps a copy of standard input alive for as long as the index is.
+    /// Keeps a copy of standard input (or a decompressed input) alive for as
+    /// long as the index is.
     _temp: Option<tempfile::TempPath>,
+    /// A gzip input being decompressed into `reader`'s file in the background.
+    growing: Option<Arc<Growing>>,
+}
+
+impl Drop for RunFile {
+    fn drop(&mut self) {
+        if let Some(g) = &self.growing {
+            g.cancel.store(true, Ordering::Relaxed);
+        }
+    }
 }
 
 /// A path that cannot be opened, with the message to print.
@@ -314,6 +353,8 @@ impl RunIndex {
         if let Some(elapsed) = b.finished {
             self.done = true;
             self.elapsed = elapsed;
+            // A gzip input's size was a guess.
+            self.bytes_total = self.bytes_total.max(self.bytes_read);
         }
     }
 
@@ -330,10 +371,10 @@ impl RunIndex {
     pub fn read_line(&self, loc: Loc) -> io::Result<Vec<u8>> {
         let f = self
             .files
-            .get(loc.file as usize)
+            .get(loc.file() as usize)
             .ok_or_else(|| io::Error::other("no such input file"))?;
         let mut buf = vec![0u8; loc.len as usize];
-        read_exact_at(&f.reader, &mut buf, loc.offset)?;
+        read_exact_at(&f.reader, &mut buf, loc.offset())?;
         Ok(buf)
     }
 
@@ -341,7 +382,7 @@ impl RunIndex {
     pub fn load_pair(&self, row: &PairRow) -> Result<LoadedPair, String> {
         let file = self
             .files
-            .get(row.loc.file as usize)
+            .get(row.loc.file() as usize)
             .map(|f| f.display.as_str())
             .unwrap_or("?");
         let bytes = self.read_line(row.loc).map_err(|e| {
@@ -447,8 +488,26 @@ impl Default for OpenOptions {
     }
 }
 
+/// The moment the first run was opened in this process (the origin of
+/// `TRIAGE_TRACE_FIRST_FRAME`).
+pub fn clock_start() -> Instant {
+    static START: std::sync::OnceLock<Instant> = std::sync::OnceLock::new();
+    *START.get_or_init(Instant::now)
+}
+
 /// Check and open every input, then start indexing them in the background.
 pub fn open_run(paths: &[String], opts: &OpenOptions) -> Result<(RunIndex, Loader), OpenError> {
+    open_run_with(paths, opts, ParseMode::Fast)
+}
+
+/// [`open_run`] with a chosen parse mode (tests compare the two).
+#[doc(hidden)]
+pub fn open_run_with(
+    paths: &[String],
+    opts: &OpenOptions,
+    mode: ParseMode,
+) -> Result<(RunIndex, Loader), OpenError> {
+    clock_start();
     let mut files = Vec::new();
     for p in paths {
         files.push(open_input(p)?);
@@ -457,20 +516,31 @@ pub fn open_run(paths: &[String], opts: &OpenOptions) -> Result<(RunIndex, Loade
         bytes_total: files.iter().map(|f| f.size).sum(),
         ..RunIndex::default()
     };
-    let mut readers = Vec::new();
+    let mut inputs = Vec::new();
     for f in &files {
         let r = f
             .reader
             .try_clone()
             .map_err(|e| OpenError(format!("triage: cannot read '{}': {e}", f.display)))?;
-        readers.push((f.display.clone(), f.path.clone(), r));
+        let reader: Box<dyn Read + Send> = match &f.growing {
+            Some(g) => Box::new(Follow {
+                file: r,
+                growing: g.clone(),
+                pos: 0,
+            }),
+            None => Box::new(r),
+        };
+        inputs.push(Input {
+            display: f.display.clone(),
+            reader,
+        });
     }
     index.files = files;
     let (tx, rx) = mpsc::channel();
     let max = opts.max_line_bytes;
     let handle = std::thread::Builder::new()
         .name("triage-index".into())
-        .spawn(move || index_files(readers, max, tx))
+        .spawn(move || index_files(inputs, max, mode, tx))
         .map_err(|e| OpenError(format!("triage: cannot start the indexer: {e}")))?;
     Ok((
         index,
@@ -483,9 +553,166 @@ pub fn open_run(paths: &[String], opts: &OpenOptions) -> Result<(RunIndex, Loade
 
 /// Open and fully index a run on this thread (for headless commands and tests).
 pub fn load_run(paths: &[String], opts: &OpenOptions) -> Result<RunIndex, OpenError> {
-    let (mut index, loader) = open_run(paths, opts)?;
+    load_run_with(paths, opts, ParseMode::Fast)
+}
+
+/// [`load_run`] with a chosen parse mode (tests compare the two).
+#[doc(hidden)]
+pub fn load_run_with(
+    paths: &[String],
+    opts: &OpenOptions,
+    mode: ParseMode,
+) -> Result<RunIndex, OpenError> {
+    let (mut index, loader) = open_run_with(paths, opts, mode)?;
     loader.finish_into(&mut index);
     Ok(index)
+}
+
+/// How far the background decompression of a gzip input has got.
+#[derive(Debug, Default)]
+struct Growing {
+    state: Mutex<GrowState>,
+    more: Condvar,
+    /// Set when the index is dropped: stop decompressing.
+    cancel: AtomicBool,
+}
+
+#[derive(Debug, Default)]
+struct GrowState {
+    written: u64,
+    done: bool,
+    error: Option<String>,
+}
+
+/// Reads a file that another thread is still writing, waiting at its end
+/// until the writer is done.
+struct Follow {
+    file: File,
+    growing: Arc<Growing>,
+    pos: u64,
+}
+
+impl Read for Follow {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let (written, done, error) = {
+                let st = self
+                    .growing
+                    .state
+                    .lock()
+                    .map_err(|_| io::Error::other("the decompressor stopped"))?;
+                (st.written, st.done, st.error.clone())
+            };
+            if written > self.pos {
+                let n = buf.len().min((written - self.pos) as usize);
+                let got = self.file.read(&mut buf[..n])?;
+                self.pos += got as u64;
+                if got > 0 {
+                    return Ok(got);
+                }
+            }
+            if done {
+                return match error {
+                    Some(e) => Err(io::Error::other(e)),
+                    None => Ok(0),
+                };
+            }
+            let st = self
+                .growing
+                .state
+                .lock()
+                .map_err(|_| io::Error::other("the decompressor stopped"))?;
+            if st.written == written && !st.done {
+                let _ = self
+                    .growing
+                    .more
+                    .wait_timeout(st, Duration::from_millis(50));
+            }
+        }
+    }
+}
+
+/// Whether a file starts with the gzip magic bytes.
+fn is_gzip(f: &File) -> bool {
+    let mut magic = [0u8; 2];
+    read_exact_at(f, &mut magic, 0).is_ok() && magic == [0x1f, 0x8b]
+}
+
+/// Decompress a gzip input into a private temporary file in the background;
+/// the index reads it as it grows, and the detail view reads lines back from it.
+fn open_gzip(file: File, display: String, compressed: u64) -> Result<RunFile, OpenError> {
+    let err = |e: io::Error| OpenError(format!("triage: cannot decompress {display}: {e}"));
+    // The size of the last member, mod 2^32: a guess for the progress bar.
+    let mut trailer = [0u8; 4];
+    let isize = if compressed >= 18 && read_exact_at(&file, &mut trailer, compressed - 4).is_ok() {
+        u64::from(u32::from_le_bytes(trailer))
+    } else {
+        0
+    };
+    let tmp = tempfile::NamedTempFile::new().map_err(err)?;
+    let reader = tmp.reopen().map_err(err)?;
+    let (mut out, temp_path) = tmp.into_parts();
+    let growing = Arc::new(Growing::default());
+    let g = growing.clone();
+    std::thread::Builder::new()
+        .name("triage-gunzip".into())
+        .spawn(move || {
+            use std::io::Write as _;
+            let mut dec =
+                flate2::read::MultiGzDecoder::new(io::BufReader::with_capacity(256 * 1024, file));
+            let mut buf = vec![0u8; 1 << 20];
+            let result = loop {
+                if g.cancel.load(Ordering::Relaxed) {
+                    break Ok(());
+                }
+                // Fill most of the buffer before writing, in few large writes.
+                let mut filled = 0;
+                let mut end = false;
+                while filled < buf.len() {
+                    match dec.read(&mut buf[filled..]) {
+                        Ok(0) => {
+                            end = true;
+                            break;
+                        }
+                        Ok(n) => filled += n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return finish_growing(&g, Some(e.to_string())),
+                    }
+                    if filled >= 64 * 1024 && g.state.lock().is_ok_and(|s| s.written == 0) {
+                        // The first lines go out early for a fast first screen.
+                        break;
+                    }
+                }
+                if let Err(e) = out.write_all(&buf[..filled]) {
+                    break Err(e);
+                }
+                if let Ok(mut st) = g.state.lock() {
+                    st.written += filled as u64;
+                }
+                g.more.notify_all();
+                if end {
+                    break Ok(());
+                }
+            };
+            finish_growing(&g, result.err().map(|e| e.to_string()));
+        })
+        .map_err(err)?;
+    Ok(RunFile {
+        path: temp_path.to_path_buf(),
+        display,
+        size: isize.max(compressed),
+        reader,
+        _temp: Some(temp_path),
+        growing: Some(growing),
+    })
+}
+
+fn finish_growing(g: &Growing, error: Option<String>) {
+    if let Ok(mut st) = g.state.lock() {
+        st.done = true;
+        st.error = error.map(|e| format!("cannot decompress: {e}"));
+    }
+    g.more.notify_all();
 }
 
 fn open_input(p: &str) -> Result<RunFile, OpenError> {
@@ -522,12 +749,16 @@ fn open_input(p: &str) -> Result<RunFile, OpenError> {
         // A FIFO or device cannot be read twice: keep a private copy.
         return copy_to_temp(file, shown);
     }
+    if is_gzip(&file) {
+        return open_gzip(file, shown, meta.len());
+    }
     Ok(RunFile {
         display: shown,
         path: path.to_path_buf(),
         size: meta.len(),
         reader: file,
         _temp: None,
+        growing: None,
     })
 }
 
@@ -547,24 +778,48 @@ fn copy_to_temp(mut input: impl Read, display: String) -> Result<RunFile, OpenEr
         size,
         reader,
         _temp: Some(temp_path),
+        growing: None,
     })
 }
 
-/// The loader thread: read each file front to back, one line at a time.
-fn index_files(readers: Vec<(String, PathBuf, File)>, max_line: usize, tx: Sender<Batch>) {
+/// How lines are read: the typed fast path with the slow path as fallback,
+/// or the slow path alone (kept for tests that compare the two).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParseMode {
+    Fast,
+    Slow,
+}
+
+/// The first chunk is small so that the first rows reach the screen at once;
+/// later chunks grow to this size and are parsed in parallel.
+const FIRST_CHUNK: usize = 64 * 1024;
+const MAX_CHUNK: usize = 8 * 1024 * 1024;
+/// Chunks with fewer lines than this are parsed on the loader thread alone.
+const PARALLEL_MIN_LINES: usize = 64;
+
+/// One input as the loader thread reads it.
+struct Input {
+    display: String,
+    reader: Box<dyn Read + Send>,
+}
+
+/// The loader thread: read each file front to back in chunks of lines,
+/// parse each chunk in parallel, then intern and send its rows in order.
+fn index_files(inputs: Vec<Input>, max_line: usize, mode: ParseMode, tx: Sender<Batch>) {
     let start = Instant::now();
     let mut st = IndexState {
-        interned: HashMap::new(),
+        interned: HashMap::default(),
         next_sym: 0,
         batch: Batch::default(),
         bytes_read: 0,
         tx,
-        last_send: Instant::now(),
         sent_any: false,
     };
-    for (file_idx, (display, _path, file)) in readers.into_iter().enumerate() {
+    for (file_idx, input) in inputs.into_iter().enumerate() {
         let file_idx = u16::try_from(file_idx).unwrap_or(u16::MAX);
-        if let Err(e) = index_one(&mut st, file_idx, &display, file, max_line) {
+        let Input { display, reader } = input;
+        if let Err(e) = index_one(&mut st, file_idx, &display, reader, max_line, mode) {
             st.batch.problems.push(Problem {
                 file: display.clone(),
                 line: 0,
@@ -577,13 +832,41 @@ fn index_files(readers: Vec<(String, PathBuf, File)>, max_line: usize, tx: Sende
     st.flush();
 }
 
+/// A fast hash for short interned strings (FxHash's mixing step).
+#[derive(Default, Clone, Copy)]
+struct FxHasher(u64);
+
+impl std::hash::Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            let mut w = [0u8; 8];
+            w.copy_from_slice(c);
+            self.0 = (self.0.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(K);
+        }
+        for &b in chunks.remainder() {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(K);
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.write(&[i]);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
+
 struct IndexState {
-    interned: HashMap<Box<str>, Sym>,
+    interned: FxMap<Box<str>, Sym>,
     next_sym: Sym,
     batch: Batch,
     bytes_read: u64,
     tx: Sender<Batch>,
-    last_send: Instant,
     sent_any: bool,
 }
 
@@ -601,173 +884,134 @@ impl IndexState {
         id
     }
 
-    /// Send early and small for a fast first screen, then in larger slices.
-    fn maybe_flush(&mut self) {
-        let n = self.batch.rows.len() + self.batch.problems.len();
-        let due = if self.sent_any {
-            n >= 8192 || (n > 0 && self.last_send.elapsed() > Duration::from_millis(40))
-        } else {
-            n >= 200
-        };
-        if due {
-            self.flush();
-        }
-    }
-
     fn flush(&mut self) {
         self.batch.bytes_read = self.bytes_read;
         let b = std::mem::take(&mut self.batch);
         // The receiver may be gone (the user quit): stop quietly.
         let _ = self.tx.send(b);
-        self.last_send = Instant::now();
         self.sent_any = true;
     }
-}
 
-fn index_one(
-    st: &mut IndexState,
-    file_idx: u16,
-    display: &str,
-    file: File,
-    max_line: usize,
-) -> io::Result<()> {
-    let mut reader = BufReader::with_capacity(1 << 20, file);
-    let mut line: Vec<u8> = Vec::new();
-    let mut line_start: u64 = 0;
-    let mut pos: u64 = 0;
-    let mut line_no: u64 = 1;
-    let mut overlong = false;
-    loop {
-        let buf = reader.fill_buf()?;
-        if buf.is_empty() {
-            break;
-        }
-        let (take, complete) = match memchr::memchr(b'\n', buf) {
-            Some(i) => (i + 1, true),
-            None => (buf.len(), false),
+    /// Turn one parsed line into a row or problems, in line order.
+    fn push(&mut self, file_idx: u16, display: &str, line: &Line, out: LineOut<'_>) {
+        let problem = |kind: ProblemKind, message: String| Problem {
+            file: display.to_string(),
+            line: line.no,
+            kind,
+            message,
         };
-        let content = if complete {
-            &buf[..take - 1]
-        } else {
-            &buf[..take]
-        };
-        if !overlong {
-            if line.len() + content.len() > max_line {
-                overlong = true;
-                line.clear();
-            } else {
-                line.extend_from_slice(content);
+        match out {
+            LineOut::Blank => {}
+            LineOut::Problem(kind, message) => self.batch.problems.push(problem(kind, message)),
+            LineOut::Row(d) => {
+                for w in d.warnings {
+                    self.batch
+                        .problems
+                        .push(problem(ProblemKind::FieldWarning, w));
+                }
+                let s = &d.summary;
+                let row = PairRow {
+                    loc: Loc::new(
+                        file_idx,
+                        u32::try_from(line.no).unwrap_or(u32::MAX),
+                        line.offset + d.trim_start as u64,
+                        u32::try_from(d.body_len).unwrap_or(u32::MAX),
+                    ),
+                    key: d.key,
+                    case: self.intern(Some(&d.case)),
+                    variant: self.intern(Some(&d.variant)),
+                    transformation: self.intern(Some(&d.transformation)),
+                    family: self.intern(d.family.as_deref()),
+                    suggestion: self.intern(d.suggestion),
+                    status: s.status,
+                    flags: s.flags,
+                    source_route: s.source_route,
+                    variant_route: s.variant_route,
+                    dp: s.dp,
+                    dc: s.dc,
+                    margin: s.margin,
+                    variant_margin: s.variant_margin,
+                    latency: s.latency,
+                    contract: self.intern(d.contract.as_deref()),
+                    schema: self.intern(d.schema.as_deref()),
+                    model: self.intern(d.model.as_deref()),
+                    expectation: s.expectation,
+                    source_outcome: s.source_outcome,
+                    variant_outcome: s.variant_outcome,
+                    validity: s.validity,
+                    repetition: s.repetition,
+                };
+                self.batch.rows.push(row);
             }
         }
-        reader.consume(take);
-        pos += take as u64;
-        st.bytes_read += take as u64;
-        if complete {
-            let len = pos - 1 - line_start;
-            handle_line(
-                st, file_idx, display, &line, line_no, line_start, len, true, overlong, max_line,
-            );
-            line.clear();
-            overlong = false;
-            line_no += 1;
-            line_start = pos;
-            st.maybe_flush();
-        }
     }
-    if pos > line_start {
-        let len = pos - line_start;
-        handle_line(
-            st, file_idx, display, &line, line_no, line_start, len, false, overlong, max_line,
-        );
-    }
-    Ok(())
 }
 
-#[allow(clippy::too_many_arguments)]
-fn handle_line(
-    st: &mut IndexState,
-    file_idx: u16,
-    display: &str,
-    raw: &[u8],
-    line_no: u64,
+/// One line found in a chunk.
+struct Line {
+    /// 1-based line number.
+    no: u64,
+    /// Where the line starts in the file.
     offset: u64,
-    len: u64,
+    /// Its bytes in the chunk (without the newline).
+    start: usize,
+    end: usize,
     terminated: bool,
-    overlong: bool,
-    max_line: usize,
-) {
-    let problem = |kind: ProblemKind, message: String| Problem {
-        file: display.to_string(),
-        line: line_no,
-        kind,
-        message,
-    };
-    if overlong {
-        st.batch.problems.push(problem(
-            ProblemKind::TooLong,
-            format!(
-                "the line is {} long, over the {} limit; raise it with --max-line-bytes if it is genuine",
-                human_bytes(len),
-                human_bytes(max_line as u64)
-            ),
-        ));
-        return;
-    }
-    // Trim what is not content: a BOM on the first line, CR of CRLF, blanks.
-    let mut start = 0usize;
-    let mut end = raw.len();
-    if line_no == 1 && raw.starts_with(&[0xEF, 0xBB, 0xBF]) {
-        start = 3;
-    }
-    while end > start && matches!(raw[end - 1], b'\r' | b' ' | b'\t') {
-        end -= 1;
-    }
-    while start < end && matches!(raw[start], b' ' | b'\t') {
-        start += 1;
-    }
-    if start == end {
-        return;
-    }
-    let body = &raw[start..end];
-    if let Err(e) = std::str::from_utf8(body) {
-        st.batch.problems.push(problem(
-            ProblemKind::InvalidUtf8,
-            format!(
-                "invalid UTF-8 at byte {} of the line; re-encode the file as UTF-8",
-                e.valid_up_to() + 1
-            ),
-        ));
-        return;
-    }
-    let value: Value = match serde_json::from_slice(body) {
-        Ok(v) => v,
-        Err(e) => {
-            let (kind, msg) = classify_json_error(&e, terminated);
-            st.batch.problems.push(problem(kind, msg));
-            return;
-        }
-    };
-    let key = record_key(&value);
-    let record = match map_record(value) {
-        Ok(r) => r,
-        Err(e) => {
-            let kind = match e {
-                RecordError::NotAnObject(_) => ProblemKind::NotAnObject,
-                RecordError::MissingId(_) => ProblemKind::MissingField,
-                RecordError::WrongIdType(..) => ProblemKind::WrongType,
-            };
-            st.batch.problems.push(problem(kind, e.to_string()));
-            return;
-        }
-    };
-    let d = derive(&record);
-    let suggestion = super::suggest::suggest(&record, &d).map(|s| s.category);
-    for w in &record.field_warnings {
-        st.batch.problems.push(problem(
-            ProblemKind::FieldWarning,
-            format!("{} / {}: {w}", record.case_id, record.variant_id),
-        ));
-    }
+    /// Longer than the limit: reported, not parsed. `len` is its full length.
+    overlong: Option<u64>,
+}
+
+/// What one line gave.
+#[derive(Debug)]
+enum LineOut<'a> {
+    Blank,
+    Problem(ProblemKind, String),
+    Row(Box<RowData<'a>>),
+}
+
+/// A pair's row before its strings are interned.
+#[derive(Debug)]
+struct RowData<'a> {
+    /// Bytes trimmed from the start of the line (BOM, blanks), and the body's length.
+    trim_start: usize,
+    body_len: usize,
+    key: RecordKey,
+    case: Cow<'a, str>,
+    variant: Cow<'a, str>,
+    transformation: String,
+    family: Option<String>,
+    suggestion: Option<&'static str>,
+    contract: Option<Cow<'a, str>>,
+    schema: Option<Cow<'a, str>>,
+    model: Option<Cow<'a, str>>,
+    summary: Summary,
+    /// Field warnings, as problem messages.
+    warnings: Vec<String>,
+}
+
+/// The numbers and codes of a row.
+#[derive(Debug, Clone, Copy)]
+struct Summary {
+    status: Status,
+    flags: u8,
+    source_route: Option<Route>,
+    variant_route: Option<Route>,
+    dp: f32,
+    dc: f32,
+    margin: f32,
+    variant_margin: f32,
+    latency: f32,
+    expectation: ExpKind,
+    source_outcome: OutcomeCode,
+    variant_outcome: OutcomeCode,
+    validity: ValidityCode,
+    repetition: u32,
+}
+
+/// Everything a row needs from a record and its derivation.
+fn summarize(record: &PairRecord, d: &Derived) -> Summary {
+    use super::derive::Validity;
+    use super::model::Expectation;
     let mut fl = 0u8;
     if d.flip == Some(true) {
         fl |= flags::FLIP;
@@ -790,8 +1034,6 @@ fn handle_line(
     {
         fl |= flags::ROUTE_MISMATCH;
     }
-    use super::derive::Validity;
-    use super::model::Expectation;
     let validity = match d.validity {
         Validity::Valid => ValidityCode::Valid,
         Validity::Invalid { .. } => ValidityCode::Invalid,
@@ -811,19 +1053,7 @@ fn handle_line(
         (Some(a), None) | (None, Some(a)) => a as f32,
         (None, None) => f32::NAN,
     };
-    let row = PairRow {
-        loc: Loc {
-            file: file_idx,
-            line: u32::try_from(line_no).unwrap_or(u32::MAX),
-            offset: offset + start as u64,
-            len: u32::try_from(body.len()).unwrap_or(u32::MAX),
-        },
-        key,
-        case: st.intern(Some(&record.case_id)),
-        variant: st.intern(Some(&record.variant_id)),
-        transformation: st.intern(Some(&d.transformation.name)),
-        family: st.intern(record.family.as_deref()),
-        suggestion: st.intern(suggestion),
+    Summary {
         status: d.status,
         flags: fl,
         source_route: d.source_route,
@@ -833,9 +1063,6 @@ fn handle_line(
         margin: d.source_margin.map(|x| x as f32).unwrap_or(f32::NAN),
         variant_margin: d.variant_margin.map(|x| x as f32).unwrap_or(f32::NAN),
         latency,
-        contract: st.intern(record.contract_version.as_deref()),
-        schema: st.intern(record.state_schema_version.as_deref()),
-        model: st.intern(record.model_id.as_deref()),
         expectation,
         source_outcome: OutcomeCode::of(record.source.effective_outcome().as_ref()),
         variant_outcome: OutcomeCode::of(record.variant.effective_outcome().as_ref()),
@@ -844,8 +1071,254 @@ fn handle_line(
             .repetition
             .and_then(|r| u32::try_from(r).ok())
             .unwrap_or(u32::MAX),
+    }
+}
+
+fn index_one(
+    st: &mut IndexState,
+    file_idx: u16,
+    display: &str,
+    mut reader: Box<dyn Read + Send>,
+    max_line: usize,
+    mode: ParseMode,
+) -> io::Result<()> {
+    // `buf[..filled]` holds data; the rest is initialised scratch, so that
+    // reading a chunk does not zero it first.
+    let mut buf: Vec<u8> = Vec::new();
+    let mut filled = 0usize;
+    // File offset of buf[0], the next line number, and the chunk size to aim for.
+    let mut base: u64 = 0;
+    let mut line_no: u64 = 1;
+    let mut target = FIRST_CHUNK;
+    // A line over the limit being skipped: where it started and its length so far.
+    let mut skipping: Option<(u64, u64)> = None;
+    let mut eof = false;
+    while !eof {
+        // Fill the buffer to the target (or to the end of the input).
+        let want = filled + target;
+        if buf.len() < want {
+            buf.resize(want, 0);
+        }
+        while filled < want {
+            let n = match reader.read(&mut buf[filled..want]) {
+                Ok(n) => n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if n == 0 {
+                eof = true;
+                break;
+            }
+            filled += n;
+            st.bytes_read += n as u64;
+        }
+        let data = &buf[..filled];
+        let mut lines: Vec<Line> = Vec::new();
+        let mut pos = 0usize;
+        for nl in memchr::memchr_iter(b'\n', data) {
+            if let Some((start, len)) = skipping.take() {
+                let total = len + nl as u64;
+                lines.push(overlong_line(line_no, start, total));
+            } else {
+                lines.push(line_at(line_no, base, pos, nl, true, max_line));
+            }
+            line_no += 1;
+            pos = nl + 1;
+        }
+        let rest = filled - pos;
+        if eof && rest > 0 {
+            if let Some((start, len)) = skipping.take() {
+                lines.push(overlong_line(line_no, start, len + rest as u64));
+            } else {
+                lines.push(line_at(line_no, base, pos, filled, false, max_line));
+            }
+            pos = filled;
+        } else if eof && let Some((start, len)) = skipping.take() {
+            lines.push(overlong_line(line_no, start, len));
+        }
+        let parsed: Vec<LineOut<'_>> = if lines.len() >= PARALLEL_MIN_LINES {
+            use rayon::prelude::*;
+            lines
+                .par_iter()
+                .with_min_len(8)
+                .map(|l| process_line(data, l, max_line, mode))
+                .collect()
+        } else {
+            lines
+                .iter()
+                .map(|l| process_line(data, l, max_line, mode))
+                .collect()
+        };
+        for (l, out) in lines.iter().zip(parsed) {
+            st.push(file_idx, display, l, out);
+        }
+        // Keep the partial last line; a line over the limit is dropped as it
+        // streams by, keeping only its start and length.
+        let rest = filled - pos;
+        if let Some((_, len)) = skipping.as_mut() {
+            *len += rest as u64;
+            base += filled as u64;
+            filled = 0;
+        } else if rest > max_line {
+            skipping = Some((base + pos as u64, rest as u64));
+            base += filled as u64;
+            filled = 0;
+        } else {
+            buf.copy_within(pos..filled, 0);
+            filled = rest;
+            base += pos as u64;
+        }
+        if !st.batch.rows.is_empty() || !st.batch.problems.is_empty() || !st.sent_any {
+            st.flush();
+        }
+        target = (target * 4).min(MAX_CHUNK);
+    }
+    Ok(())
+}
+
+fn overlong_line(no: u64, offset: u64, len: u64) -> Line {
+    Line {
+        no,
+        offset,
+        start: 0,
+        end: 0,
+        terminated: true,
+        overlong: Some(len),
+    }
+}
+
+fn line_at(no: u64, base: u64, start: usize, end: usize, terminated: bool, max: usize) -> Line {
+    let len = end - start;
+    Line {
+        no,
+        offset: base + start as u64,
+        start,
+        end,
+        terminated,
+        overlong: (len > max).then_some(len as u64),
+    }
+}
+
+/// Parse one line: fast path first unless told otherwise, slow path on any doubt.
+fn process_line<'a>(buf: &'a [u8], line: &Line, max_line: usize, mode: ParseMode) -> LineOut<'a> {
+    if let Some(len) = line.overlong {
+        return LineOut::Problem(
+            ProblemKind::TooLong,
+            format!(
+                "the line is {} long, over the {} limit; raise it with --max-line-bytes if it is genuine",
+                human_bytes(len),
+                human_bytes(max_line as u64)
+            ),
+        );
+    }
+    let raw = &buf[line.start..line.end];
+    // Trim what is not content: a BOM on the first line, CR of CRLF, blanks.
+    let mut start = 0usize;
+    let mut end = raw.len();
+    if line.no == 1 && raw.starts_with(&[0xEF, 0xBB, 0xBF]) {
+        start = 3;
+    }
+    while end > start && matches!(raw[end - 1], b'\r' | b' ' | b'\t') {
+        end -= 1;
+    }
+    while start < end && matches!(raw[start], b' ' | b'\t') {
+        start += 1;
+    }
+    if start == end {
+        return LineOut::Blank;
+    }
+    let body = match std::str::from_utf8(&raw[start..end]) {
+        Ok(s) => s,
+        Err(e) => {
+            return LineOut::Problem(
+                ProblemKind::InvalidUtf8,
+                format!(
+                    "invalid UTF-8 at byte {} of the line; re-encode the file as UTF-8",
+                    e.valid_up_to() + 1
+                ),
+            );
+        }
     };
-    st.batch.rows.push(row);
+    let out = match mode {
+        ParseMode::Fast => fast_row(body).map(|d| LineOut::Row(Box::new(d))),
+        ParseMode::Slow => None,
+    };
+    let mut out = out.unwrap_or_else(|| slow_row(body, line.terminated));
+    if let LineOut::Row(d) = &mut out {
+        d.trim_start = start;
+        d.body_len = end - start;
+    }
+    out
+}
+
+/// The fast path: a typed, borrowing parse and a key from the raw text.
+fn fast_row(body: &str) -> Option<RowData<'_>> {
+    let key = record_key_raw(body)?;
+    let mut f = super::fast::parse_fast(body)?;
+    let d = derive(&f.record);
+    let suggestion = super::suggest::suggest_category(&f.record, &d);
+    let summary = summarize(&f.record, &d);
+    Some(RowData {
+        trim_start: 0,
+        body_len: 0,
+        key,
+        case: f.case_id,
+        variant: f.variant_id,
+        transformation: d.transformation.name,
+        family: f.record.family.take(),
+        suggestion,
+        contract: f.contract,
+        schema: f.schema,
+        model: f.model,
+        summary,
+        warnings: Vec::new(),
+    })
+}
+
+/// The slow path: a whole [`Value`], [`map_record`] and [`derive`].
+fn slow_row(body: &str, terminated: bool) -> LineOut<'static> {
+    let value: Value = match serde_json::from_str(body) {
+        Ok(v) => v,
+        Err(e) => {
+            let (kind, msg) = classify_json_error(&e, terminated);
+            return LineOut::Problem(kind, msg);
+        }
+    };
+    let key = record_key(&value);
+    let mut record = match map_record(value) {
+        Ok(r) => r,
+        Err(e) => {
+            let kind = match e {
+                RecordError::NotAnObject(_) => ProblemKind::NotAnObject,
+                RecordError::MissingId(_) => ProblemKind::MissingField,
+                RecordError::WrongIdType(..) => ProblemKind::WrongType,
+            };
+            return LineOut::Problem(kind, e.to_string());
+        }
+    };
+    let d = derive(&record);
+    let suggestion = super::suggest::suggest_category(&record, &d);
+    let warnings = record
+        .field_warnings
+        .iter()
+        .map(|w| format!("{} / {}: {w}", record.case_id, record.variant_id))
+        .collect();
+    let summary = summarize(&record, &d);
+    LineOut::Row(Box::new(RowData {
+        trim_start: 0,
+        body_len: 0,
+        key,
+        case: Cow::Owned(std::mem::take(&mut record.case_id)),
+        variant: Cow::Owned(std::mem::take(&mut record.variant_id)),
+        transformation: d.transformation.name,
+        family: record.family.take(),
+        suggestion,
+        contract: record.contract_version.take().map(Cow::Owned),
+        schema: record.state_schema_version.take().map(Cow::Owned),
+        model: record.model_id.take().map(Cow::Owned),
+        summary,
+        warnings,
+    }))
 }
 
 fn classify_json_error(e: &serde_json::Error, terminated: bool) -> (ProblemKind, String) {
@@ -996,6 +1469,139 @@ mod tests {
     fn empty_file_opens_empty() {
         let idx = load_bytes(b"");
         assert!(idx.rows.is_empty() && idx.problems.is_empty() && idx.done);
+    }
+
+    /// Every sample in sample-runs/, read both ways: identical rows, strings and problems.
+    #[test]
+    fn fast_path_matches_slow_path_on_every_sample() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-runs");
+        let mut n = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.to_string_lossy().to_string();
+            if !name.ends_with(".jsonl") || name.ends_with(".triage.jsonl") {
+                continue;
+            }
+            let fast = load_run_with(
+                std::slice::from_ref(&name),
+                &OpenOptions::default(),
+                ParseMode::Fast,
+            )
+            .unwrap();
+            let slow = load_run_with(
+                std::slice::from_ref(&name),
+                &OpenOptions::default(),
+                ParseMode::Slow,
+            )
+            .unwrap();
+            assert_eq!(fast.rows.len(), slow.rows.len(), "{name}");
+            for (a, b) in fast.rows.iter().zip(&slow.rows) {
+                assert_eq!(format!("{a:?}"), format!("{b:?}"), "{name}");
+            }
+            assert_eq!(fast.strings(), slow.strings(), "{name}");
+            assert_eq!(fast.problems, slow.problems, "{name}");
+            n += 1;
+        }
+        assert!(n >= 4, "samples found: {n}");
+    }
+
+    /// Odd lines the fast path must hand to the slow path, or read the same.
+    #[test]
+    fn fast_path_falls_back_on_anything_unusual() {
+        let lines = [
+            GOOD,
+            r#"{"case_id":"c","caseId":"d","variant_id":"v"}"#,
+            r#"{"case_id":"c","variant_id":"v","passed":"no"}"#,
+            r#"{"case_id":"c","variant_id":"v","timestamp":5,"label":true}"#,
+            r#"{"case_id":"c","variant_id":"v","source":{"response":{"probability":1.5},"probability":0.4}}"#,
+            r#"{"case_id":"c","variant_id":"v","source":{"response":{"probability":0.5},"probability":7}}"#,
+            r#"{"case_id":"c","variant_id":"v","policy":{"review_threshold":0.9,"action_threshold":0.5}}"#,
+            r#"{"case_id":"c","variant_id":"v","policy":{"review":0.5}}"#,
+            r#"{"case_id":"c","variant_id":"v","review_threshold":0.5,"actionThreshold":0.9,"source":{"p":0.7},"variant":{"p":0.95}}"#,
+            r#"{"case_id":"c","variant_id":"v","sourceRoute":"ACT","variantRoute":"nope"}"#,
+            r#"{"case_id":"c","variant_id":"v","expectation":{"type":"allowed_routes","allowedRoutes":["pass","x"]}}"#,
+            r#"{"case_id":"c","variant_id":"v","expectation":{"kind":"Not_Less_Urgent"},"source":{"p":0.7},"variant":{"p":0.2}}"#,
+            r#"{"case_id":"c","variant_id":"v","expectation":{"kind":"mystery"}}"#,
+            r#"{"case_id":"c","variant_id":"v","source":{"question":{"q":1}}}"#,
+            r#"{"case_id":"c","variant_id":"v","source":{"question":"a\u00e9","state":{"a":1,"b":[1,2]}},"variant":{"question":"a\u00e9","state":{"b":[1,2],"a":1}},"allowed_changes":[]}"#,
+            r#"{"case_id":"c","variant_id":"v","source":{"state":{"a":1,"a":2}},"variant":{"state":{"a":2}}}"#,
+            r#"{"case_id":"c","variant_id":"v","source":{"state":{"evidence":[{"id":1},{"id":2}],"x":1e400}},"variant":{"state":{}}}"#,
+            r#"{"case_id":"c","variant_id":"v","source":{"state":[1,2,3]},"variant":{"state":[1,3]},"family":"evidence-ablation"}"#,
+            r#"{"case_id":"c","variant_id":"v","source":{"state":{"k":1}},"variant":{"payload":{"k":1.0,"j":null}}}"#,
+            r#"{"case_id":"c","variant_id":"v","source":{"outcome":"TIMED_OUT","latencyMs":3e4},"variant":{"status":"weird","error_message":"boom"}}"#,
+            r#"{"case_id":"c\"q","variant_id":"v\n","repetition":2.5,"model_id":"m","contractVersion":"k"}"#,
+            r#"{"case_id":"c","variant_id":"v","repetition":3,"minimum_boundary_margin":0.1,"policy":{"reviewThreshold":0.55,"actionThreshold":0.9},"source":{"noul":0.56,"c":0.5},"variant":{"noul":0.54,"c":0.5},"passed":true,"reasons":"x"}"#,
+            r#"{"case_id":"c","variant_id":"v","reasons":["Source is too close to a decision boundary."],"passed":false}"#,
+            r#"{"case_id":"c","variant_id":"v","source":null,"variant":{"state":null,"question":null}}"#,
+            r#"{"case_id":"c","variant_id":"v","allowed_changes":"state.x"}"#,
+            r#"{"case_id":"c","variant_id":"v","source":{"latency":"slow"}}"#,
+        ];
+        let text = lines.join("\n");
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        f.write_all(text.as_bytes()).unwrap();
+        let p = f.path().to_string_lossy().to_string();
+        let fast = load_run_with(
+            std::slice::from_ref(&p),
+            &OpenOptions::default(),
+            ParseMode::Fast,
+        )
+        .unwrap();
+        let slow = load_run_with(&[p], &OpenOptions::default(), ParseMode::Slow).unwrap();
+        assert_eq!(fast.rows.len(), slow.rows.len());
+        for (a, b) in fast.rows.iter().zip(&slow.rows) {
+            assert_eq!(format!("{a:?}"), format!("{b:?}"), "line {}", a.loc.line);
+        }
+        assert_eq!(fast.strings(), slow.strings());
+        assert_eq!(fast.problems, slow.problems);
+    }
+
+    #[test]
+    fn pair_rows_stay_small() {
+        assert!(
+            std::mem::size_of::<PairRow>() <= 96,
+            "{}",
+            std::mem::size_of::<PairRow>()
+        );
+        assert_eq!(std::mem::size_of::<Loc>(), 16);
+        let l = Loc::new(3, 7, 123_456_789_012, 99);
+        assert_eq!(
+            (l.file(), l.line, l.offset(), l.len),
+            (3, 7, 123_456_789_012, 99)
+        );
+    }
+
+    #[test]
+    fn a_line_longer_than_a_chunk_still_opens() {
+        // Bigger than the first chunk and spanning chunk boundaries.
+        let big = format!(
+            "{{\"case_id\":\"big\",\"variant_id\":\"v\",\"note\":\"{}\"}}",
+            "y".repeat(3 * FIRST_CHUNK)
+        );
+        let idx = load_bytes(format!("{GOOD}\n{big}\n{GOOD}").as_bytes());
+        assert_eq!(idx.rows.len(), 3);
+        assert_eq!(idx.rows[1].loc.line, 2);
+        assert_eq!(idx.read_line(idx.rows[1].loc).unwrap(), big.as_bytes());
+        assert_eq!(idx.read_line(idx.rows[2].loc).unwrap(), GOOD.as_bytes());
+        // An overlong line spanning chunks is skipped with its full length.
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        write!(f, "{GOOD}\n{big}\n{GOOD}\n{big}").unwrap();
+        let p = f.path().to_string_lossy().to_string();
+        let idx = load_run(
+            &[p],
+            &OpenOptions {
+                max_line_bytes: 1000,
+            },
+        )
+        .unwrap();
+        assert_eq!(idx.rows.len(), 2);
+        assert_eq!(idx.problems.len(), 2);
+        assert!(idx.problems.iter().all(|p| p.kind == ProblemKind::TooLong));
+        assert!(
+            idx.problems[0]
+                .message
+                .contains(&human_bytes(big.len() as u64))
+        );
+        assert_eq!((idx.problems[0].line, idx.problems[1].line), (2, 4));
     }
 
     #[test]

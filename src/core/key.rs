@@ -133,6 +133,489 @@ fn canonical(buf: &mut Vec<u8>, v: &Value, depth: usize) {
     }
 }
 
+/// The key of one line, computed from its raw text without building a
+/// [`Value`]: the same canonical bytes as [`record_key`], hashed the same way.
+///
+/// `None` when the line is not a JSON object, is malformed, nests deeper than
+/// serde_json would parse, holds a number serde_json would reject, or repeats a
+/// key within one object (serde_json keeps the last value; this scanner does
+/// not try to): the caller then parses a [`Value`] and uses [`record_key`].
+pub fn record_key_raw(line: &str) -> Option<RecordKey> {
+    CANON.with(|c| {
+        let mut c = c.borrow_mut();
+        c.out.clear();
+        c.members.clear();
+        c.arena.clear();
+        c.memo.clear();
+        c.memo_bytes.clear();
+        c.sides_seen = 0;
+        let mut s = Scan {
+            b: line.as_bytes(),
+            i: 0,
+            c: &mut c,
+        };
+        s.ws();
+        if s.peek()? != b'{' {
+            return None;
+        }
+        s.object(0, Level::Top)?;
+        s.ws();
+        if s.i != s.b.len() {
+            return None;
+        }
+        let digest = Sha256::digest(&s.c.out);
+        let mut out = [0u8; 16];
+        out.copy_from_slice(&digest[..16]);
+        Some(RecordKey(out))
+    })
+}
+
+/// serde_json's nesting limit: a deeper line does not parse at all.
+const MAX_RAW_DEPTH: usize = 128;
+
+thread_local! {
+    static CANON: std::cell::RefCell<CanonBufs> = std::cell::RefCell::new(CanonBufs::default());
+}
+
+/// Buffers reused across lines on one thread.
+#[derive(Default)]
+struct CanonBufs {
+    /// The canonical bytes being built.
+    out: Vec<u8>,
+    /// Scratch for putting one object's members in key order.
+    scratch: Vec<u8>,
+    /// Members of the objects being built, innermost last.
+    members: Vec<Member>,
+    /// Decoded keys that had escapes.
+    arena: Vec<u8>,
+    /// Large members of the first side read (`source` or `variant`), raw and
+    /// canonical, so that the other side copies a byte-identical member's
+    /// canonical form instead of scanning it again.
+    memo: Vec<Memo>,
+    memo_bytes: Vec<u8>,
+    sides_seen: u8,
+}
+
+/// One remembered side member: its key and raw value in the line, and where
+/// its canonical bytes are in `memo_bytes`.
+#[derive(Clone, Copy)]
+struct Memo {
+    key: (usize, usize),
+    raw: (usize, usize),
+    canon: (usize, usize),
+}
+
+/// Side members shorter than this are scanned again rather than remembered.
+const MEMO_MIN: usize = 64;
+
+/// One object member already written to `out[start..end]`.
+#[derive(Clone, Copy)]
+struct Member {
+    /// The first eight bytes of the key, big-endian: most comparisons end here.
+    prefix: u64,
+    /// The decoded key: in the line (`in_arena` false) or in the arena.
+    key_start: u32,
+    key_end: u32,
+    in_arena: bool,
+    start: usize,
+    end: usize,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    Top,
+    Side,
+    Inner,
+}
+
+struct Scan<'a, 'c> {
+    b: &'a [u8],
+    i: usize,
+    c: &'c mut CanonBufs,
+}
+
+impl Scan<'_, '_> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.peek() {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, ch: u8) -> Option<()> {
+        self.ws();
+        if self.peek()? == ch {
+            self.i += 1;
+            Some(())
+        } else {
+            None
+        }
+    }
+
+    fn key_bytes(&self, m: &Member) -> &[u8] {
+        let (s, e) = (m.key_start as usize, m.key_end as usize);
+        if m.in_arena {
+            &self.c.arena[s..e]
+        } else {
+            &self.b[s..e]
+        }
+    }
+
+    /// A string token at `self.i` (the opening quote): its content range and
+    /// whether it has escapes. Rejects raw control characters, as serde_json does.
+    fn string_token(&mut self) -> Option<(usize, usize, bool)> {
+        if self.peek()? != b'"' {
+            return None;
+        }
+        let start = self.i + 1;
+        let mut j = start;
+        let mut escaped = false;
+        loop {
+            let k = j + memchr::memchr2(b'"', b'\\', &self.b[j..])?;
+            if self.b[j..k].iter().any(|&x| x < 0x20) {
+                return None;
+            }
+            if self.b[k] == b'"' {
+                self.i = k + 1;
+                return Some((start, k, escaped));
+            }
+            escaped = true;
+            // Skip the escape; `\u` is followed by four hex digits.
+            match *self.b.get(k + 1)? {
+                b'u' => {
+                    let hex = self.b.get(k + 2..k + 6)?;
+                    if !hex.iter().all(u8::is_ascii_hexdigit) {
+                        return None;
+                    }
+                    j = k + 6;
+                }
+                b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => j = k + 2,
+                _ => return None,
+            }
+        }
+    }
+
+    /// Decode an escaped string token (quotes included in `raw`).
+    fn decode(raw: &[u8]) -> Option<String> {
+        serde_json::from_slice::<String>(raw).ok()
+    }
+
+    /// Write a string value the way serde_json prints it.
+    fn string_value(&mut self) -> Option<()> {
+        let (s, e, escaped) = self.string_token()?;
+        if escaped {
+            let decoded = Self::decode(&self.b[s - 1..=e])?;
+            write_str(&mut self.c.out, &decoded);
+        } else {
+            self.c.out.push(b'"');
+            self.c.out.extend_from_slice(&self.b[s..e]);
+            self.c.out.push(b'"');
+        }
+        Some(())
+    }
+
+    fn literal(&mut self, word: &[u8]) -> Option<()> {
+        if self.b.get(self.i..self.i + word.len())? == word {
+            self.i += word.len();
+            self.c.out.extend_from_slice(word);
+            Some(())
+        } else {
+            None
+        }
+    }
+
+    /// A JSON number, written as [`canonical`] writes serde_json's value of it.
+    fn number(&mut self) -> Option<()> {
+        let start = self.i;
+        let b = self.b;
+        let mut j = self.i;
+        if b.get(j) == Some(&b'-') {
+            j += 1;
+        }
+        match b.get(j)? {
+            b'0' => j += 1,
+            b'1'..=b'9' => {
+                while b.get(j).is_some_and(u8::is_ascii_digit) {
+                    j += 1;
+                }
+            }
+            _ => return None,
+        }
+        if b.get(j) == Some(&b'.') {
+            j += 1;
+            if !b.get(j)?.is_ascii_digit() {
+                return None;
+            }
+            while b.get(j).is_some_and(u8::is_ascii_digit) {
+                j += 1;
+            }
+        }
+        if matches!(b.get(j), Some(b'e' | b'E')) {
+            j += 1;
+            if matches!(b.get(j), Some(b'+' | b'-')) {
+                j += 1;
+            }
+            if !b.get(j)?.is_ascii_digit() {
+                return None;
+            }
+            while b.get(j).is_some_and(u8::is_ascii_digit) {
+                j += 1;
+            }
+        }
+        self.i = j;
+        let token = &b[start..j];
+        // A plain integer below 1e15 is its own canonical form ("-0" is "0").
+        let digits = if token[0] == b'-' { &token[1..] } else { token };
+        if digits.len() <= 15 && digits.iter().all(u8::is_ascii_digit) {
+            if token == b"-0" {
+                self.c.out.push(b'0');
+            } else {
+                self.c.out.extend_from_slice(token);
+            }
+            return Some(());
+        }
+        // The token is ASCII, so this cannot fail; serde_json (with
+        // float_roundtrip) rounds every number token to the nearest f64, as
+        // `parse` does, and rejects what overflows.
+        let text = std::str::from_utf8(&b[start..j]).ok()?;
+        let f: f64 = text.parse().ok()?;
+        if !f.is_finite() {
+            return None;
+        }
+        write_f64(&mut self.c.out, f);
+        Some(())
+    }
+
+    fn value(&mut self, depth: usize, level: Level) -> Option<()> {
+        self.ws();
+        match self.peek()? {
+            b'{' => self.object(depth, level),
+            b'[' => self.array(depth),
+            b'"' => self.string_value(),
+            b't' => self.literal(b"true"),
+            b'f' => self.literal(b"false"),
+            b'n' => self.literal(b"null"),
+            _ => self.number(),
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Option<()> {
+        if depth >= MAX_RAW_DEPTH {
+            return None;
+        }
+        self.i += 1;
+        self.c.out.push(b'[');
+        self.ws();
+        if self.peek()? == b']' {
+            self.i += 1;
+            self.c.out.push(b']');
+            return Some(());
+        }
+        loop {
+            self.value(depth + 1, Level::Inner)?;
+            self.c.out.push(b',');
+            self.ws();
+            match self.peek()? {
+                b',' => self.i += 1,
+                b']' => {
+                    self.i += 1;
+                    self.c.out.push(b']');
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// An object with its members in key order. At the top level the volatile
+    /// fields are left out and `source`/`variant` objects drop their latency.
+    fn object(&mut self, depth: usize, level: Level) -> Option<()> {
+        if depth >= MAX_RAW_DEPTH {
+            return None;
+        }
+        self.i += 1;
+        self.c.out.push(b'{');
+        let seg = self.c.out.len();
+        let base = self.c.members.len();
+        // The first side remembers its large members, the second reuses them.
+        let (record, reuse) = if level == Level::Side {
+            self.c.sides_seen = self.c.sides_seen.saturating_add(1);
+            (self.c.sides_seen == 1, self.c.sides_seen == 2)
+        } else {
+            (false, false)
+        };
+        self.ws();
+        if self.peek()? == b'}' {
+            self.i += 1;
+            self.c.out.push(b'}');
+            return Some(());
+        }
+        loop {
+            self.ws();
+            let (ks, ke, escaped) = self.string_token()?;
+            let b = self.b;
+            let decoded = if escaped {
+                Some(Self::decode(&b[ks - 1..=ke])?)
+            } else {
+                None
+            };
+            let key: &[u8] = match &decoded {
+                Some(d) => d.as_bytes(),
+                None => &b[ks..ke],
+            };
+            self.eat(b':')?;
+            let skip = match level {
+                Level::Top => VOLATILE_TOP.iter().any(|v| v.as_bytes() == key),
+                Level::Side => VOLATILE_SIDE.iter().any(|v| v.as_bytes() == key),
+                Level::Inner => false,
+            };
+            let child = match level {
+                Level::Top if key == b"source" || key == b"variant" => Level::Side,
+                _ => Level::Inner,
+            };
+            let start = self.c.out.len();
+            // The key is written decoded and re-escaped, as serde_json prints it.
+            match &decoded {
+                Some(d) => write_str(&mut self.c.out, d),
+                None => {
+                    self.c.out.push(b'"');
+                    self.c.out.extend_from_slice(key);
+                    self.c.out.push(b'"');
+                }
+            }
+            let (key_start, key_end, in_arena) = match &decoded {
+                Some(d) => {
+                    let s = self.c.arena.len();
+                    self.c.arena.extend_from_slice(d.as_bytes());
+                    (s, self.c.arena.len(), true)
+                }
+                None => (ks, ke, false),
+            };
+            let mut p = [0u8; 8];
+            let n = key.len().min(8);
+            p[..n].copy_from_slice(&key[..n]);
+            let m = Member {
+                prefix: u64::from_be_bytes(p),
+                key_start: u32::try_from(key_start).ok()?,
+                key_end: u32::try_from(key_end).ok()?,
+                in_arena,
+                start,
+                end: start,
+            };
+            self.c.out.push(b':');
+            self.ws();
+            // Only an object value at `source`/`variant` is a side.
+            let child = if child == Level::Side && self.peek()? != b'{' {
+                Level::Inner
+            } else {
+                child
+            };
+            let vstart = self.i;
+            let vout = self.c.out.len();
+            // Only objects, arrays and strings end where their text ends.
+            let delimited = matches!(self.peek()?, b'{' | b'[' | b'"');
+            let reused = reuse
+                && !escaped
+                && delimited
+                && match self.c.memo.iter().find(|m| &b[m.key.0..m.key.1] == key) {
+                    Some(m) if b[vstart..].starts_with(&b[m.raw.0..m.raw.1]) => {
+                        let (cs, ce) = m.canon;
+                        self.i = vstart + (m.raw.1 - m.raw.0);
+                        let CanonBufs {
+                            out, memo_bytes, ..
+                        } = &mut *self.c;
+                        out.extend_from_slice(&memo_bytes[cs..ce]);
+                        true
+                    }
+                    _ => false,
+                };
+            if !reused {
+                self.value(depth + 1, child)?;
+                if record && !escaped && delimited && self.i - vstart >= MEMO_MIN {
+                    let CanonBufs {
+                        out,
+                        memo,
+                        memo_bytes,
+                        ..
+                    } = &mut *self.c;
+                    let cs = memo_bytes.len();
+                    memo_bytes.extend_from_slice(&out[vout..]);
+                    memo.push(Memo {
+                        key: (ks, ke),
+                        raw: (vstart, self.i),
+                        canon: (cs, memo_bytes.len()),
+                    });
+                }
+            }
+            self.c.out.push(b',');
+            if skip {
+                // Scanned for validity, then dropped; still counts for duplicates.
+                self.c.out.truncate(start);
+            }
+            self.c.members.push(Member {
+                end: self.c.out.len(),
+                ..m
+            });
+            self.ws();
+            match self.peek()? {
+                b',' => self.i += 1,
+                b'}' => {
+                    self.i += 1;
+                    break;
+                }
+                _ => return None,
+            }
+        }
+        self.sort_members(seg, base)?;
+        self.c.out.push(b'}');
+        Some(())
+    }
+
+    /// Put the members written since `base` in key order; `None` on a repeated key.
+    fn sort_members(&mut self, seg: usize, base: usize) -> Option<()> {
+        let cmp = |x: &Member, y: &Member| {
+            x.prefix
+                .cmp(&y.prefix)
+                .then_with(|| self.key_bytes(x).cmp(self.key_bytes(y)))
+        };
+        let ms = &self.c.members[base..];
+        let sorted = ms.windows(2).all(|w| cmp(&w[0], &w[1]).is_lt());
+        if !sorted {
+            let mut order: Vec<Member> = ms.to_vec();
+            order.sort_unstable_by(cmp);
+            if order.windows(2).any(|w| cmp(&w[0], &w[1]).is_eq()) {
+                return None;
+            }
+            let mut scratch = std::mem::take(&mut self.c.scratch);
+            scratch.clear();
+            scratch.extend_from_slice(&self.c.out[seg..]);
+            self.c.out.truncate(seg);
+            for m in &order {
+                self.c
+                    .out
+                    .extend_from_slice(&scratch[m.start - seg..m.end - seg]);
+            }
+            self.c.scratch = scratch;
+        }
+        self.c.members.truncate(base);
+        Some(())
+    }
+}
+
+/// A number as [`canonical`] writes it: integral values below 9e15 without a
+/// fraction, every other value in Rust's shortest round-trip form.
+fn write_f64(buf: &mut Vec<u8>, f: f64) {
+    use std::io::Write as _;
+    if f.fract() == 0.0 && f.abs() < 9.0e15 {
+        let _ = write!(buf, "{}", f as i64);
+    } else {
+        let _ = write!(buf, "{f:?}");
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,6 +635,118 @@ mod tests {
         let a = json!({"case_id": "c", "variant_id": "v", "source": {"question": "q"}});
         let b = json!({"case_id": "c", "variant_id": "v", "source": {"question": "q2"}});
         assert_ne!(record_key(&a), record_key(&b));
+    }
+
+    /// The raw key equals the [`record_key`] oracle on every line of every sample.
+    #[test]
+    fn raw_key_matches_the_oracle_on_every_sample_line() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-runs");
+        let mut checked = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let text = std::fs::read_to_string(&path).unwrap();
+            for line in text.lines() {
+                let Ok(v) = serde_json::from_str::<Value>(line) else {
+                    continue;
+                };
+                if !v.is_object() {
+                    continue;
+                }
+                assert_eq!(record_key_raw(line), Some(record_key(&v)), "{line}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 90, "{checked}");
+    }
+
+    #[test]
+    fn raw_key_handles_escapes_numbers_and_nesting() {
+        let lines = [
+            r#"{"b":1,"a":{"z":[1,2.5,-0,1e2,1.0,12345678901234567890,9007199254740993,0.1e-3],"y":null}}"#,
+            r#"{"k\u00e9y":"v\"al\\ue\n\t\u0001\u00e9\ud83d\ude00","timestamp":"x","triage":{"a":1}}"#,
+            r#" { "source" : { "latency_ms" : 5 , "q" : "x" , "latency":1, "latencyMs": 2 } , "variant" : [ {"latency_ms":1} ] } "#,
+            r#"{"source":"plain","variant":{"b":{"latency_ms":1},"a":true,"c":false}}"#,
+            r#"{"a":[],"b":{},"c":[[[]]],"d":"","e":"\/"}"#,
+            r#"{"x":-1.5E+3,"y":3e-7,"z":123.456e10,"w":-9.2e15}"#,
+        ];
+        for line in lines {
+            let v: Value = serde_json::from_str(line).unwrap();
+            assert_eq!(record_key_raw(line), Some(record_key(&v)), "{line}");
+        }
+        // What the oracle would see differently, or not parse, is refused.
+        for line in [
+            r#"{"a":1,"a":2}"#,
+            r#"{"a":1e400}"#,
+            r#"{"a":01}"#,
+            r#"{"a":1,}"#,
+            r#"[1]"#,
+            r#"{"a":"x"} x"#,
+            "{\"a\":\"\u{1}\"}",
+        ] {
+            assert_eq!(record_key_raw(line), None, "{line}");
+        }
+    }
+
+    mod props {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn json() -> impl Strategy<Value = Value> {
+            let leaf = prop_oneof![
+                Just(Value::Null),
+                any::<bool>().prop_map(Value::Bool),
+                any::<i64>().prop_map(|n| json!(n)),
+                any::<u64>().prop_map(|n| json!(n)),
+                (-1e20f64..1e20).prop_map(|f| json!(f)),
+                (0u32..1000).prop_map(|n| json!(f64::from(n) / 8.0)),
+                "[a-z\\\\\"\n\t\u{1}\u{e9}\u{1F600} ]{0,8}".prop_map(Value::String),
+            ];
+            leaf.prop_recursive(4, 40, 6, |inner| {
+                prop_oneof![
+                    proptest::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                    proptest::collection::vec(
+                        (
+                            prop_oneof![
+                                Just("source".to_string()),
+                                Just("variant".to_string()),
+                                Just("latency_ms".to_string()),
+                                Just("timestamp".to_string()),
+                                "[a-zé\"\\\\]{0,4}"
+                            ],
+                            inner
+                        ),
+                        0..6
+                    )
+                    .prop_map(|kv| Value::Object(kv.into_iter().collect())),
+                ]
+            })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(400))]
+            #[test]
+            fn raw_key_equals_oracle(
+                top in proptest::collection::vec(
+                    (prop_oneof![
+                        Just("source".to_string()),
+                        Just("variant".to_string()),
+                        Just("timestamp".to_string()),
+                        Just("triage".to_string()),
+                        "[a-z_\u{e9}]{1,6}"
+                    ], json()),
+                    0..8
+                ),
+                pretty in any::<bool>(),
+            ) {
+                let v = Value::Object(top.into_iter().collect());
+                let line = if pretty {
+                    serde_json::to_string_pretty(&v).unwrap()
+                } else {
+                    serde_json::to_string(&v).unwrap()
+                };
+                prop_assert_eq!(record_key_raw(&line), Some(record_key(&v)));
+            }
+        }
     }
 
     #[test]

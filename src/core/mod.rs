@@ -5,14 +5,18 @@
 //! - [`derive`]: facts computed per pair (drift, routes, margin, validity, verdict).
 //! - [`diff`]: structural JSON diff with paths, and inline word diffs.
 //! - [`text`]: untrusted strings made inert before they reach any screen.
-//! - [`index`]: the background loader that indexes run files without holding them.
+//! - [`index`]: the background loader that indexes run files without holding them;
+//!   [`fast`]: its typed, borrowing fast path per line.
 //! - [`key`]: the record key that lets annotations follow a pair across runs.
 //! - [`taxonomy`] and [`suggest`]: failure categories and a suggested one per failure.
 //! - [`annotations`]: the crash-safe journal of decisions; [`apply`]: a copy of a run with them.
 //! - [`config`]: the user's config file (reviewer, taxonomy, theme).
 //! - [`stats`]: brittleness metrics with Wilson intervals, per group, per case and per repetition.
 //! - [`facets`]: counts of pairs and failures per value of a field.
+//! - [`formats`]: other tools' result files (context-probe, promptfoo, Inspect AI,
+//!   multivon-eval) detected from content and converted into native pair records.
 //! - [`query`]: the filter language of the pair list (`status:fail family:question dp<-0.1`).
+//! - [`export`]: the Markdown triage report, CSV, JSON and replay fixtures; `triage summary` and `triage check`.
 //!
 //! Nothing here imports ratatui or crossterm; `.ci/run` checks it.
 
@@ -21,7 +25,10 @@ pub mod apply;
 pub mod config;
 pub mod derive;
 pub mod diff;
+pub mod export;
 pub mod facets;
+pub mod fast;
+pub mod formats;
 pub mod index;
 pub mod key;
 pub mod model;
