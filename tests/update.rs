@@ -658,3 +658,46 @@ fn a_resize_keeps_the_selection_visible() {
     testing::resize(&mut f.app, 80, 24, &f.theme);
     assert_cursor_in_range(&f.app);
 }
+
+#[test]
+fn export_prompt_writes_the_pairs_in_view() {
+    use triage::core::export::Format;
+    use triage::tui::app::Effect;
+    let mut f = Fixture::new();
+    let out = f.dir.path().join("report.csv");
+    let effects = app::update(&mut f.app, Action::Export);
+    assert!(effects.is_empty());
+    assert!(
+        matches!(&f.app.overlay, Overlay::Export(p) if p.format == Format::Markdown && p.path.text.ends_with("support-urgency.report.md"))
+    );
+    app::update(&mut f.app, Action::CycleFormat);
+    assert!(
+        matches!(&f.app.overlay, Overlay::Export(p) if p.format == Format::Csv && p.path.text.ends_with("support-urgency.triage.csv"))
+    );
+    // Typing a path replaces the suggestion.
+    app::update(&mut f.app, Action::InputClear);
+    app::type_text(&mut f.app, out.to_str().expect("utf-8 path"));
+    let effects = app::update(&mut f.app, Action::InputSubmit);
+    assert!(matches!(f.app.overlay, Overlay::None));
+    let [
+        Effect::Export {
+            format: Format::Csv,
+            path,
+            rows,
+        },
+    ] = effects.as_slice()
+    else {
+        panic!("one export effect, got {effects:?}");
+    };
+    assert_eq!(path, out.to_str().expect("utf-8 path"));
+    assert_eq!(rows.len(), 29);
+    testing::run_effects(&mut f.app, effects, &f.theme);
+    let csv = std::fs::read_to_string(&out).expect("the export");
+    assert_eq!(csv.lines().count(), 30, "a header and 29 rows");
+    assert!(
+        f.app
+            .message
+            .as_ref()
+            .is_some_and(|(m, _)| m.starts_with("exported 29 pairs"))
+    );
+}

@@ -119,6 +119,10 @@ pub fn apply(
     w.flush()
         .map_err(|e| format!("triage: writing the copy: {e}"))?;
     drop(w);
+    // The copy gets the run's permissions, not the temp file's private 0600.
+    tmp.as_file()
+        .set_permissions(meta.permissions())
+        .map_err(|e| format!("triage: writing the copy: {e}"))?;
     tmp.as_file()
         .sync_all()
         .map_err(|e| format!("triage: writing the copy: {e}"))?;

@@ -325,6 +325,8 @@ fn diff_objects(
     // Otherwise recurse, even when canonically equal: children may differ in key order.
     for (k, v) in x {
         match y.get(k) {
+            // Equal scalars have nothing to report: skip building their paths.
+            Some(w) if !v.is_object() && !v.is_array() && v == w => {}
             Some(w) => diff_into(&at.key(k), v, w, depth + 1, out),
             None => push_removed(out, at.a.key(k), v),
         }

@@ -1699,12 +1699,7 @@ mod tests {
                         (dp, dc, margin),
                         (expectation, validity, repetition, key),
                     )| PairRow {
-                        loc: Loc {
-                            file: 0,
-                            line: 1,
-                            offset: 0,
-                            len: 0,
-                        },
+                        loc: Loc::new(0, 1, 0, 0),
                         key: RecordKey([key; 16]),
                         case,
                         variant,

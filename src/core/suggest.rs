@@ -24,6 +24,16 @@ pub const BOUNDARY_DRIFT_FACTOR: f64 = 3.0;
 
 /// Suggest a category for a failed pair; `None` for pairs that did not fail.
 pub fn suggest(r: &PairRecord, d: &Derived) -> Option<Suggestion> {
+    suggest_with(r, d, true)
+}
+
+/// Only the category [`suggest`] would give, skipping the costlier parts of
+/// the reason (the word diff of two questions): what the index stores.
+pub fn suggest_category(r: &PairRecord, d: &Derived) -> Option<&'static str> {
+    suggest_with(r, d, false).map(|s| s.category)
+}
+
+fn suggest_with(r: &PairRecord, d: &Derived, detailed: bool) -> Option<Suggestion> {
     if !d.status.is_failure() {
         return None;
     }
@@ -114,7 +124,11 @@ pub fn suggest(r: &PairRecord, d: &Derived) -> Option<Suggestion> {
         let (Some(a), Some(b)) = (&r.source.question, &r.variant.question) else {
             return s("ambiguous-contract", "only the question changed".into());
         };
-        let words = diff::changed_words(a, b);
+        let words = if detailed {
+            diff::changed_words(a, b)
+        } else {
+            Vec::new()
+        };
         let detail = words
             .first()
             .map(|(x, y)| {

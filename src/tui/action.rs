@@ -68,6 +68,8 @@ pub enum Action {
     NoteClear,
     StartQuery,
     Choose,
+    Export,
+    CycleFormat,
     FuzzyJump,
     ShowFacets,
     ShowSummary,
@@ -173,6 +175,8 @@ impl Action {
         Action::NoteClear,
         Action::StartQuery,
         Action::Choose,
+        Action::Export,
+        Action::CycleFormat,
         Action::FuzzyJump,
         Action::ShowFacets,
         Action::ShowSummary,
@@ -255,6 +259,10 @@ impl Action {
             Action::NoteClear => "clear the whole note",
             Action::StartQuery => "filter the list with a query (esc clears it)",
             Action::Choose => "add the chosen facet to the query",
+            Action::Export => {
+                "export the pairs in view: Markdown report, CSV, JSON or replay fixtures"
+            }
+            Action::CycleFormat => "next export format",
             Action::FuzzyJump => "jump to a case or pair by fuzzy name",
             Action::ShowFacets => {
                 "counts per transformation, family, category, outcome and route move; pick one to filter"
@@ -293,6 +301,7 @@ impl Action {
             | InputRight | InputHome | InputEnd | InputBackspace | InputDelete
             | InputDeleteWord | InputClear => Group::Prompt,
             StartQuery | FuzzyJump | ShowFacets | ShowSummary | Choose => Group::Find,
+            Export | CycleFormat => Group::Triage,
             Quit | ToggleHelp | Close | Suspend | SearchHelp => Group::General,
         }
     }

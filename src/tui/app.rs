@@ -69,6 +69,46 @@ pub enum Overlay {
     Facets(FacetsPanel),
     /// The summary statistics of the view.
     Summary(Box<SummaryView>),
+    /// Export the pairs in view: the format and the path.
+    Export(ExportPrompt),
+}
+
+/// The export prompt: which format, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ExportPrompt {
+    pub format: crate::core::export::Format,
+    pub path: LineInput,
+    /// Whether the path still is the suggested one (it follows the format).
+    pub suggested: bool,
+}
+
+impl ExportPrompt {
+    /// The suggested path for a format, beside the run.
+    pub fn suggest(run: &str, format: crate::core::export::Format) -> String {
+        let base = std::path::Path::new(run);
+        let stem = base
+            .file_name()
+            .map(|n| {
+                n.to_string_lossy()
+                    .trim_end_matches(".gz")
+                    .trim_end_matches(".jsonl")
+                    .to_string()
+            })
+            .filter(|s| !s.is_empty() && run != "stdin")
+            .unwrap_or_else(|| "triage".to_string());
+        let name = match format {
+            crate::core::export::Format::Markdown => format!("{stem}.report.md"),
+            crate::core::export::Format::Fixtures => format!("{stem}.fixtures.jsonl"),
+            f => format!("{stem}.triage.{}", f.extension()),
+        };
+        match base
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty() && run != "stdin")
+        {
+            Some(dir) => dir.join(name).to_string_lossy().to_string(),
+            None => name,
+        }
+    }
 }
 
 /// What the summary screen shows, computed when it opens.
@@ -146,6 +186,12 @@ pub struct UndoStep {
 pub enum Effect {
     /// Read and derive the pair at this row, and build its detail document.
     LoadDetail(u32),
+    /// Write the pairs in view in a format to a path.
+    Export {
+        format: crate::core::export::Format,
+        path: String,
+        rows: Vec<u32>,
+    },
     /// Write annotation changes durably.
     Save { changes: Vec<Change>, label: String },
     /// Stop the process group until the shell resumes it.
@@ -913,6 +959,48 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
             }
             return vec![];
         }
+        Overlay::Export(p) => {
+            match action {
+                Action::CycleFormat => {
+                    let all = crate::core::export::Format::ALL;
+                    let i = all.iter().position(|f| *f == p.format).unwrap_or(0);
+                    p.format = all[(i + 1) % all.len()];
+                    if p.suggested {
+                        let run = app
+                            .index
+                            .files
+                            .first()
+                            .map(|f| f.display.clone())
+                            .unwrap_or_default();
+                        p.path = LineInput::with(&ExportPrompt::suggest(&run, p.format));
+                    }
+                }
+                Action::InputSubmit => {
+                    let path = p.path.text.trim().to_string();
+                    if path.is_empty() {
+                        app.say("give a path to export to", MessageKind::Info);
+                        return vec![];
+                    }
+                    let format = p.format;
+                    app.overlay = Overlay::None;
+                    return vec![Effect::Export {
+                        format,
+                        path,
+                        rows: app.view.clone(),
+                    }];
+                }
+                Action::InputCancel | Action::Close | Action::Cancel => {
+                    app.overlay = Overlay::None;
+                    app.say("export cancelled", MessageKind::Info);
+                }
+                other => {
+                    if edit_line(&mut p.path, other) {
+                        p.suggested = false;
+                    }
+                }
+            }
+            return vec![];
+        }
         Overlay::Query(bar) => {
             match action {
                 Action::InputSubmit => {
@@ -1386,7 +1474,26 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
         | Action::InputDelete
         | Action::InputDeleteWord
         | Action::InputClear => vec![],
-        Action::Choose => vec![],
+        Action::Choose | Action::CycleFormat => vec![],
+        Action::Export => {
+            if app.view.is_empty() {
+                app.say("nothing in view to export", MessageKind::Info);
+                return vec![];
+            }
+            let run = app
+                .index
+                .files
+                .first()
+                .map(|f| f.display.clone())
+                .unwrap_or_default();
+            let format = crate::core::export::Format::Markdown;
+            app.overlay = Overlay::Export(ExportPrompt {
+                format,
+                path: LineInput::with(&ExportPrompt::suggest(&run, format)),
+                suggested: true,
+            });
+            vec![]
+        }
         Action::StartQuery => {
             let text = app
                 .query
@@ -1509,6 +1616,10 @@ pub fn type_text(app: &mut App, text: &str) {
         Overlay::Note(ed) => {
             ed.insert(text);
             ed.scroll_to_cursor(6);
+        }
+        Overlay::Export(p) => {
+            p.path.insert(text);
+            p.suggested = false;
         }
         Overlay::Query(bar) => {
             bar.input.insert(text);

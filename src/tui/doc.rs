@@ -229,14 +229,14 @@ pub fn wrap(spans: Vec<Span<'static>>, width: usize, indent: usize) -> Vec<Line<
 fn unified(b: &mut Builder, r: &PairRecord, d: &Derived) {
     let t = b.t;
     // Header.
-    let mut head = inert_spans(&r.case_id, t.title, t);
+    let mut head = inert_spans(&cap(&r.case_id, VALUE_CAP), t.title, t);
     head.push(s(" / ", t.dim));
     head.extend(inert_spans(&r.variant_id, t.title, t));
     head.push(s("  ", t.base));
     head.push(status_span(d.status, t));
     b.push(head);
     if let Some(l) = &r.label {
-        b.push(inert_spans(l, t.base, t));
+        b.push(inert_spans(&cap(l, VALUE_CAP), t.base, t));
     }
     let mut fam = vec![s("family ", t.dim)];
     match &r.family {
@@ -637,7 +637,7 @@ fn question_diff(b: &mut Builder, r: &PairRecord) {
     match (&r.source.question, &r.variant.question) {
         (Some(a), Some(v)) if a == v => {
             let mut l = vec![s("question ", t.dim), s("unchanged: ", t.dim)];
-            l.extend(inert_spans(a, t.base, t));
+            l.extend(inert_spans(&cap(a, VALUE_CAP), t.base, t));
             b.push_indent(l, 2);
         }
         (Some(a), Some(v)) => {
@@ -668,6 +668,13 @@ fn question_diff(b: &mut Builder, r: &PairRecord) {
 /// so the two never read as one word.
 fn word_spans(a: &str, b: &str, t: &Theme) -> Vec<Span<'static>> {
     let mut out = Vec::new();
+    if a.len() + b.len() > 2 * VALUE_CAP {
+        // Too long to diff word by word on screen: before and after, cut.
+        out.extend(inert_spans(&cap(a, VALUE_CAP / 2), t.removed, t));
+        out.push(s(" → ", t.dim));
+        out.extend(inert_spans(&cap(b, VALUE_CAP / 2), t.added, t));
+        return out;
+    }
     let mut prev = WordKind::Same;
     for seg in word_diff(a, b) {
         let st = match seg.kind {
@@ -896,7 +903,7 @@ fn rows(l: &str, r: &str, col: usize, ls: Style, rs: Style, t: &Theme) -> Vec<Li
 /// JSON line), each line padded to the full column.
 fn side_cell(content: &str, col: usize, style: Style, t: &Theme) -> Vec<Vec<Span<'static>>> {
     let indent = (content.len() - content.trim_start().len() + 2).min(col / 2);
-    wrap(inert_spans(content, style, t), col, indent)
+    wrap(inert_spans(&cap(content, VALUE_CAP), style, t), col, indent)
         .into_iter()
         .map(|line| {
             let mut spans = line.spans;
@@ -912,6 +919,26 @@ fn raw(b: &mut Builder, v: &Value) {
     let pretty = serde_json::to_string_pretty(v).unwrap_or_default();
     for line in pretty.lines() {
         let indent = line.len() - line.trim_start().len();
-        b.push_indent(inert_spans(line, t.base, t), (indent + 2).min(b.width / 2));
+        b.push_indent(
+            inert_spans(&cap(line, RAW_LINE_CAP), t.base, t),
+            (indent + 2).min(b.width / 2),
+        );
+    }
+}
+
+/// The most characters of one value or line a detail view draws; beyond it
+/// the text is cut with a note, so a 10 MB string cannot freeze the screen.
+pub const VALUE_CAP: usize = 4_000;
+/// The same for one line of the raw record.
+pub const RAW_LINE_CAP: usize = 20_000;
+
+/// `s` cut to `max` characters, saying how many more there were.
+pub fn cap(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    match s.char_indices().nth(max) {
+        None => std::borrow::Cow::Borrowed(s),
+        Some((b, _)) => {
+            let more = s[b..].chars().count();
+            std::borrow::Cow::Owned(format!("{}… ({more} more characters)", &s[..b]))
+        }
     }
 }

@@ -32,7 +32,75 @@ pub fn run(app: &mut App, effect: Effect, theme: &Theme) {
             // pair never vanishes from under the cursor.
             app.recount();
         }
+        Effect::Export { format, path, rows } => export(app, format, &path, &rows),
         Effect::Suspend => {}
+    }
+}
+
+/// Write the pairs in view with the same code as `triage export`, through a
+/// temp file and a rename, and say what happened.
+fn export(app: &mut App, format: crate::core::export::Format, path: &str, rows: &[u32]) {
+    use crate::core::export::{ExportInput, ExportOptions, write};
+    let target = std::path::Path::new(path);
+    let is_run = app.index.files.iter().any(|f| {
+        std::fs::canonicalize(&f.path)
+            .ok()
+            .is_some_and(|a| std::fs::canonicalize(target).ok() == Some(a))
+    });
+    if is_run {
+        app.say(
+            "NOT EXPORTED: that path is the run file, which triage never overwrites",
+            MessageKind::Error,
+        );
+        return;
+    }
+    let dir = target
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(std::path::Path::new("."));
+    let input = ExportInput {
+        index: &app.index,
+        store: Some(&app.store),
+        taxonomy: &app.taxonomy,
+    };
+    let opts = ExportOptions {
+        all: true,
+        ..ExportOptions::default()
+    };
+    let result = tempfile::NamedTempFile::new_in(dir).and_then(|mut tmp| {
+        {
+            let mut w = std::io::BufWriter::new(tmp.as_file_mut());
+            write(&input, rows, format, &opts, &mut w)?;
+            std::io::Write::flush(&mut w)?;
+        }
+        tmp.as_file().sync_all()?;
+        // A report is for sharing: the usual file mode, not the temp file's 0600.
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            tmp.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+        }
+        tmp.persist(target).map_err(|e| e.error)?;
+        Ok(())
+    });
+    match result {
+        Ok(()) => app.say(
+            format!(
+                "exported {} {} to {} ({format})",
+                rows.len(),
+                if rows.len() == 1 { "pair" } else { "pairs" },
+                crate::core::text::inert_line(path)
+            ),
+            MessageKind::Saved,
+        ),
+        Err(e) => app.say(
+            format!(
+                "NOT EXPORTED to {}: {e}",
+                crate::core::text::inert_line(path)
+            ),
+            MessageKind::Error,
+        ),
     }
 }
 

@@ -44,6 +44,8 @@ pub fn run(
     let mut dirty = true;
     let mut last_retry = Instant::now();
     let mut quit_armed = false;
+    // When the first frame with rows was drawn (TRIAGE_TRACE_FIRST_FRAME).
+    let mut first_rows: Option<(Duration, usize)> = None;
     let exit = loop {
         if let Some(l) = &loader {
             if l.drain_into(&mut app.index) {
@@ -80,6 +82,12 @@ pub fn run(
                 panic!("TRIAGE_TEST_PANIC is set");
             }
             dirty = false;
+            if first_rows.is_none() && !app.index.rows.is_empty() {
+                first_rows = Some((
+                    crate::core::index::clock_start().elapsed(),
+                    app.index.rows.len(),
+                ));
+            }
         }
         if let Some(sig) = signals.pending() {
             break Exit::Signal(sig);
@@ -128,12 +136,19 @@ pub fn run(
         } else {
             Duration::from_millis(250)
         };
-        match input.wait(timeout) {
-            term::Input::HungUp => break Exit::Signal(signal_hook::consts::SIGHUP),
-            term::Input::Timeout => continue,
-            term::Input::Ready => {}
+        // Check for a hang-up before asking crossterm: on a hung-up terminal
+        // its reader would spin. (If the terminal goes away during the poll,
+        // the watchdog ends the process; every saved decision is on disk.)
+        if input.hung_up() {
+            break Exit::Signal(signal_hook::consts::SIGHUP);
         }
-        while event::poll(Duration::ZERO)? {
+        if !event::poll(timeout)? {
+            continue;
+        }
+        // Take every event that is ready before drawing again.
+        let mut first = true;
+        while first || event::poll(Duration::from_millis(1))? {
+            first = false;
             dirty = true;
             match event::read()? {
                 Event::Key(k) if k.kind != KeyEventKind::Release => {
@@ -170,7 +185,37 @@ pub fn run(
     }
     let _ = app.store.compact();
     term::leave();
+    if std::env::var_os("TRIAGE_TRACE_FIRST_FRAME").is_some_and(|v| v != "0") {
+        trace_first_frame(first_rows, &app.index);
+    }
     Ok(exit)
+}
+
+/// Print, after the terminal is restored, when the first frame with rows
+/// was drawn (measured from the moment the run was opened) and how far
+/// indexing had got by then: `TRIAGE_TRACE_FIRST_FRAME=1 triage RUN`.
+fn trace_first_frame(first: Option<(Duration, usize)>, index: &crate::core::index::RunIndex) {
+    match first {
+        Some((at, rows)) => eprintln!(
+            "triage: first frame with rows: {:.1} ms ({rows} rows then)",
+            at.as_secs_f64() * 1000.0
+        ),
+        None => eprintln!("triage: first frame with rows: never (no rows)"),
+    }
+    if index.done {
+        eprintln!(
+            "triage: full index: {:.3} s, {} pairs",
+            index.elapsed.as_secs_f64(),
+            index.rows.len()
+        );
+    } else {
+        eprintln!(
+            "triage: index not finished at exit: {} pairs, {} of {} bytes",
+            index.rows.len(),
+            index.bytes_read,
+            index.bytes_total
+        );
+    }
 }
 
 /// How long a lone digit waits for a motion before it counts as a category key.
@@ -345,7 +390,7 @@ pub fn handle_key(
         Overlay::Problems { .. } => &[Mode::Problems],
         Overlay::Note(_) => &[Mode::Note],
         Overlay::Confirm(_) | Overlay::PickCategory { .. } => &[Mode::Confirm],
-        Overlay::Jump(_) | Overlay::Query(_) => &[Mode::Input],
+        Overlay::Jump(_) | Overlay::Query(_) | Overlay::Export(_) => &[Mode::Input],
         Overlay::None => match app.focus {
             app::Focus::List => &[Mode::List, Mode::Global],
             app::Focus::Detail => &[Mode::Detail, Mode::Global],
@@ -377,7 +422,7 @@ pub fn handle_key(
     keys.clear();
     app.pending_keys.clear();
     match (&app.overlay, single_char) {
-        (Overlay::Note(_) | Overlay::Jump(_) | Overlay::Query(_), Some(c)) => {
+        (Overlay::Note(_) | Overlay::Jump(_) | Overlay::Query(_) | Overlay::Export(_), Some(c)) => {
             app::type_text(app, &c.to_string());
             vec![]
         }

@@ -205,7 +205,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
         let file = app
             .index
             .files
-            .get(row.loc.file as usize)
+            .get(row.loc.file() as usize)
             .map(|f| f.display.as_str())
             .unwrap_or("");
         let loc = format!(" {}:{} ", crate::core::text::inert_line(file), row.loc.line);

@@ -140,8 +140,10 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
     if app.view.is_empty() {
         let msg = if app.loading {
             "indexing… the first pairs appear in a moment"
+        } else if app.index.rows.is_empty() && app.index.problems.is_empty() {
+            "this run has no pairs: the file is empty"
         } else if app.index.rows.is_empty() {
-            "this run has no pairs (see problems with p)"
+            "no line of this run opened as a pair — p lists the problems"
         } else if app.query.is_some() {
             "no pair matches the query — / edits it, esc in the query bar clears it"
         } else if app.unclassified_only {

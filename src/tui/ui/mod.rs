@@ -155,5 +155,6 @@ pub fn render(f: &mut Frame, app: &App, keymap: &Keymap, theme: &Theme) {
         Overlay::Query(bar) => overlay::query_bar(f, a.status, bar, theme),
         Overlay::Facets(panel) => overlay::facets(f, area, app, panel, theme),
         Overlay::Summary(v) => summary::render(f, area, v, theme),
+        Overlay::Export(p) => overlay::export(f, area, app, p, keymap, theme),
     }
 }

@@ -567,3 +567,61 @@ pub fn facets(
         inner,
     );
 }
+
+/// The export prompt: the format (Tab cycles) and the path.
+pub fn export(
+    f: &mut Frame,
+    area: Rect,
+    app: &App,
+    p: &crate::tui::app::ExportPrompt,
+    km: &Keymap,
+    t: &Theme,
+) {
+    let r = centered(area, 76, 8);
+    f.render_widget(Clear, r);
+    let block = frame("export", t);
+    let inner = block.inner(r);
+    f.render_widget(block, r);
+    let mut formats = vec![Span::styled("format  ", t.dim)];
+    for fmt in crate::core::export::Format::ALL {
+        let style = if fmt == p.format { t.selected } else { t.dim };
+        formats.push(Span::styled(format!(" {} ", fmt.name()), style));
+        formats.push(Span::styled(" ", t.base));
+    }
+    let lines = vec![
+        Line::from(Span::styled(
+            format!(
+                "{} {} in view{}",
+                app.view.len(),
+                if app.view.len() == 1 { "pair" } else { "pairs" },
+                app.query
+                    .as_ref()
+                    .map(|q| format!(" (/{})", text::inert_line(&q.to_string())))
+                    .unwrap_or_default()
+            ),
+            t.base,
+        )),
+        Line::default(),
+        Line::from(formats),
+        Line::from(vec![
+            Span::styled("path    ", t.dim),
+            Span::styled(text::inert_line(&p.path.text), t.title),
+        ]),
+        Line::default(),
+        Line::from(vec![
+            Span::styled(key_of(km, Mode::Input, Action::CycleFormat), t.key),
+            Span::styled(" next format   ", t.dim),
+            Span::styled(key_of(km, Mode::Input, Action::InputSubmit), t.key),
+            Span::styled(" export   ", t.dim),
+            Span::styled(key_of(km, Mode::Input, Action::InputCancel), t.key),
+            Span::styled(" cancel", t.dim),
+        ]),
+    ];
+    f.render_widget(Paragraph::new(lines), inner);
+    let before: String = p.path.text.chars().take(p.path.cursor).collect();
+    let x = inner.x + 8 + text::width(&text::inert_line(&before)) as u16;
+    f.set_cursor_position(Position {
+        x: x.min(inner.right().saturating_sub(1)),
+        y: inner.y + 3,
+    });
+}
