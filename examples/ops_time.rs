@@ -74,6 +74,9 @@ fn main() {
         let _ = app.set_query(&QUERY[..end]);
         keys.push(ms(t.elapsed()));
     }
+    if let Some((i, worst)) = keys.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)) {
+        println!("query_worst_prefix {:?} {worst:.1}", &QUERY[..=i]);
+    }
     println!("query_keystroke_p50 {:.2}", pct(&mut keys.clone(), 0.5));
     println!("query_keystroke_max {:.2}", pct(&mut keys, 1.0));
     println!("query_matches {}", app.view.len());

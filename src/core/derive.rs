@@ -106,6 +106,13 @@ pub struct Derived {
 
 /// Compute every derived fact of a pair.
 pub fn derive(r: &PairRecord) -> Derived {
+    derive_with(r, None)
+}
+
+/// [`derive`], with the diff of the two states already computed (the
+/// loader's fast path diffs them from their raw text); `None` diffs
+/// `r.source.state` against `r.variant.state` as [`derive`] does.
+pub fn derive_with(r: &PairRecord, state_diff: Option<Vec<DiffEntry>>) -> Derived {
     let mut warnings: Vec<String> = r.field_warnings.clone();
     let (ps, pv) = (r.source.probability, r.variant.probability);
     let dp = ps.zip(pv).map(|(a, b)| b - a);
@@ -162,7 +169,7 @@ pub fn derive(r: &PairRecord) -> Derived {
         (a, b) => a.or(b),
     };
 
-    let changes = compute_changes(r);
+    let changes = compute_changes(r, state_diff);
     let validity = judge_validity(r, &changes);
     if let Validity::Invalid { unexpected } = &validity {
         warnings.push(format!(
@@ -340,7 +347,7 @@ pub fn fmt3(x: f64) -> String {
     format!("{x:.3}")
 }
 
-fn compute_changes(r: &PairRecord) -> Changes {
+fn compute_changes(r: &PairRecord, state_diff: Option<Vec<DiffEntry>>) -> Changes {
     let mut c = Changes::default();
     if let (Some(a), Some(b)) = (&r.source.question, &r.variant.question) {
         c.question_changed = a != b;
@@ -349,6 +356,7 @@ fn compute_changes(r: &PairRecord) -> Changes {
     }
     let root = JsonPath::root("state");
     match (&r.source.state, &r.variant.state) {
+        (Some(_), Some(_)) if state_diff.is_some() => c.state = state_diff.unwrap_or_default(),
         (Some(a), Some(b)) => c.state = diff::diff_values(&root, a, b),
         (Some(a), None) => c.state.push(DiffEntry {
             path: root,

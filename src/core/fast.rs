@@ -20,8 +20,10 @@ use std::fmt;
 
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
+use serde_json::Value;
 use serde_json::value::RawValue;
-use serde_json::{Map, Value};
+
+use super::diff::{self, Change, DiffEntry, JsonPath};
 
 use super::model::{Expectation, Outcome, PairRecord, Policy, Route, Side};
 
@@ -179,6 +181,9 @@ pub struct Fast<'a> {
     /// empty and raw-equal states are both `null` (their diff is empty either
     /// way); states that differ keep only their differing members.
     pub record: PairRecord,
+    /// The diff of the two states, when they were diffed from their raw
+    /// text (both states are then `null` placeholders in `record`).
+    pub state_diff: Option<Vec<DiffEntry>>,
 }
 
 /// Read one line the fast way; `None` sends it to the slow path.
@@ -262,7 +267,7 @@ pub fn parse_fast(line: &str) -> Option<Fast<'_>> {
             variant.question = b.map(Cow::into_owned);
         }
     }
-    let (a, b) = states(src_state, var_state)?;
+    let (a, b, state_diff) = states(src_state, var_state)?;
     source.state = a;
     variant.state = b;
     rec.source = source;
@@ -274,6 +279,7 @@ pub fn parse_fast(line: &str) -> Option<Fast<'_>> {
         schema: raw.state_schema_version.map(|s| s.0),
         model: raw.model_id.map(|s| s.0),
         record: rec,
+        state_diff,
     })
 }
 
@@ -355,27 +361,91 @@ fn expectation(e: RawExpectation<'_>) -> Option<Option<Expectation>> {
     }))
 }
 
-/// The two states as the diff needs them. `None` when they cannot be parsed.
-fn states(a: Option<&RawValue>, b: Option<&RawValue>) -> Option<(Option<Value>, Option<Value>)> {
+/// The two states, and their diff when it was computed here: raw-equal
+/// states have none; two objects are diffed member by member, parsing only
+/// the members whose text differs. `None` when a state cannot be parsed.
+type States = (Option<Value>, Option<Value>, Option<Vec<DiffEntry>>);
+
+fn states(a: Option<&RawValue>, b: Option<&RawValue>) -> Option<States> {
+    let both_null = || (Some(Value::Null), Some(Value::Null));
     match (a, b) {
-        (None, None) => Some((None, None)),
-        (Some(a), Some(b)) if a.get() == b.get() => Some((Some(Value::Null), Some(Value::Null))),
+        (None, None) => Some((None, None, None)),
+        (Some(a), Some(b)) if a.get() == b.get() => {
+            let (x, y) = both_null();
+            Some((x, y, Some(Vec::new())))
+        }
         (Some(a), Some(b)) => match (members(a.get()), members(b.get())) {
             (Some(x), Some(y)) => {
-                let mx = placeholders(&x, &y)?;
-                let my = placeholders(&y, &x)?;
-                Some((Some(Value::Object(mx)), Some(Value::Object(my))))
+                let d = diff_members(&x, &y)?;
+                let (x, y) = both_null();
+                Some((x, y, Some(d)))
             }
-            _ => Some((Some(full(a)?), Some(full(b)?))),
+            _ => Some((Some(full(a)?), Some(full(b)?), None)),
         },
         (a, b) => {
             let one = |v: Option<&RawValue>| match v {
                 Some(v) => full(v).map(Some),
                 None => Some(None),
             };
-            Some((one(a)?, one(b)?))
+            Some((one(a)?, one(b)?, None))
         }
     }
+}
+
+/// [`diff::diff_values`] of two `state` objects, from their members' raw
+/// text: the same entries, in the same order, as the diff of the parsed
+/// objects (see `diff_objects`), parsing only members that differ.
+fn diff_members(x: &[Member<'_>], y: &[Member<'_>]) -> Option<Vec<DiffEntry>> {
+    let root = JsonPath::root("state");
+    // A reorder is reported only when it is the whole story.
+    let same_order = x.len() == y.len() && x.iter().zip(y).all(|(a, b)| a.0 == b.0);
+    if !same_order && x.len() == y.len() {
+        let mut all_equal = true;
+        for (k, v) in x {
+            match find(y, k) {
+                Some(w) if w.get() == v.get() => {}
+                Some(w) if diff::canon_eq(&full(v)?, &full(w)?) => {}
+                _ => {
+                    all_equal = false;
+                    break;
+                }
+            }
+        }
+        if all_equal {
+            return Some(vec![DiffEntry {
+                path: root,
+                change: Change::Reordered {
+                    before: x.iter().map(|(k, _)| k.to_string()).collect(),
+                    after: y.iter().map(|(k, _)| k.to_string()).collect(),
+                },
+            }]);
+        }
+    }
+    let mut out = Vec::new();
+    for (k, v) in x {
+        match find(y, k) {
+            Some(w) if w.get() == v.get() => {}
+            Some(w) => out.extend(diff::diff_values(&root.key(k), &full(v)?, &full(w)?)),
+            None => out.push(DiffEntry {
+                path: root.key(k),
+                change: Change::Removed { before: full(v)? },
+            }),
+        }
+    }
+    for (k, w) in y {
+        if find(x, k).is_none() {
+            out.push(DiffEntry {
+                path: root.key(k),
+                change: Change::Added { after: full(w)? },
+            });
+        }
+    }
+    Some(out)
+}
+
+/// The raw value of key `k` in `m`.
+fn find<'a>(m: &[Member<'a>], k: &str) -> Option<&'a RawValue> {
+    m.iter().find(|(mk, _)| mk == k).map(|(_, v)| *v)
 }
 
 fn full(v: &RawValue) -> Option<Value> {
@@ -384,7 +454,7 @@ fn full(v: &RawValue) -> Option<Value> {
 
 /// An object's members as raw values, in order; `None` for anything else or
 /// a repeated key.
-fn members(text: &str) -> Option<Vec<(Cow<'_, str>, &RawValue)>> {
+fn members(text: &str) -> Option<Vec<Member<'_>>> {
     let Members(m) = serde_json::from_str(text).ok()?;
     let mut keys: Vec<&str> = m.iter().map(|(k, _)| k.as_ref()).collect();
     keys.sort_unstable();
@@ -394,24 +464,8 @@ fn members(text: &str) -> Option<Vec<(Cow<'_, str>, &RawValue)>> {
     Some(m)
 }
 
-/// `x` as an object whose members equal (byte for byte) to `other`'s are
-/// `null`: the diff of two nulls is empty, as is that of two equal values,
-/// and whether a key moved does not depend on the value.
-fn placeholders(
-    x: &[(Cow<'_, str>, &RawValue)],
-    other: &[(Cow<'_, str>, &RawValue)],
-) -> Option<Map<String, Value>> {
-    let mut out = Map::with_capacity(x.len());
-    for (k, v) in x {
-        let same = other
-            .iter()
-            .find(|(ok, _)| ok == k)
-            .is_some_and(|(_, ov)| ov.get() == v.get());
-        let value = if same { Value::Null } else { full(v)? };
-        out.insert(k.to_string(), value);
-    }
-    Some(out)
-}
+/// One member of a JSON object: its key and raw value.
+type Member<'a> = (Cow<'a, str>, &'a RawValue);
 
 struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
 

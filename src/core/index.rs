@@ -794,7 +794,7 @@ pub enum ParseMode {
 /// The first chunk is small so that the first rows reach the screen at once;
 /// later chunks grow to this size and are parsed in parallel.
 const FIRST_CHUNK: usize = 64 * 1024;
-const MAX_CHUNK: usize = 8 * 1024 * 1024;
+const MAX_CHUNK: usize = 4 * 1024 * 1024;
 /// Chunks with fewer lines than this are parsed on the loader thread alone.
 const PARALLEL_MIN_LINES: usize = 64;
 
@@ -892,8 +892,19 @@ impl IndexState {
         self.sent_any = true;
     }
 
+    /// Intern and send a parsed chunk; give its buffer back for reuse.
+    fn push_all(&mut self, file_idx: u16, display: &str, p: Parsed) -> Vec<u8> {
+        for (l, out) in p.lines.iter().zip(p.outs) {
+            self.push(file_idx, display, l, out, &p.buf);
+        }
+        if !self.batch.rows.is_empty() || !self.batch.problems.is_empty() || !self.sent_any {
+            self.flush();
+        }
+        p.buf
+    }
+
     /// Turn one parsed line into a row or problems, in line order.
-    fn push(&mut self, file_idx: u16, display: &str, line: &Line, out: LineOut<'_>) {
+    fn push(&mut self, file_idx: u16, display: &str, line: &Line, out: LineOut, buf: &[u8]) {
         let problem = |kind: ProblemKind, message: String| Problem {
             file: display.to_string(),
             line: line.no,
@@ -918,8 +929,8 @@ impl IndexState {
                         u32::try_from(d.body_len).unwrap_or(u32::MAX),
                     ),
                     key: d.key,
-                    case: self.intern(Some(&d.case)),
-                    variant: self.intern(Some(&d.variant)),
+                    case: self.intern(Some(d.case.get(buf))),
+                    variant: self.intern(Some(d.variant.get(buf))),
                     transformation: self.intern(Some(&d.transformation)),
                     family: self.intern(d.family.as_deref()),
                     suggestion: self.intern(d.suggestion),
@@ -932,9 +943,9 @@ impl IndexState {
                     margin: s.margin,
                     variant_margin: s.variant_margin,
                     latency: s.latency,
-                    contract: self.intern(d.contract.as_deref()),
-                    schema: self.intern(d.schema.as_deref()),
-                    model: self.intern(d.model.as_deref()),
+                    contract: self.intern(d.contract.as_ref().map(|t| t.get(buf))),
+                    schema: self.intern(d.schema.as_ref().map(|t| t.get(buf))),
+                    model: self.intern(d.model.as_ref().map(|t| t.get(buf))),
                     expectation: s.expectation,
                     source_outcome: s.source_outcome,
                     variant_outcome: s.variant_outcome,
@@ -963,27 +974,61 @@ struct Line {
 
 /// What one line gave.
 #[derive(Debug)]
-enum LineOut<'a> {
+enum LineOut {
     Blank,
     Problem(ProblemKind, String),
-    Row(Box<RowData<'a>>),
+    Row(Box<RowData>),
+}
+
+/// A string of a row: a span of the chunk it was read from, or its own copy
+/// (when it had escapes, or came from the slow path).
+#[derive(Debug)]
+enum Text {
+    Span(u32, u32),
+    Owned(String),
+}
+
+impl Text {
+    /// `s` as a span of `buf` when it lies inside it.
+    fn of(buf: &[u8], s: Cow<'_, str>) -> Text {
+        match s {
+            Cow::Borrowed(b) => {
+                let start = (b.as_ptr() as usize).wrapping_sub(buf.as_ptr() as usize);
+                match (u32::try_from(start), u32::try_from(b.len())) {
+                    (Ok(st), Ok(len)) if start + b.len() <= buf.len() => Text::Span(st, len),
+                    _ => Text::Owned(b.to_string()),
+                }
+            }
+            Cow::Owned(o) => Text::Owned(o),
+        }
+    }
+
+    fn get<'a>(&'a self, buf: &'a [u8]) -> &'a str {
+        match self {
+            Text::Span(s, l) => buf
+                .get(*s as usize..(*s + *l) as usize)
+                .and_then(|b| std::str::from_utf8(b).ok())
+                .unwrap_or(""),
+            Text::Owned(o) => o,
+        }
+    }
 }
 
 /// A pair's row before its strings are interned.
 #[derive(Debug)]
-struct RowData<'a> {
+struct RowData {
     /// Bytes trimmed from the start of the line (BOM, blanks), and the body's length.
     trim_start: usize,
     body_len: usize,
     key: RecordKey,
-    case: Cow<'a, str>,
-    variant: Cow<'a, str>,
+    case: Text,
+    variant: Text,
     transformation: String,
     family: Option<String>,
     suggestion: Option<&'static str>,
-    contract: Option<Cow<'a, str>>,
-    schema: Option<Cow<'a, str>>,
-    model: Option<Cow<'a, str>>,
+    contract: Option<Text>,
+    schema: Option<Text>,
+    model: Option<Text>,
     summary: Summary,
     /// Field warnings, as problem messages.
     warnings: Vec<String>,
@@ -1086,6 +1131,9 @@ fn index_one(
     // reading a chunk does not zero it first.
     let mut buf: Vec<u8> = Vec::new();
     let mut filled = 0usize;
+    // A buffer to reuse, and the previous chunk still to be interned.
+    let mut spare: Vec<u8> = Vec::new();
+    let mut pending: Option<Parsed> = None;
     // File offset of buf[0], the next line number, and the chunk size to aim for.
     let mut base: u64 = 0;
     let mut line_no: u64 = 1;
@@ -1136,44 +1184,77 @@ fn index_one(
         } else if eof && let Some((start, len)) = skipping.take() {
             lines.push(overlong_line(line_no, start, len));
         }
-        let parsed: Vec<LineOut<'_>> = if lines.len() >= PARALLEL_MIN_LINES {
-            use rayon::prelude::*;
-            lines
-                .par_iter()
-                .with_min_len(8)
-                .map(|l| process_line(data, l, max_line, mode))
-                .collect()
-        } else {
-            lines
-                .iter()
-                .map(|l| process_line(data, l, max_line, mode))
-                .collect()
-        };
-        for (l, out) in lines.iter().zip(parsed) {
-            st.push(file_idx, display, l, out);
-        }
-        // Keep the partial last line; a line over the limit is dropped as it
-        // streams by, keeping only its start and length.
+        // Keep the partial last line for the next chunk; a line over the
+        // limit is dropped as it streams by, keeping only its start and length.
+        let mut next = std::mem::take(&mut spare);
         let rest = filled - pos;
-        if let Some((_, len)) = skipping.as_mut() {
+        let next_filled = if let Some((_, len)) = skipping.as_mut() {
             *len += rest as u64;
             base += filled as u64;
-            filled = 0;
+            0
         } else if rest > max_line {
             skipping = Some((base + pos as u64, rest as u64));
             base += filled as u64;
-            filled = 0;
+            0
         } else {
-            buf.copy_within(pos..filled, 0);
-            filled = rest;
+            if next.len() < rest {
+                next.resize(rest, 0);
+            }
+            next[..rest].copy_from_slice(&buf[pos..filled]);
             base += pos as u64;
+            rest
+        };
+        buf.truncate(filled);
+        // Parse this chunk while the previous one is interned and sent.
+        let outs = if lines.len() >= PARALLEL_MIN_LINES {
+            let data = &buf[..];
+            let lines = &lines;
+            let (outs, recycled) = rayon::join(
+                || {
+                    use rayon::prelude::*;
+                    lines
+                        .par_iter()
+                        .with_min_len(8)
+                        .map(|l| process_line(data, l, max_line, mode))
+                        .collect::<Vec<_>>()
+                },
+                || pending.take().map(|p| st.push_all(file_idx, display, p)),
+            );
+            if let Some(b) = recycled {
+                spare = b;
+            }
+            outs
+        } else {
+            if let Some(p) = pending.take() {
+                spare = st.push_all(file_idx, display, p);
+            }
+            lines
+                .iter()
+                .map(|l| process_line(&buf, l, max_line, mode))
+                .collect()
+        };
+        let parsed = Parsed { buf, lines, outs };
+        if st.sent_any {
+            pending = Some(parsed);
+        } else {
+            // The first rows go out at once, for a fast first screen.
+            spare = st.push_all(file_idx, display, parsed);
         }
-        if !st.batch.rows.is_empty() || !st.batch.problems.is_empty() || !st.sent_any {
-            st.flush();
-        }
+        buf = next;
+        filled = next_filled;
         target = (target * 4).min(MAX_CHUNK);
     }
+    if let Some(p) = pending.take() {
+        st.push_all(file_idx, display, p);
+    }
     Ok(())
+}
+
+/// A chunk and its parsed lines, waiting to be interned.
+struct Parsed {
+    buf: Vec<u8>,
+    lines: Vec<Line>,
+    outs: Vec<LineOut>,
 }
 
 fn overlong_line(no: u64, offset: u64, len: u64) -> Line {
@@ -1200,7 +1281,7 @@ fn line_at(no: u64, base: u64, start: usize, end: usize, terminated: bool, max: 
 }
 
 /// Parse one line: fast path first unless told otherwise, slow path on any doubt.
-fn process_line<'a>(buf: &'a [u8], line: &Line, max_line: usize, mode: ParseMode) -> LineOut<'a> {
+fn process_line(buf: &[u8], line: &Line, max_line: usize, mode: ParseMode) -> LineOut {
     if let Some(len) = line.overlong {
         return LineOut::Problem(
             ProblemKind::TooLong,
@@ -1240,7 +1321,7 @@ fn process_line<'a>(buf: &'a [u8], line: &Line, max_line: usize, mode: ParseMode
         }
     };
     let out = match mode {
-        ParseMode::Fast => fast_row(body).map(|d| LineOut::Row(Box::new(d))),
+        ParseMode::Fast => fast_row(buf, body).map(|d| LineOut::Row(Box::new(d))),
         ParseMode::Slow => None,
     };
     let mut out = out.unwrap_or_else(|| slow_row(body, line.terminated));
@@ -1252,31 +1333,31 @@ fn process_line<'a>(buf: &'a [u8], line: &Line, max_line: usize, mode: ParseMode
 }
 
 /// The fast path: a typed, borrowing parse and a key from the raw text.
-fn fast_row(body: &str) -> Option<RowData<'_>> {
+fn fast_row(buf: &[u8], body: &str) -> Option<RowData> {
     let key = record_key_raw(body)?;
     let mut f = super::fast::parse_fast(body)?;
-    let d = derive(&f.record);
+    let d = super::derive::derive_with(&f.record, f.state_diff.take());
     let suggestion = super::suggest::suggest_category(&f.record, &d);
     let summary = summarize(&f.record, &d);
     Some(RowData {
         trim_start: 0,
         body_len: 0,
         key,
-        case: f.case_id,
-        variant: f.variant_id,
+        case: Text::of(buf, f.case_id),
+        variant: Text::of(buf, f.variant_id),
         transformation: d.transformation.name,
         family: f.record.family.take(),
         suggestion,
-        contract: f.contract,
-        schema: f.schema,
-        model: f.model,
+        contract: f.contract.map(|s| Text::of(buf, s)),
+        schema: f.schema.map(|s| Text::of(buf, s)),
+        model: f.model.map(|s| Text::of(buf, s)),
         summary,
         warnings: Vec::new(),
     })
 }
 
 /// The slow path: a whole [`Value`], [`map_record`] and [`derive`].
-fn slow_row(body: &str, terminated: bool) -> LineOut<'static> {
+fn slow_row(body: &str, terminated: bool) -> LineOut {
     let value: Value = match serde_json::from_str(body) {
         Ok(v) => v,
         Err(e) => {
@@ -1308,14 +1389,14 @@ fn slow_row(body: &str, terminated: bool) -> LineOut<'static> {
         trim_start: 0,
         body_len: 0,
         key,
-        case: Cow::Owned(std::mem::take(&mut record.case_id)),
-        variant: Cow::Owned(std::mem::take(&mut record.variant_id)),
+        case: Text::Owned(std::mem::take(&mut record.case_id)),
+        variant: Text::Owned(std::mem::take(&mut record.variant_id)),
         transformation: d.transformation.name,
         family: record.family.take(),
         suggestion,
-        contract: record.contract_version.take().map(Cow::Owned),
-        schema: record.state_schema_version.take().map(Cow::Owned),
-        model: record.model_id.take().map(Cow::Owned),
+        contract: record.contract_version.take().map(Text::Owned),
+        schema: record.state_schema_version.take().map(Text::Owned),
+        model: record.model_id.take().map(Text::Owned),
         summary,
         warnings,
     }))

@@ -194,6 +194,10 @@ struct CanonBufs {
     memo: Vec<Memo>,
     memo_bytes: Vec<u8>,
     sides_seen: u8,
+    /// Recently seen inner values, kept across lines (see `Scan::cached`).
+    cache: std::collections::HashMap<u64, Vec<u32>>,
+    entries: Vec<Cached>,
+    cache_bytes: Vec<u8>,
 }
 
 /// One remembered side member: its key and raw value in the line, and where
@@ -207,6 +211,56 @@ struct Memo {
 
 /// Side members shorter than this are scanned again rather than remembered.
 const MEMO_MIN: usize = 64;
+
+/// Inner values shorter than this are not cached; the cache is looked up by
+/// a hash of a value's first `CACHE_MIN` bytes.
+const CACHE_MIN: usize = 48;
+/// The cache is emptied when it holds this many bytes or entries.
+const CACHE_MAX_BYTES: usize = 1 << 20;
+const CACHE_MAX_ENTRIES: usize = 2048;
+/// Values sharing one prefix hash beyond this many are not cached.
+const CACHE_BUCKET: usize = 8;
+
+/// One cached value: its raw text and canonical bytes in `cache_bytes`.
+#[derive(Clone, Copy)]
+struct Cached {
+    raw: (usize, usize),
+    canon: (usize, usize),
+}
+
+fn prefix_hash(b: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for c in b.chunks(8) {
+        let mut w = [0u8; 8];
+        w[..c.len()].copy_from_slice(c);
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(w)).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    h
+}
+
+impl CanonBufs {
+    /// Remember the value `raw` whose canonical bytes are `out[out_start..]`.
+    fn remember(&mut self, h: u64, raw: &[u8], out_start: usize) {
+        if self.cache_bytes.len() > CACHE_MAX_BYTES || self.entries.len() >= CACHE_MAX_ENTRIES {
+            self.cache.clear();
+            self.entries.clear();
+            self.cache_bytes.clear();
+        }
+        let bucket = self.cache.entry(h).or_default();
+        if bucket.len() >= CACHE_BUCKET {
+            return;
+        }
+        let r0 = self.cache_bytes.len();
+        self.cache_bytes.extend_from_slice(raw);
+        let c0 = self.cache_bytes.len();
+        self.cache_bytes.extend_from_slice(&self.out[out_start..]);
+        bucket.push(self.entries.len() as u32);
+        self.entries.push(Cached {
+            raw: (r0, c0),
+            canon: (c0, self.cache_bytes.len()),
+        });
+    }
+}
 
 /// One object member already written to `out[start..end]`.
 #[derive(Clone, Copy)]
@@ -392,6 +446,7 @@ impl Scan<'_, '_> {
     fn value(&mut self, depth: usize, level: Level) -> Option<()> {
         self.ws();
         match self.peek()? {
+            b'{' | b'[' if level == Level::Inner => self.cached(depth),
             b'{' => self.object(depth, level),
             b'[' => self.array(depth),
             b'"' => self.string_value(),
@@ -400,6 +455,47 @@ impl Scan<'_, '_> {
             b'n' => self.literal(b"null"),
             _ => self.number(),
         }
+    }
+
+    /// An inner object or array, from the cache of recently seen values when
+    /// its text is there (runs repeat policies, expectations, a case's source
+    /// state, evidence lists), else scanned and remembered.
+    ///
+    /// A cached text is a complete JSON value, so a line that starts with it
+    /// at this point holds that very value: objects and arrays end at their
+    /// closing bracket. (Depth is not re-checked on a hit: a line nested past
+    /// serde_json's limit does not take the fast path anyway.)
+    fn cached(&mut self, depth: usize) -> Option<()> {
+        let start = self.i;
+        let b = self.b;
+        let head = b.get(start..start + CACHE_MIN).map(prefix_hash);
+        if let Some(h) = head {
+            let c = &mut *self.c;
+            if let Some(bucket) = c.cache.get(&h) {
+                for &e in bucket {
+                    let e = c.entries[e as usize];
+                    let raw = &c.cache_bytes[e.raw.0..e.raw.1];
+                    if b[start..].starts_with(raw) {
+                        self.i = start + raw.len();
+                        c.out
+                            .extend_from_slice(&c.cache_bytes[e.canon.0..e.canon.1]);
+                        return Some(());
+                    }
+                }
+            }
+        }
+        let out_start = self.c.out.len();
+        if b[start] == b'{' {
+            self.object(depth, Level::Inner)?;
+        } else {
+            self.array(depth)?;
+        }
+        if let Some(h) = head
+            && self.i - start >= CACHE_MIN
+        {
+            self.c.remember(h, &b[start..self.i], out_start);
+        }
+        Some(())
     }
 
     fn array(&mut self, depth: usize) -> Option<()> {
@@ -684,6 +780,39 @@ mod tests {
             "{\"a\":\"\u{1}\"}",
         ] {
             assert_eq!(record_key_raw(line), None, "{line}");
+        }
+    }
+
+    /// Values repeated across lines come from the cache; the keys stay the oracle's.
+    #[test]
+    fn raw_key_cache_hits_keep_the_oracle_key() {
+        let long = "x".repeat(60);
+        let lines = [
+            format!(
+                r#"{{"p":{{"a":"{long}","b":[1,2.50,{{"z":1,"y":2}}]}},"q":[{{"k":"{long}"}}]}}"#
+            ),
+            format!(
+                r#"{{"q":[{{"k":"{long}"}}],"p":{{"a":"{long}","b":[1,2.50,{{"z":1,"y":2}}]}}}}"#
+            ),
+            format!(
+                r#"{{"p":{{"a":"{long}","b":[1,2.50,{{"z":1,"y":2}}],"c":0}},"r":{{"a":"{long}"}}}}"#
+            ),
+            format!(
+                r#"{{"p":[{{"a":"{long}","b":[1,2.50,{{"z":1,"y":2}}]}}],"source":{{"s":{{"a":"{long}"}}}}}}"#
+            ),
+            format!(
+                r#"{{"source":{{"latency_ms":{{"a":"{long}"}},"s":{{"a":"{long}","latency_ms":1}}}}}}"#
+            ),
+        ];
+        for round in 0..2 {
+            for line in &lines {
+                let v: Value = serde_json::from_str(line).unwrap();
+                assert_eq!(
+                    record_key_raw(line),
+                    Some(record_key(&v)),
+                    "{round}: {line}"
+                );
+            }
         }
     }
 
