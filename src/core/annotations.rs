@@ -5,17 +5,19 @@
 //! annotation, so replay is "the last event per key wins" and a torn final line
 //! costs at most the decision that was being written when the machine died.
 //! [`AnnotationStore::apply`] appends and fsyncs before it returns; on open the
-//! journal is compacted by temp file, fsync, rename and folder fsync. An advisory
-//! lock on `<journal>.lock` keeps a second triage on the same run read-only.
+//! journal is compacted by temp file, fsync, rename and folder fsync. Several
+//! triages may share one journal: every append and every compaction happens
+//! under an exclusive lock on `<journal>.lock`, after reading what the others
+//! appended since, so journal order decides and nothing is dropped.
 //! The run file itself is never written.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::fs::{self, File, OpenOptions, TryLockError};
+use std::fs::{self, File, Metadata, OpenOptions, TryLockError};
 use std::io::{self, BufRead, BufReader, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -146,7 +148,7 @@ pub enum SaveError {
         error: io::Error,
         pending: usize,
     },
-    /// This store may not write (another triage holds the run, or it was opened for reading).
+    /// This store may not write (it was opened for reading, or the journal cannot be locked).
     ReadOnly {
         path: PathBuf,
         reason: String,
@@ -191,7 +193,7 @@ impl fmt::Display for SaveError {
                 pending,
             } => write!(
                 f,
-                "cannot save to {}: {reason}; {} kept in memory only and lost on quit — close the other triage and reopen the run to annotate it",
+                "cannot save to {}: {reason}; {} kept in memory only and lost on quit — reopen the run with --annotations PATH on a local disk to annotate it",
                 path.display(),
                 decisions(*pending)
             ),
@@ -312,6 +314,42 @@ fn non_empty(s: Option<String>) -> Option<String> {
     s.filter(|s| !s.is_empty())
 }
 
+/// A decision applied in memory whose event is not durable yet.
+#[derive(Debug)]
+struct PendingEvent {
+    ann: Annotation,
+    prev: Option<Prev>,
+    line: String,
+}
+
+/// Which file a path named when it was read: (device, inode) on Unix.
+type FileId = (u64, u64);
+
+fn file_id(meta: &Metadata) -> FileId {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        (meta.dev(), meta.ino())
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        (0, 0)
+    }
+}
+
+/// How long a save waits for another triage to finish its write.
+const LOCK_WAIT: Duration = Duration::from_secs(5);
+
+/// What one pass over journal lines found.
+#[derive(Default)]
+struct Replay {
+    recognised: usize,
+    first_bad_complete: Option<u64>,
+    /// The keys events touched, with their (category, note) before the first event.
+    touched: HashMap<RecordKey, Option<(Option<String>, Option<String>)>>,
+}
+
 #[derive(Debug)]
 struct Entry {
     ann: Annotation,
@@ -322,14 +360,16 @@ struct Entry {
 
 /// The annotations of one run, backed by its journal.
 ///
-/// Concurrency: [`AnnotationStore::open`] takes an exclusive advisory lock
-/// (`File::try_lock`, i.e. `flock` on Unix) on `<journal>.lock` and holds it for
-/// the store's life; the lock file holds the holder's pid. A second triage on the
-/// same journal finds the lock taken and opens read-only: it shows the annotations
-/// as they were when it opened, and its own changes stay pending in memory. The
-/// lock is released when the store is dropped (or the process dies); the lock
-/// file is left in place on purpose, since deleting it would let two instances
-/// lock two different files.
+/// Concurrency: any number of stores (in one process or several) may share a
+/// journal. Each append and each compaction takes an exclusive advisory lock
+/// (`File::lock`, i.e. `flock` on Unix) on `<journal>.lock`, first reads the
+/// events the others appended since this store last read (or the whole journal
+/// again if another store compacted it, i.e. replaced the file), then writes and
+/// fsyncs, then releases the lock. So the journal order is the order in which
+/// the decisions were made durable, and the last event for a key wins in every
+/// store. [`AnnotationStore::refresh`] merges the others' events while idle.
+/// The lock file is left in place on purpose, since deleting it would let two
+/// instances lock two different files.
 #[derive(Debug)]
 pub struct AnnotationStore {
     path: PathBuf,
@@ -339,8 +379,8 @@ pub struct AnnotationStore {
     /// case_id → variant_id → keys, for stale look-ups without a scan.
     by_ids: HashMap<String, HashMap<String, Vec<RecordKey>>>,
     next_seq: u64,
-    /// Encoded events not yet durable, oldest first.
-    pending: Vec<String>,
+    /// Events not yet durable, oldest first.
+    pending: Vec<PendingEvent>,
     skipped: usize,
     first_skipped: Option<u64>,
     /// Non-blank lines in the journal file as far as this store knows.
@@ -349,8 +389,18 @@ pub struct AnnotationStore {
     dirty: bool,
     /// Some line was written by a newer triage; compaction would destroy it.
     newer_format: bool,
-    /// The held lock; `Some` exactly when access is read-write.
+    /// The lock file, locked around each write; `Some` exactly when access is read-write.
     lock: Option<File>,
+    /// How far the journal has been replayed, in bytes and lines.
+    read_pos: u64,
+    read_lines: u64,
+    /// The file that was replayed; another one at the path means it was replaced.
+    file_id: Option<FileId>,
+    /// That file, held open so that its inode number cannot be reused by a
+    /// new journal (which would then look like the same file).
+    held: Option<File>,
+    /// Annotations changed by other triages' events since [`AnnotationStore::refresh`] last said.
+    merged: usize,
 }
 
 impl AnnotationStore {
@@ -369,32 +419,47 @@ impl AnnotationStore {
             dirty: false,
             newer_format: false,
             lock: None,
+            read_pos: 0,
+            read_lines: 0,
+            file_id: None,
+            held: None,
+            merged: 0,
         }
     }
 
-    /// Open (creating if missing) the journal at `path`, lock it, replay it and compact it.
+    /// Open (creating if missing) the journal at `path`, replay it and compact it.
     ///
-    /// The lock is taken before the replay, so an instance that quits between
-    /// the two cannot have written events this store would miss and then
-    /// compact away. If another instance holds the lock the store is read-only
-    /// with the reason "another triage has this run open (pid N)". Malformed
-    /// lines (a torn last line after a crash, a bad key, bad JSON) are skipped
-    /// and counted; the compaction that follows in read-write mode rewrites them
-    /// away. Lines from a newer format are skipped too but disable compaction so
-    /// they are never destroyed. A folder where the journal or its lock file
-    /// cannot be created gives [`StoreOpenError::NotWritable`].
+    /// Replay and compaction run under the journal's lock, so another triage
+    /// writing at the same moment is waited for, and its events are kept.
+    /// Malformed lines (a torn last line after a crash, a bad key, bad JSON)
+    /// are skipped and counted; the compaction rewrites them away. Lines from a
+    /// newer format are skipped too but disable compaction so they are never
+    /// destroyed. A folder where the journal or its lock file cannot be created
+    /// gives [`StoreOpenError::NotWritable`]; a filesystem without file locks
+    /// gives a read-only store, since unlocked writers could lose decisions.
     pub fn open(path: &Path, reviewer: &str) -> Result<AnnotationStore, StoreOpenError> {
         ensure_journal(path)?;
-        let (access, lock) = take_lock(&with_suffix(path, ".lock"))?;
+        let (access, lock) = open_lock(&with_suffix(path, ".lock"))?;
         let mut store = AnnotationStore::empty(path, reviewer, access);
         store.lock = lock;
-        store.load()?;
-        if store.lock.is_some() {
+        if let Some(lock) = &store.lock {
+            lock_within(lock, LOCK_WAIT).map_err(|error| StoreOpenError::Io {
+                path: with_suffix(path, ".lock"),
+                error,
+            })?;
+        }
+        let loaded = store.load();
+        if loaded.is_ok() && store.lock.is_some() {
+            // Another triage only writes a temp file while it holds the lock.
             remove_stale_temps(path);
             // Compaction only tidies: the journal is complete as it is, so a
             // failure here (say a full disk) must not stop the reviewer.
-            let _ = store.compact();
+            let _ = store.compact_locked();
         }
+        if let Some(lock) = &store.lock {
+            let _ = lock.unlock();
+        }
+        loaded?;
         Ok(store)
     }
 
@@ -494,7 +559,11 @@ impl AnnotationStore {
                 at: at.clone(),
                 source: c.source,
             };
-            self.pending.push(encode(&ann, prev.as_ref()));
+            self.pending.push(PendingEvent {
+                line: encode(&ann, prev.as_ref()),
+                ann: ann.clone(),
+                prev: prev.clone(),
+            });
             self.put(ann, prev);
             previous.push(old);
         }
@@ -512,15 +581,47 @@ impl AnnotationStore {
         self.pending.len()
     }
 
+    /// Merge the events other triages appended since this store last read the
+    /// journal, and say how many annotations they changed since the last call
+    /// (including changes merged while saving).
+    ///
+    /// Cheap when nothing changed: one `stat` of the journal. A journal that
+    /// another triage compacted (a new file at the path) is replayed whole.
+    /// This store's own pending decisions stay on top, since they will be
+    /// appended after everything read here.
+    pub fn refresh(&mut self) -> io::Result<usize> {
+        let unchanged = match fs::metadata(&self.path) {
+            Ok(m) => Some(file_id(&m)) == self.file_id && m.len() == self.read_pos,
+            // A vanished journal is rewritten by the next save.
+            Err(e) if e.kind() == ErrorKind::NotFound => true,
+            Err(e) => return Err(e),
+        };
+        if !unchanged {
+            self.locked(AnnotationStore::catch_up)?;
+        }
+        Ok(std::mem::take(&mut self.merged))
+    }
+
     /// Rewrite the journal as one event per live annotation, atomically and durably.
     ///
-    /// The new journal is written to `<path>.tmp-<pid>` in the same folder,
-    /// fsynced, renamed over the journal, and the folder fsynced. Skipped (Ok)
-    /// when read-only, when events are pending, when the journal is already
-    /// compact, when it holds lines of a newer format, and when the journal file
-    /// was made read-only (replacing it by rename would defeat that).
+    /// Under the journal's lock, the events other triages appended are read
+    /// first, so the new journal holds theirs too. The new journal is written to
+    /// `<path>.tmp-<pid>` in the same folder, fsynced, renamed over the journal,
+    /// and the folder fsynced. Skipped (Ok) when read-only, when events are
+    /// pending, when the journal is already compact, when it holds lines of a
+    /// newer format, and when the journal file was made read-only (replacing it
+    /// by rename would defeat that).
     pub fn compact(&mut self) -> io::Result<()> {
         if self.lock.is_none() || !self.pending.is_empty() || self.newer_format {
+            return Ok(());
+        }
+        self.locked(AnnotationStore::compact_locked)
+    }
+
+    /// [`AnnotationStore::compact`] with the lock held.
+    fn compact_locked(&mut self) -> io::Result<()> {
+        self.catch_up()?;
+        if !self.pending.is_empty() || self.newer_format {
             return Ok(());
         }
         if !self.dirty && self.file_lines == self.live.len() {
@@ -574,7 +675,7 @@ impl AnnotationStore {
         }
     }
 
-    /// Replay the journal into memory.
+    /// Replay the journal into memory (the first time).
     fn load(&mut self) -> Result<(), StoreOpenError> {
         let path = self.path.clone();
         let read_err = |error: io::Error| StoreOpenError::Io {
@@ -588,23 +689,110 @@ impl AnnotationStore {
             }
             Err(e) => return Err(read_err(e)),
         };
-        if file.metadata().map_err(read_err)?.is_dir() {
+        let meta = file.metadata().map_err(read_err)?;
+        if meta.is_dir() {
             return Err(read_err(io::Error::new(
                 ErrorKind::IsADirectory,
                 "it is a directory",
             )));
         }
+        let replay = self.replay(file, &meta, false).map_err(read_err)?;
+        if let (0, Some(line)) = (replay.recognised, replay.first_bad_complete) {
+            // Most likely `--annotations` names the run file or some other
+            // file: appending to it, or compacting it, would destroy it.
+            return Err(StoreOpenError::NotAJournal { path, line });
+        }
+        Ok(())
+    }
+
+    /// Read what was appended to the journal since the last read, or all of it
+    /// again if the file at the path was replaced or shrank; keep pending
+    /// decisions on top. Counts the annotations that changed in `merged`.
+    fn catch_up(&mut self) -> io::Result<()> {
+        let file = match File::open(&self.path) {
+            Ok(f) => f,
+            // Deleted: the next save writes everything this store knows.
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        let meta = file.metadata()?;
+        if meta.is_dir() {
+            return Err(io::Error::new(ErrorKind::IsADirectory, "it is a directory"));
+        }
+        if !meta.is_file() {
+            // A device or a pipe (say /dev/full) is no journal to share: nothing to merge.
+            return Ok(());
+        }
+        if Some(file_id(&meta)) == self.file_id && meta.len() == self.read_pos {
+            return Ok(());
+        }
+        let restart = Some(file_id(&meta)) != self.file_id || meta.len() < self.read_pos;
+        let before = restart.then(|| self.values());
+        if restart {
+            self.live.clear();
+            self.by_ids.clear();
+            self.read_pos = 0;
+            self.read_lines = 0;
+            self.file_lines = 0;
+            self.skipped = 0;
+            self.first_skipped = None;
+            self.newer_format = false;
+        }
+        let replay = self.replay(file, &meta, !restart)?;
+        let mine: Vec<(Annotation, Option<Prev>)> = self
+            .pending
+            .iter()
+            .map(|p| (p.ann.clone(), p.prev.clone()))
+            .collect();
+        for (ann, prev) in mine {
+            self.put(ann, prev);
+        }
+        let now = |s: &Self, k: &RecordKey| {
+            s.live
+                .get(k)
+                .map(|e| (e.ann.category.clone(), e.ann.note.clone()))
+        };
+        self.merged += replay
+            .touched
+            .iter()
+            .filter(|(k, was)| now(self, k) != **was)
+            .count();
+        if let Some(before) = before {
+            let after = self.values();
+            let mut changed = before
+                .iter()
+                .filter(|(k, v)| after.get(*k) != Some(*v))
+                .count();
+            changed += after.keys().filter(|k| !before.contains_key(*k)).count();
+            self.merged += changed;
+        }
+        Ok(())
+    }
+
+    /// Each live annotation's (category, note).
+    fn values(&self) -> HashMap<RecordKey, (Option<String>, Option<String>)> {
+        self.live
+            .iter()
+            .map(|(k, e)| (*k, (e.ann.category.clone(), e.ann.note.clone())))
+            .collect()
+    }
+
+    /// Replay `file` from `read_pos` to its end; `count` records the keys touched.
+    fn replay(&mut self, file: File, meta: &Metadata, count: bool) -> io::Result<Replay> {
+        let mut file = file;
+        file.seek(SeekFrom::Start(self.read_pos))?;
         let mut reader = BufReader::new(file);
         let mut buf = Vec::new();
-        let mut line_no = 0u64;
-        let mut recognised = 0usize;
-        let mut first_bad_complete = None;
+        let mut out = Replay::default();
         loop {
             buf.clear();
-            if reader.read_until(b'\n', &mut buf).map_err(read_err)? == 0 {
+            let n = reader.read_until(b'\n', &mut buf)?;
+            if n == 0 {
                 break;
             }
-            line_no += 1;
+            self.read_pos += n as u64;
+            self.read_lines += 1;
+            let line_no = self.read_lines;
             let complete = buf.last() == Some(&b'\n');
             let body = buf.trim_ascii();
             self.file_lines += usize::from(!body.is_empty() || complete);
@@ -613,30 +801,49 @@ impl AnnotationStore {
             }
             match parse_line(body) {
                 Line::Event(ann, prev) => {
-                    recognised += 1;
+                    out.recognised += 1;
+                    if count && !out.touched.contains_key(&ann.key) {
+                        let was = self
+                            .live
+                            .get(&ann.key)
+                            .map(|e| (e.ann.category.clone(), e.ann.note.clone()));
+                        out.touched.insert(ann.key, was);
+                    }
                     self.put(*ann, prev);
                 }
                 Line::Newer => {
-                    recognised += 1;
+                    out.recognised += 1;
                     self.newer_format = true;
                     self.skip(line_no);
                 }
                 Line::Bad => {
                     // An incomplete last line is a torn write, expected after a
                     // crash; a complete bad line may mean this is not a journal.
-                    if complete && first_bad_complete.is_none() {
-                        first_bad_complete = Some(line_no);
+                    if complete && out.first_bad_complete.is_none() {
+                        out.first_bad_complete = Some(line_no);
                     }
                     self.skip(line_no);
                 }
             }
         }
-        if let (0, Some(line)) = (recognised, first_bad_complete) {
-            // Most likely `--annotations` names the run file or some other
-            // file: appending to it, or compacting it, would destroy it.
-            return Err(StoreOpenError::NotAJournal { path, line });
+        self.file_id = Some(file_id(meta));
+        self.held = Some(reader.into_inner());
+        Ok(out)
+    }
+
+    /// Run `f` holding the journal's lock (without one for a read-only store).
+    fn locked<T>(&mut self, f: impl FnOnce(&mut Self) -> io::Result<T>) -> io::Result<T> {
+        let Some(lock) = self.lock.take() else {
+            return f(self);
+        };
+        if let Err(e) = lock_within(&lock, LOCK_WAIT) {
+            self.lock = Some(lock);
+            return Err(e);
         }
-        Ok(())
+        let result = f(self);
+        let _ = lock.unlock();
+        self.lock = Some(lock);
+        result
     }
 
     fn skip(&mut self, line_no: u64) {
@@ -656,19 +863,28 @@ impl AnnotationStore {
                 pending: self.pending.len(),
             });
         }
-        let journal_gone = matches!(
-            fs::symlink_metadata(&self.path),
-            Err(e) if e.kind() == ErrorKind::NotFound
-        );
-        // If the journal was deleted under us, appending would keep only the
-        // newest events: write everything this store knows instead.
-        let result = if journal_gone {
-            self.write_snapshot()
-        } else {
-            append_durably(&self.path, &self.pending).map(|()| {
-                self.file_lines += self.pending.len();
-            })
-        };
+        let result = self.locked(|s| {
+            // Others' events first: ours go after them, and win.
+            s.catch_up()?;
+            let journal_gone = matches!(
+                fs::symlink_metadata(&s.path),
+                Err(e) if e.kind() == ErrorKind::NotFound
+            );
+            // If the journal was deleted under us, appending would keep only the
+            // newest events: write everything this store knows instead.
+            if journal_gone {
+                s.write_snapshot()
+            } else {
+                let lines: Vec<&str> = s.pending.iter().map(|p| p.line.as_str()).collect();
+                let (end, file) = append_durably(&s.path, &lines, s.read_pos)?;
+                s.file_lines += s.pending.len();
+                s.read_lines += s.pending.len() as u64;
+                s.read_pos = end;
+                s.file_id = file.metadata().ok().map(|m| file_id(&m));
+                s.held = Some(file);
+                Ok(())
+            }
+        });
         match result {
             Ok(()) => {
                 self.pending.clear();
@@ -720,6 +936,14 @@ impl AnnotationStore {
         match written {
             Ok(()) => {
                 self.file_lines = self.live.len();
+                self.read_lines = self.live.len() as u64;
+                self.read_pos = text.len() as u64;
+                self.held = File::open(&target).ok();
+                self.file_id = self
+                    .held
+                    .as_ref()
+                    .and_then(|f| f.metadata().ok())
+                    .map(|m| file_id(&m));
                 self.dirty = false;
                 Ok(())
             }
@@ -776,10 +1000,9 @@ fn open_error(path: &Path, error: io::Error) -> StoreOpenError {
     }
 }
 
-/// Take the advisory lock, or learn who holds it.
-fn take_lock(lock_path: &Path) -> Result<(Access, Option<File>), StoreOpenError> {
-    // Not truncated on open: until we hold the lock, the pid in it is the holder's.
-    let mut file = OpenOptions::new()
+/// Open the lock file and check that this filesystem can lock it.
+fn open_lock(lock_path: &Path) -> Result<(Access, Option<File>), StoreOpenError> {
+    let file = OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
@@ -788,21 +1011,11 @@ fn take_lock(lock_path: &Path) -> Result<(Access, Option<File>), StoreOpenError>
         .map_err(|e| open_error(lock_path, e))?;
     match file.try_lock() {
         Ok(()) => {
-            // The pid only feeds the other instance's message; failing to write it is harmless.
-            let _ = file
-                .set_len(0)
-                .and_then(|()| file.write_all(format!("{}\n", std::process::id()).as_bytes()));
+            let _ = file.unlock();
             Ok((Access::ReadWrite, Some(file)))
         }
-        Err(TryLockError::WouldBlock) => {
-            let mut text = String::new();
-            let _ = file.read_to_string(&mut text);
-            let reason = match text.trim().parse::<u32>() {
-                Ok(pid) => format!("another triage has this run open (pid {pid})"),
-                Err(_) => "another triage has this run open".to_string(),
-            };
-            Ok((Access::ReadOnly { reason }, None))
-        }
+        // Another triage is writing right now: locks work.
+        Err(TryLockError::WouldBlock) => Ok((Access::ReadWrite, Some(file))),
         // A filesystem without locks: two writers could lose each other's
         // decisions at compaction, so stay on the safe side.
         Err(TryLockError::Error(e)) => Ok((
@@ -814,10 +1027,41 @@ fn take_lock(lock_path: &Path) -> Result<(Access, Option<File>), StoreOpenError>
     }
 }
 
+/// Take the exclusive lock, waiting up to `wait` for another triage's write to end.
+fn lock_within(file: &File, wait: Duration) -> io::Result<()> {
+    let deadline = Instant::now() + wait;
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(()),
+            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(TryLockError::WouldBlock) => {
+                return Err(io::Error::new(
+                    ErrorKind::WouldBlock,
+                    "another triage has held the journal's lock for too long",
+                ));
+            }
+            Err(TryLockError::Error(e)) => return Err(e),
+        }
+    }
+}
+
 /// Append `lines` to the journal and fsync, leaving no partial event behind where possible.
-fn append_durably(path: &Path, lines: &[String]) -> io::Result<()> {
+///
+/// Called with the lock held, after reading the journal up to `read_pos`;
+/// returns the new end of the file and the file.
+fn append_durably(path: &Path, lines: &[&str], read_pos: u64) -> io::Result<(u64, File)> {
     let mut file = OpenOptions::new().read(true).append(true).open(path)?;
-    let len = file.metadata()?.len();
+    let meta = file.metadata()?;
+    let len = meta.len();
+    if len != read_pos {
+        // Only possible if something other than triage wrote the file between
+        // the read and now; the caller reads again on the next attempt.
+        return Err(io::Error::other(
+            "the journal changed while it was being saved; retrying",
+        ));
+    }
     let mut buf = Vec::new();
     if len > 0 {
         let mut last = [0u8; 1];
@@ -834,16 +1078,17 @@ fn append_durably(path: &Path, lines: &[String]) -> io::Result<()> {
         buf.push(b'\n');
     }
     let written = file.write_all(&buf).and_then(|()| file.sync_data());
-    if written.is_err() {
+    if let Err(e) = written {
         // The events stay pending and are written again, so drop any part of
         // them that did land (this also frees the space on a full disk).
         let _ = file.set_len(len);
         let _ = file.sync_data();
+        return Err(e);
     }
-    written
+    Ok((len + buf.len() as u64, file))
 }
 
-/// Remove temp files a crashed compaction left; only the lock holder compacts.
+/// Remove temp files a crashed compaction left; called with the lock held, so none is in use.
 fn remove_stale_temps(journal: &Path) {
     let (Some(name), Ok(entries)) = (journal.file_name(), fs::read_dir(parent_dir(journal))) else {
         return;
@@ -1383,41 +1628,106 @@ mod tests {
     }
 
     #[test]
-    fn second_instance_is_read_only_until_the_first_is_gone() {
+    fn two_instances_share_one_journal_and_merge_each_others_decisions() {
         let dir = TempDir::new().unwrap();
         let path = journal(&dir);
         let mut first = AnnotationStore::open(&path, "ann").unwrap();
-        first.apply(vec![change(1, "c1", Some("a"), None)]).unwrap();
-
         let mut second = AnnotationStore::open(&path, "bob").unwrap();
-        let Access::ReadOnly { reason } = second.access().clone() else {
-            panic!("second instance should be read-only");
-        };
-        assert_eq!(
-            reason,
-            format!(
-                "another triage has this run open (pid {})",
-                std::process::id()
-            )
-        );
-        assert_eq!(second.get(&key(1)).unwrap().category.as_deref(), Some("a"));
-        let err = second
+        assert_eq!(first.access(), &Access::ReadWrite);
+        assert_eq!(second.access(), &Access::ReadWrite);
+
+        first.apply(vec![change(1, "c1", Some("a"), None)]).unwrap();
+        second
             .apply(vec![change(2, "c2", Some("b"), None)])
-            .unwrap_err();
-        assert!(matches!(err, SaveError::ReadOnly { pending: 1, .. }));
-        assert!(err.to_string().contains(&reason));
-        assert_eq!(second.pending(), 1);
-        assert!(second.get(&key(2)).is_some());
-        assert!(second.retry_pending().is_err());
-        assert_eq!(second.pending(), 1);
-        assert_eq!(lines(&path).len(), 1);
+            .unwrap();
+        // The second saw the first's decision when it saved its own.
+        assert_eq!(second.get(&key(1)).unwrap().category.as_deref(), Some("a"));
+        assert_eq!(second.refresh().unwrap(), 1);
+        assert_eq!(second.refresh().unwrap(), 0);
+        assert!(first.get(&key(2)).is_none());
+        assert_eq!(first.refresh().unwrap(), 1);
+        assert_eq!(first.get(&key(2)).unwrap().reviewer, "bob");
+
+        // The same pair in both: the later save wins everywhere.
+        first.apply(vec![change(3, "c3", Some("x"), None)]).unwrap();
+        second
+            .apply(vec![change(3, "c3", Some("y"), None)])
+            .unwrap();
+        first.refresh().unwrap();
+        assert_eq!(first.get(&key(3)).unwrap().category.as_deref(), Some("y"));
+        assert_eq!(second.get(&key(3)).unwrap().category.as_deref(), Some("y"));
+
+        // A compaction by one keeps the other's decisions, and the other
+        // notices the new file and keeps appending to it.
+        first.compact().unwrap();
+        assert_eq!(lines(&path).len(), 3);
+        second
+            .apply(vec![change(4, "c4", None, Some("n"))])
+            .unwrap();
+        assert_eq!(second.refresh().unwrap(), 0);
+        assert_eq!(first.refresh().unwrap(), 1);
+        second.compact().unwrap();
+        first.apply(vec![change(1, "c1", None, None)]).unwrap();
+        assert_eq!(second.refresh().unwrap(), 1);
+        assert!(second.get(&key(1)).is_none());
 
         drop(first);
         drop(second);
         let third = AnnotationStore::open(&path, "cy").unwrap();
-        assert_eq!(third.access(), &Access::ReadWrite);
-        assert!(third.get(&key(1)).is_some());
-        assert!(third.get(&key(2)).is_none());
+        let cats: Vec<_> = third
+            .all()
+            .iter()
+            .map(|a| (a.case_id.clone(), a.category.clone(), a.note.clone()))
+            .collect();
+        assert_eq!(
+            cats,
+            vec![
+                ("c2".to_string(), Some("b".to_string()), None),
+                ("c3".to_string(), Some("y".to_string()), None),
+                ("c4".to_string(), None, Some("n".to_string())),
+            ]
+        );
+        assert_eq!(third.skipped_lines(), (0, None));
+    }
+
+    #[test]
+    fn a_save_waits_for_the_lock_and_then_lands_after_the_holder() {
+        let dir = TempDir::new().unwrap();
+        let path = journal(&dir);
+        let mut store = AnnotationStore::open(&path, "ann").unwrap();
+        let holder = File::open(with_suffix(&path, ".lock")).unwrap();
+        holder.lock().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = std::thread::spawn(move || {
+            let r = store.apply(vec![change(1, "c1", Some("a"), None)]);
+            tx.send(()).unwrap();
+            (r.is_ok(), store)
+        });
+        // While the lock is held, the save does not write.
+        assert!(rx.recv_timeout(Duration::from_millis(200)).is_err());
+        assert_eq!(fs::read_to_string(&path).unwrap(), "");
+        fs::write(&path, format!("{}\n", event(2, "c2", Some("b"), None))).unwrap();
+        holder.unlock().unwrap();
+        let (ok, store) = waiter.join().unwrap();
+        assert!(ok);
+        assert_eq!(lines(&path).len(), 2);
+        assert_eq!(store.get(&key(2)).unwrap().category.as_deref(), Some("b"));
+        assert!(lines(&path)[1].contains(&key(1).to_string()));
+    }
+
+    #[test]
+    fn a_save_that_cannot_get_the_lock_stays_pending() {
+        let dir = TempDir::new().unwrap();
+        let path = journal(&dir);
+        let mut store = AnnotationStore::open(&path, "ann").unwrap();
+        let holder = File::open(with_suffix(&path, ".lock")).unwrap();
+        holder.lock().unwrap();
+        let lock = store.lock.take().unwrap();
+        assert!(lock_within(&lock, Duration::from_millis(50)).is_err());
+        store.lock = Some(lock);
+        holder.unlock().unwrap();
+        store.apply(vec![change(1, "c1", Some("a"), None)]).unwrap();
+        assert_eq!(store.pending(), 0);
     }
 
     #[cfg(unix)]
@@ -1646,6 +1956,53 @@ mod tests {
             prop_assert_eq!(store.skipped_lines(), (0, None));
             drop(store);
             prop_assert_eq!(&state(&AnnotationStore::read(&path).unwrap()), &model);
+        }
+
+        #[test]
+        fn two_stores_interleaving_saves_and_compactions_lose_nothing(
+            ops in prop::collection::vec((any::<bool>(), 0u8..6, 0u8..4, maybe_text()), 1..24)
+        ) {
+            let dir = TempDir::new().unwrap();
+            let path = journal(&dir);
+            let mut stores = [
+                AnnotationStore::open(&path, "ann").unwrap(),
+                AnnotationStore::open(&path, "bob").unwrap(),
+            ];
+            let mut model = Model::new();
+            for (second, op, n, note) in ops {
+                let store = &mut stores[usize::from(second)];
+                match op {
+                    0 => store.compact().unwrap(),
+                    1 => {
+                        store.refresh().unwrap();
+                    }
+                    2 => {
+                        let reviewer = store.reviewer().to_string();
+                        *store = AnnotationStore::open(&path, &reviewer).unwrap();
+                    }
+                    _ => {
+                        let category = Some(format!("cat{op}"));
+                        let note = non_empty(note);
+                        model.insert(key(n), (category.clone(), note.clone(), AnnotationSource::Manual));
+                        store.apply(vec![Change {
+                            key: key(n),
+                            case_id: format!("c{n}"),
+                            variant_id: "v".to_string(),
+                            category,
+                            note,
+                            source: AnnotationSource::Manual,
+                        }]).unwrap();
+                    }
+                }
+            }
+            for store in &mut stores {
+                store.refresh().unwrap();
+                prop_assert_eq!(&state(store), &model);
+            }
+            drop(stores);
+            let store = AnnotationStore::open(&path, "cy").unwrap();
+            prop_assert_eq!(&state(&store), &model);
+            prop_assert_eq!(store.skipped_lines(), (0, None));
         }
     }
 }
