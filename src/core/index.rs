@@ -289,6 +289,19 @@ pub struct RunFile {
     growing: Option<Arc<Growing>>,
 }
 
+impl RunFile {
+    /// The metadata of the file as opened (the old file, if the path was since replaced).
+    pub fn opened_metadata(&self) -> io::Result<std::fs::Metadata> {
+        self.reader.metadata()
+    }
+
+    /// Whether this input is the file at `path` (not a private copy of
+    /// standard input, a FIFO or a decompressed gzip).
+    pub fn on_disk(&self) -> bool {
+        self._temp.is_none()
+    }
+}
+
 impl Drop for RunFile {
     fn drop(&mut self) {
         if let Some(g) = &self.growing {
@@ -353,7 +366,9 @@ impl RunIndex {
         if let Some(elapsed) = b.finished {
             self.done = true;
             self.elapsed = elapsed;
-            // A gzip input's size was a guess.
+        }
+        if self.done {
+            // A gzip input's size was a guess, and a followed run grows.
             self.bytes_total = self.bytes_total.max(self.bytes_read);
         }
     }
@@ -387,16 +402,22 @@ impl RunIndex {
             .unwrap_or("?");
         let bytes = self.read_line(row.loc).map_err(|e| {
             format!(
-                "{file}:{}: cannot read the line again ({e}); was the file changed or truncated?",
+                "{file}:{}: cannot read the line again ({e}); the file was changed or truncated — press R to reload the run",
                 row.loc.line
             )
         })?;
         let raw: Value = serde_json::from_slice(&bytes).map_err(|e| {
             format!(
-                "{file}:{}: the line no longer parses ({e}); was the file changed while open?",
+                "{file}:{}: the line no longer parses ({e}); the file was changed while open — press R to reload the run",
                 row.loc.line
             )
         })?;
+        if record_key(&raw) != row.key {
+            return Err(format!(
+                "{file}:{}: the line has changed since it was indexed (another pair is there now); the file was rewritten while open — press R to reload the run",
+                row.loc.line
+            ));
+        }
         let record =
             map_record(raw.clone()).map_err(|e| format!("{file}:{}: {e}", row.loc.line))?;
         let derived = derive(&record);
@@ -446,6 +467,14 @@ pub struct Batch {
 pub struct Loader {
     pub rx: Receiver<Batch>,
     handle: Option<JoinHandle<()>>,
+    /// Tells a following loader to stop (set when the loader is dropped).
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for Loader {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
 }
 
 impl Loader {
@@ -459,7 +488,7 @@ impl Loader {
         any
     }
 
-    /// Wait for the whole load and merge it.
+    /// Wait for the whole load (the first pass, when following) and merge it.
     pub fn finish_into(mut self, index: &mut RunIndex) {
         while let Ok(b) = self.rx.recv() {
             let last = b.finished.is_some();
@@ -468,6 +497,7 @@ impl Loader {
                 break;
             }
         }
+        self.stop.store(true, Ordering::Relaxed);
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
@@ -478,12 +508,15 @@ impl Loader {
 #[derive(Debug, Clone)]
 pub struct OpenOptions {
     pub max_line_bytes: usize,
+    /// Keep reading lines appended to the files after the first pass (`-f`).
+    pub follow: bool,
 }
 
 impl Default for OpenOptions {
     fn default() -> Self {
         OpenOptions {
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
+            follow: false,
         }
     }
 }
@@ -517,17 +550,23 @@ pub fn open_run_with(
         ..RunIndex::default()
     };
     let mut inputs = Vec::new();
-    for f in &files {
-        let r = f
-            .reader
-            .try_clone()
-            .map_err(|e| OpenError(format!("triage: cannot read '{}': {e}", f.display)))?;
+    let mut tails = Vec::new();
+    for (i, f) in files.iter().enumerate() {
+        let cannot = |e: io::Error| OpenError(format!("triage: cannot read '{}': {e}", f.display));
+        let r = f.reader.try_clone().map_err(cannot)?;
         let reader: Box<dyn Read + Send> = match &f.growing {
             Some(g) => Box::new(Follow {
                 file: r,
                 growing: g.clone(),
                 pos: 0,
             }),
+            None if opts.follow && f.on_disk() => {
+                let idx = u16::try_from(i).unwrap_or(u16::MAX);
+                let (reader, tail) =
+                    super::follow::start(&r, &f.path, idx, &f.display).map_err(cannot)?;
+                tails.push(tail);
+                Box::new(reader)
+            }
             None => Box::new(r),
         };
         inputs.push(Input {
@@ -538,15 +577,23 @@ pub fn open_run_with(
     index.files = files;
     let (tx, rx) = mpsc::channel();
     let max = opts.max_line_bytes;
+    let stop = Arc::new(AtomicBool::new(false));
+    let stop_flag = stop.clone();
     let handle = std::thread::Builder::new()
         .name("triage-index".into())
-        .spawn(move || index_files(inputs, max, mode, tx))
+        .spawn(move || {
+            let mut st = index_files(inputs, max, mode, tx);
+            if !tails.is_empty() {
+                super::follow::follow(&mut st, tails, max, mode, &stop_flag);
+            }
+        })
         .map_err(|e| OpenError(format!("triage: cannot start the indexer: {e}")))?;
     Ok((
         index,
         Loader {
             rx,
             handle: Some(handle),
+            stop,
         },
     ))
 }
@@ -806,7 +853,12 @@ struct Input {
 
 /// The loader thread: read each file front to back in chunks of lines,
 /// parse each chunk in parallel, then intern and send its rows in order.
-fn index_files(inputs: Vec<Input>, max_line: usize, mode: ParseMode, tx: Sender<Batch>) {
+fn index_files(
+    inputs: Vec<Input>,
+    max_line: usize,
+    mode: ParseMode,
+    tx: Sender<Batch>,
+) -> IndexState {
     let start = Instant::now();
     let mut st = IndexState {
         interned: HashMap::default(),
@@ -830,6 +882,7 @@ fn index_files(inputs: Vec<Input>, max_line: usize, mode: ParseMode, tx: Sender<
     }
     st.batch.finished = Some(start.elapsed());
     st.flush();
+    st
 }
 
 /// A fast hash for short interned strings (FxHash's mixing step).
@@ -861,7 +914,7 @@ impl std::hash::Hasher for FxHasher {
 
 type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
 
-struct IndexState {
+pub(crate) struct IndexState {
     interned: FxMap<Box<str>, Sym>,
     next_sym: Sym,
     batch: Batch,
@@ -884,6 +937,18 @@ impl IndexState {
         id
     }
 
+    /// Send what was pushed since the last send; false once nobody listens.
+    pub(crate) fn send(&mut self) -> bool {
+        self.batch.bytes_read = self.bytes_read;
+        let b = std::mem::take(&mut self.batch);
+        self.tx.send(b).is_ok()
+    }
+
+    /// Count bytes read outside the first pass.
+    pub(crate) fn add_bytes(&mut self, n: u64) {
+        self.bytes_read += n;
+    }
+
     fn flush(&mut self) {
         self.batch.bytes_read = self.bytes_read;
         let b = std::mem::take(&mut self.batch);
@@ -904,7 +969,14 @@ impl IndexState {
     }
 
     /// Turn one parsed line into a row or problems, in line order.
-    fn push(&mut self, file_idx: u16, display: &str, line: &Line, out: LineOut, buf: &[u8]) {
+    pub(crate) fn push(
+        &mut self,
+        file_idx: u16,
+        display: &str,
+        line: &Line,
+        out: LineOut,
+        buf: &[u8],
+    ) {
         let problem = |kind: ProblemKind, message: String| Problem {
             file: display.to_string(),
             line: line.no,
@@ -959,7 +1031,7 @@ impl IndexState {
 }
 
 /// One line found in a chunk.
-struct Line {
+pub(crate) struct Line {
     /// 1-based line number.
     no: u64,
     /// Where the line starts in the file.
@@ -974,7 +1046,7 @@ struct Line {
 
 /// What one line gave.
 #[derive(Debug)]
-enum LineOut {
+pub(crate) enum LineOut {
     Blank,
     Problem(ProblemKind, String),
     Row(Box<RowData>),
@@ -1016,7 +1088,7 @@ impl Text {
 
 /// A pair's row before its strings are interned.
 #[derive(Debug)]
-struct RowData {
+pub(crate) struct RowData {
     /// Bytes trimmed from the start of the line (BOM, blanks), and the body's length.
     trim_start: usize,
     body_len: usize,
@@ -1268,7 +1340,14 @@ fn overlong_line(no: u64, offset: u64, len: u64) -> Line {
     }
 }
 
-fn line_at(no: u64, base: u64, start: usize, end: usize, terminated: bool, max: usize) -> Line {
+pub(crate) fn line_at(
+    no: u64,
+    base: u64,
+    start: usize,
+    end: usize,
+    terminated: bool,
+    max: usize,
+) -> Line {
     let len = end - start;
     Line {
         no,
@@ -1281,7 +1360,7 @@ fn line_at(no: u64, base: u64, start: usize, end: usize, terminated: bool, max: 
 }
 
 /// Parse one line: fast path first unless told otherwise, slow path on any doubt.
-fn process_line(buf: &[u8], line: &Line, max_line: usize, mode: ParseMode) -> LineOut {
+pub(crate) fn process_line(buf: &[u8], line: &Line, max_line: usize, mode: ParseMode) -> LineOut {
     if let Some(len) = line.overlong {
         return LineOut::Problem(
             ProblemKind::TooLong,
@@ -1521,6 +1600,7 @@ mod tests {
             &[p],
             &OpenOptions {
                 max_line_bytes: 1000,
+                follow: false,
             },
         )
         .unwrap();
@@ -1671,6 +1751,7 @@ mod tests {
             &[p],
             &OpenOptions {
                 max_line_bytes: 1000,
+                follow: false,
             },
         )
         .unwrap();

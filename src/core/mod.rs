@@ -28,6 +28,7 @@ pub mod diff;
 pub mod export;
 pub mod facets;
 pub mod fast;
+pub mod follow;
 pub mod formats;
 pub mod index;
 pub mod key;
