@@ -21,7 +21,7 @@ use triage::core::export::{self, ExportInput, ExportOptions, Format, Gates, Summ
 use triage::core::index::{self, OpenOptions, RunIndex};
 use triage::core::query;
 use triage::core::stats::GroupBy;
-use triage::tui::app::App;
+use triage::tui::app::{self, App};
 use triage::tui::keymap::{Keymap, Mode, seq_to_string};
 use triage::tui::run::{self, Exit};
 use triage::tui::style::Theme;
@@ -56,6 +56,9 @@ struct Cli {
     /// Lines longer than this are reported as problems instead of parsed.
     #[arg(long, value_name = "BYTES", default_value_t = index::DEFAULT_MAX_LINE_BYTES)]
     max_line_bytes: usize,
+    /// Follow runs that are still being written: appended lines appear as they land.
+    #[arg(short = 'f', long)]
+    follow: bool,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -393,6 +396,7 @@ fn load_with_config(
 ) -> Result<Loaded, String> {
     let opts = OpenOptions {
         max_line_bytes: load.max_line_bytes,
+        follow: false,
     };
     let index = index_with_progress(runs, &opts)?;
     let store = read_journal(&runs[0], load.annotations.as_deref())?;
@@ -799,6 +803,7 @@ fn open(cli: Cli) -> ExitCode {
     }
     let opts = OpenOptions {
         max_line_bytes: cli.max_line_bytes,
+        follow: cli.follow,
     };
     let (idx, loader) = match index::open_run(&cli.runs, &opts) {
         Ok(x) => x,
@@ -854,6 +859,13 @@ fn open(cli: Cli) -> ExitCode {
     };
     let mut app = App::new(idx, store, cfg.taxonomy.clone());
     app.store_notice = notice;
+    // Standard input cannot be read twice.
+    if !cli.runs.iter().any(|r| r == "-") {
+        app.reopen = Some(app::Reopen {
+            paths: cli.runs.clone(),
+            opts: opts.clone(),
+        });
+    }
     let theme = Theme::for_name(cfg.theme);
     let mouse = cfg.mouse && !cli.no_mouse;
     match run::run(app, Some(loader), keymap, theme, mouse) {

@@ -341,13 +341,16 @@ fn file_id(meta: &Metadata) -> FileId {
 /// How long a save waits for another triage to finish its write.
 const LOCK_WAIT: Duration = Duration::from_secs(5);
 
+/// An annotation's (category, note), to tell whether a merge changed it.
+type Shown = (Option<String>, Option<String>);
+
 /// What one pass over journal lines found.
 #[derive(Default)]
 struct Replay {
     recognised: usize,
     first_bad_complete: Option<u64>,
     /// The keys events touched, with their (category, note) before the first event.
-    touched: HashMap<RecordKey, Option<(Option<String>, Option<String>)>>,
+    touched: HashMap<RecordKey, Option<Shown>>,
 }
 
 #[derive(Debug)]
@@ -770,7 +773,7 @@ impl AnnotationStore {
     }
 
     /// Each live annotation's (category, note).
-    fn values(&self) -> HashMap<RecordKey, (Option<String>, Option<String>)> {
+    fn values(&self) -> HashMap<RecordKey, Shown> {
         self.live
             .iter()
             .map(|(k, e)| (*k, (e.ann.category.clone(), e.ann.note.clone())))

@@ -48,6 +48,7 @@ pub enum Action {
     Redo,
     ToggleUnclassified,
     Suspend,
+    Reload,
     SearchHelp,
     Confirm,
     Cancel,
@@ -155,6 +156,7 @@ impl Action {
         Action::Redo,
         Action::ToggleUnclassified,
         Action::Suspend,
+        Action::Reload,
         Action::SearchHelp,
         Action::Confirm,
         Action::Cancel,
@@ -239,6 +241,7 @@ impl Action {
             Action::Redo => "redo",
             Action::ToggleUnclassified => "show unclassified failures only",
             Action::Suspend => "suspend to the shell (fg resumes)",
+            Action::Reload => "reload the run from disk (annotations stay attached)",
             Action::SearchHelp => "search the help (enter keeps the filter, esc clears it)",
             Action::Confirm => "confirm",
             Action::Cancel => "cancel",
@@ -302,7 +305,7 @@ impl Action {
             | InputDeleteWord | InputClear => Group::Prompt,
             StartQuery | FuzzyJump | ShowFacets | ShowSummary | Choose => Group::Find,
             Export | CycleFormat => Group::Triage,
-            Quit | ToggleHelp | Close | Suspend | SearchHelp => Group::General,
+            Quit | ToggleHelp | Close | Suspend | Reload | SearchHelp => Group::General,
         }
     }
 

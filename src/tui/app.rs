@@ -10,6 +10,7 @@
 use std::collections::HashSet;
 
 use crate::core::annotations::{Annotation, AnnotationSource, AnnotationStore, Change};
+use crate::core::follow::RunWatch;
 use crate::core::index::LoadedPair;
 use crate::core::index::{NO_SYM, PairRow, RunIndex};
 use crate::core::suggest::Suggestion;
@@ -196,6 +197,15 @@ pub enum Effect {
     Save { changes: Vec<Change>, label: String },
     /// Stop the process group until the shell resumes it.
     Suspend,
+    /// Index the run again from disk (the event loop does it: it owns the loader).
+    Reload,
+}
+
+/// How to open the run again for a reload.
+#[derive(Debug, Clone)]
+pub struct Reopen {
+    pub paths: Vec<String>,
+    pub opts: crate::core::index::OpenOptions,
 }
 
 /// The detail of the selected pair, loaded on demand.
@@ -277,6 +287,12 @@ pub struct App {
     pub query_history: Vec<String>,
     /// Digits typed as a count (vim keymap), and when the first came.
     pub pending_count: Option<(String, std::time::Instant)>,
+    /// How the run was opened, for a reload (`None`: it cannot be reopened).
+    pub reopen: Option<Reopen>,
+    /// Watches the run files for truncation or replacement.
+    pub watch: RunWatch,
+    /// What happened to the run file on disk, shown until a reload.
+    pub run_change: Option<String>,
 }
 
 impl App {
@@ -318,12 +334,45 @@ impl App {
             pending_count: None,
             query: None,
             query_history: Vec::new(),
+            reopen: None,
+            watch: RunWatch::default(),
+            run_change: None,
         };
+        app.watch = RunWatch::new(&app.index.files);
         app.rebuild_view();
         if app.index.done {
             app.find_orphans();
         }
         app
+    }
+
+    /// Whether the run is followed (`-f`): appended lines keep arriving.
+    pub fn following(&self) -> bool {
+        self.reopen.as_ref().is_some_and(|r| r.opts.follow)
+    }
+
+    /// Show a run indexed again from disk: the view starts over, while the
+    /// annotations, query, sort and grouping stay (annotations re-attach by
+    /// record key).
+    pub fn replace_index(&mut self, index: RunIndex) {
+        self.index = index;
+        self.watch = RunWatch::new(&self.index.files);
+        self.run_change = None;
+        self.detail = None;
+        self.detail_scroll = 0;
+        self.marks.clear();
+        self.folded.clear();
+        self.orphans.clear();
+        self.seen_rows = 0;
+        self.cursor = 0;
+        self.list_offset = 0;
+        self.view.clear();
+        self.items.clear();
+        self.loading = !self.index.done;
+        self.rebuild_view();
+        if self.index.done {
+            self.find_orphans();
+        }
     }
 
     /// List the annotations whose pairs are gone from the run.
@@ -1438,6 +1487,7 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
             }
         },
         Action::Suspend => vec![Effect::Suspend],
+        Action::Reload => vec![Effect::Reload],
         Action::FuzzyJump => {
             let mut j = Jump::default();
             j.refresh(&app.index, &app.view);

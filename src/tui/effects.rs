@@ -33,7 +33,8 @@ pub fn run(app: &mut App, effect: Effect, theme: &Theme) {
             app.recount();
         }
         Effect::Export { format, path, rows } => export(app, format, &path, &rows),
-        Effect::Suspend => {}
+        // The event loop owns the terminal and the loader: it does these.
+        Effect::Suspend | Effect::Reload => {}
     }
 }
 

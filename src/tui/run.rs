@@ -43,6 +43,7 @@ pub fn run(
     let mut keys: Vec<KeyChord> = Vec::new();
     let mut dirty = true;
     let mut last_retry = Instant::now();
+    let mut last_watch = Instant::now();
     let mut quit_armed = false;
     // When the first frame with rows was drawn (TRIAGE_TRACE_FIRST_FRAME).
     let mut first_rows: Option<(Duration, usize)> = None;
@@ -52,11 +53,16 @@ pub fn run(
                 app.grow_view();
                 dirty = true;
             }
-            if app.index.done {
+            // A followed run keeps its loader: appended lines keep arriving.
+            if app.index.done && !app.following() {
                 app.loading = false;
                 loader = None;
                 dirty = true;
             }
+        }
+        if last_watch.elapsed() > WATCH_EVERY {
+            last_watch = Instant::now();
+            dirty |= watch(&mut app);
         }
         let size = terminal.size()?;
         let vp = ui::viewport(
@@ -131,7 +137,7 @@ pub fn run(
                 dirty = true;
             }
         }
-        let timeout = if loader.is_some() {
+        let timeout = if loader.is_some() && !app.index.done {
             Duration::from_millis(30)
         } else {
             Duration::from_millis(250)
@@ -159,6 +165,10 @@ pub fn run(
                     for e in handle_key(&mut app, &keymap, &mut keys, chord) {
                         if e == Effect::Suspend {
                             term::suspend(&mut terminal)?;
+                        } else if e == Effect::Reload {
+                            if let Some(l) = reload(&mut app) {
+                                loader = Some(l);
+                            }
                         } else {
                             effects::run(&mut app, e, &theme);
                         }
@@ -189,6 +199,74 @@ pub fn run(
         trace_first_frame(first_rows, &app.index);
     }
     Ok(exit)
+}
+
+/// How often the run file and the journal are looked at for changes made by others.
+const WATCH_EVERY: Duration = Duration::from_millis(400);
+
+/// Notice a run file truncated or replaced on disk, and decisions another
+/// triage saved to the shared journal. Whether the screen changed.
+fn watch(app: &mut App) -> bool {
+    let mut changed = false;
+    if app.run_change.is_none()
+        && let Some(change) = app.watch.check()
+    {
+        let text = change.to_string();
+        app.say(
+            format!("{text} — press R to reload it (annotations are kept)"),
+            MessageKind::Error,
+        );
+        app.run_change = Some(text);
+        changed = true;
+    }
+    match app.store.refresh() {
+        Ok(0) => {}
+        Ok(n) => {
+            app.rebuild_view();
+            if !matches!(app.message, Some((_, MessageKind::Error))) {
+                app.say(
+                    if n == 1 {
+                        "1 decision from another triage on this run arrived".to_string()
+                    } else {
+                        format!("{n} decisions from another triage on this run arrived")
+                    },
+                    MessageKind::Info,
+                );
+            }
+            changed = true;
+        }
+        // The next save reports a journal that cannot be read, with advice.
+        Err(_) => {}
+    }
+    changed
+}
+
+/// Index the run again from disk; the new loader, if it could be opened.
+fn reload(app: &mut App) -> Option<Loader> {
+    let Some(reopen) = app.reopen.clone() else {
+        app.say(
+            "cannot reload: the run was read from standard input",
+            MessageKind::Error,
+        );
+        return None;
+    };
+    match crate::core::index::open_run(&reopen.paths, &reopen.opts) {
+        Ok((index, loader)) => {
+            app.replace_index(index);
+            app.say(
+                "reloaded the run from disk; annotations re-attached by record key",
+                MessageKind::Info,
+            );
+            Some(loader)
+        }
+        Err(e) => {
+            app.say(
+                format!("cannot reload: {} — fix the file and press R again", e),
+                MessageKind::Error,
+            );
+            None
+        }
+    }
 }
 
 /// Print, after the terminal is restored, when the first frame with rows

@@ -197,6 +197,18 @@ fn left_spans(app: &App, with_name: bool, t: &Theme) -> Vec<Span<'static>> {
             t.error.patch(t.status_bar),
         ));
     }
+    if app.following() && !app.loading {
+        left.push(Span::styled(" · following", t.key.patch(t.status_bar)));
+    }
+    if let Some(change) = &app.run_change {
+        left.push(Span::styled(
+            format!(
+                " · CHANGED ON DISK: {} — press R to reload",
+                text::inert_line(change)
+            ),
+            t.error.patch(t.status_bar),
+        ));
+    }
     if let Some(n) = &app.store_notice {
         left.push(Span::styled(format!(" · {n}"), t.warn.patch(t.status_bar)));
     }
