@@ -701,3 +701,42 @@ fn export_prompt_writes_the_pairs_in_view() {
             .is_some_and(|(m, _)| m.starts_with("exported 29 pairs"))
     );
 }
+
+#[test]
+fn reload_keeps_annotations_attached_by_record_key() {
+    let mut f = Fixture::new();
+    let row = f.app.selected_row().expect("a failure is selected");
+    let key = f.app.index.rows[row as usize].key;
+    let line = f.app.index.rows[row as usize].loc.line;
+    f.classify('5');
+    assert_eq!(f.app.classified, 1);
+    assert_eq!(
+        app::update(&mut f.app, Action::Reload),
+        vec![Effect::Reload]
+    );
+
+    // The run rewritten in reverse line order, then indexed again.
+    let text = fs::read_to_string(&f.run).unwrap();
+    let reversed: Vec<&str> = text.lines().rev().collect();
+    fs::write(&f.run, reversed.join("\n") + "\n").unwrap();
+    f.app.run_change = Some("changed".to_string());
+    let run = f.run.to_str().unwrap().to_string();
+    let index = triage::core::index::load_run(&[run], &Default::default()).unwrap();
+    f.app.replace_index(index);
+
+    assert_eq!(f.app.run_change, None);
+    assert_eq!(f.app.classified, 1);
+    let moved = f
+        .app
+        .index
+        .rows
+        .iter()
+        .find(|r| r.key == key)
+        .expect("the pair is still in the run");
+    assert_ne!(moved.loc.line, line);
+    assert_eq!(
+        f.app.annotation(moved).and_then(|a| a.category.as_deref()),
+        Some("boundary")
+    );
+    assert!(f.app.orphans.is_empty());
+}
