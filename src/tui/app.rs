@@ -346,6 +346,41 @@ impl App {
         app
     }
 
+    /// The summary of the query, over every pair it matches.
+    fn summary_view(&self, scroll: u16) -> SummaryView {
+        let all: Vec<u32> = (0..self.index.rows.len() as u32).collect();
+        let rows = self.apply_query(all);
+        let by_transformation = crate::core::stats::summarize(
+            &self.index,
+            &rows,
+            Some(&self.store),
+            crate::core::stats::GroupBy::Transformation,
+        );
+        let by_family = crate::core::stats::summarize(
+            &self.index,
+            &rows,
+            Some(&self.store),
+            crate::core::stats::GroupBy::Family,
+        );
+        let conclusion = crate::core::stats::conclusion(&self.index, &rows, &by_transformation);
+        SummaryView {
+            by_transformation,
+            by_family,
+            conclusion,
+            query: self.query.as_ref().map(|q| q.to_string()),
+            scroll,
+        }
+    }
+
+    /// Compute an open summary again (new rows of a followed run, or
+    /// decisions from another triage), keeping its scroll position.
+    pub fn refresh_summary(&mut self) {
+        if let Overlay::Summary(view) = &self.overlay {
+            let fresh = self.summary_view(view.scroll);
+            self.overlay = Overlay::Summary(Box::new(fresh));
+        }
+    }
+
     /// Whether the run is followed (`-f`): appended lines keep arriving.
     pub fn following(&self) -> bool {
         self.reopen.as_ref().is_some_and(|r| r.opts.follow)
@@ -533,6 +568,10 @@ impl App {
         }
         if self.loading && self.index.done {
             self.find_orphans();
+        }
+        if !self.loading && start < self.index.rows.len() {
+            // Lines appended to a followed run.
+            self.refresh_summary();
         }
         self.loading = !self.index.done;
     }
@@ -1568,29 +1607,7 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
             vec![]
         }
         Action::ShowSummary => {
-            // The summary covers the query, over every pair it matches.
-            let all: Vec<u32> = (0..app.index.rows.len() as u32).collect();
-            let rows = app.apply_query(all);
-            let by_transformation = crate::core::stats::summarize(
-                &app.index,
-                &rows,
-                Some(&app.store),
-                crate::core::stats::GroupBy::Transformation,
-            );
-            let by_family = crate::core::stats::summarize(
-                &app.index,
-                &rows,
-                Some(&app.store),
-                crate::core::stats::GroupBy::Family,
-            );
-            let conclusion = crate::core::stats::conclusion(&app.index, &rows, &by_transformation);
-            app.overlay = Overlay::Summary(Box::new(SummaryView {
-                by_transformation,
-                by_family,
-                conclusion,
-                query: app.query.as_ref().map(|q| q.to_string()),
-                scroll: 0,
-            }));
+            app.overlay = Overlay::Summary(Box::new(app.summary_view(0)));
             vec![]
         }
     }

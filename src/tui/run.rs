@@ -223,6 +223,7 @@ fn watch(app: &mut App) -> bool {
         Ok(0) => {}
         Ok(n) => {
             app.rebuild_view();
+            app.refresh_summary();
             if !matches!(app.message, Some((_, MessageKind::Error))) {
                 app.say(
                     if n == 1 {
