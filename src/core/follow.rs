@@ -52,6 +52,9 @@ pub struct Tail {
     newlines: Arc<AtomicU64>,
     /// The file length at the last poll, so an unfinished line is read once per change.
     seen_len: u64,
+    /// No newline lies between `offset` and this: a long line being written is
+    /// scanned once, not again at every poll.
+    scanned: u64,
     /// The file was truncated or replaced: following it stops (the screen offers a reload).
     stopped: bool,
 }
@@ -96,6 +99,7 @@ pub fn start(
         offset: complete,
         newlines,
         seen_len: complete,
+        scanned: complete,
         stopped: false,
     };
     Ok((reader, tail))
@@ -176,15 +180,29 @@ fn poll_one(st: &mut IndexState, t: &mut Tail, max_line: usize, mode: ParseMode)
     if len == t.seen_len {
         return false;
     }
-    t.seen_len = len;
-    let mut buf = vec![0u8; (len - t.offset) as usize];
-    if read_at(&t.file, &mut buf, t.offset).is_err() {
+    // Look for a newline in what was added since the last scan only.
+    let from = t.scanned.max(t.offset);
+    let mut buf = vec![0u8; (len - from) as usize];
+    if read_at(&t.file, &mut buf, from).is_err() {
         return false;
     }
-    let Some(last) = memchr::memrchr(b'\n', &buf) else {
+    let Some(nl) = memchr::memrchr(b'\n', &buf) else {
         // A line still being written: wait for its newline.
+        t.seen_len = len;
+        t.scanned = len;
         return false;
     };
+    let end = from + nl as u64 + 1;
+    if from > t.offset {
+        // The start of the line was scanned earlier: read it all now.
+        buf = vec![0u8; (end - t.offset) as usize];
+        if read_at(&t.file, &mut buf, t.offset).is_err() {
+            return false;
+        }
+    } else {
+        buf.truncate(nl + 1);
+    }
+    let last = buf.len() - 1;
     let mut line_no = t.newlines.load(Ordering::Relaxed) + 1;
     let mut pos = 0usize;
     for nl in memchr::memchr_iter(b'\n', &buf[..=last]) {
@@ -196,6 +214,9 @@ fn poll_one(st: &mut IndexState, t: &mut Tail, max_line: usize, mode: ParseMode)
     }
     t.newlines.store(line_no - 1, Ordering::Relaxed);
     t.offset += pos as u64;
+    // What follows the last newline has none: the next scan starts after it.
+    t.seen_len = len;
+    t.scanned = len;
     st.add_bytes(pos as u64);
     true
 }
@@ -358,6 +379,39 @@ mod tests {
         for row in &index.rows {
             index.load_pair(row).unwrap();
         }
+    }
+
+    #[test]
+    fn a_line_written_in_many_pieces_becomes_one_row() {
+        let dir = tempfile::TempDir::new().unwrap();
+        let path = dir.path().join("run.jsonl");
+        std::fs::write(&path, "").unwrap();
+        let opts = OpenOptions {
+            follow: true,
+            ..OpenOptions::default()
+        };
+        let (mut index, loader) = open_run(&[path.to_string_lossy().to_string()], &opts).unwrap();
+        let line = pair("pieces");
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
+        for chunk in line.as_bytes().chunks(7) {
+            f.write_all(chunk).unwrap();
+            std::thread::sleep(Duration::from_millis(40));
+            loader.drain_into(&mut index);
+        }
+        assert!(index.rows.is_empty());
+        writeln!(f, "\n\n{}", pair("next")).unwrap();
+        wait_rows(&mut index, &loader, 2);
+        assert!(index.problems.is_empty(), "{:?}", index.problems);
+        let lines: Vec<u32> = index.rows.iter().map(|r| r.loc.line).collect();
+        // A blank line between them: line numbers stay true.
+        assert_eq!(lines, vec![1, 3]);
+        assert_eq!(
+            index.load_pair(&index.rows[0]).unwrap().record.case_id,
+            "pieces"
+        );
     }
 
     #[test]
