@@ -729,7 +729,10 @@ impl AnnotationStore {
         if Some(file_id(&meta)) == self.file_id && meta.len() == self.read_pos {
             return Ok(());
         }
-        let restart = Some(file_id(&meta)) != self.file_id || meta.len() < self.read_pos;
+        // Without inode numbers (not Unix), a journal another triage
+        // compacted cannot be told from one it appended to: read it all again.
+        let restart =
+            cfg!(not(unix)) || Some(file_id(&meta)) != self.file_id || meta.len() < self.read_pos;
         let before = restart.then(|| self.values());
         if restart {
             self.live.clear();
