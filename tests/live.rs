@@ -194,7 +194,7 @@ fn truncated_and_replaced_runs_are_reported_and_reload_keeps_annotations() {
     t.wait_for("reloaded the run from disk");
     t.wait_for("10 pairs");
     t.wait_for(" classified 1/");
-    assert!(!t.screen().contains("CHANGED ON DISK"), "{}", t.screen());
+    assert!(!t.screen().contains("R reloads"), "{}", t.screen());
 
     // Replaced by rename, as a runner rewriting its output does.
     let new = dir.path().join("run.jsonl.new");

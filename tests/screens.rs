@@ -565,3 +565,22 @@ fn help_of_every_preset() {
         snap(&format!("help_{preset}"), &s);
     }
 }
+
+#[test]
+fn followed_run_that_was_replaced_on_disk() {
+    let mut s = Screen::new(RICH, 160, 30);
+    s.app.reopen = Some(app::Reopen {
+        paths: vec![RICH.to_string()],
+        opts: triage::core::index::OpenOptions {
+            follow: true,
+            ..Default::default()
+        },
+    });
+    s.app.run_change = Some(triage::core::follow::RunChange::Replaced {
+        file: RICH.to_string(),
+    });
+    let text = s.draw().backend().to_string();
+    assert!(text.contains("following"), "{text}");
+    assert!(text.contains("run file replaced — R reloads"), "{text}");
+    snap("followed_run_replaced", &s);
+}

@@ -232,6 +232,17 @@ pub enum RunChange {
     Removed { file: String },
 }
 
+impl RunChange {
+    /// A few words for a status bar.
+    pub fn short(&self) -> &'static str {
+        match self {
+            RunChange::Truncated { .. } => "run file truncated",
+            RunChange::Replaced { .. } => "run file replaced",
+            RunChange::Removed { .. } => "run file deleted",
+        }
+    }
+}
+
 impl std::fmt::Display for RunChange {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

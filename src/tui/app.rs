@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 
 use crate::core::annotations::{Annotation, AnnotationSource, AnnotationStore, Change};
-use crate::core::follow::RunWatch;
+use crate::core::follow::{RunChange, RunWatch};
 use crate::core::index::LoadedPair;
 use crate::core::index::{NO_SYM, PairRow, RunIndex};
 use crate::core::suggest::Suggestion;
@@ -292,7 +292,7 @@ pub struct App {
     /// Watches the run files for truncation or replacement.
     pub watch: RunWatch,
     /// What happened to the run file on disk, shown until a reload.
-    pub run_change: Option<String>,
+    pub run_change: Option<RunChange>,
 }
 
 impl App {

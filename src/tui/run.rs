@@ -216,7 +216,7 @@ fn watch(app: &mut App) -> bool {
             format!("{text} — press R to reload it (annotations are kept)"),
             MessageKind::Error,
         );
-        app.run_change = Some(text);
+        app.run_change = Some(change);
         changed = true;
     }
     match app.store.refresh() {

@@ -141,6 +141,15 @@ fn left_spans(app: &App, with_name: bool, t: &Theme) -> Vec<Span<'static>> {
         ));
     }
     left.push(Span::styled(info, t.status_bar));
+    if app.following() && !app.loading {
+        left.push(Span::styled(" · following", t.key.patch(t.status_bar)));
+    }
+    if let Some(change) = &app.run_change {
+        left.push(Span::styled(
+            format!(" · {} — R reloads", change.short()),
+            t.error.patch(t.status_bar),
+        ));
+    }
     if let Some(q) = &app.query {
         left.push(Span::styled(" · ", t.status_bar));
         left.push(Span::styled(
@@ -194,18 +203,6 @@ fn left_spans(app: &App, with_name: bool, t: &Theme) -> Vec<Span<'static>> {
     if app.store.pending() > 0 {
         left.push(Span::styled(
             format!(" · {} UNSAVED", app.store.pending()),
-            t.error.patch(t.status_bar),
-        ));
-    }
-    if app.following() && !app.loading {
-        left.push(Span::styled(" · following", t.key.patch(t.status_bar)));
-    }
-    if let Some(change) = &app.run_change {
-        left.push(Span::styled(
-            format!(
-                " · CHANGED ON DISK: {} — press R to reload",
-                text::inert_line(change)
-            ),
             t.error.patch(t.status_bar),
         ));
     }
