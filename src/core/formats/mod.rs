@@ -111,6 +111,20 @@ impl Detection {
         s.push_str("\nPass --format NAME to choose one.");
         s
     }
+
+    /// The one-line note for a file that matched no format and was opened
+    /// as native lines anyway.
+    pub fn note(&self) -> String {
+        let tried: Vec<String> = self
+            .tried
+            .iter()
+            .map(|(f, why)| format!("{} ({why})", f.name()))
+            .collect();
+        format!(
+            "not a format triage knows, so its lines were read as native pair records; tried {}. Pass --format NAME to choose one.",
+            tried.join("; ")
+        )
+    }
 }
 
 /// How many bytes of a file [`detect`] wants to see.
