@@ -565,3 +565,35 @@ fn help_of_every_preset() {
         snap(&format!("help_{preset}"), &s);
     }
 }
+
+#[test]
+fn promptfoo_run_names_its_format_and_an_unpaired_row_shows_expected_vs_actual() {
+    let mut s = Screen::new("tests/fixtures/formats/promptfoo/results.json", 120, 40);
+    let text = s.draw().backend().to_string();
+    assert!(text.contains("promptfoo · 5 pairs · 4 failures"), "{text}");
+    s.select("unpaired greeting", "unpaired greeting");
+    // No suggestion from a diff of expected against actual.
+    let text = s.draw().backend().to_string();
+    assert!(!text.contains("distractor?"), "{text}");
+    assert!(text.contains("── Input"), "{text}");
+    s.act(Action::FocusNext).act(Action::NextChange);
+    let text = s.draw().backend().to_string();
+    for want in [
+        "Expected vs actual",
+        "expected Hello there",
+        "actual   Classify the ticket urgency: Hello there",
+        "diff     ",
+    ] {
+        assert!(text.contains(want), "{want}:\n{text}");
+    }
+    // Not a pair diff: no source/variant question comparison.
+    assert!(!text.contains("question unchanged"), "{text}");
+    snap("unpaired_detail", &s);
+    s.act(Action::ToggleSideBySide);
+    let text = s.draw().backend().to_string();
+    assert!(
+        text.contains("expected") && text.contains("actual"),
+        "{text}"
+    );
+    snap("unpaired_side_by_side", &s);
+}

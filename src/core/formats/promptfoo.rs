@@ -97,7 +97,10 @@ fn row(o: Map<String, Value>) -> Row {
     .unwrap_or_else(|| format!("test-{}", test_idx.unwrap_or(0)));
     let provider = o.get("provider").and_then(|p| match p {
         Value::String(s) => Some(s.clone()),
-        Value::Object(p) => pick_str(p, &["label", "id"]),
+        // An empty label (promptfoo writes "" when none is set) names nothing.
+        Value::Object(p) => pick_str(p, &["label"])
+            .filter(|l| !l.trim().is_empty())
+            .or_else(|| pick_str(p, &["id"])),
         _ => None,
     });
     let prompt = o.get("prompt").and_then(Value::as_object);
