@@ -291,7 +291,7 @@ fn unknown_files_say_what_was_tried() {
 
 /// Each fixture, its format, and the pairs (with unpaired rows), unpaired
 /// rows and failures it must open with.
-const OPENED: [(&str, Format, usize, usize, usize); 9] = [
+const OPENED: [(&str, Format, usize, usize, usize); 10] = [
     (
         "context-probe/demo-results.jsonl",
         Format::ContextProbe,
@@ -316,6 +316,7 @@ const OPENED: [(&str, Format, usize, usize, usize); 9] = [
     ("promptfoo/results.json", Format::Promptfoo, 5, 2, 4),
     ("promptfoo/results.jsonl", Format::Promptfoo, 5, 2, 4),
     ("inspect/log.json", Format::Inspect, 8, 2, 6),
+    ("inspect/log.eval", Format::Inspect, 8, 2, 6),
     ("multivon/validations.jsonl", Format::Multivon, 4, 0, 1),
     ("multivon/manifest.json", Format::Multivon, 1, 0, 0),
     ("multivon/report.json", Format::Multivon, 4, 1, 3),
@@ -482,4 +483,39 @@ fn summary_reads_every_fixture() {
             && stderr.contains("native, context-probe, promptfoo, inspect, multivon"),
         "{stderr}"
     );
+}
+
+#[test]
+fn inspect_eval_archive_gives_the_same_pairs_as_the_json_log() {
+    assert_eq!(detected("inspect/log.eval"), Some(Format::Inspect));
+    let mut eval = Vec::new();
+    let report = formats::convert(&fixture("inspect/log.eval"), Format::Inspect, &mut eval)
+        .expect("convert the .eval archive");
+    let mut json = Vec::new();
+    formats::convert(&fixture("inspect/log.json"), Format::Inspect, &mut json).expect("convert");
+    assert_eq!(report.rows, 12);
+    // The two runs differ in times and ids, not in what was asked and answered.
+    let key = |text: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(text)
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).expect("JSON");
+                format!(
+                    "{} {} {} {} {}",
+                    v["case_id"],
+                    v["variant_id"],
+                    v["passed"],
+                    v["reasons"],
+                    v["variant"]["question"]
+                )
+            })
+            .collect()
+    };
+    assert_eq!(key(&eval), key(&json));
+    assert!(!String::from_utf8_lossy(&eval).contains("/tmp/"));
+
+    // A zip that is not an Inspect log says so.
+    let d = formats::detect(b"PK\x03\x04\x14\x00\x00\x00\x08\x00report.docx");
+    assert_eq!(d.format, None);
+    assert!(d.message("x.zip").contains("not an Inspect .eval log"));
 }

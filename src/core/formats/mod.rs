@@ -195,6 +195,20 @@ pub struct ConvertReport {
 pub fn convert(path: &Path, format: Format, out: &mut dyn Write) -> Result<ConvertReport, String> {
     let shown = crate::core::text::inert_line(&path.display().to_string());
     let bytes = read_all(path).map_err(|e| format!("{shown}: {e}"))?;
+    if format == Format::Inspect && inspect::is_zip(&bytes) {
+        let mut sink = Sink {
+            out,
+            report: ConvertReport {
+                format: Some(format),
+                ..ConvertReport::default()
+            },
+        };
+        inspect::convert_archive(&bytes, &mut sink).map_err(|e| format!("{shown}: {e}"))?;
+        sink.out
+            .flush()
+            .map_err(|e| format!("cannot write the converted run: {e}"))?;
+        return Ok(sink.report);
+    }
     let text = match std::str::from_utf8(&bytes) {
         Ok(t) => t.trim_start_matches('\u{feff}'),
         Err(e) => {
