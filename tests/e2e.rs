@@ -631,6 +631,10 @@ fn a_promptfoo_file_opens_is_classified_and_exported() {
     t.wait_for("exported 4 pairs");
     let report = std::fs::read_to_string(dir.path().join("report.md")).expect("the report");
     assert!(report.contains("boundary"), "{report}");
+    assert!(
+        report.contains("`results.json` (promptfoo results"),
+        "{report}"
+    );
     t.send("q");
     assert_eq!(t.wait_exit(), 0);
     assert_eq!(

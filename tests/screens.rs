@@ -597,3 +597,16 @@ fn promptfoo_run_names_its_format_and_an_unpaired_row_shows_expected_vs_actual()
     );
     snap("unpaired_side_by_side", &s);
 }
+
+#[test]
+fn a_file_of_no_known_format_notes_what_was_tried() {
+    let mut s = Screen::new("tests/fixtures/formats/unknown/results.csv", 120, 40);
+    let text = s.draw().backend().to_string();
+    assert!(text.contains("3 bad lines · 1 note"), "{text}");
+    s.act(Action::ToggleProblems);
+    let text = s.draw().backend().to_string();
+    for want in ["not a format triage knows", "promptfoo (", "--format NAME"] {
+        assert!(text.contains(want), "{want}:\n{text}");
+    }
+    snap("problems_unknown_format", &s);
+}
