@@ -519,3 +519,25 @@ fn inspect_eval_archive_gives_the_same_pairs_as_the_json_log() {
     assert_eq!(d.format, None);
     assert!(d.message("x.zip").contains("not an Inspect .eval log"));
 }
+
+#[test]
+fn a_native_run_with_a_first_line_longer_than_the_head_gets_no_note() {
+    let dir = tempfile::tempdir().expect("temp");
+    let run = dir.path().join("run.jsonl");
+    let big = "x".repeat(2 * formats::DETECT_HEAD_BYTES);
+    std::fs::write(
+        &run,
+        format!(
+            "{{\"case_id\":\"c\",\"variant_id\":\"v\",\"label\":\"{big}\",\"passed\":false}}\n{{\"case_id\":\"c\",\"variant_id\":\"w\",\"passed\":true}}\n"
+        ),
+    )
+    .expect("write");
+    let idx = index::load_run(
+        &[run.to_string_lossy().to_string()],
+        &OpenOptions::default(),
+    )
+    .expect("open");
+    assert_eq!(idx.files[0].format, Format::Native);
+    assert!(idx.files[0].notes.is_empty(), "{:?}", idx.files[0].notes);
+    assert_eq!((idx.rows.len(), idx.failures), (2, 1));
+}
