@@ -18,6 +18,7 @@ use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use triage::core::annotations::{self, AnnotationStore, StoreOpenError};
 use triage::core::config;
 use triage::core::export::{self, ExportInput, ExportOptions, Format, Gates, SummaryFormat};
+use triage::core::formats::Format as RunFormat;
 use triage::core::index::{self, OpenOptions, RunIndex};
 use triage::core::query;
 use triage::core::stats::GroupBy;
@@ -59,8 +60,17 @@ struct Cli {
     /// Follow runs that are still being written: appended lines appear as they land.
     #[arg(short = 'f', long)]
     follow: bool,
+    /// Read the runs as this tool's results instead of detecting it from their content:
+    /// native, context-probe, promptfoo, inspect, multivon.
+    #[arg(long, visible_alias = "run-format", value_name = "NAME", value_parser = parse_run_format)]
+    format: Option<RunFormat>,
     #[command(subcommand)]
     command: Option<Command>,
+}
+
+/// `--format NAME` for reading a run: a known format, or a message listing them.
+fn parse_run_format(s: &str) -> Result<RunFormat, String> {
+    s.parse()
 }
 
 #[derive(Subcommand, Debug)]
@@ -78,6 +88,10 @@ enum Command {
         /// Overwrite OUT if it exists.
         #[arg(long)]
         force: bool,
+        /// Read the run as this tool's results instead of detecting it; another tool's
+        /// results are written out as native records.
+        #[arg(long, visible_alias = "run-format", value_name = "NAME", value_parser = parse_run_format)]
+        format: Option<RunFormat>,
     },
     /// Print the key bindings in effect, by mode.
     Keys,
@@ -149,6 +163,9 @@ enum Command {
         /// Fail when the run has any problem (a bad line or an unusable field).
         #[arg(long)]
         strict: bool,
+        /// Read the runs as this tool's results instead of detecting it (same as --run-format).
+        #[arg(long, value_name = "NAME", value_parser = parse_run_format)]
+        format: Option<RunFormat>,
         #[command(flatten)]
         load: LoadArgs,
     },
@@ -174,6 +191,10 @@ struct LoadArgs {
     /// Lines longer than this are reported as problems instead of parsed.
     #[arg(long, value_name = "BYTES", default_value_t = index::DEFAULT_MAX_LINE_BYTES)]
     max_line_bytes: usize,
+    /// Read the runs as this tool's results instead of detecting it from their content:
+    /// native, context-probe, promptfoo, inspect, multivon.
+    #[arg(long, visible_alias = "input-format", value_name = "NAME", value_parser = parse_run_format)]
+    run_format: Option<RunFormat>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -249,11 +270,13 @@ fn main() -> ExitCode {
             annotations,
             output,
             force,
+            format,
         }) => done(triage::core::apply::apply(
             Path::new(&run),
             annotations.as_deref(),
             &output,
             force,
+            format,
         )),
         Some(Command::Config {
             what: ConfigCommand::Path,
@@ -329,7 +352,8 @@ fn main() -> ExitCode {
             fail_on,
             max_failure_rate,
             strict,
-            load,
+            format,
+            mut load,
         }) => check_cmd(
             &runs,
             Gates {
@@ -338,7 +362,10 @@ fn main() -> ExitCode {
                 max_failure_rate,
                 strict,
             },
-            &load,
+            {
+                load.run_format = load.run_format.or(format);
+                &load
+            },
             cli.config.as_deref(),
         ),
         Some(Command::Completions { shell }) => {
@@ -397,6 +424,7 @@ fn load_with_config(
     let opts = OpenOptions {
         max_line_bytes: load.max_line_bytes,
         follow: false,
+        format: load.run_format,
     };
     let index = index_with_progress(runs, &opts)?;
     let store = read_journal(&runs[0], load.annotations.as_deref())?;
@@ -443,6 +471,15 @@ fn index_with_progress(runs: &[String], opts: &OpenOptions) -> Result<RunIndex, 
         pb.finish_and_clear();
     }
     loader.finish_into(&mut idx);
+    for f in &idx.files {
+        for note in &f.notes {
+            eprintln!(
+                "triage: note: {}: {}",
+                f.display,
+                triage::core::text::inert_line(note)
+            );
+        }
+    }
     Ok(idx)
 }
 
@@ -804,6 +841,7 @@ fn open(cli: Cli) -> ExitCode {
     let opts = OpenOptions {
         max_line_bytes: cli.max_line_bytes,
         follow: cli.follow,
+        format: cli.format,
     };
     let (idx, loader) = match index::open_run(&cli.runs, &opts) {
         Ok(x) => x,

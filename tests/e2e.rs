@@ -596,3 +596,72 @@ fn a_burst_of_more_than_a_kilobyte_of_keys_is_read_to_the_end() {
     t.send("q");
     assert_eq!(t.wait_exit(), 0);
 }
+
+#[test]
+fn a_promptfoo_file_opens_is_classified_and_exported() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = dir.path().join("results.json");
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/formats/promptfoo/results.json");
+    std::fs::copy(&fixture, &run).expect("copy the fixture");
+    let before = std::fs::read(&run).unwrap();
+    let mut t = Tui::spawn(
+        &["results.json", "--reviewer", "tester"],
+        120,
+        40,
+        dir.path(),
+        &[],
+    );
+    // Detected from the content; the status bar names the tool.
+    t.wait_for("results.json · promptfoo · 5 pairs · 4 failures · classified 0/4");
+    t.send("5");
+    t.wait_for("classified 1/4");
+    t.wait_for("saved: classified as boundary");
+    // The journal sits beside the user's file, not the converted copy.
+    let journal = std::fs::read_to_string(dir.path().join("results.json.triage.jsonl"))
+        .expect("the journal beside results.json");
+    assert_eq!(journal.lines().count(), 1, "{journal}");
+    assert!(journal.contains("\"boundary\""), "{journal}");
+
+    t.send("e");
+    t.wait_for("results.report.md");
+    t.send("\x15");
+    t.send("report.md");
+    t.send("\r");
+    t.wait_for("exported 4 pairs");
+    let report = std::fs::read_to_string(dir.path().join("report.md")).expect("the report");
+    assert!(report.contains("boundary"), "{report}");
+    assert!(
+        report.contains("`results.json` (promptfoo results"),
+        "{report}"
+    );
+    t.send("q");
+    assert_eq!(t.wait_exit(), 0);
+    assert_eq!(
+        std::fs::read(&run).unwrap(),
+        before,
+        "the run file is never changed"
+    );
+
+    // Reopened, the decision is still there; apply writes the converted records.
+    let out = Command::new(env!("CARGO_BIN_EXE_triage"))
+        .args(["apply", "results.json", "-o", "annotated.jsonl"])
+        .current_dir(dir.path())
+        .output()
+        .expect("run triage apply");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("converted from promptfoo") && stdout.contains("1 of 5 lines"),
+        "{stdout}"
+    );
+    let annotated = std::fs::read_to_string(dir.path().join("annotated.jsonl")).unwrap();
+    let marked: Vec<Value> = annotated
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|v| v.get("triage").is_some())
+        .collect();
+    assert_eq!(marked.len(), 1);
+    assert_eq!(marked[0]["triage"]["category"], "boundary");
+    assert_eq!(marked[0]["format"], "promptfoo");
+}

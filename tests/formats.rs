@@ -288,3 +288,256 @@ fn unknown_files_say_what_was_tried() {
         "{err}"
     );
 }
+
+/// Each fixture, its format, and the pairs (with unpaired rows), unpaired
+/// rows and failures it must open with.
+const OPENED: [(&str, Format, usize, usize, usize); 10] = [
+    (
+        "context-probe/demo-results.jsonl",
+        Format::ContextProbe,
+        30,
+        0,
+        0,
+    ),
+    (
+        "context-probe/flawed-results.jsonl",
+        Format::ContextProbe,
+        30,
+        0,
+        6,
+    ),
+    (
+        "context-probe/errors-results.jsonl",
+        Format::ContextProbe,
+        30,
+        0,
+        10,
+    ),
+    ("promptfoo/results.json", Format::Promptfoo, 5, 2, 4),
+    ("promptfoo/results.jsonl", Format::Promptfoo, 5, 2, 4),
+    ("inspect/log.json", Format::Inspect, 8, 2, 6),
+    ("inspect/log.eval", Format::Inspect, 8, 2, 6),
+    ("multivon/validations.jsonl", Format::Multivon, 4, 0, 1),
+    ("multivon/manifest.json", Format::Multivon, 1, 0, 0),
+    ("multivon/report.json", Format::Multivon, 4, 1, 3),
+];
+
+#[test]
+fn every_fixture_opens_through_the_viewers_path() {
+    for (rel, format, rows, unpaired, failures) in OPENED {
+        let path = fixture(rel);
+        let before = std::fs::read(&path).expect("fixture");
+        let idx = index::load_run(
+            &[path.to_string_lossy().to_string()],
+            &OpenOptions::default(),
+        )
+        .unwrap_or_else(|e| panic!("{rel}: {e}"));
+        assert_eq!(idx.files[0].format, format, "{rel}");
+        assert_eq!(idx.rows.len(), rows, "{rel}");
+        assert_eq!(idx.failures, failures, "{rel}");
+        let lone = idx
+            .rows
+            .iter()
+            .filter(|r| idx.str(r.transformation) == formats::UNPAIRED)
+            .count();
+        assert_eq!(lone, unpaired, "{rel}");
+        assert!(idx.problems.is_empty(), "{rel}: {:?}", idx.problems);
+        // The shown name is the user's file, and the file is never changed.
+        assert!(idx.display_name().ends_with(rel), "{}", idx.display_name());
+        assert_eq!(idx.files[0].path, path);
+        assert_eq!(std::fs::read(&path).expect("fixture"), before, "{rel}");
+        // Every pair's detail reads back from the converted records.
+        for r in &idx.rows {
+            let p = idx.load_pair(r).expect("detail");
+            assert_eq!(p.raw["format"], format.name(), "{rel}");
+        }
+    }
+}
+
+#[test]
+fn format_can_be_forced_and_unknown_files_open_with_a_note() {
+    let dir = tempfile::tempdir().expect("temp");
+    let csv = dir.path().join("results.csv");
+    std::fs::write(&csv, "id,input,output\n1,a,b\n").expect("write");
+    let csv = csv.to_string_lossy().to_string();
+    // No format fits: the lines open natively, each a problem, plus a note.
+    let idx = index::load_run(std::slice::from_ref(&csv), &OpenOptions::default()).expect("open");
+    assert_eq!(idx.files[0].format, Format::Native);
+    assert_eq!((idx.rows.len(), idx.problems.len()), (0, 2));
+    let note = idx.files[0].notes.join("\n");
+    for f in Format::ALL {
+        assert!(note.contains(f.name()), "{note}");
+    }
+    assert!(note.contains("--format NAME"), "{note}");
+
+    // A native run gets no note and pays only for the head.
+    let run = dir.path().join("run.jsonl");
+    std::fs::write(
+        &run,
+        "{\"case_id\":\"c\",\"variant_id\":\"v\",\"passed\":true}\n",
+    )
+    .expect("write");
+    let idx = index::load_run(
+        &[run.to_string_lossy().to_string()],
+        &OpenOptions::default(),
+    )
+    .expect("open");
+    assert_eq!((idx.files[0].format, idx.rows.len()), (Format::Native, 1));
+    assert!(idx.files[0].notes.is_empty());
+
+    // --format overrides detection, both ways.
+    let forced = |rel: &str, f: Format| {
+        index::load_run(
+            &[rel.to_string()],
+            &OpenOptions {
+                format: Some(f),
+                ..OpenOptions::default()
+            },
+        )
+    };
+    let err = forced(&csv, Format::Promptfoo).unwrap_err().to_string();
+    assert!(
+        err.contains("results.csv") && err.contains("--format"),
+        "{err}"
+    );
+    let jsonl = fixture("promptfoo/results.jsonl")
+        .to_string_lossy()
+        .to_string();
+    let native = forced(&jsonl, Format::Native).expect("open as native");
+    assert_eq!(native.files[0].format, Format::Native);
+    assert_eq!(native.rows.len(), 0);
+    assert_eq!(native.problems.len(), 7);
+}
+
+#[test]
+fn multivon_report_pairs_through_the_parent_case() {
+    assert_eq!(detected("multivon/report.json"), Some(Format::Multivon));
+    let c = convert("multivon/report.json", Format::Multivon);
+    assert_eq!(c.report.rows, 5);
+    assert_eq!(
+        (c.report.pairs, c.report.unpaired, c.report.failures),
+        (3, 1, 3)
+    );
+    assert_eq!(c.statuses, st(&[("error", 1), ("fail", 2), ("pass", 1)]));
+    assert!(!c.text.contains("/work/") && !c.text.contains("/tmp/"));
+    let find = |id: &str| {
+        c.records
+            .iter()
+            .find(|r| r["variant_id"] == id)
+            .unwrap_or_else(|| panic!("{id}"))
+    };
+    let spacing = find("addition:spacing");
+    assert_eq!(spacing["case_id"], "addition-1");
+    assert_eq!(spacing["relation"], "invariant");
+    assert_eq!(spacing["source"]["question"], "2 + 3");
+    assert_eq!(spacing["variant"]["question"], "2  + 3");
+    assert_eq!(spacing["source"]["output"], "5");
+    assert_eq!(spacing["variant"]["output"], "23");
+    assert_eq!(spacing["model_id"], "local/brittle-adder");
+    let why = reasons(spacing);
+    assert!(
+        why.contains("The verdict changed from pass to fail."),
+        "{why}"
+    );
+    assert!(
+        why.contains("Variant: exact_match: Expected: '5' | Got: '23'"),
+        "{why}"
+    );
+    assert!(reasons(find("addition:words")).contains("Got: 'i cannot add words'"));
+    let changed = find("addition:changed");
+    assert_eq!(changed["passed"], true);
+    assert_eq!(changed["expectation"]["kind"], "counterfactual");
+    let lone = find("multiply:base");
+    assert_eq!(lone["transformation"], formats::UNPAIRED);
+    assert_eq!(lone["variant"]["outcome"], "error");
+    assert_eq!(lone["source"]["state"]["answer"], "42");
+}
+
+#[test]
+fn summary_reads_every_fixture() {
+    for (rel, format, rows, _, failures) in OPENED {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_triage"))
+            .arg("summary")
+            .arg(fixture(rel))
+            .output()
+            .expect("run triage summary");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{rel}: {stdout}");
+        let head = stdout.lines().next().unwrap_or_default();
+        let pairs = if rows == 1 { "pair" } else { "pairs" };
+        let fails = if failures == 1 { "failure" } else { "failures" };
+        assert!(
+            head.contains(&format!(": {rows} {pairs}, {failures} {fails},")),
+            "{rel} ({format}): {head}"
+        );
+    }
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_triage"))
+        .args(["check", "--format", "csv"])
+        .arg(fixture("promptfoo/results.json"))
+        .output()
+        .expect("run triage check");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("unknown format 'csv'")
+            && stderr.contains("native, context-probe, promptfoo, inspect, multivon"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn inspect_eval_archive_gives_the_same_pairs_as_the_json_log() {
+    assert_eq!(detected("inspect/log.eval"), Some(Format::Inspect));
+    let mut eval = Vec::new();
+    let report = formats::convert(&fixture("inspect/log.eval"), Format::Inspect, &mut eval)
+        .expect("convert the .eval archive");
+    let mut json = Vec::new();
+    formats::convert(&fixture("inspect/log.json"), Format::Inspect, &mut json).expect("convert");
+    assert_eq!(report.rows, 12);
+    // The two runs differ in times and ids, not in what was asked and answered.
+    let key = |text: &[u8]| -> Vec<String> {
+        String::from_utf8_lossy(text)
+            .lines()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).expect("JSON");
+                format!(
+                    "{} {} {} {} {}",
+                    v["case_id"],
+                    v["variant_id"],
+                    v["passed"],
+                    v["reasons"],
+                    v["variant"]["question"]
+                )
+            })
+            .collect()
+    };
+    assert_eq!(key(&eval), key(&json));
+    assert!(!String::from_utf8_lossy(&eval).contains("/tmp/"));
+
+    // A zip that is not an Inspect log says so.
+    let d = formats::detect(b"PK\x03\x04\x14\x00\x00\x00\x08\x00report.docx");
+    assert_eq!(d.format, None);
+    assert!(d.message("x.zip").contains("not an Inspect .eval log"));
+}
+
+#[test]
+fn a_native_run_with_a_first_line_longer_than_the_head_gets_no_note() {
+    let dir = tempfile::tempdir().expect("temp");
+    let run = dir.path().join("run.jsonl");
+    let big = "x".repeat(2 * formats::DETECT_HEAD_BYTES);
+    std::fs::write(
+        &run,
+        format!(
+            "{{\"case_id\":\"c\",\"variant_id\":\"v\",\"label\":\"{big}\",\"passed\":false}}\n{{\"case_id\":\"c\",\"variant_id\":\"w\",\"passed\":true}}\n"
+        ),
+    )
+    .expect("write");
+    let idx = index::load_run(
+        &[run.to_string_lossy().to_string()],
+        &OpenOptions::default(),
+    )
+    .expect("open");
+    assert_eq!(idx.files[0].format, Format::Native);
+    assert!(idx.files[0].notes.is_empty(), "{:?}", idx.files[0].notes);
+    assert_eq!((idx.rows.len(), idx.failures), (2, 1));
+}

@@ -584,3 +584,48 @@ fn followed_run_that_was_replaced_on_disk() {
     assert!(text.contains("run file replaced — R reloads"), "{text}");
     snap("followed_run_replaced", &s);
 }
+
+#[test]
+fn promptfoo_run_names_its_format_and_an_unpaired_row_shows_expected_vs_actual() {
+    let mut s = Screen::new("tests/fixtures/formats/promptfoo/results.json", 120, 40);
+    let text = s.draw().backend().to_string();
+    assert!(text.contains("promptfoo · 5 pairs · 4 failures"), "{text}");
+    s.select("unpaired greeting", "unpaired greeting");
+    // No suggestion from a diff of expected against actual.
+    let text = s.draw().backend().to_string();
+    assert!(!text.contains("distractor?"), "{text}");
+    assert!(text.contains("── Input"), "{text}");
+    s.act(Action::FocusNext).act(Action::NextChange);
+    let text = s.draw().backend().to_string();
+    for want in [
+        "Expected vs actual",
+        "expected Hello there",
+        "actual   Classify the ticket urgency: Hello there",
+        "diff     ",
+    ] {
+        assert!(text.contains(want), "{want}:\n{text}");
+    }
+    // Not a pair diff: no source/variant question comparison.
+    assert!(!text.contains("question unchanged"), "{text}");
+    snap("unpaired_detail", &s);
+    s.act(Action::ToggleSideBySide);
+    let text = s.draw().backend().to_string();
+    assert!(
+        text.contains("expected") && text.contains("actual"),
+        "{text}"
+    );
+    snap("unpaired_side_by_side", &s);
+}
+
+#[test]
+fn a_file_of_no_known_format_notes_what_was_tried() {
+    let mut s = Screen::new("tests/fixtures/formats/unknown/results.csv", 120, 40);
+    let text = s.draw().backend().to_string();
+    assert!(text.contains("3 bad lines · 1 note"), "{text}");
+    s.act(Action::ToggleProblems);
+    let text = s.draw().backend().to_string();
+    for want in ["not a format triage knows", "promptfoo (", "--format NAME"] {
+        assert!(text.contains(want), "{want}:\n{text}");
+    }
+    snap("problems_unknown_format", &s);
+}

@@ -5,15 +5,20 @@
 //! accepted suggestion); every other line is copied byte for byte. The run
 //! file itself is never opened for writing, and OUT is written through a
 //! temporary file and renamed, so a crash never leaves half a copy.
+//!
+//! Another tool's result file (detected, or named with `--format`) is
+//! written out as the native records the viewer annotated, each with its
+//! `origin`.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
+use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::Path;
 
 use serde_json::{Value, json};
 
 use super::annotations::{AnnotationSource, AnnotationStore, StoreOpenError, journal_path_for};
 use super::derive::derive;
+use super::formats::{self, Format};
 use super::key::record_key;
 use super::record::map_record;
 use super::suggest::suggest;
@@ -24,6 +29,7 @@ pub fn apply(
     annotations: Option<&Path>,
     out: &Path,
     force: bool,
+    format: Option<Format>,
 ) -> Result<String, String> {
     let shown = super::text::inert_line(&run.display().to_string());
     let meta = std::fs::metadata(run).map_err(|e| format!("triage: cannot open '{shown}': {e}"))?;
@@ -52,7 +58,38 @@ pub fn apply(
         Err(e) => return Err(e.to_string()),
     };
 
-    let input = File::open(run).map_err(|e| format!("triage: cannot open '{shown}': {e}"))?;
+    let mut input = File::open(run).map_err(|e| format!("triage: cannot open '{shown}': {e}"))?;
+    let format = match format {
+        Some(f) => f,
+        None => {
+            let mut head = Vec::new();
+            (&input)
+                .take(formats::DETECT_HEAD_BYTES as u64)
+                .read_to_end(&mut head)
+                .map_err(|e| format!("triage: cannot read '{shown}': {e}"))?;
+            formats::detect(&head).format.unwrap_or(Format::Native)
+        }
+    };
+    // Another tool's results: the records the viewer annotated are the converted ones.
+    let _converted = if format == Format::Native {
+        input
+            .seek(SeekFrom::Start(0))
+            .map_err(|e| format!("triage: cannot read '{shown}': {e}"))?;
+        None
+    } else {
+        let mut tmp = tempfile::NamedTempFile::new()
+            .map_err(|e| format!("triage: cannot convert '{shown}': {e}"))?;
+        {
+            let mut w = BufWriter::new(tmp.as_file_mut());
+            formats::convert(run, format, &mut w).map_err(|e| format!("triage: {e}"))?;
+            w.flush()
+                .map_err(|e| format!("triage: cannot convert '{shown}': {e}"))?;
+        }
+        input = tmp
+            .reopen()
+            .map_err(|e| format!("triage: cannot convert '{shown}': {e}"))?;
+        Some(tmp)
+    };
     let dir = out
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -128,8 +165,13 @@ pub fn apply(
         .map_err(|e| format!("triage: writing the copy: {e}"))?;
     tmp.persist(out)
         .map_err(|e| format!("triage: cannot write '{}': {}", out.display(), e.error))?;
+    let from = if format == Format::Native {
+        String::new()
+    } else {
+        format!(" (native records converted from {format})")
+    };
     Ok(format!(
-        "wrote {}: {applied} of {total} lines carry a triage object",
+        "wrote {}{from}: {applied} of {total} lines carry a triage object",
         out.display()
     ))
 }

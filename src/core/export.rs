@@ -1145,7 +1145,18 @@ fn write_markdown(
     let files: Vec<String> = index
         .files
         .iter()
-        .map(|f| code(&f.display, false))
+        .map(|f| {
+            // Another tool's results say which tool, and that lines count converted records.
+            if f.format == super::formats::Format::Native {
+                code(&f.display, false)
+            } else {
+                format!(
+                    "{} ({} results; line numbers count converted records)",
+                    code(&f.display, false),
+                    f.format.name()
+                )
+            }
+        })
         .collect();
     writeln!(out, "- **Files:** {}", files.join(", "))?;
     let count = |s: Status| index.rows.iter().filter(|r| r.status == s).count() as u64;

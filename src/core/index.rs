@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::derive::{Derived, Status, derive};
+use super::formats::{self, Format};
 use super::key::{RecordKey, record_key, record_key_raw};
 use super::model::{PairRecord, Route};
 use super::record::{RecordError, map_record};
@@ -287,6 +288,12 @@ pub struct RunFile {
     _temp: Option<tempfile::TempPath>,
     /// A gzip input being decompressed into `reader`'s file in the background.
     growing: Option<Arc<Growing>>,
+    /// What the file was read as: native pair records, or another tool's
+    /// results converted into them (see [`formats`]).
+    pub format: Format,
+    /// Notes about the file as a whole: what a conversion warned about, or
+    /// why no known format matched.
+    pub notes: Vec<String>,
 }
 
 impl RunFile {
@@ -510,6 +517,8 @@ pub struct OpenOptions {
     pub max_line_bytes: usize,
     /// Keep reading lines appended to the files after the first pass (`-f`).
     pub follow: bool,
+    /// Read every input as this format instead of detecting it (`--format`).
+    pub format: Option<Format>,
 }
 
 impl Default for OpenOptions {
@@ -517,6 +526,7 @@ impl Default for OpenOptions {
         OpenOptions {
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             follow: false,
+            format: None,
         }
     }
 }
@@ -543,7 +553,7 @@ pub fn open_run_with(
     clock_start();
     let mut files = Vec::new();
     for p in paths {
-        files.push(open_input(p)?);
+        files.push(open_input(p, opts.format)?);
     }
     let mut index = RunIndex {
         bytes_total: files.iter().map(|f| f.size).sum(),
@@ -751,6 +761,8 @@ fn open_gzip(file: File, display: String, compressed: u64) -> Result<RunFile, Op
         reader,
         _temp: Some(temp_path),
         growing: Some(growing),
+        format: Format::Native,
+        notes: Vec::new(),
     })
 }
 
@@ -762,9 +774,9 @@ fn finish_growing(g: &Growing, error: Option<String>) {
     g.more.notify_all();
 }
 
-fn open_input(p: &str) -> Result<RunFile, OpenError> {
+fn open_input(p: &str, want: Option<Format>) -> Result<RunFile, OpenError> {
     if p == "-" {
-        return stdin_copy();
+        return as_format(stdin_copy()?, want);
     }
     let path = Path::new(p);
     let shown = crate::core::text::inert_line(p);
@@ -794,18 +806,107 @@ fn open_input(p: &str) -> Result<RunFile, OpenError> {
     })?;
     if !meta.is_file() {
         // A FIFO or device cannot be read twice: keep a private copy.
-        return copy_to_temp(file, shown);
+        return as_format(copy_to_temp(file, shown)?, want);
     }
-    if is_gzip(&file) {
-        return open_gzip(file, shown, meta.len());
+    let (format, notes) = sniff_format(&file, meta.len(), want);
+    if format != Format::Native {
+        return open_converted(path, path, shown, format, want.is_some());
     }
+    let mut opened = if is_gzip(&file) {
+        open_gzip(file, shown, meta.len())?
+    } else {
+        RunFile {
+            display: shown,
+            path: path.to_path_buf(),
+            size: meta.len(),
+            reader: file,
+            _temp: None,
+            growing: None,
+            format: Format::Native,
+            notes: Vec::new(),
+        }
+    };
+    opened.notes = notes;
+    Ok(opened)
+}
+
+/// Which format to read a file as: `want` when given, else what its head
+/// looks like. Only the first [`formats::DETECT_HEAD_BYTES`] are read, so a
+/// large native run pays for one small read. A file no format recognises
+/// is read as native lines, with a note of what was tried.
+fn sniff_format(file: &File, len: u64, want: Option<Format>) -> (Format, Vec<String>) {
+    if let Some(f) = want {
+        return (f, Vec::new());
+    }
+    let mut head = vec![0u8; (len as usize).min(formats::DETECT_HEAD_BYTES)];
+    if head.is_empty() || read_exact_at(file, &mut head, 0).is_err() {
+        // Nothing to sniff; the loader reports an unreadable file itself.
+        return (Format::Native, Vec::new());
+    }
+    let found = formats::detect(&head);
+    if let Some(f) = found.format {
+        return (f, Vec::new());
+    }
+    // A first line longer than the head says nothing either way: the
+    // loader reads it (or reports it) as a native line.
+    if head.len() < len as usize && !head.contains(&b'\n') {
+        return (Format::Native, Vec::new());
+    }
+    (Format::Native, vec![found.note()])
+}
+
+/// An input already copied to a private file (standard input, a FIFO):
+/// detect its format there, and convert it when it is another tool's.
+fn as_format(mut opened: RunFile, want: Option<Format>) -> Result<RunFile, OpenError> {
+    let (format, notes) = sniff_format(&opened.reader, opened.size, want);
+    if format == Format::Native {
+        opened.notes = notes;
+        return Ok(opened);
+    }
+    let path = opened.path.clone();
+    open_converted(&path, &path, opened.display.clone(), format, want.is_some())
+}
+
+/// Convert another tool's result file into native records in a private
+/// temporary file, which the index then reads like any run. The original is
+/// only read; `path` (where annotations and exports are checked against)
+/// stays the user's file.
+fn open_converted(
+    src: &Path,
+    path: &Path,
+    display: String,
+    format: Format,
+    chosen: bool,
+) -> Result<RunFile, OpenError> {
+    let io_err =
+        |e: io::Error| OpenError(format!("triage: cannot convert {display} ({format}): {e}"));
+    let mut tmp = tempfile::NamedTempFile::new().map_err(io_err)?;
+    let report = {
+        let mut w = io::BufWriter::new(tmp.as_file_mut());
+        let report = formats::convert(src, format, &mut w).map_err(|e| {
+            let how = if chosen {
+                "check that --format names the tool that wrote it".to_string()
+            } else {
+                format!(
+                    "it looks like a {format} file; pass --format NAME to read it as another format"
+                )
+            };
+            OpenError(format!("triage: {e}\n  {how}"))
+        })?;
+        io::Write::flush(&mut w).map_err(io_err)?;
+        report
+    };
+    let size = tmp.as_file().metadata().map_err(io_err)?.len();
+    let reader = tmp.reopen().map_err(io_err)?;
     Ok(RunFile {
-        display: shown,
+        display,
         path: path.to_path_buf(),
-        size: meta.len(),
-        reader: file,
-        _temp: None,
+        size,
+        reader,
+        _temp: Some(tmp.into_temp_path()),
         growing: None,
+        format,
+        notes: report.warnings,
     })
 }
 
@@ -826,6 +927,8 @@ fn copy_to_temp(mut input: impl Read, display: String) -> Result<RunFile, OpenEr
         reader,
         _temp: Some(temp_path),
         growing: None,
+        format: Format::Native,
+        notes: Vec::new(),
     })
 }
 
@@ -1600,7 +1703,7 @@ mod tests {
             &[p],
             &OpenOptions {
                 max_line_bytes: 1000,
-                follow: false,
+                ..OpenOptions::default()
             },
         )
         .unwrap();
@@ -1751,7 +1854,7 @@ mod tests {
             &[p],
             &OpenOptions {
                 max_line_bytes: 1000,
-                follow: false,
+                ..OpenOptions::default()
             },
         )
         .unwrap();

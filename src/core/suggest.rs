@@ -46,6 +46,11 @@ fn suggest_with(r: &PairRecord, d: &Derived, detailed: bool) -> Option<Suggestio
         };
         return s("service-error", format!("{side} {phrase}"));
     }
+    // A single result with no variant (another tool's unpaired row): its
+    // only change is expected against actual, which says nothing about why.
+    if r.transformation.as_deref() == Some(super::formats::UNPAIRED) {
+        return None;
+    }
     if let Validity::Invalid { unexpected } = &d.validity {
         let more = if unexpected.len() > 1 {
             format!(" (+{} more)", unexpected.len() - 1)

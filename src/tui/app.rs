@@ -93,6 +93,8 @@ impl ExportPrompt {
                 n.to_string_lossy()
                     .trim_end_matches(".gz")
                     .trim_end_matches(".jsonl")
+                    .trim_end_matches(".json")
+                    .trim_end_matches(".eval")
                     .to_string()
             })
             .filter(|s| !s.is_empty() && run != "stdin")

@@ -270,6 +270,10 @@ fn unified(b: &mut Builder, r: &PairRecord, d: &Derived) {
         ver.push(s(format!(" · repetition {rep}"), t.dim));
     }
     b.push(ver);
+    if is_unpaired(r) {
+        unpaired(b, r, d);
+        return;
+    }
 
     // Decision strip.
     b.heading("Decision");
@@ -287,6 +291,31 @@ fn unified(b: &mut Builder, r: &PairRecord, d: &Derived) {
             t.dim,
         )]);
     }
+    verdict_block(b, r, d);
+
+    // What changed.
+    b.heading("What changed");
+    validity_line(b, r, d);
+    question_diff(b, r);
+    state_diff(b, r, d);
+
+    // Requests.
+    b.heading("Requests");
+    for (name, side) in [("source ", &r.source), ("variant", &r.variant)] {
+        request_line(b, name, side);
+    }
+    if let Some(ts) = &r.timestamp {
+        let mut l = vec![s("timestamp ", t.dim)];
+        l.extend(inert_spans(ts, t.base, t));
+        b.push(l);
+    }
+    other_fields(b, r);
+}
+
+/// The recorded verdict and why: the derived reason, failed checks, the
+/// runner's reasons and the derivation's warnings.
+fn verdict_block(b: &mut Builder, r: &PairRecord, d: &Derived) {
+    let t = b.t;
     let why_style = if d.status == Status::Pass {
         t.pass
     } else {
@@ -329,49 +358,49 @@ fn unified(b: &mut Builder, r: &PairRecord, d: &Derived) {
         l.extend(inert_spans(w, t.warn, t));
         b.push_indent(l, 2);
     }
+}
 
-    // What changed.
-    b.heading("What changed");
-    validity_line(b, r, d);
-    question_diff(b, r);
-    state_diff(b, r, d);
+/// One side's request: outcome, latency and error.
+fn request_line(b: &mut Builder, name: &str, side: &Side) {
+    let t = b.t;
+    let mut l = vec![s(format!("{name}  "), t.dim)];
+    match side.effective_outcome() {
+        Some(o) => {
+            let st = if o.is_ok() { t.pass } else { t.error };
+            l.push(s("outcome ", t.dim));
+            l.extend(inert_spans(o.name(), st, t));
+        }
+        None => {
+            l.push(s("outcome ", t.dim));
+            l.push(not_recorded(t));
+        }
+    }
+    l.push(s(" · latency ", t.dim));
+    match side.latency_ms {
+        Some(ms) => l.push(s(format!("{} ms", fmt_num(ms)), t.base)),
+        None => l.push(not_recorded(t)),
+    }
+    if let Some(e) = &side.error {
+        l.push(s(" · error ", t.dim));
+        l.extend(inert_spans(e, t.error, t));
+    }
+    b.push(l);
+}
 
-    // Requests.
-    b.heading("Requests");
-    for (name, side) in [("source ", &r.source), ("variant", &r.variant)] {
-        let mut l = vec![s(format!("{name}  "), t.dim)];
-        match side.effective_outcome() {
-            Some(o) => {
-                let st = if o.is_ok() { t.pass } else { t.error };
-                l.push(s("outcome ", t.dim));
-                l.extend(inert_spans(o.name(), st, t));
-            }
-            None => {
-                l.push(s("outcome ", t.dim));
-                l.push(not_recorded(t));
-            }
-        }
-        l.push(s(" · latency ", t.dim));
-        match side.latency_ms {
-            Some(ms) => l.push(s(format!("{} ms", fmt_num(ms)), t.base)),
-            None => l.push(not_recorded(t)),
-        }
-        if let Some(e) = &side.error {
-            l.push(s(" · error ", t.dim));
-            l.extend(inert_spans(e, t.error, t));
-        }
-        b.push(l);
-    }
-    if let Some(ts) = &r.timestamp {
-        let mut l = vec![s("timestamp ", t.dim)];
-        l.extend(inert_spans(ts, t.base, t));
-        b.push(l);
-    }
+/// Fields of the record that have no place above.
+fn other_fields(b: &mut Builder, r: &PairRecord) {
+    let t = b.t;
     if !r.extra.is_empty() {
         b.heading("Other fields");
         for (k, v) in &r.extra {
             let mut l = inert_spans(k, t.title, t);
             l.push(s(": ", t.dim));
+            if k == "origin" && r.extra.contains_key("format") {
+                // Another tool's own row(s): too long to be read here.
+                l.push(s("the row(s) the tool wrote, in the raw view (r)", t.dim));
+                b.push_indent(l, 4);
+                continue;
+            }
             l.extend(inert_spans(
                 &text::truncate_cols(&v.to_string(), 400),
                 t.base,
@@ -381,6 +410,71 @@ fn unified(b: &mut Builder, r: &PairRecord, d: &Derived) {
         }
         b.push(vec![s("the raw view (r) shows the whole record", t.dim)]);
     }
+}
+
+/// A result row of another tool with no variant relation: its source side
+/// holds the expected answer and its variant side the actual output (see
+/// `docs/formats.md`).
+fn is_unpaired(r: &PairRecord) -> bool {
+    r.transformation.as_deref() == Some(crate::core::formats::UNPAIRED)
+}
+
+/// The answer a side of an unpaired row holds, as text.
+fn answer(side: &Side) -> Option<String> {
+    match side.state.as_ref()?.get("answer")? {
+        Value::Null => None,
+        v => Some(crate::core::formats::as_text(v)),
+    }
+}
+
+/// The detail of an unpaired row: its verdict, input, expected answer and
+/// output, and a word diff of expected against actual in place of a pair diff.
+fn unpaired(b: &mut Builder, r: &PairRecord, d: &Derived) {
+    let t = b.t;
+    b.heading("Result");
+    b.push(vec![s(
+        "a single result with no variant: the diff compares the expected answer with the output",
+        t.dim,
+    )]);
+    verdict_block(b, r, d);
+
+    b.heading("Input");
+    match r.variant.question.as_ref().or(r.source.question.as_ref()) {
+        Some(q) => {
+            for line in cap(q, VALUE_CAP).lines() {
+                b.push_indent(inert_spans(line, t.base, t), 2);
+            }
+        }
+        None => b.push(vec![s("input ", t.dim), not_recorded(t)]),
+    }
+
+    b.heading("Expected vs actual");
+    let expected = answer(&r.source);
+    let actual = answer(&r.variant);
+    for (name, v) in [("expected ", &expected), ("actual   ", &actual)] {
+        let mut l = vec![s(name, t.dim)];
+        match v {
+            Some(v) => l.extend(inert_spans(&cap(v, VALUE_CAP), t.base, t)),
+            None => l.push(not_recorded(t)),
+        }
+        b.push_indent(l, 9);
+    }
+    match (&expected, &actual) {
+        (Some(e), Some(a)) if e.trim() == a.trim() => {
+            b.push(vec![s("the output matches the expected answer", t.pass)]);
+        }
+        (Some(e), Some(a)) => {
+            b.anchor();
+            let mut l = vec![s("diff     ", t.changed)];
+            l.extend(word_spans(e, a, t));
+            b.push_indent(l, 9);
+        }
+        _ => {}
+    }
+
+    b.heading("Request");
+    request_line(b, "output", &r.variant);
+    other_fields(b, r);
 }
 
 fn status_span(st: Status, t: &Theme) -> Span<'static> {
@@ -822,10 +916,16 @@ fn side_by_side(b: &mut Builder, r: &PairRecord, d: &Derived) {
     }
     let left = serde_json::to_string_pretty(&side_payload(&r.source)).unwrap_or_default();
     let right = serde_json::to_string_pretty(&side_payload(&r.variant)).unwrap_or_default();
+    // An unpaired row's sides are the expected answer and the actual output.
+    let (left_name, right_name) = if is_unpaired(r) {
+        ("expected", "actual")
+    } else {
+        ("source", "variant")
+    };
     let mut head = vec![
-        s(pad("source", col), t.heading),
+        s(pad(left_name, col), t.heading),
         s(" │ ", t.border),
-        s("variant", t.heading),
+        s(right_name, t.heading),
     ];
     if d.changes.question_changed || !d.changes.state.is_empty() {
         let n = d.changes.permitted.len() + d.changes.unexpected.len();

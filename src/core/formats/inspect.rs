@@ -4,7 +4,9 @@
 //! `metadata.case_id`, `metadata.variant_id` (or the sample id),
 //! `metadata.base_id` and `metadata.relation`. A base and its variant pair
 //! within the same epoch; the epoch becomes the repetition (epoch 1 is
-//! repetition 0). `.eval` archives (zip) are not read.
+//! repetition 0). `.eval` archives (a zip of `header.json` and one
+//! `samples/*.json` per sample, zstd-compressed) are unpacked into the same
+//! log shape first.
 
 use serde_json::{Map, Value, json};
 
@@ -12,10 +14,18 @@ use super::{Format, Row, Sink, Sniff, as_text, pick, pick_str, write_paired};
 
 pub(super) fn sniff(s: &Sniff) -> Result<(), String> {
     if s.zip {
-        return Err(
-            "a zip archive (an .eval log?) is not read; convert it with `inspect log convert --to json`"
-                .into(),
-        );
+        // Member names are plain text in the local headers.
+        return if ["_journal/start.json", "header.json", "samples/"]
+            .iter()
+            .any(|n| s.text.contains(n))
+        {
+            Ok(())
+        } else {
+            Err(
+                "a zip archive that is not an Inspect .eval log (no header.json or samples/)"
+                    .into(),
+            )
+        };
     }
     if let Some(Value::Object(o)) = &s.document {
         return if is_log(o) {
@@ -46,6 +56,86 @@ pub(super) fn convert(text: &str, sink: &mut Sink) -> Result<(), String> {
     let Value::Object(log) = doc else {
         return Err("expected an Inspect JSON log (an object with eval and samples)".into());
     };
+    convert_log(log, sink)
+}
+
+/// The most one member of an `.eval` archive may unpack to.
+const MAX_MEMBER_BYTES: u64 = 1 << 30;
+
+/// Whether bytes start like a zip archive (an `.eval` log).
+pub(super) fn is_zip(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"PK\x03\x04")
+}
+
+/// Convert an `.eval` archive: `header.json` is the log without its
+/// samples, each `samples/*.json` one sample. They are put together in the
+/// JSON log's order (by epoch, then id) and converted like a JSON log.
+pub(super) fn convert_archive(bytes: &[u8], sink: &mut Sink) -> Result<(), String> {
+    let bad = |e: zip::result::ZipError| format!("not a readable .eval archive ({e})");
+    let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(bad)?;
+    let mut header: Option<Map<String, Value>> = None;
+    let mut samples: Vec<Value> = Vec::new();
+    for i in 0..zip.len() {
+        let mut member = zip.by_index_raw(i).map_err(bad)?;
+        let name = member.name().to_string();
+        let is_sample = name.starts_with("samples/") && name.ends_with(".json");
+        if name != "header.json" && !is_sample {
+            continue;
+        }
+        let shown = crate::core::text::inert_line(&name);
+        let method = member.compression();
+        let data = unpack(&mut member, method)
+            .map_err(|e| format!("cannot unpack {shown} from the .eval archive: {e}"))?;
+        let v: Value = serde_json::from_slice(&data)
+            .map_err(|e| format!("{shown} in the .eval archive is not JSON ({e})"))?;
+        if is_sample {
+            samples.push(v);
+        } else if let Value::Object(o) = v {
+            header = Some(o);
+        }
+    }
+    let mut log = header.ok_or("the .eval archive has no header.json; is it an Inspect log?")?;
+    samples.sort_by(|a, b| {
+        let epoch = |v: &Value| v.get("epoch").and_then(Value::as_u64).unwrap_or(0);
+        let id = |v: &Value| v.get("id").map(as_text).unwrap_or_default();
+        epoch(a).cmp(&epoch(b)).then_with(|| id(a).cmp(&id(b)))
+    });
+    if !samples.is_empty() {
+        log.insert("samples".into(), Value::Array(samples));
+    }
+    convert_log(log, sink)
+}
+
+/// One member's bytes: stored, deflated or zstd-compressed (what Inspect writes).
+fn unpack(
+    member: &mut dyn std::io::Read,
+    method: zip::CompressionMethod,
+) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    let reader: Box<dyn Read + '_> = if method == zip::CompressionMethod::Stored {
+        Box::new(member)
+    } else if method == zip::CompressionMethod::DEFLATE {
+        Box::new(flate2::read::DeflateDecoder::new(member))
+    } else if method == zip::CompressionMethod::ZSTD {
+        Box::new(
+            ruzstd::decoding::StreamingDecoder::new(member)
+                .map_err(|e| format!("not zstd data ({e})"))?,
+        )
+    } else {
+        return Err(format!("compression method {method} is not supported"));
+    };
+    let mut out = Vec::new();
+    reader
+        .take(MAX_MEMBER_BYTES + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| e.to_string())?;
+    if out.len() as u64 > MAX_MEMBER_BYTES {
+        return Err("it unpacks to more than 1 GiB".into());
+    }
+    Ok(out)
+}
+
+fn convert_log(log: Map<String, Value>, sink: &mut Sink) -> Result<(), String> {
     if !is_log(&log) {
         return Err("expected an Inspect JSON log: no eval.task".into());
     }

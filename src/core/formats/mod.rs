@@ -111,6 +111,20 @@ impl Detection {
         s.push_str("\nPass --format NAME to choose one.");
         s
     }
+
+    /// The one-line note for a file that matched no format and was opened
+    /// as native lines anyway.
+    pub fn note(&self) -> String {
+        let tried: Vec<String> = self
+            .tried
+            .iter()
+            .map(|(f, why)| format!("{} ({why})", f.name()))
+            .collect();
+        format!(
+            "not a format triage knows, so its lines were read as native pair records; tried {}. Pass --format NAME to choose one.",
+            tried.join("; ")
+        )
+    }
 }
 
 /// How many bytes of a file [`detect`] wants to see.
@@ -181,6 +195,20 @@ pub struct ConvertReport {
 pub fn convert(path: &Path, format: Format, out: &mut dyn Write) -> Result<ConvertReport, String> {
     let shown = crate::core::text::inert_line(&path.display().to_string());
     let bytes = read_all(path).map_err(|e| format!("{shown}: {e}"))?;
+    if format == Format::Inspect && inspect::is_zip(&bytes) {
+        let mut sink = Sink {
+            out,
+            report: ConvertReport {
+                format: Some(format),
+                ..ConvertReport::default()
+            },
+        };
+        inspect::convert_archive(&bytes, &mut sink).map_err(|e| format!("{shown}: {e}"))?;
+        sink.out
+            .flush()
+            .map_err(|e| format!("cannot write the converted run: {e}"))?;
+        return Ok(sink.report);
+    }
     let text = match std::str::from_utf8(&bytes) {
         Ok(t) => t.trim_start_matches('\u{feff}'),
         Err(e) => {

@@ -8,7 +8,8 @@
 //! (no declared changes). A manifest's cases pair through the parent-case
 //! link of their robustness metadata
 //! (`metadata.multivon_robustness.parent_case_id`). Eval reports
-//! (`multivon.report/v2`) are detected but not converted yet.
+//! (`multivon.report/v2`) pair the same way, through the case snapshot each
+//! result's trial records, and carry the model's output and verdict.
 
 use serde_json::{Map, Value, json};
 
@@ -76,9 +77,7 @@ pub(super) fn convert(text: &str, sink: &mut Sink) -> Result<(), String> {
         } else if sc.starts_with(MANIFEST) {
             manifest_rows.extend(manifest(&d));
         } else if sc.starts_with(REPORT) {
-            return Err(format!(
-                "{sc} eval reports are recognized but not converted yet; open the case manifest or the validation records instead"
-            ));
+            manifest_rows.extend(report(&d, sink));
         } else {
             sink.warn(format!(
                 "a record with schema {:?} is not a multivon validation or manifest; skipped",
@@ -88,7 +87,7 @@ pub(super) fn convert(text: &str, sink: &mut Sink) -> Result<(), String> {
     }
     if validations.is_empty() && manifest_rows.is_empty() {
         return Err(
-            "expected multivon.variant-validation/v1 records or a multivon.case-manifest/v1".into(),
+            "expected multivon.variant-validation/v1 records, a multivon.case-manifest/v1 or a multivon.report/v2 with cases".into(),
         );
     }
     sink.report.rows = validations.len() + manifest_rows.len();
@@ -227,6 +226,7 @@ fn manifest(m: &Map<String, Value>) -> Vec<Row> {
                 case_id: pick_str(c, &["source_id"]),
                 base_id: rob.and_then(|r| pick_str(r, &["parent_case_id"])),
                 relation: rob.and_then(|r| pick_str(r, &["relation"])),
+                allowed_changes: validated_changes(rob),
                 label: name.clone(),
                 input: case_input(c),
                 vars: Some(case_state(c, c.get("expected_output"))),
@@ -236,4 +236,120 @@ fn manifest(m: &Map<String, Value>) -> Vec<Row> {
             })
         })
         .collect()
+}
+
+/// The case results of an eval report as rows. Each result's first trial
+/// keeps a snapshot of the case it ran, with its robustness metadata; a
+/// variant pairs with the result of its parent case.
+fn report(m: &Map<String, Value>, sink: &mut Sink) -> Vec<Row> {
+    let model = pick_str(m, &["model"]).filter(|s| !s.is_empty());
+    let suite = pick_str(m, &["suite"]).filter(|s| !s.is_empty());
+    if let Some(issues) = m.get("evidence_issues").and_then(Value::as_array) {
+        for i in issues {
+            sink.warn(format!("report evidence issue: {}", as_text(i)));
+        }
+    }
+    let empty = Map::new();
+    let mut rows = Vec::new();
+    let cases = m.get("cases").and_then(Value::as_array);
+    for (n, entry) in cases.into_iter().flatten().enumerate() {
+        let Some(c) = entry.as_object() else {
+            sink.warn(format!("case {}: not an object; skipped", n + 1));
+            continue;
+        };
+        // The case as it ran: from its first trial, else the result itself.
+        let snap = c
+            .get("trials")
+            .and_then(Value::as_array)
+            .and_then(|t| t.first())
+            .and_then(|t| t.get("case").or_else(|| t.get("evaluation_case")))
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let id = pick_str(c, &["case_id"])
+            .or_else(|| pick_str(snap, &["case_id"]))
+            .unwrap_or_else(|| format!("case-{}", n + 1));
+        let rob = snap
+            .get("metadata")
+            .and_then(|x| x.get("multivon_robustness"))
+            .and_then(Value::as_object);
+        let expected = snap.get("expected_output").filter(|e| !e.is_null());
+        let status = pick_str(c, &["status"]).unwrap_or_default();
+        let mut reasons = Vec::new();
+        for ev in c
+            .get("evaluators")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if ev.get("passed") == Some(&Value::Bool(false)) {
+                let name = ev.get("name").map(as_text).unwrap_or_default();
+                let why = ev.get("reason").map(as_text).unwrap_or_default();
+                reasons.push(format!("{name}: {why}"));
+            }
+        }
+        for k in ["judge_error", "evaluator_error", "evidence_error"] {
+            if let Some(e) = pick_str(c, &[k]) {
+                reasons.push(format!("{}: {e}", k.replace('_', " ")));
+            }
+        }
+        let error = match status.as_str() {
+            "model_error" => Some((
+                "error".to_string(),
+                pick_str(c, &["model_error"]).unwrap_or_else(|| "model error".into()),
+            )),
+            "timeout" => Some((
+                "timeout".to_string(),
+                pick_str(c, &["model_error"]).unwrap_or_else(|| "timed out".into()),
+            )),
+            _ => None,
+        };
+        let passed = match status.as_str() {
+            "skipped" => None,
+            "passed" => Some(true),
+            "" => c.get("passed").and_then(Value::as_bool),
+            _ => Some(false),
+        };
+        let mut scores = Map::new();
+        if let Some(sc) = c.get("score") {
+            scores.insert("score".into(), sc.clone());
+        }
+        for ev in c
+            .get("evaluators")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            if let (Some(name), Some(sc)) = (ev.get("name"), ev.get("score")) {
+                scores.insert(as_text(name), sc.clone());
+            }
+        }
+        rows.push(Row {
+            id,
+            case_id: pick_str(snap, &["source_id"]),
+            base_id: rob.and_then(|r| pick_str(r, &["parent_case_id"])),
+            relation: rob.and_then(|r| pick_str(r, &["relation"])),
+            allowed_changes: validated_changes(rob),
+            label: suite.clone(),
+            input: c.get("input").or_else(|| snap.get("input")).map(as_text),
+            vars: Some(case_state(snap, expected)),
+            expected: expected.cloned(),
+            output: c.get("output").filter(|o| !o.is_null()).cloned(),
+            passed,
+            reasons,
+            error,
+            latency_ms: c.get("latency_ms").and_then(Value::as_f64),
+            model_id: model.clone(),
+            scores: (!scores.is_empty()).then_some(Value::Object(scores)),
+            raw: entry.clone(),
+            ..Row::default()
+        });
+    }
+    rows
+}
+
+/// A variant exported from a validation record was checked by a validator
+/// (only valid variants become cases): its input changes are declared.
+fn validated_changes(rob: Option<&Map<String, Value>>) -> Option<Value> {
+    rob.filter(|r| r.contains_key("validation_digest"))
+        .map(|_| json!(["question", "state"]))
 }

@@ -53,13 +53,27 @@ fn results_of(o: &Map<String, Value>) -> Option<&Vec<Value>> {
 pub(super) fn convert(text: &str, sink: &mut Sink) -> Result<(), String> {
     let trimmed = text.trim_start();
     let results: Vec<Map<String, Value>> = match serde_json::from_str::<Value>(trimmed) {
-        Ok(Value::Object(o)) if !is_result(&o) => {
-            let Some(list) = results_of(&o) else {
+        Ok(Value::Object(mut o)) if !is_result(&o) => {
+            if results_of(&o).is_none() {
                 return Err(
                     "expected a promptfoo results file: an object with results.results".into(),
                 );
+            }
+            // Taken out of the document rather than copied: a results file can be large.
+            let list = match o.remove("results") {
+                Some(Value::Object(mut r)) => r.remove("results"),
+                other => other,
             };
-            list.iter().filter_map(|v| v.as_object().cloned()).collect()
+            match list {
+                Some(Value::Array(a)) => a
+                    .into_iter()
+                    .filter_map(|v| match v {
+                        Value::Object(o) => Some(o),
+                        _ => None,
+                    })
+                    .collect(),
+                _ => Vec::new(),
+            }
         }
         Ok(Value::Array(a)) => a
             .into_iter()
@@ -97,7 +111,10 @@ fn row(o: Map<String, Value>) -> Row {
     .unwrap_or_else(|| format!("test-{}", test_idx.unwrap_or(0)));
     let provider = o.get("provider").and_then(|p| match p {
         Value::String(s) => Some(s.clone()),
-        Value::Object(p) => pick_str(p, &["label", "id"]),
+        // An empty label (promptfoo writes "" when none is set) names nothing.
+        Value::Object(p) => pick_str(p, &["label"])
+            .filter(|l| !l.trim().is_empty())
+            .or_else(|| pick_str(p, &["id"])),
         _ => None,
     });
     let prompt = o.get("prompt").and_then(Value::as_object);
@@ -171,7 +188,7 @@ fn row(o: Map<String, Value>) -> Row {
         })
         .cloned()
         .or_else(|| expected_from_asserts(test));
-    Row {
+    let mut r = Row {
         id,
         case_id: pick_str(meta, &["case_id", "caseId"]),
         base_id: pick_str(meta, &["base_id", "baseId", "variant_of", "variantOf"]),
@@ -193,8 +210,11 @@ fn row(o: Map<String, Value>) -> Row {
         model_id: provider,
         settings_id: prompt_label,
         scores: (!scores.is_empty()).then_some(Value::Object(scores)),
-        raw: Value::Object(o.clone()),
-    }
+        raw: Value::Null,
+    };
+    // The row itself becomes the origin: moved, not copied.
+    r.raw = Value::Object(o);
+    r
 }
 
 /// The expected answer from the first string-valued assertion, as

@@ -223,6 +223,29 @@ pub fn problems(f: &mut Frame, area: Rect, app: &App, t: &Theme, scroll: u16) {
         width,
         0,
     );
+    // Notes about whole files: what a conversion from another tool's
+    // results warned about, or why no known format matched.
+    for f in idx.files.iter().filter(|f| !f.notes.is_empty()) {
+        lines.push(Line::default());
+        let how = if f.format == crate::core::formats::Format::Native {
+            String::new()
+        } else {
+            format!(" (converted from {})", f.format.name())
+        };
+        lines.extend(wrap(
+            vec![Span::styled(
+                format!("{}{how}", text::inert_line(&f.display)),
+                t.heading,
+            )],
+            width,
+            0,
+        ));
+        for n in &f.notes {
+            let mut l = vec![Span::styled(format!("  {:<16}", "note"), t.warn)];
+            l.extend(inert_spans(n, t.base, t));
+            lines.extend(wrap(l, width, 4));
+        }
+    }
     if idx.problems.is_empty() {
         lines.push(Line::default());
         lines.push(Line::from(Span::styled(

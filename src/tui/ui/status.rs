@@ -5,6 +5,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
+use crate::core::formats::Format;
 use crate::core::text;
 
 use super::super::action::Action;
@@ -133,7 +134,23 @@ fn left_spans(app: &App, with_name: bool, t: &Theme) -> Vec<Span<'static>> {
     } else {
         String::new()
     };
-    let mut info = format!("{name}{} pairs · {} failures", idx.rows.len(), idx.failures);
+    // Another tool's results name the tool they were converted from.
+    let mut foreign: Vec<&str> = Vec::new();
+    for f in &idx.files {
+        if f.format != Format::Native && !foreign.contains(&f.format.name()) {
+            foreign.push(f.format.name());
+        }
+    }
+    let tool = if foreign.is_empty() {
+        String::new()
+    } else {
+        format!("{} · ", foreign.join("+"))
+    };
+    let mut info = format!(
+        "{name}{tool}{} pairs · {} failures",
+        idx.rows.len(),
+        idx.failures
+    );
     if idx.failures > 0 {
         info.push_str(&format!(
             " · classified {}/{}",
@@ -178,6 +195,13 @@ fn left_spans(app: &App, with_name: bool, t: &Theme) -> Vec<Span<'static>> {
             ));
         }
         left.push(Span::styled(p, t.warn.patch(t.status_bar)));
+    }
+    let notes: usize = idx.files.iter().map(|f| f.notes.len()).sum();
+    if notes > 0 {
+        left.push(Span::styled(
+            format!(" · {notes} {}", if notes == 1 { "note" } else { "notes" }),
+            t.warn.patch(t.status_bar),
+        ));
     }
     if !app.orphans.is_empty() {
         left.push(Span::styled(
