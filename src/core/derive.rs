@@ -507,12 +507,13 @@ fn why_line(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::core::model::{Outcome, Policy, Side};
     use serde_json::json;
 
-    fn pair(ps: f64, pv: f64) -> PairRecord {
+    /// A failing-invariant pair with both thresholds and a margin, for tests.
+    pub(crate) fn pair(ps: f64, pv: f64) -> PairRecord {
         PairRecord {
             case_id: "c".into(),
             variant_id: "v".into(),

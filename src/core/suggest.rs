@@ -240,40 +240,18 @@ fn clip(s: &str, n: usize) -> String {
 mod tests {
     use super::*;
     use crate::core::derive::derive;
-    use crate::core::model::{Expectation, Outcome, Policy, Side};
+    use crate::core::model::Outcome;
     use serde_json::json;
 
+    /// The derive tests' pair, with a declared change and evidence in the state.
     fn pair(ps: f64, pv: f64) -> PairRecord {
-        PairRecord {
-            case_id: "c".into(),
-            variant_id: "v".into(),
-            policy: Some(Policy {
-                review_threshold: 0.55,
-                action_threshold: 0.9,
-            }),
-            expectation: Some(Expectation::Invariant {
-                max_probability_drift: Some(0.1),
-                max_confidence_drift: Some(0.15),
-                require_same_route: true,
-            }),
-            minimum_boundary_margin: Some(0.1),
-            allowed_changes: Some(vec!["question".into(), "state.uiTheme".into()]),
-            source: Side {
-                probability: Some(ps),
-                confidence: Some(0.8),
-                question: Some("What is the probability of urgency?".into()),
-                state: Some(json!({"a": 1, "evidence": [{"id": "E1"}, {"id": "E2"}]})),
-                ..Side::default()
-            },
-            variant: Side {
-                probability: Some(pv),
-                confidence: Some(0.8),
-                question: Some("What is the probability of urgency?".into()),
-                state: Some(json!({"a": 1, "evidence": [{"id": "E1"}, {"id": "E2"}]})),
-                ..Side::default()
-            },
-            ..PairRecord::default()
+        let mut r = crate::core::derive::tests::pair(ps, pv);
+        r.allowed_changes = Some(vec!["question".into(), "state.uiTheme".into()]);
+        for side in [&mut r.source, &mut r.variant] {
+            side.question = Some("What is the probability of urgency?".into());
+            side.state = Some(json!({"a": 1, "evidence": [{"id": "E1"}, {"id": "E2"}]}));
         }
+        r
     }
 
     fn sug(r: &PairRecord) -> Option<Suggestion> {
