@@ -159,6 +159,13 @@ pub fn run(
                     for e in handle_key(&mut app, &keymap, &mut keys, chord) {
                         if e == Effect::Suspend {
                             term::suspend(&mut terminal)?;
+                            if mouse {
+                                // Leaving turned mouse reporting off; back on.
+                                crossterm::execute!(
+                                    io::stdout(),
+                                    crossterm::event::EnableMouseCapture
+                                )?;
+                            }
                         } else {
                             effects::run(&mut app, e, &theme);
                         }
