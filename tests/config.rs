@@ -46,7 +46,7 @@ const CASES: &[(&str, &str)] = &[
     ),
     (
         "unknown-setting.toml",
-        "triage: tests/fixtures/config/unknown-setting.toml:3: unknown field `colour`, expected one of `reviewer`, `theme`, `keymap`, `keys`, `mouse`, `taxonomy`",
+        "triage: tests/fixtures/config/unknown-setting.toml:3: unknown field `colour`, expected one of `reviewer`, `theme`, `keymap`, `keys`, `mouse`, `max_line_bytes`, `taxonomy`",
     ),
 ];
 

@@ -250,6 +250,43 @@ fn long_pair() -> Vec<u8> {
 }
 
 #[test]
+fn a_read_error_midway_keeps_the_pairs_before_it() {
+    // A gzip run cut short: it decompresses until the cut, then fails.
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut plain = Vec::new();
+    for i in 0..2000 {
+        writeln!(
+            plain,
+            "{{\"case_id\":\"case-{i}\",\"variant_id\":\"v\",\"passed\":false,\"note\":\"{i:x}{}\"}}",
+            i * 7919 % 10007
+        )
+        .expect("write");
+    }
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(&plain).expect("compress");
+    let gz = enc.finish().expect("compress");
+    let path = dir.path().join("run.jsonl.gz");
+    std::fs::write(&path, &gz[..gz.len() * 2 / 3]).expect("write");
+    let idx = load(&path.to_string_lossy());
+    assert!(idx.done);
+    assert!(
+        !idx.rows.is_empty() && idx.rows.len() < 2000,
+        "{} rows",
+        idx.rows.len()
+    );
+    let last = idx.problems.last().expect("a problem");
+    assert_eq!(last.kind, ProblemKind::Io, "{:#?}", idx.problems);
+    assert!(
+        last.message.starts_with("reading stopped early: "),
+        "{last}"
+    );
+    assert!(
+        last.message.contains("; the pairs before it opened"),
+        "{last}"
+    );
+}
+
+#[test]
 fn the_line_limit_can_be_set() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = generated(dir.path(), &long_pair());

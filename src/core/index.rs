@@ -905,7 +905,9 @@ fn index_files(inputs: Vec<Input>, max_line: usize, mode: ParseMode, tx: Sender<
                 file: display.clone(),
                 line: 0,
                 kind: ProblemKind::Io,
-                message: format!("reading stopped early: {e}"),
+                message: format!(
+                    "reading stopped early: {e}; the pairs before it opened — check the file (a copy cut short?) and open it again"
+                ),
             });
         }
     }
