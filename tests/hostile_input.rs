@@ -140,6 +140,43 @@ fn field_values_of_the_wrong_kind_open_with_a_warning() {
     }
 }
 
+/// The rule for a repeated key: the last value is used (as jq and
+/// JavaScript do), and the pair opens with a field warning naming the key.
+#[test]
+fn duplicate_keys_use_the_last_value_and_are_reported() {
+    let file = "duplicate-keys.jsonl";
+    let idx = load(&fixture(file));
+    assert_eq!(
+        cases(&idx),
+        [
+            "good-1",
+            "dup-top-again",
+            "dup-state",
+            "dup-extra",
+            "good-2"
+        ]
+    );
+    let warned: Vec<(u64, &str)> = idx
+        .problems
+        .iter()
+        .filter(|p| p.message.contains("appears more than once"))
+        .map(|p| {
+            assert_eq!(p.kind, ProblemKind::FieldWarning, "{p}");
+            let at = p.message.find('`').expect("a key") + 1;
+            let end = at + p.message[at..].find('`').expect("a key");
+            (p.line, &p.message[at..end])
+        })
+        .collect();
+    assert_eq!(
+        warned,
+        [(2, "case_id"), (3, "source.state.a"), (4, "note")],
+        "{:#?}",
+        idx.problems
+    );
+    assert!(idx.problems[0].message.contains("the last value is used"));
+    assert_actionable(&idx, file);
+}
+
 #[test]
 fn nan_and_infinity_are_not_json_and_are_reported() {
     let file = "nan-infinity.jsonl";

@@ -1503,11 +1503,19 @@ fn slow_row(body: &str, terminated: bool) -> LineOut {
     };
     let d = derive(&record);
     let suggestion = super::suggest::suggest_category(&record, &d);
-    let warnings = record
+    let mut warnings: Vec<String> = record
         .field_warnings
         .iter()
         .map(|w| format!("{} / {}: {w}", record.case_id, record.variant_id))
         .collect();
+    // The fast path declines any line with a repeated key (its record key
+    // refuses them), so only this path needs to look.
+    if let Some(dup) = first_duplicate_key(body) {
+        warnings.push(format!(
+            "{} / {}: the key `{dup}` appears more than once; the last value is used (as jq does) — remove the others",
+            record.case_id, record.variant_id
+        ));
+    }
     let summary = summarize(&record, &d);
     LineOut::Row(Box::new(RowData {
         trim_start: 0,
@@ -1524,6 +1532,101 @@ fn slow_row(body: &str, terminated: bool) -> LineOut {
         summary,
         warnings,
     }))
+}
+
+/// The path of the first key an object of `json` repeats (`source.state.a`,
+/// `reasons[2].id`), if any. `json` is known to parse.
+fn first_duplicate_key(json: &str) -> Option<String> {
+    use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    use std::cell::RefCell;
+
+    struct Seek<'a> {
+        path: String,
+        found: &'a RefCell<Option<String>>,
+    }
+
+    impl<'de> DeserializeSeed<'de> for Seek<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Seek<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("JSON")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            let mut i = 0usize;
+            loop {
+                if self.found.borrow().is_some() {
+                    while seq.next_element::<IgnoredAny>()?.is_some() {}
+                    return Ok(());
+                }
+                let seed = Seek {
+                    path: format!("{}[{i}]", self.path),
+                    found: self.found,
+                };
+                if seq.next_element_seed(seed)?.is_none() {
+                    return Ok(());
+                }
+                i += 1;
+            }
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let mut keys: Vec<String> = Vec::new();
+            while let Some(k) = map.next_key::<String>()? {
+                let path = if self.path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{}.{k}", self.path)
+                };
+                if self.found.borrow().is_some() {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+                if keys.contains(&k) {
+                    *self.found.borrow_mut() = Some(path);
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+                map.next_value_seed(Seek {
+                    path,
+                    found: self.found,
+                })?;
+                keys.push(k);
+            }
+            Ok(())
+        }
+    }
+
+    let found = RefCell::new(None);
+    let mut de = serde_json::Deserializer::from_str(json);
+    let seek = Seek {
+        path: String::new(),
+        found: &found,
+    };
+    seek.deserialize(&mut de).ok()?;
+    found.into_inner()
 }
 
 fn classify_json_error(e: &serde_json::Error, terminated: bool) -> (ProblemKind, String) {
