@@ -431,7 +431,7 @@ fn every_control_and_sequence_leaves_frame_title_modes_and_colours_alone() {
     plain.wait_for("2 pairs");
     let want_modes = modes(&plain);
     // Wait for the detail of the first pair in the plain run.
-    plain.wait_for("question<plain>");
+    plain.wait_for("label<plain>");
     let want_frame = frame_cells(&plain);
     plain.send("q");
     assert_eq!(plain.wait_exit(), 0);
@@ -443,7 +443,15 @@ fn every_control_and_sequence_leaves_frame_title_modes_and_colours_alone() {
     t.wait_for("2 pairs");
     // The text is shown as escapes: a C0, DEL, C1, ESC, bidi, zero-width.
     for shown in [
-        r"\x00", r"\x07", r"\x7f", r"\u0085", r"\x1b]52", r"\u202e", r"\u2066", r"\u200b",
+        r"evil-one<\x00.\x01.",
+        r"\u007f",
+        r"\u0085",
+        r"\u001b]52;c;",
+        r"\u001b]8;;https",
+        r"\u009b2J",
+        r"\u202e",
+        r"\u2066",
+        r"\u200b",
         r"\ufeff",
     ] {
         t.wait_for(shown);
