@@ -54,9 +54,10 @@ struct Cli {
     /// Do not capture the mouse.
     #[arg(long)]
     no_mouse: bool,
-    /// Lines longer than this are reported as problems instead of parsed.
-    #[arg(long, value_name = "BYTES", default_value_t = index::DEFAULT_MAX_LINE_BYTES)]
-    max_line_bytes: usize,
+    /// Lines longer than this are reported as problems instead of parsed
+    /// [default: max_line_bytes in the config, else 64 MiB].
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    max_line_bytes: Option<u64>,
     /// Follow runs that are still being written: appended lines appear as they land.
     #[arg(short = 'f', long)]
     follow: bool,
@@ -188,9 +189,10 @@ struct LoadArgs {
     /// The annotation journal (default: the one `triage RUN` uses).
     #[arg(long, value_name = "PATH")]
     annotations: Option<PathBuf>,
-    /// Lines longer than this are reported as problems instead of parsed.
-    #[arg(long, value_name = "BYTES", default_value_t = index::DEFAULT_MAX_LINE_BYTES)]
-    max_line_bytes: usize,
+    /// Lines longer than this are reported as problems instead of parsed
+    /// [default: max_line_bytes in the config, else 64 MiB].
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
+    max_line_bytes: Option<u64>,
     /// Read the runs as this tool's results instead of detecting it from their content:
     /// native, context-probe, promptfoo, inspect, multivon.
     #[arg(long, visible_alias = "input-format", value_name = "NAME", value_parser = parse_run_format)]
@@ -422,7 +424,7 @@ fn load_with_config(
     cfg: config::Config,
 ) -> Result<Loaded, String> {
     let opts = OpenOptions {
-        max_line_bytes: load.max_line_bytes,
+        max_line_bytes: line_limit(load.max_line_bytes, &cfg),
         follow: false,
         format: load.run_format,
     };
@@ -821,6 +823,14 @@ const COMMANDS: [&str; 8] = [
     "man",
 ];
 
+/// The per-line size cap: `--max-line-bytes`, else the config's
+/// `max_line_bytes`, else the built-in limit.
+fn line_limit(flag: Option<u64>, cfg: &config::Config) -> usize {
+    flag.map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+        .or(cfg.max_line_bytes)
+        .unwrap_or(index::DEFAULT_MAX_LINE_BYTES)
+}
+
 fn open(cli: Cli) -> ExitCode {
     if cli.runs.is_empty() {
         eprintln!(
@@ -838,20 +848,20 @@ fn open(cli: Cli) -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    let opts = OpenOptions {
-        max_line_bytes: cli.max_line_bytes,
-        follow: cli.follow,
-        format: cli.format,
-    };
-    let (idx, loader) = match index::open_run(&cli.runs, &opts) {
-        Ok(x) => x,
+    let cfg = match config::load(cli.config.as_deref()) {
+        Ok(c) => c,
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::from(2);
         }
     };
-    let cfg = match config::load(cli.config.as_deref()) {
-        Ok(c) => c,
+    let opts = OpenOptions {
+        max_line_bytes: line_limit(cli.max_line_bytes, &cfg),
+        follow: cli.follow,
+        format: cli.format,
+    };
+    let (idx, loader) = match index::open_run(&cli.runs, &opts) {
+        Ok(x) => x,
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::from(2);

@@ -46,7 +46,7 @@ const CASES: &[(&str, &str)] = &[
     ),
     (
         "unknown-setting.toml",
-        "triage: tests/fixtures/config/unknown-setting.toml:3: unknown field `colour`, expected one of `reviewer`, `theme`, `keymap`, `keys`, `mouse`, `taxonomy`",
+        "triage: tests/fixtures/config/unknown-setting.toml:3: unknown field `colour`, expected one of `reviewer`, `theme`, `keymap`, `keys`, `mouse`, `max_line_bytes`, `taxonomy`",
     ),
 ];
 
@@ -112,4 +112,60 @@ fn every_preset_prints() {
             "{preset}"
         );
     }
+}
+
+/// Inputs the `config` fuzz target found (`fuzz/`), checked the way it checks
+/// them: config and keymap parsing never panic, errors name the file, and
+/// every key sequence prints and parses back to itself.
+#[test]
+fn fuzz_finds_stay_fixed() {
+    use triage::core::config;
+    use triage::tui::keymap::{Keymap, parse_seq, seq_to_string};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fuzz/config");
+    let mut n = 0;
+    for entry in std::fs::read_dir(&dir).expect("the fuzz fixtures") {
+        let path = entry.expect("an entry").path();
+        let bytes = std::fs::read(&path).expect("read");
+        // As the fuzz target sees its input: the longest valid UTF-8 prefix.
+        let valid = match std::str::from_utf8(&bytes) {
+            Ok(_) => bytes.len(),
+            Err(e) => e.valid_up_to(),
+        };
+        let text = std::str::from_utf8(&bytes[..valid]).expect("a valid prefix");
+        n += 1;
+        match config::parse(text, "fuzz.toml") {
+            Ok(cfg) => {
+                if let Some(keys) = &cfg.keys {
+                    let mut km = Keymap::default_keymap();
+                    if let Err(e) = km.apply_overrides(keys, text, "fuzz.toml") {
+                        assert!(e.0.contains("fuzz.toml"), "{e}");
+                    }
+                }
+            }
+            Err(e) => assert!(e.contains("fuzz.toml"), "{e}"),
+        }
+        if let Ok(km) = Keymap::from_toml(text, "fuzz.toml") {
+            for (_, seq, _) in km.bindings() {
+                let shown = seq_to_string(seq);
+                assert_eq!(
+                    parse_seq(&shown).as_ref(),
+                    Some(seq),
+                    "{}: {shown:?}",
+                    path.display()
+                );
+            }
+        }
+        for line in text.lines() {
+            if let Some(seq) = parse_seq(line) {
+                let shown = seq_to_string(&seq);
+                assert_eq!(
+                    parse_seq(&shown),
+                    Some(seq),
+                    "{}: {line:?} printed as {shown:?}",
+                    path.display()
+                );
+            }
+        }
+    }
+    assert!(n >= 1, "no fixtures in {}", dir.display());
 }

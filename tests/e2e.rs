@@ -511,6 +511,54 @@ fn resize_storm() {
     assert_restored(&t);
 }
 
+/// A sample of sizes through the real terminal, from 1×1 to 500×200
+/// (tests/sizes.rs sweeps every width and height through the renderer):
+/// triage starts at 1×1, lives through each size, and draws the full list
+/// at the large ones.
+#[test]
+fn every_size_in_a_pty() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_sample(dir.path(), RICH);
+    let mut t = open(dir.path(), 1, 1);
+    let pid = t.pid().expect("pid");
+    // Something was drawn at 1×1 (the frame ends by hiding the cursor).
+    poll_until(Duration::from_secs(10), "a frame at 1×1", || {
+        contains(&t.output_bytes(), b"\x1b[?25l")
+    });
+    for (cols, rows) in [
+        (2, 1),
+        (1, 2),
+        (2, 2),
+        (3, 200),
+        (500, 1),
+        (10, 3),
+        (40, 12),
+        (500, 200),
+        (1, 1),
+        (300, 100),
+        (500, 200),
+    ] {
+        t.resize(cols, rows);
+        let mark = t.output_bytes().len();
+        // Each size is drawn: output after the resize ends with a frame.
+        poll_until(Duration::from_secs(10), "a frame after the resize", || {
+            let out = t.output_bytes();
+            out.len() > mark && out.ends_with(b"\x1b[?25l")
+        });
+        assert!(
+            matches!(proc_state(pid), Some('R' | 'S')),
+            "triage is alive at {cols}x{rows}"
+        );
+        if cols >= 80 && rows >= 24 {
+            t.wait_for("classified 0/29");
+            t.wait_for(FIRST_CASE);
+        }
+    }
+    t.send("q");
+    assert_eq!(t.wait_exit(), 0);
+    assert_restored(&t);
+}
+
 #[test]
 fn ctrl_z_leaves_the_screen_and_comes_back() {
     let dir = tempfile::tempdir().unwrap();
@@ -555,6 +603,72 @@ fn ctrl_z_leaves_the_screen_and_comes_back() {
     t.send("j");
     t.wait_for(&format!("{FIRST_CASE} / {SECOND_VARIANT}"));
     t.send("q");
+    assert_eq!(t.wait_exit(), 0);
+    assert_restored(&t);
+}
+
+/// Ctrl-Z under a shell with job control, as a user has it: triage runs as
+/// a foreground job of `bash` with `set -m` in the pty's session (so its
+/// process group is not orphaned and the kernel delivers SIGTSTP). The
+/// shell sees the job stop (status 148 = 128 + SIGTSTP) with the terminal
+/// restored, brings it back with `fg`, and triage redraws and goes on.
+#[test]
+fn ctrl_z_stops_under_a_job_control_shell_and_fg_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_sample(dir.path(), RICH);
+    let script = concat!(
+        "set -m\n",
+        "\"$0\" --reviewer tester --config /dev/null run.jsonl\n",
+        "echo \"job-stopped-$?\"\n",
+        "fg >/dev/null\n",
+        "echo \"job-ended-$?\"\n",
+    );
+    let mut t = Tui::spawn_program(
+        "bash",
+        &[
+            "--norc",
+            "--noprofile",
+            "-c",
+            script,
+            env!("CARGO_BIN_EXE_triage"),
+        ],
+        120,
+        40,
+        dir.path(),
+        &[],
+    );
+    t.wait_for(FIRST_CASE);
+    let mark = t.output_bytes().len();
+    t.send("\x1a");
+    poll_until(
+        Duration::from_secs(10),
+        "the shell to see the job stop",
+        || contains(&t.output_bytes()[mark..], b"job-stopped-148"),
+    );
+    // Before the job stopped, triage left the alternate screen and showed
+    // the cursor: the shell's line was printed on a normal terminal.
+    let out = t.output_bytes()[mark..].to_vec();
+    let stopped = position(&out, b"job-stopped-148").expect("seen");
+    let before = &out[..stopped];
+    let left = position(before, b"\x1b[?1049l").expect("left the alternate screen");
+    assert!(
+        contains(&before[left..], b"\x1b[?25h"),
+        "the cursor was shown before the stop"
+    );
+    // `fg` brings it back into the alternate screen with the list.
+    poll_until(
+        Duration::from_secs(10),
+        "the alternate screen again",
+        || t.with_screen(|s| s.alternate_screen()),
+    );
+    t.wait_for("classified 0/29");
+    poll_until(Duration::from_secs(10), "mouse reporting back on", || {
+        t.with_screen(|s| s.mouse_protocol_mode() != vt100::MouseProtocolMode::None)
+    });
+    t.send("j");
+    t.wait_for(&format!("{FIRST_CASE} / {SECOND_VARIANT}"));
+    t.send("q");
+    t.wait_for("job-ended-0");
     assert_eq!(t.wait_exit(), 0);
     assert_restored(&t);
 }

@@ -339,3 +339,138 @@ fn files_that_are_not_jsonl_are_reported() {
         browse_and_quit(&mut t);
     }
 }
+
+/// Every C0 control and DEL, every C1 control, CSI, OSC (title, OSC 52
+/// clipboard, OSC 8 link), DCS, APC, PM and SOS strings, bidi controls,
+/// zero-width characters, combining marks and wide characters.
+fn every_control() -> String {
+    let mut s = String::from("<");
+    for c in (0u32..0x20).chain([0x7f]).chain(0x80..0xa0) {
+        s.push(char::from_u32(c).expect("a char"));
+        s.push('.');
+    }
+    s.push_str(concat!(
+        "\x1b[2J\x1b[H\x1b[?1049l\x1b[?25h\x1b[?1000h\x1b[?2004l\x1b[41;37m\x1b[0m|",
+        "\x1b]0;PWNED\x07\x1b]2;PWNED\x1b\\|",
+        "\x1b]52;c;SGVsbG8=\x07|",
+        "\x1b]8;;https://example.com\x07link\x1b]8;;\x07|",
+        "\x1bPqDCS\x1b\\\x1b_APC\x1b\\\x1b^PM\x1b\\\x1bXSOS\x1b\\|",
+        "\u{9b}2J\u{9d}0;PWNED\u{9c}|",
+        "\u{202a}\u{202b}\u{202c}\u{202d}\u{202e}\u{2066}\u{2067}\u{2068}\u{2069}\u{200e}\u{200f}\u{61c}|",
+        "\u{200b}\u{200c}\u{200d}\u{2060}\u{feff}\u{ad}|",
+        "e\u{301}\u{302}\u{303}\u{304}\u{305}|",
+        "日本語\u{1f600}\u{ff21}|",
+        ">"
+    ));
+    s
+}
+
+/// The state of a terminal that a file's text must not change.
+#[derive(Debug, PartialEq)]
+struct Modes {
+    alternate: bool,
+    hide_cursor: bool,
+    mouse: vt100::MouseProtocolMode,
+    mouse_encoding: vt100::MouseProtocolEncoding,
+    bracketed_paste: bool,
+    application_cursor: bool,
+    application_keypad: bool,
+}
+
+fn modes(t: &Tui) -> Modes {
+    t.with_screen(|s| Modes {
+        alternate: s.alternate_screen(),
+        hide_cursor: s.hide_cursor(),
+        mouse: s.mouse_protocol_mode(),
+        mouse_encoding: s.mouse_protocol_encoding(),
+        bracketed_paste: s.bracketed_paste(),
+        application_cursor: s.application_cursor(),
+        application_keypad: s.application_keypad(),
+    })
+}
+
+/// The frame's own cells: the first and last column of every row, with
+/// their colours (a control that moved the cursor, or a wide character
+/// counted wrong, would shift or overwrite them).
+fn frame_cells(t: &Tui) -> Vec<(u16, u16, String, vt100::Color, vt100::Color)> {
+    t.with_screen(|s| {
+        let (rows, cols) = s.size();
+        let mut out = Vec::new();
+        for r in 0..rows {
+            for c in [0, cols - 1] {
+                let cell = s.cell(r, c).expect("a cell");
+                out.push((
+                    r,
+                    c,
+                    cell.contents().to_string(),
+                    cell.fgcolor(),
+                    cell.bgcolor(),
+                ));
+            }
+        }
+        out
+    })
+}
+
+/// The same two pairs, once with `payload` in every string field.
+fn two_pairs(dir: &Path, payload: &str) {
+    let text = jsonl(&[
+        hostile_record("evil-one", payload),
+        hostile_record("evil-two", payload),
+    ]);
+    std::fs::write(dir.join("run.jsonl"), text).unwrap();
+}
+
+#[test]
+fn every_control_and_sequence_leaves_frame_title_modes_and_colours_alone() {
+    // A plain run of the same shape, for the frame to compare with.
+    let plain_dir = tempfile::tempdir().unwrap();
+    two_pairs(plain_dir.path(), "<plain>");
+    let mut plain = open(plain_dir.path(), "run.jsonl");
+    plain.wait_for("evil-one<plain>");
+    plain.wait_for("2 pairs");
+    let want_modes = modes(&plain);
+    // Wait for the detail of the first pair in the plain run.
+    plain.wait_for("label<plain>");
+    let want_frame = frame_cells(&plain);
+    plain.send("q");
+    assert_eq!(plain.wait_exit(), 0);
+
+    let dir = tempfile::tempdir().unwrap();
+    two_pairs(dir.path(), &every_control());
+    let mut t = open(dir.path(), "run.jsonl");
+    t.wait_for("evil-one<");
+    t.wait_for("2 pairs");
+    // The text is shown as escapes: a C0, DEL, C1, ESC, bidi, zero-width.
+    for shown in [
+        r"evil-one<\x00.\x01.",
+        r"\u007f",
+        r"\u0085",
+        r"\u001b]52;c;",
+        r"\u001b]8;;https",
+        r"\u009b2J",
+        r"\u202e",
+        r"\u2066",
+        r"\u200b",
+        r"\ufeff",
+    ] {
+        t.wait_for(shown);
+    }
+    // Combining marks stay on their letter; wide characters are shown.
+    t.wait_for("日本語");
+    assert_eq!(
+        modes(&t),
+        want_modes,
+        "the file's text changed a terminal mode"
+    );
+    assert_eq!(
+        frame_cells(&t),
+        want_frame,
+        "the frame moved or changed colour"
+    );
+    assert_title_clean(&t);
+    assert!(t.title().is_empty(), "title: {:?}", t.title());
+    assert_eq!(t.bells(), 0);
+    // Every view of the pair, then quit: the terminal is as it was.
+    browse_and_quit(&mut t);
+}

@@ -58,6 +58,7 @@ struct ConfigFile {
     keymap: Option<String>,
     keys: Option<toml::Table>,
     mouse: Option<bool>,
+    max_line_bytes: Option<u64>,
     taxonomy: Option<TaxonomyFile>,
 }
 
@@ -73,6 +74,9 @@ pub struct Config {
     pub keys: Option<toml::Table>,
     /// Whether the mouse is used (default true).
     pub mouse: bool,
+    /// Lines longer than this are reported instead of parsed (`None`: the
+    /// built-in limit; `--max-line-bytes` wins over both).
+    pub max_line_bytes: Option<usize>,
     /// The file the settings came from, if one was read.
     pub source: Option<PathBuf>,
     /// The file's text, so key overrides can name their lines.
@@ -88,6 +92,7 @@ impl Default for Config {
             keymap: None,
             keys: None,
             mouse: true,
+            max_line_bytes: None,
             source: None,
             text: String::new(),
         }
@@ -134,6 +139,16 @@ pub fn parse(text: &str, file: &str) -> Result<Config, String> {
         keymap: raw.keymap,
         keys: raw.keys,
         mouse: raw.mouse.unwrap_or(true),
+        max_line_bytes: match raw.max_line_bytes {
+            None => None,
+            Some(n) if n >= 1 => Some(usize::try_from(n).unwrap_or(usize::MAX)),
+            Some(n) => {
+                return Err(format!(
+                    "triage: {file}:{}: max_line_bytes = {n}; the line limit is at least 1 byte",
+                    top_level_line(text, "max_line_bytes")
+                ));
+            }
+        },
         text: text.to_string(),
         ..Config::default()
     };

@@ -774,38 +774,63 @@ fn finish_growing(g: &Growing, error: Option<String>) {
     g.more.notify_all();
 }
 
+/// How long a named pipe may stay silent before triage gives up on it
+/// (`TRIAGE_PIPE_WAIT_SECS` overrides it, for tests).
+const PIPE_WAIT: Duration = Duration::from_secs(10);
+
+/// The message for a file that could not be opened or examined: what
+/// happened to which file, and what to do about it.
+#[doc(hidden)]
+pub fn open_error(shown: &str, e: &io::Error) -> OpenError {
+    #[cfg(unix)]
+    if e.raw_os_error() == Some(libc::ELOOP) {
+        return OpenError(format!(
+            "triage: '{shown}' is a loop of symbolic links; point the link at the run file itself"
+        ));
+    }
+    OpenError(match e.kind() {
+        io::ErrorKind::NotFound => {
+            format!("triage: '{shown}' does not exist; check the path and try again")
+        }
+        io::ErrorKind::PermissionDenied => format!(
+            "triage: cannot read '{shown}': permission denied; make it readable (chmod u+r) or open a copy you can read"
+        ),
+        _ => format!("triage: cannot open '{shown}': {e}"),
+    })
+}
+
 fn open_input(p: &str, want: Option<Format>) -> Result<RunFile, OpenError> {
     if p == "-" {
         return as_format(stdin_copy()?, want);
     }
     let path = Path::new(p);
     let shown = crate::core::text::inert_line(p);
-    let meta = std::fs::metadata(path).map_err(|e| {
-        OpenError(match e.kind() {
-            io::ErrorKind::NotFound => {
-                format!("triage: '{shown}' does not exist; check the path and try again")
-            }
-            io::ErrorKind::PermissionDenied => {
-                format!("triage: cannot read '{shown}': permission denied")
-            }
-            _ => format!("triage: cannot open '{shown}': {e}"),
-        })
-    })?;
+    let meta = std::fs::metadata(path).map_err(|e| open_error(&shown, &e))?;
     if meta.is_dir() {
         return Err(OpenError(format!(
             "triage: '{shown}' is a directory; pass a run file (.jsonl) inside it"
         )));
     }
-    let file = File::open(path).map_err(|e| {
-        OpenError(match e.kind() {
-            io::ErrorKind::PermissionDenied => {
-                format!("triage: cannot read '{shown}': permission denied")
-            }
-            _ => format!("triage: cannot open '{shown}': {e}"),
-        })
-    })?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        let t = meta.file_type();
+        if t.is_fifo() {
+            // A pipe (`<(cmd)`, a named FIFO) is read to its end into a
+            // private copy; one nobody writes to is refused, not waited on
+            // forever.
+            let file = open_pipe(path, &shown, pipe_wait())?;
+            return as_format(copy_to_temp(file, shown)?, want);
+        }
+        if t.is_char_device() || t.is_block_device() || t.is_socket() {
+            return Err(OpenError(format!(
+                "triage: '{shown}' is a device or socket, not a run file; save the run to a file and open that"
+            )));
+        }
+    }
+    let file = File::open(path).map_err(|e| open_error(&shown, &e))?;
     if !meta.is_file() {
-        // A FIFO or device cannot be read twice: keep a private copy.
+        // Anything else that is not a plain file cannot be read twice: keep a private copy.
         return as_format(copy_to_temp(file, shown)?, want);
     }
     let (format, notes) = sniff_format(&file, meta.len(), want);
@@ -910,6 +935,62 @@ fn open_converted(
     })
 }
 
+fn pipe_wait() -> Duration {
+    std::env::var("TRIAGE_PIPE_WAIT_SECS")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .map_or(PIPE_WAIT, Duration::from_secs)
+}
+
+/// Open a named pipe without blocking on a missing writer, then wait (up to
+/// `wait`) for its first bytes or its end; the returned file blocks again.
+#[cfg(unix)]
+fn open_pipe(path: &Path, shown: &str, wait: Duration) -> Result<File, OpenError> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| open_error(shown, &e))?;
+    let fd = file.as_raw_fd();
+    let deadline = Instant::now() + wait;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let mut pfd = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        let ms = libc::c_int::try_from(left.as_millis()).unwrap_or(libc::c_int::MAX);
+        // SAFETY: one valid pollfd for a descriptor this function owns.
+        let n = unsafe { libc::poll(&mut pfd, 1, ms) };
+        if n > 0 {
+            break;
+        }
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(open_error(shown, &e));
+        }
+        return Err(OpenError(format!(
+            "triage: '{shown}' is a named pipe and nothing was written to it in {} s; start the program that writes the run first, or save the run to a file and open that",
+            wait.as_secs()
+        )));
+    }
+    // SAFETY: fcntl on a descriptor this function owns, clearing one flag.
+    let ok = unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        flags >= 0 && libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK) >= 0
+    };
+    if !ok {
+        return Err(open_error(shown, &io::Error::last_os_error()));
+    }
+    Ok(file)
+}
+
 fn stdin_copy() -> Result<RunFile, OpenError> {
     copy_to_temp(io::stdin().lock(), "stdin".to_string())
 }
@@ -979,7 +1060,9 @@ fn index_files(
                 file: display.clone(),
                 line: 0,
                 kind: ProblemKind::Io,
-                message: format!("reading stopped early: {e}"),
+                message: format!(
+                    "reading stopped early: {e}; the pairs before it opened — check the file (a copy cut short?) and open it again"
+                ),
             });
         }
     }
@@ -1468,7 +1551,7 @@ pub(crate) fn process_line(buf: &[u8], line: &Line, max_line: usize, mode: Parse
         return LineOut::Problem(
             ProblemKind::TooLong,
             format!(
-                "the line is {} long, over the {} limit; raise it with --max-line-bytes if it is genuine",
+                "the line is {} long, over the {} limit; if it is genuine, raise the limit with --max-line-bytes or max_line_bytes in the config",
                 human_bytes(len),
                 human_bytes(max_line as u64)
             ),
@@ -1512,6 +1595,47 @@ pub(crate) fn process_line(buf: &[u8], line: &Line, max_line: usize, mode: Parse
         d.body_len = end - start;
     }
     out
+}
+
+/// One line read by the fast path and by the slow path, each described as
+/// text (`None` when the fast path declines the line and hands it on). The
+/// loader uses the fast path when it accepts a line, so wherever it does the
+/// two descriptions must be equal: the fuzz target `lines` checks this.
+#[doc(hidden)]
+pub fn line_both_ways(bytes: &[u8], max_line: usize) -> (Option<String>, String) {
+    let line = line_at(1, 0, 0, bytes.len(), true, max_line);
+    let describe = |out: &LineOut| match out {
+        LineOut::Row(d) => describe_row(d, bytes),
+        other => format!("{other:?}"),
+    };
+    let slow = describe(&process_line(bytes, &line, max_line, ParseMode::Slow));
+    let fast = match process_line(bytes, &line, max_line, ParseMode::Fast) {
+        out @ LineOut::Row(_) => Some(describe(&out)),
+        _ => None,
+    };
+    (fast, slow)
+}
+
+/// A row with its strings resolved, for [`line_both_ways`].
+fn describe_row(d: &RowData, buf: &[u8]) -> String {
+    let opt = |t: &Option<Text>| t.as_ref().map(|t| t.get(buf).to_string());
+    format!(
+        "trim {} len {} key {:?} case {:?} variant {:?} transformation {:?} family {:?} \
+         suggestion {:?} contract {:?} schema {:?} model {:?} summary {:?} warnings {:?}",
+        d.trim_start,
+        d.body_len,
+        d.key,
+        d.case.get(buf),
+        d.variant.get(buf),
+        d.transformation,
+        d.family,
+        d.suggestion,
+        opt(&d.contract),
+        opt(&d.schema),
+        opt(&d.model),
+        d.summary,
+        d.warnings,
+    )
 }
 
 /// The fast path: a typed, borrowing parse and a key from the raw text.
@@ -1561,11 +1685,19 @@ fn slow_row(body: &str, terminated: bool) -> LineOut {
     };
     let d = derive(&record);
     let suggestion = super::suggest::suggest_category(&record, &d);
-    let warnings = record
+    let mut warnings: Vec<String> = record
         .field_warnings
         .iter()
         .map(|w| format!("{} / {}: {w}", record.case_id, record.variant_id))
         .collect();
+    // The fast path declines any line with a repeated key (its record key
+    // refuses them), so only this path needs to look.
+    if let Some(dup) = first_duplicate_key(body) {
+        warnings.push(format!(
+            "{} / {}: the key `{dup}` appears more than once; the last value is used (as jq does) — remove the others",
+            record.case_id, record.variant_id
+        ));
+    }
     let summary = summarize(&record, &d);
     LineOut::Row(Box::new(RowData {
         trim_start: 0,
@@ -1582,6 +1714,101 @@ fn slow_row(body: &str, terminated: bool) -> LineOut {
         summary,
         warnings,
     }))
+}
+
+/// The path of the first key an object of `json` repeats (`source.state.a`,
+/// `reasons[2].id`), if any. `json` is known to parse.
+fn first_duplicate_key(json: &str) -> Option<String> {
+    use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+    use std::cell::RefCell;
+
+    struct Seek<'a> {
+        path: String,
+        found: &'a RefCell<Option<String>>,
+    }
+
+    impl<'de> DeserializeSeed<'de> for Seek<'_> {
+        type Value = ();
+        fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+
+    impl<'de> Visitor<'de> for Seek<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("JSON")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, _: &str) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            let mut i = 0usize;
+            loop {
+                if self.found.borrow().is_some() {
+                    while seq.next_element::<IgnoredAny>()?.is_some() {}
+                    return Ok(());
+                }
+                let seed = Seek {
+                    path: format!("{}[{i}]", self.path),
+                    found: self.found,
+                };
+                if seq.next_element_seed(seed)?.is_none() {
+                    return Ok(());
+                }
+                i += 1;
+            }
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let mut keys: Vec<String> = Vec::new();
+            while let Some(k) = map.next_key::<String>()? {
+                let path = if self.path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{}.{k}", self.path)
+                };
+                if self.found.borrow().is_some() {
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+                if keys.contains(&k) {
+                    *self.found.borrow_mut() = Some(path);
+                    map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+                map.next_value_seed(Seek {
+                    path,
+                    found: self.found,
+                })?;
+                keys.push(k);
+            }
+            Ok(())
+        }
+    }
+
+    let found = RefCell::new(None);
+    let mut de = serde_json::Deserializer::from_str(json);
+    let seek = Seek {
+        path: String::new(),
+        found: &found,
+    };
+    seek.deserialize(&mut de).ok()?;
+    found.into_inner()
 }
 
 fn classify_json_error(e: &serde_json::Error, terminated: bool) -> (ProblemKind, String) {

@@ -22,11 +22,20 @@ impl std::fmt::Display for RecordError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             RecordError::NotAnObject(found) => {
-                write!(f, "expected a JSON object per line, found {found}")
+                write!(
+                    f,
+                    "expected a JSON object per line, found {found}; write one pair per line (`jq -c .` compacts pretty-printed JSON)"
+                )
             }
-            RecordError::MissingId(name) => write!(f, "missing required field `{name}`"),
+            RecordError::MissingId(name) => write!(
+                f,
+                "missing required field `{name}`; every pair needs a case_id and a variant_id"
+            ),
             RecordError::WrongIdType(name, found) => {
-                write!(f, "field `{name}` must be a string, found {found}")
+                write!(
+                    f,
+                    "field `{name}` must be a string, found {found}; write the id as a JSON string"
+                )
             }
         }
     }

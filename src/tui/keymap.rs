@@ -141,11 +141,14 @@ impl KeyChord {
         }
         let code = if rest.chars().count() == 1 {
             let c = rest.chars().next()?;
-            if mods.contains(KeyModifiers::SHIFT) && c.is_ascii_alphabetic() {
+            if mods.contains(KeyModifiers::CONTROL) {
+                // As a terminal reports it (see `from_event`): ctrl-shift-d
+                // arrives as ctrl-d.
+                mods.remove(KeyModifiers::SHIFT);
+                KeyCode::Char(c.to_ascii_lowercase())
+            } else if mods.contains(KeyModifiers::SHIFT) && c.is_ascii_alphabetic() {
                 mods.remove(KeyModifiers::SHIFT);
                 KeyCode::Char(c.to_ascii_uppercase())
-            } else if mods.contains(KeyModifiers::CONTROL) {
-                KeyCode::Char(c.to_ascii_lowercase())
             } else {
                 KeyCode::Char(c)
             }
@@ -584,6 +587,34 @@ fn line_of(text: &str, byte: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the `config` fuzz target: `c-shift-d` parsed to ctrl-D,
+    /// which no key event can match (a terminal reports ctrl-d), and printed
+    /// as "ctrl-D", which parsed back as ctrl-d.
+    #[test]
+    fn ctrl_with_shift_is_the_ctrl_key_a_terminal_reports() {
+        for s in ["c-shift-d", "ctrl-shift-d", "ctrl-D", "shift-ctrl-d"] {
+            let chord = KeyChord::parse(s).expect(s);
+            assert_eq!(Some(chord), KeyChord::parse("ctrl-d"), "{s}");
+            assert_eq!(chord.to_string(), "ctrl-d", "{s}");
+        }
+        assert_eq!(
+            KeyChord::parse("ctrl-shift-d"),
+            Some(KeyChord::from_event(&KeyEvent::new(
+                KeyCode::Char('D'),
+                KeyModifiers::CONTROL | KeyModifiers::SHIFT
+            )))
+        );
+        // Shift alone still makes the capital; alt keeps it.
+        assert_eq!(
+            KeyChord::parse("shift-d").map(|c| c.code),
+            Some(KeyCode::Char('D'))
+        );
+        assert_eq!(
+            KeyChord::parse("alt-shift-d").expect("a chord").to_string(),
+            "alt-D"
+        );
+    }
 
     #[test]
     fn default_keymap_parses() {

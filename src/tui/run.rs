@@ -165,6 +165,13 @@ pub fn run(
                     for e in handle_key(&mut app, &keymap, &mut keys, chord) {
                         if e == Effect::Suspend {
                             term::suspend(&mut terminal)?;
+                            if mouse {
+                                // Leaving turned mouse reporting off; back on.
+                                crossterm::execute!(
+                                    io::stdout(),
+                                    crossterm::event::EnableMouseCapture
+                                )?;
+                            }
                         } else if e == Effect::Reload {
                             if let Some(l) = reload(&mut app) {
                                 loader = Some(l);

@@ -123,6 +123,19 @@ impl Tui {
     /// if the pty or the process cannot be created, or if `cwd` is not a
     /// directory (portable-pty would silently fall back to `$HOME`).
     pub fn spawn(args: &[&str], cols: u16, rows: u16, cwd: &Path, envs: &[(&str, &str)]) -> Tui {
+        Tui::spawn_program(env!("CARGO_BIN_EXE_triage"), args, cols, rows, cwd, envs)
+    }
+
+    /// Like [`Tui::spawn`], for any program (a shell that runs triage, for
+    /// job-control tests).
+    pub fn spawn_program(
+        program: &str,
+        args: &[&str],
+        cols: u16,
+        rows: u16,
+        cwd: &Path,
+        envs: &[(&str, &str)],
+    ) -> Tui {
         assert!(
             cwd.is_dir(),
             "Tui::spawn: cwd {} is not a directory",
@@ -136,7 +149,7 @@ impl Tui {
         };
         let pair = native_pty_system().openpty(size).expect("open a pty");
 
-        let mut cmd = CommandBuilder::new(env!("CARGO_BIN_EXE_triage"));
+        let mut cmd = CommandBuilder::new(program);
         cmd.args(args);
         cmd.cwd(cwd);
         cmd.env("TERM", "xterm-256color");
