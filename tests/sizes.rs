@@ -91,3 +91,32 @@ fn every_overlay_draws_at_every_fifth_size() {
         sweep(&mut app, 5);
     }
 }
+
+/// Every one of the 100,000 sizes from 1×1 to 500×200, for the list with the
+/// detail beside it. Minutes in a debug build, so it is not in the default
+/// run; `cargo test --release --test sizes -- --ignored` runs it (the figure
+/// is in docs/reliability.md). Sizes are split across the cores by height.
+#[test]
+#[ignore = "every size: run in release with --ignored"]
+fn every_size_from_1x1_to_500x200() {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let started = std::time::Instant::now();
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            s.spawn(move || {
+                let (mut app, _dir) = app("sample-runs/support-urgency.jsonl");
+                let theme = Theme::dark();
+                let keymap = Keymap::default_keymap();
+                for h in (1..=200u16).filter(|h| usize::from(*h) % threads == t) {
+                    for w in 1..=500u16 {
+                        draw(&mut app, &theme, &keymap, w, h);
+                    }
+                }
+            });
+        }
+    });
+    eprintln!(
+        "drew 100000 sizes on {threads} threads in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+}
