@@ -465,7 +465,7 @@ fn scroll_bottom_shows_the_end_of_the_detail() {
         .as_ref()
         .and_then(|d| {
             d.doc
-                .unified
+                .lines(DetailMode::Unified)
                 .iter()
                 .rev()
                 .map(|l| l.to_string())

@@ -313,6 +313,10 @@ pub struct RunIndex {
     pub files: Vec<RunFile>,
     strings: Vec<Box<str>>,
     pub rows: Vec<PairRow>,
+    /// Each row's status, one byte per row, appended with the rows by
+    /// [`RunIndex::apply`]: the list and the query scan it instead of the
+    /// whole rows. See [`RunIndex::statuses`].
+    statuses: Vec<Status>,
     pub problems: Vec<Problem>,
     /// Lines that could not be opened (problems that skip a line).
     pub skipped_lines: usize,
@@ -337,6 +341,13 @@ impl RunIndex {
         self.strings.get(s as usize).map(|b| &**b).unwrap_or("")
     }
 
+    /// Each row's status, in row order, when the column covers every row
+    /// (rows are added by [`RunIndex::apply`]); `None` if `rows` was set
+    /// another way, and then the rows themselves must be read.
+    pub fn statuses(&self) -> Option<&[Status]> {
+        (self.statuses.len() == self.rows.len()).then_some(&self.statuses[..])
+    }
+
     /// Every interned string, in id order.
     pub fn strings(&self) -> &[Box<str>] {
         &self.strings
@@ -347,6 +358,11 @@ impl RunIndex {
         self.strings.extend(b.strings);
         self.failures += b.rows.iter().filter(|r| r.status.is_failure()).count();
         self.skipped_lines += b.problems.iter().filter(|p| p.kind.skips_line()).count();
+        if self.statuses.len() != self.rows.len() {
+            // The rows were set some other way: start the column again.
+            self.statuses = self.rows.iter().map(|r| r.status).collect();
+        }
+        self.statuses.extend(b.rows.iter().map(|r| r.status));
         self.rows.extend(b.rows);
         self.problems.extend(b.problems);
         self.bytes_read = b.bytes_read;

@@ -1598,7 +1598,22 @@ fn sweep(cond: &mut Cond, negated: bool, index: &RunIndex, env: &AnnEnv, sel: &m
     match cond {
         Cond::Status(m) => {
             let m = *m;
-            retain_rows(sel, rows, |r| status_in(m, r) != negated);
+            match index.statuses() {
+                // One byte per row instead of the whole row.
+                Some(col) => {
+                    let mut n = 0;
+                    for k in 0..sel.len() {
+                        let i = sel[k];
+                        let hit = col
+                            .get(i as usize)
+                            .is_some_and(|&s| (m & (1 << status_bit(s)) != 0) != negated);
+                        sel[n] = i;
+                        n += usize::from(hit);
+                    }
+                    sel.truncate(n);
+                }
+                None => retain_rows(sel, rows, |r| status_in(m, r) != negated),
+            }
         }
         Cond::Sym(f, set) => {
             let f = *f;
