@@ -90,8 +90,16 @@ fn main() {
     for (i, c) in QUERY.char_indices() {
         let (t, cpu) = (Instant::now(), cpu_ms());
         app::type_text(&mut app, &c.to_string());
-        keys.push((ms(t.elapsed()), &QUERY[..i + c.len_utf8()]));
-        key_cpu.push(cpu_ms() - cpu);
+        let (wall, cpu) = (ms(t.elapsed()), cpu_ms() - cpu);
+        let prefix = &QUERY[..i + c.len_utf8()];
+        if wall >= 1.0 {
+            println!(
+                "# key {prefix:?}: {wall:.2} ms (CPU {cpu:.2}), {} in view",
+                app.view.len()
+            );
+        }
+        keys.push((wall, prefix));
+        key_cpu.push(cpu);
     }
     if let Some((worst, prefix)) = keys.iter().max_by(|a, b| a.0.total_cmp(&b.0)) {
         println!("query_worst_prefix {prefix:?} {worst:.2}");

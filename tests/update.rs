@@ -783,3 +783,21 @@ fn only_the_shown_detail_mode_is_laid_out() {
     assert!(raw > 0 && d.doc.is_built(DetailMode::Raw));
     assert!(d.doc.anchors(DetailMode::Raw).is_empty());
 }
+
+#[test]
+fn typing_a_query_keeps_the_classified_count() {
+    let mut f = Fixture::new();
+    f.classify('5');
+    f.classify('2');
+    assert_eq!(f.app.classified, 2);
+    f.act(Action::StartQuery);
+    app::type_text(&mut f.app, "status:fail");
+    assert_eq!(
+        f.app.classified, 2,
+        "a query does not change what is classified"
+    );
+    f.act(Action::InputCancel);
+    assert_eq!(f.app.classified, 2);
+    f.app.recount();
+    assert_eq!(f.app.classified, 2);
+}

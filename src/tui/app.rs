@@ -171,7 +171,7 @@ pub struct QueryBar {
 /// On runs with more pairs than this, a query that searches text (a bare
 /// word or a phrase: every line is read again) waits for Enter instead of
 /// running on each key, so typing stays instant.
-pub const LIVE_TEXT_MAX_PAIRS: usize = 100_000;
+pub const LIVE_TEXT_MAX_PAIRS: usize = 20_000;
 
 /// How a message in the status line should look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1089,7 +1089,7 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
                 Action::InputCancel | Action::Close | Action::Cancel => {
                     app.overlay = Overlay::None;
                     app.query = None;
-                    app.rebuild_view();
+                    app.rebuild(false);
                     app.say("query cleared", MessageKind::Info);
                     return app.detail_effect();
                 }
@@ -1657,7 +1657,8 @@ fn query_changed(app: &mut App) -> Vec<Effect> {
             bar.error = None;
             bar.waiting = false;
             app.query = (!q.is_empty()).then_some(q);
-            app.rebuild_view();
+            // A query changes neither the rows nor the annotations: no recount.
+            app.rebuild(false);
             app.detail_effect()
         }
         Err(e) => {
