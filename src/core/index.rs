@@ -362,21 +362,6 @@ impl RunIndex {
             // The rows were set some other way: start the column again.
             self.statuses = self.rows.iter().map(|r| r.status).collect();
         }
-        let need = self.rows.len() + b.rows.len();
-        if need > self.rows.capacity() && b.bytes_read > 0 && b.bytes_read < self.bytes_total {
-            // Grow to the rows the whole run will have at this many rows per
-            // byte (plus 2%), not to twice the rows: at a million rows,
-            // doubling would leave up to half a million rows' worth unused.
-            // At least an eighth more each time, so a low guess still grows
-            // geometrically.
-            let expected =
-                (need as u128 * u128::from(self.bytes_total) / u128::from(b.bytes_read)) as usize;
-            let target = expected
-                .saturating_add(expected / 50)
-                .max(need.saturating_add(need / 8));
-            self.rows.reserve_exact(target - self.rows.len());
-            self.statuses.reserve_exact(target - self.statuses.len());
-        }
         self.statuses.extend(b.rows.iter().map(|r| r.status));
         self.rows.extend(b.rows);
         self.problems.extend(b.problems);
