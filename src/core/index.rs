@@ -317,6 +317,9 @@ pub struct RunIndex {
     /// [`RunIndex::apply`]: the list and the query scan it instead of the
     /// whole rows. See [`RunIndex::statuses`].
     statuses: Vec<Status>,
+    /// Each row's family and transformation as a one-byte code (see [`Codes`]).
+    families: Codes,
+    transformations: Codes,
     pub problems: Vec<Problem>,
     /// Lines that could not be opened (problems that skip a line).
     pub skipped_lines: usize,
@@ -325,6 +328,39 @@ pub struct RunIndex {
     pub bytes_read: u64,
     pub done: bool,
     pub elapsed: Duration,
+}
+
+/// A low-cardinality string column, one byte per row: code `c` stands for
+/// `values[c]`, and [`Codes::OTHER`] for "read the row" (past 255 distinct
+/// values). A query term tests each distinct value once, then scans bytes
+/// instead of gathering a field from every 96-byte row.
+#[derive(Debug, Default, Clone)]
+pub struct Codes {
+    pub codes: Vec<u8>,
+    /// The string of each code, in the order first seen.
+    pub values: Vec<Sym>,
+    map: HashMap<Sym, u8>,
+}
+
+impl Codes {
+    /// The code of a row whose value is not in [`Codes::values`].
+    pub const OTHER: u8 = u8::MAX;
+
+    fn extend(&mut self, syms: impl Iterator<Item = Sym>) {
+        for sym in syms {
+            let code = match self.map.get(&sym) {
+                Some(&c) => c,
+                None if self.values.len() < usize::from(Codes::OTHER) => {
+                    let c = self.values.len() as u8;
+                    self.values.push(sym);
+                    self.map.insert(sym, c);
+                    c
+                }
+                None => Codes::OTHER,
+            };
+            self.codes.push(code);
+        }
+    }
 }
 
 /// A parsed pair with its derived facts and the raw line, for the detail view.
@@ -348,6 +384,16 @@ impl RunIndex {
         (self.statuses.len() == self.rows.len()).then_some(&self.statuses[..])
     }
 
+    /// Each row's family as a one-byte code, when the column covers every row.
+    pub fn family_codes(&self) -> Option<&Codes> {
+        (self.families.codes.len() == self.rows.len()).then_some(&self.families)
+    }
+
+    /// Each row's transformation as a one-byte code, when the column covers every row.
+    pub fn transformation_codes(&self) -> Option<&Codes> {
+        (self.transformations.codes.len() == self.rows.len()).then_some(&self.transformations)
+    }
+
     /// Every interned string, in id order.
     pub fn strings(&self) -> &[Box<str>] {
         &self.strings
@@ -363,6 +409,16 @@ impl RunIndex {
             self.statuses = self.rows.iter().map(|r| r.status).collect();
         }
         self.statuses.extend(b.rows.iter().map(|r| r.status));
+        if self.families.codes.len() != self.rows.len() {
+            self.families = Codes::default();
+            self.transformations = Codes::default();
+            self.families.extend(self.rows.iter().map(|r| r.family));
+            self.transformations
+                .extend(self.rows.iter().map(|r| r.transformation));
+        }
+        self.families.extend(b.rows.iter().map(|r| r.family));
+        self.transformations
+            .extend(b.rows.iter().map(|r| r.transformation));
         self.rows.extend(b.rows);
         self.problems.extend(b.problems);
         self.bytes_read = b.bytes_read;
