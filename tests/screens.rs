@@ -557,6 +557,18 @@ fn query_bar_with_an_error() {
 }
 
 #[test]
+fn query_bar_waiting_for_enter_on_a_text_search() {
+    let mut s = Screen::new(RICH, 100, 30);
+    // Stand in for a run too large to search text on every key.
+    s.app.live_text_max_pairs = 10;
+    s.act(Action::StartQuery);
+    app::type_text(&mut s.app, "payment");
+    snap("query_waiting", &s);
+    let text = s.draw().backend().to_string();
+    assert!(text.contains("Enter to run it"), "{text}");
+}
+
+#[test]
 fn help_of_every_preset() {
     for preset in ["vim", "emacs"] {
         let mut s = Screen::new(RICH, 100, 60);
