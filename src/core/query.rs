@@ -1298,14 +1298,18 @@ enum Cond {
 }
 
 impl Cond {
-    /// Evaluation order: cheapest first, text (I/O) last.
+    /// Evaluation order: cheapest first, text (I/O) last. Terms on the
+    /// one-byte columns (status, family, transformation) go before terms
+    /// that read whole rows, so those read only the rows left.
     fn cost(&self) -> u8 {
         match self {
+            Cond::Status(_) | Cond::Sym(SymField::Family | SymField::Transformation, _) => 0,
             Cond::Sym(..) => 1,
             Cond::Ann { .. } => 2,
             Cond::Stale { .. } => 3,
             Cond::Text(_) => TEXT_COST,
-            _ => 0,
+            // Codes and numbers read from the row.
+            _ => 1,
         }
     }
 }
