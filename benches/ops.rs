@@ -83,9 +83,21 @@ fn ops(c: &mut Criterion) {
         })
     });
 
+    // Back and forth over the list, so that every move loads a new pair.
+    let mut forward = true;
     c.bench_function("next pair with detail", |bch| {
         bch.iter(|| {
-            let work = app::update(&mut app, Action::NextPair);
+            if app.cursor + 1 >= app.items.len() {
+                forward = false;
+            } else if app.cursor == 0 {
+                forward = true;
+            }
+            let step = if forward {
+                Action::NextPair
+            } else {
+                Action::PrevPair
+            };
+            let work = app::update(&mut app, step);
             testing::run_effects(&mut app, work, &theme);
         })
     });

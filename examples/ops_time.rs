@@ -6,8 +6,9 @@
 //!
 //! Loads the run fully into an app sized for a 200×50 terminal (as
 //! `triage::tui::testing` does), shows every pair (not only failures), then
-//! measures: a query keystroke (the query re-parsed and the view rebuilt for
-//! each prefix of a typed query), a sort of all pairs on several keys, a frame
+//! measures: a query keystroke (each key typed into the query bar: the text
+//! re-parsed and the view rebuilt), the whole query applied at once, a text
+//! search, a sort of all pairs on several keys, a frame
 //! render into a ratatui `TestBackend`, and moving to the next pair with its
 //! detail and diff loaded. Prints one `name value` line per figure, in ms,
 //! plus the resident memory after loading.
@@ -20,7 +21,7 @@ use ratatui::backend::TestBackend;
 use triage::tui::action::Action;
 use triage::tui::app;
 use triage::tui::keymap::Keymap;
-use triage::tui::listing::{Sort, SortKey, sort_rows};
+use triage::tui::listing::{Ranks, Sort, SortKey, sort_rows_with};
 use triage::tui::style::Theme;
 use triage::tui::{testing, ui};
 
@@ -28,6 +29,18 @@ const QUERY: &str = "status:fail family:state-noise dp<-0.05";
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
+}
+
+/// CPU time of the whole process (every thread), in ms: steadier than wall
+/// time on a shared machine.
+fn cpu_ms() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec for the call to fill.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 * 1000.0 + ts.tv_nsec as f64 / 1e6
 }
 
 fn pct(v: &mut [f64], p: f64) -> f64 {
@@ -67,48 +80,96 @@ fn main() {
     }
     println!("view {}", app.view.len());
 
-    // A query typed one key at a time: each prefix re-filters every pair.
+    // A query typed one key at a time into the query bar, as a user does:
+    // each key re-parses the text and, when it parses, re-filters every pair
+    // (a bare word on the way, like `stat`, waits for Enter on a large run).
+    let work = app::update(&mut app, Action::StartQuery);
+    testing::run_effects(&mut app, work, &theme);
     let mut keys = Vec::new();
-    for end in 1..=QUERY.len() {
-        let t = Instant::now();
-        let _ = app.set_query(&QUERY[..end]);
-        keys.push(ms(t.elapsed()));
+    let mut key_cpu = Vec::new();
+    for (i, c) in QUERY.char_indices() {
+        let (t, cpu) = (Instant::now(), cpu_ms());
+        app::type_text(&mut app, &c.to_string());
+        let (wall, cpu) = (ms(t.elapsed()), cpu_ms() - cpu);
+        let prefix = &QUERY[..i + c.len_utf8()];
+        if wall >= 1.0 {
+            println!(
+                "# key {prefix:?}: {wall:.2} ms (CPU {cpu:.2}), {} in view",
+                app.view.len()
+            );
+        }
+        keys.push((wall, prefix));
+        key_cpu.push(cpu);
     }
-    if let Some((i, worst)) = keys.iter().enumerate().max_by(|a, b| a.1.total_cmp(b.1)) {
-        println!("query_worst_prefix {:?} {worst:.1}", &QUERY[..=i]);
+    if let Some((worst, prefix)) = keys.iter().max_by(|a, b| a.0.total_cmp(&b.0)) {
+        println!("query_worst_prefix {prefix:?} {worst:.2}");
     }
-    println!("query_keystroke_p50 {:.2}", pct(&mut keys.clone(), 0.5));
-    println!("query_keystroke_max {:.2}", pct(&mut keys, 1.0));
+    let mut key_ms: Vec<f64> = keys.iter().map(|k| k.0).collect();
+    println!("query_keystroke_p50 {:.2}", pct(&mut key_ms.clone(), 0.5));
+    println!("query_keystroke_max {:.2}", pct(&mut key_ms, 1.0));
+    println!("query_keystroke_max_cpu {:.2}", pct(&mut key_cpu, 1.0));
     println!("query_matches {}", app.view.len());
+    let work = app::update(&mut app, Action::InputSubmit);
+    testing::run_effects(&mut app, work, &theme);
+    // The whole query applied at once (Enter, a facet, a history entry).
+    let mut applied = Vec::new();
+    let mut applied_cpu = Vec::new();
+    for _ in 0..5 {
+        let (t, cpu) = (Instant::now(), cpu_ms());
+        let _ = app.set_query(QUERY);
+        applied.push(ms(t.elapsed()));
+        applied_cpu.push(cpu_ms() - cpu);
+    }
+    println!("query_apply_p50 {:.2}", pct(&mut applied, 0.5));
+    println!("query_apply_p50_cpu {:.2}", pct(&mut applied_cpu, 0.5));
+    // A text search (Enter on a bare word) reads every line again: for information.
+    let t = Instant::now();
+    let _ = app.set_query("timeout");
+    println!("text_search_ms {:.0}", ms(t.elapsed()));
+    println!("text_search_matches {}", app.view.len());
     let _ = app.set_query("");
 
-    // Sorting every pair on each key.
+    // Sorting every pair on each key. The string ranks are kept between
+    // sorts as the app keeps them; the first sort on a string column after
+    // loading ranks every interned string, and is reported on its own.
     let all: Vec<u32> = (0..app.index.rows.len() as u32).collect();
+    let mut ranks = Ranks::default();
     let mut sorts = Vec::new();
+    let mut sorts_cpu = Vec::new();
     for key in [
         SortKey::Status,
+        SortKey::Case,
         SortKey::Case,
         SortKey::Transformation,
         SortKey::Drift,
         SortKey::Margin,
         SortKey::Route,
     ] {
-        let mut view = all.clone();
-        let t = Instant::now();
-        sort_rows(
-            &app.index,
-            &app.store,
-            &mut view,
-            Sort {
-                key,
-                descending: false,
-            },
-        );
-        let d = ms(t.elapsed());
-        println!("sort_{key:?}_ms {d:.1}");
-        sorts.push(d);
+        for descending in [false, true] {
+            let mut view = all.clone();
+            let first = ranks.is_empty();
+            let (t, cpu) = (Instant::now(), cpu_ms());
+            sort_rows_with(
+                &mut ranks,
+                &app.index,
+                &app.store,
+                &mut view,
+                Sort { key, descending },
+            );
+            let d = ms(t.elapsed());
+            let d_cpu = cpu_ms() - cpu;
+            let dir = if descending { "desc" } else { "asc" };
+            if first && !ranks.is_empty() {
+                println!("sort_first_with_ranking_{key:?}_ms {d:.1}");
+            } else {
+                println!("sort_{key:?}_{dir}_ms {d:.1} (cpu {d_cpu:.1})");
+                sorts.push(d);
+                sorts_cpu.push(d_cpu);
+            }
+        }
     }
     println!("sort_max {:.1}", pct(&mut sorts, 1.0));
+    println!("sort_max_cpu {:.1}", pct(&mut sorts_cpu, 1.0));
 
     // Frames at 200×50.
     let keymap = Keymap::load("default").expect("default keymap");

@@ -465,7 +465,7 @@ fn scroll_bottom_shows_the_end_of_the_detail() {
         .as_ref()
         .and_then(|d| {
             d.doc
-                .unified
+                .lines(DetailMode::Unified)
                 .iter()
                 .rev()
                 .map(|l| l.to_string())
@@ -554,6 +554,18 @@ fn query_bar_with_an_error() {
     s.act(Action::StartQuery);
     app::type_text(&mut s.app, "family:question dp<abc");
     snap("query_error", &s);
+}
+
+#[test]
+fn query_bar_waiting_for_enter_on_a_text_search() {
+    let mut s = Screen::new(RICH, 100, 30);
+    // Stand in for a run too large to search text on every key.
+    s.app.live_text_max_pairs = 10;
+    s.act(Action::StartQuery);
+    app::type_text(&mut s.app, "payment");
+    snap("query_waiting", &s);
+    let text = s.draw().backend().to_string();
+    assert!(text.contains("Enter to run it"), "{text}");
 }
 
 #[test]

@@ -742,3 +742,103 @@ fn reload_keeps_annotations_attached_by_record_key() {
     );
     assert!(f.app.orphans.is_empty());
 }
+
+/// The rows a query selects among all pairs, straight from the core.
+fn matches_of(app: &App, text: &str) -> Vec<u32> {
+    let q = triage::core::query::parse(text).expect("query");
+    let all: Vec<u32> = (0..app.index.rows.len() as u32).collect();
+    q.filter(
+        &triage::core::query::Context {
+            index: &app.index,
+            store: Some(&app.store),
+        },
+        &all,
+    )
+}
+
+#[test]
+fn a_text_query_follows_each_key_on_a_small_run() {
+    let mut f = Fixture::new();
+    f.act(Action::ToggleAllPairs);
+    f.act(Action::StartQuery);
+    app::type_text(&mut f.app, "timeout");
+    let Overlay::Query(bar) = &f.app.overlay else {
+        panic!("the query bar is open");
+    };
+    assert!(!bar.waiting);
+    assert_eq!(f.app.view, matches_of(&f.app, "timeout"));
+    assert_eq!(f.app.view.len(), 2, "two lines of the sample say timeout");
+}
+
+#[test]
+fn a_text_query_on_a_large_run_waits_for_enter() {
+    let mut f = Fixture::new();
+    // Stand in for a run larger than LIVE_TEXT_MAX_PAIRS.
+    f.app.live_text_max_pairs = 10;
+    f.act(Action::ToggleAllPairs);
+    f.act(Action::StartQuery);
+    app::type_text(&mut f.app, "-status:pass");
+    let failures = f.app.view.clone();
+    assert_eq!(
+        failures,
+        matches_of(&f.app, "-status:pass"),
+        "field terms stay live"
+    );
+    app::type_text(&mut f.app, " payment");
+    let Overlay::Query(bar) = &f.app.overlay else {
+        panic!("the query bar is open");
+    };
+    assert!(bar.waiting && bar.error.is_none());
+    assert_eq!(
+        f.app.view, failures,
+        "the list keeps the last query until Enter"
+    );
+    assert_eq!(
+        f.app.query.as_ref().map(|q| q.to_string()).as_deref(),
+        Some("-status:pass")
+    );
+
+    f.act(Action::InputSubmit);
+    assert!(matches!(f.app.overlay, Overlay::None));
+    assert_eq!(f.app.view, matches_of(&f.app, "-status:pass payment"));
+    assert_eq!(
+        f.app.query.as_ref().map(|q| q.to_string()).as_deref(),
+        Some("-status:pass payment")
+    );
+    assert!(!f.app.view.is_empty() && f.app.view.len() < failures.len());
+    assert_cursor_in_range(&f.app);
+}
+
+#[test]
+fn only_the_shown_detail_mode_is_laid_out() {
+    use triage::tui::app::DetailMode;
+    let mut f = Fixture::new();
+    f.act(Action::NextPair);
+    let d = f.app.detail.as_ref().expect("a detail");
+    assert!(d.doc.is_built(DetailMode::Unified));
+    assert!(!d.doc.is_built(DetailMode::SideBySide));
+    assert!(!d.doc.is_built(DetailMode::Raw));
+    assert!(d.doc.len(DetailMode::Unified) > 0);
+    // Another mode is laid out when asked for, from the same pair.
+    let raw = d.doc.lines(DetailMode::Raw).len();
+    assert!(raw > 0 && d.doc.is_built(DetailMode::Raw));
+    assert!(d.doc.anchors(DetailMode::Raw).is_empty());
+}
+
+#[test]
+fn typing_a_query_keeps_the_classified_count() {
+    let mut f = Fixture::new();
+    f.classify('5');
+    f.classify('2');
+    assert_eq!(f.app.classified, 2);
+    f.act(Action::StartQuery);
+    app::type_text(&mut f.app, "status:fail");
+    assert_eq!(
+        f.app.classified, 2,
+        "a query does not change what is classified"
+    );
+    f.act(Action::InputCancel);
+    assert_eq!(f.app.classified, 2);
+    f.app.recount();
+    assert_eq!(f.app.classified, 2);
+}

@@ -333,6 +333,13 @@ pub struct RunIndex {
     pub files: Vec<RunFile>,
     strings: Vec<Box<str>>,
     pub rows: Vec<PairRow>,
+    /// Each row's status, one byte per row, appended with the rows by
+    /// [`RunIndex::apply`]: the list and the query scan it instead of the
+    /// whole rows. See [`RunIndex::statuses`].
+    statuses: Vec<Status>,
+    /// Each row's family and transformation as a one-byte code (see [`Codes`]).
+    families: Codes,
+    transformations: Codes,
     pub problems: Vec<Problem>,
     /// Lines that could not be opened (problems that skip a line).
     pub skipped_lines: usize,
@@ -341,6 +348,39 @@ pub struct RunIndex {
     pub bytes_read: u64,
     pub done: bool,
     pub elapsed: Duration,
+}
+
+/// A low-cardinality string column, one byte per row: code `c` stands for
+/// `values[c]`, and [`Codes::OTHER`] for "read the row" (past 255 distinct
+/// values). A query term tests each distinct value once, then scans bytes
+/// instead of gathering a field from every 96-byte row.
+#[derive(Debug, Default, Clone)]
+pub struct Codes {
+    pub codes: Vec<u8>,
+    /// The string of each code, in the order first seen.
+    pub values: Vec<Sym>,
+    map: HashMap<Sym, u8>,
+}
+
+impl Codes {
+    /// The code of a row whose value is not in [`Codes::values`].
+    pub const OTHER: u8 = u8::MAX;
+
+    fn extend(&mut self, syms: impl Iterator<Item = Sym>) {
+        for sym in syms {
+            let code = match self.map.get(&sym) {
+                Some(&c) => c,
+                None if self.values.len() < usize::from(Codes::OTHER) => {
+                    let c = self.values.len() as u8;
+                    self.values.push(sym);
+                    self.map.insert(sym, c);
+                    c
+                }
+                None => Codes::OTHER,
+            };
+            self.codes.push(code);
+        }
+    }
 }
 
 /// A parsed pair with its derived facts and the raw line, for the detail view.
@@ -357,6 +397,23 @@ impl RunIndex {
         self.strings.get(s as usize).map(|b| &**b).unwrap_or("")
     }
 
+    /// Each row's status, in row order, when the column covers every row
+    /// (rows are added by [`RunIndex::apply`]); `None` if `rows` was set
+    /// another way, and then the rows themselves must be read.
+    pub fn statuses(&self) -> Option<&[Status]> {
+        (self.statuses.len() == self.rows.len()).then_some(&self.statuses[..])
+    }
+
+    /// Each row's family as a one-byte code, when the column covers every row.
+    pub fn family_codes(&self) -> Option<&Codes> {
+        (self.families.codes.len() == self.rows.len()).then_some(&self.families)
+    }
+
+    /// Each row's transformation as a one-byte code, when the column covers every row.
+    pub fn transformation_codes(&self) -> Option<&Codes> {
+        (self.transformations.codes.len() == self.rows.len()).then_some(&self.transformations)
+    }
+
     /// Every interned string, in id order.
     pub fn strings(&self) -> &[Box<str>] {
         &self.strings
@@ -367,6 +424,21 @@ impl RunIndex {
         self.strings.extend(b.strings);
         self.failures += b.rows.iter().filter(|r| r.status.is_failure()).count();
         self.skipped_lines += b.problems.iter().filter(|p| p.kind.skips_line()).count();
+        if self.statuses.len() != self.rows.len() {
+            // The rows were set some other way: start the column again.
+            self.statuses = self.rows.iter().map(|r| r.status).collect();
+        }
+        self.statuses.extend(b.rows.iter().map(|r| r.status));
+        if self.families.codes.len() != self.rows.len() {
+            self.families = Codes::default();
+            self.transformations = Codes::default();
+            self.families.extend(self.rows.iter().map(|r| r.family));
+            self.transformations
+                .extend(self.rows.iter().map(|r| r.transformation));
+        }
+        self.families.extend(b.rows.iter().map(|r| r.family));
+        self.transformations
+            .extend(b.rows.iter().map(|r| r.transformation));
         self.rows.extend(b.rows);
         self.problems.extend(b.problems);
         self.bytes_read = b.bytes_read;

@@ -23,7 +23,9 @@ use memchr::memmem;
 
 use super::annotations::{Annotation, AnnotationSource, AnnotationStore};
 use super::derive::Status;
-use super::index::{ExpKind, NO_SYM, OutcomeCode, PairRow, RunIndex, Sym, ValidityCode, flags};
+use super::index::{
+    Codes, ExpKind, NO_SYM, OutcomeCode, PairRow, RunIndex, Sym, ValidityCode, flags,
+};
 use super::key::RecordKey;
 use super::model::Route;
 
@@ -1296,14 +1298,18 @@ enum Cond {
 }
 
 impl Cond {
-    /// Evaluation order: cheapest first, text (I/O) last.
+    /// Evaluation order: cheapest first, text (I/O) last. Terms on the
+    /// one-byte columns (status, family, transformation) go before terms
+    /// that read whole rows, so those read only the rows left.
     fn cost(&self) -> u8 {
         match self {
+            Cond::Status(_) | Cond::Sym(SymField::Family | SymField::Transformation, _) => 0,
             Cond::Sym(..) => 1,
             Cond::Ann { .. } => 2,
             Cond::Stale { .. } => 3,
             Cond::Text(_) => TEXT_COST,
-            _ => 0,
+            // Codes and numbers read from the row.
+            _ => 1,
         }
     }
 }
@@ -1598,11 +1604,54 @@ fn sweep(cond: &mut Cond, negated: bool, index: &RunIndex, env: &AnnEnv, sel: &m
     match cond {
         Cond::Status(m) => {
             let m = *m;
-            retain_rows(sel, rows, |r| status_in(m, r) != negated);
+            match index.statuses() {
+                // One byte per row instead of the whole row.
+                Some(col) => {
+                    let mut n = 0;
+                    for k in 0..sel.len() {
+                        let i = sel[k];
+                        let hit = col
+                            .get(i as usize)
+                            .is_some_and(|&s| (m & (1 << status_bit(s)) != 0) != negated);
+                        sel[n] = i;
+                        n += usize::from(hit);
+                    }
+                    sel.truncate(n);
+                }
+                None => retain_rows(sel, rows, |r| status_in(m, r) != negated),
+            }
         }
         Cond::Sym(f, set) => {
             let f = *f;
-            retain_rows(sel, rows, |r| set.test(f.get(r), index) != negated);
+            let codes = match f {
+                SymField::Family => index.family_codes(),
+                SymField::Transformation => index.transformation_codes(),
+                _ => None,
+            };
+            match codes {
+                Some(codes) => {
+                    // Test each distinct value once, then scan one byte per row.
+                    let mut verdict = [false; 256];
+                    for (v, &sym) in verdict.iter_mut().zip(&codes.values) {
+                        *v = set.test(sym, index) != negated;
+                    }
+                    let mut n = 0;
+                    for k in 0..sel.len() {
+                        let i = sel[k];
+                        let hit = match codes.codes.get(i as usize) {
+                            None => false,
+                            Some(&Codes::OTHER) => {
+                                set.test(f.get(&rows[i as usize]), index) != negated
+                            }
+                            Some(&c) => verdict[usize::from(c)],
+                        };
+                        sel[n] = i;
+                        n += usize::from(hit);
+                    }
+                    sel.truncate(n);
+                }
+                None => retain_rows(sel, rows, |r| set.test(f.get(r), index) != negated),
+            }
         }
         Cond::Flag { flag, yes, no } => {
             let (flag, yes, no) = (*flag, *yes, *no);
@@ -1813,6 +1862,71 @@ mod tests {
 
     fn count(ctx: &Context, q: &str) -> usize {
         select(ctx, q).len()
+    }
+
+    #[test]
+    fn coded_columns_agree_with_the_rows_past_255_values() {
+        // 600 rows with 300 distinct transformations (past the one-byte
+        // codes) and families, some not recorded, added over two batches.
+        let base = sample();
+        let mut strings: Vec<Box<str>> = base.strings().to_vec();
+        let first = strings.len() as Sym;
+        strings.extend((0..300).map(|i| format!("t-{i:03}").into_boxed_str()));
+        let rows: Vec<PairRow> = (0..600)
+            .map(|i| {
+                let mut r = base.rows[i % base.rows.len()];
+                r.transformation = if i % 9 == 0 {
+                    NO_SYM
+                } else {
+                    first + ((i * 7) % 300) as Sym
+                };
+                r.family = if i % 11 == 0 { NO_SYM } else { r.family };
+                r
+            })
+            .collect();
+        let mut index = RunIndex::default();
+        let (a, b) = rows.split_at(250);
+        index.apply(Batch {
+            strings,
+            rows: a.to_vec(),
+            ..Batch::default()
+        });
+        index.apply(Batch {
+            rows: b.to_vec(),
+            ..Batch::default()
+        });
+        let codes = index
+            .transformation_codes()
+            .expect("the column covers every row");
+        assert!(codes.codes.contains(&Codes::OTHER));
+        assert!(index.family_codes().is_some());
+        let ctx = Context {
+            index: &index,
+            store: None,
+        };
+        for (q, pred) in [
+            (
+                "tr:t-29*",
+                &(|r: &PairRow| index.str(r.transformation).starts_with("t-29"))
+                    as &dyn Fn(&PairRow) -> bool,
+            ),
+            ("-tr:t-0*", &|r: &PairRow| {
+                !index.str(r.transformation).starts_with("t-0")
+            }),
+            ("tr:t-299", &|r: &PairRow| {
+                index.str(r.transformation) == "t-299"
+            }),
+            ("family:state-noise", &|r: &PairRow| {
+                index.str(r.family) == "state-noise"
+            }),
+            ("-family:question", &|r: &PairRow| {
+                index.str(r.family) != "question"
+            }),
+        ] {
+            let want = expected(&index, pred);
+            assert!(want > 0, "{q} selects something");
+            assert_eq!(count(&ctx, q), want, "{q}");
+        }
     }
 
     fn expected(index: &RunIndex, pred: impl Fn(&PairRow) -> bool) -> usize {

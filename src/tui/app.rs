@@ -19,7 +19,7 @@ use crate::core::taxonomy::Taxonomy;
 use super::action::Action;
 use super::doc::DetailDoc;
 use super::input::{Jump, JumpTarget, LineInput};
-use super::listing::{Item, Sort, build_items, sort_rows};
+use super::listing::{Item, Ranks, Sort, build_items, sort_rows_with};
 use super::note::NoteEditor;
 use crate::core::query::{self, Query, QueryError};
 
@@ -166,7 +166,15 @@ pub struct QueryBar {
     pub history_pos: Option<usize>,
     /// The text typed before browsing the history.
     pub draft: String,
+    /// The text parses but searches every pair's line on a large run: it is
+    /// applied on Enter, not on each key (the list keeps the last query).
+    pub waiting: bool,
 }
+
+/// On runs with more pairs than this, a query that searches text (a bare
+/// word or a phrase: every line is read again) waits for Enter instead of
+/// running on each key, so typing stays instant.
+pub const LIVE_TEXT_MAX_PAIRS: usize = 20_000;
 
 /// How a message in the status line should look.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -214,7 +222,7 @@ pub struct Reopen {
 #[derive(Debug, Clone)]
 pub struct Detail {
     pub row: u32,
-    pub pair: Result<LoadedPair, String>,
+    pub pair: std::sync::Arc<Result<LoadedPair, String>>,
     pub suggestion: Option<Suggestion>,
     pub doc: DetailDoc,
 }
@@ -251,6 +259,8 @@ pub struct App {
     /// Cases whose variants are hidden under their header.
     pub folded: HashSet<crate::core::index::Sym>,
     pub sort: Sort,
+    /// The rank of every interned string, kept between sorts.
+    ranks: Ranks,
     /// When the view was last rebuilt while the loader was still adding rows.
     last_rebuild: std::time::Instant,
     /// How many index rows the view has considered (for incremental growth).
@@ -295,6 +305,8 @@ pub struct App {
     pub watch: RunWatch,
     /// What happened to the run file on disk, shown until a reload.
     pub run_change: Option<RunChange>,
+    /// Above this many pairs a text query waits for Enter ([`LIVE_TEXT_MAX_PAIRS`]).
+    pub live_text_max_pairs: usize,
 }
 
 impl App {
@@ -310,6 +322,7 @@ impl App {
             grouped: false,
             folded: HashSet::new(),
             sort: Sort::default(),
+            ranks: Ranks::default(),
             last_rebuild: std::time::Instant::now(),
             seen_rows: 0,
             show_all: false,
@@ -339,6 +352,7 @@ impl App {
             reopen: None,
             watch: RunWatch::default(),
             run_change: None,
+            live_text_max_pairs: LIVE_TEXT_MAX_PAIRS,
         };
         app.watch = RunWatch::new(&app.index.files);
         app.rebuild_view();
@@ -493,8 +507,10 @@ impl App {
         })
     }
 
-    fn in_view(&self, row: &PairRow) -> bool {
-        if !self.show_all && !row.status.is_failure() && !self.query_picks_status() {
+    /// Whether a row belongs in the view (before the query), with "every
+    /// status" (all pairs shown, or the query picks statuses) decided once.
+    fn in_view_with(&self, every_status: bool, row: &PairRow) -> bool {
+        if !every_status && !row.status.is_failure() {
             return false;
         }
         if self.unclassified_only && (!row.status.is_failure() || self.is_classified(row)) {
@@ -505,15 +521,49 @@ impl App {
 
     /// Recompute the view from scratch, keeping the selected line if it stays.
     pub fn rebuild_view(&mut self) {
+        self.rebuild(true);
+    }
+
+    /// [`App::rebuild_view`]; `recount` counts every classified failure
+    /// again (needed when annotations changed), otherwise only the rows the
+    /// view had not seen yet are counted.
+    fn rebuild(&mut self, recount: bool) {
         let keep_row = self.selected_row();
         let keep_case = self.selected_case().map(|(c, _)| c);
-        let candidates: Vec<u32> = (0..self.index.rows.len() as u32)
-            .filter(|&i| self.in_view(&self.index.rows[i as usize]))
-            .collect();
+        let n = self.index.rows.len() as u32;
+        let every_status = self.show_all || self.query_picks_status();
+        // The old view's allocation is reused: no fresh pages per keystroke.
+        let mut candidates = std::mem::take(&mut self.view);
+        candidates.clear();
+        if every_status && !self.unclassified_only {
+            candidates.extend(0..n);
+        } else if let (Some(col), false) = (self.index.statuses(), self.unclassified_only) {
+            // Failures only: one byte per row to look at.
+            candidates.extend((0..n).filter(|&i| col[i as usize].is_failure()));
+        } else {
+            candidates.extend(
+                (0..n).filter(|&i| self.in_view_with(every_status, &self.index.rows[i as usize])),
+            );
+        }
         self.view = self.apply_query(candidates);
+        if !recount {
+            self.count_new_rows();
+        }
         self.seen_rows = self.index.rows.len();
-        sort_rows(&self.index, &self.store, &mut self.view, self.sort);
-        self.items = build_items(&self.index, &mut self.view, self.grouped, &self.folded);
+        sort_rows_with(
+            &mut self.ranks,
+            &self.index,
+            &self.store,
+            &mut self.view,
+            self.sort,
+        );
+        build_items(
+            &self.index,
+            &mut self.view,
+            self.grouped,
+            &self.folded,
+            &mut self.items,
+        );
         self.last_rebuild = std::time::Instant::now();
         let found = self
             .items
@@ -536,8 +586,19 @@ impl App {
         self.cursor = found
             .unwrap_or_else(fallback)
             .min(self.items.len().saturating_sub(1));
-        self.recount();
+        if recount {
+            self.recount();
+        }
         self.clamp_offset();
+    }
+
+    /// Count the classified failures among rows the view has not seen yet.
+    fn count_new_rows(&mut self) {
+        let start = self.seen_rows.min(self.index.rows.len());
+        self.classified += self.index.rows[start..]
+            .iter()
+            .filter(|r| r.status.is_failure() && self.is_classified(r))
+            .count();
     }
 
     /// Take in rows the loader added since the last call.
@@ -545,8 +606,9 @@ impl App {
         let start = self.seen_rows;
         let flat = self.sort == Sort::default() && !self.grouped;
         if flat {
+            let every_status = self.show_all || self.query_picks_status();
             let fresh: Vec<u32> = (start as u32..self.index.rows.len() as u32)
-                .filter(|&i| self.in_view(&self.index.rows[i as usize]))
+                .filter(|&i| self.in_view_with(every_status, &self.index.rows[i as usize]))
                 .collect();
             for r in self.apply_query(fresh) {
                 self.view.push(r);
@@ -596,7 +658,8 @@ impl App {
     pub fn set_query(&mut self, text: &str) -> Result<(), QueryError> {
         let q = query::parse(text)?;
         self.query = (!q.is_empty()).then_some(q);
-        self.rebuild_view();
+        // A query changes neither the rows nor the annotations: no recount.
+        self.rebuild(false);
         Ok(())
     }
 
@@ -1100,7 +1163,12 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
                         app.say(format!("query not applied: {e}"), MessageKind::Error);
                         return vec![];
                     }
+                    let waiting = bar.waiting;
                     app.overlay = Overlay::None;
+                    if waiting && let Err(e) = app.set_query(&text) {
+                        app.say(format!("query not applied: {e}"), MessageKind::Error);
+                        return vec![];
+                    }
                     if !text.is_empty() {
                         app.query_history.retain(|h| *h != text);
                         app.query_history.push(text);
@@ -1111,7 +1179,7 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
                 Action::InputCancel | Action::Close | Action::Cancel => {
                     app.overlay = Overlay::None;
                     app.query = None;
-                    app.rebuild_view();
+                    app.rebuild(false);
                     app.say("query cleared", MessageKind::Info);
                     return app.detail_effect();
                 }
@@ -1649,10 +1717,17 @@ fn query_changed(app: &mut App) -> Vec<Effect> {
     };
     let text = bar.input.text.clone();
     match query::parse(&text) {
+        Ok(q) if q.needs_text() && app.index.rows.len() > app.live_text_max_pairs => {
+            bar.error = None;
+            bar.waiting = true;
+            vec![]
+        }
         Ok(q) => {
             bar.error = None;
+            bar.waiting = false;
             app.query = (!q.is_empty()).then_some(q);
-            app.rebuild_view();
+            // A query changes neither the rows nor the annotations: no recount.
+            app.rebuild(false);
             app.detail_effect()
         }
         Err(e) => {

@@ -1,10 +1,13 @@
 //! The detail document of one pair, built once per selection.
 //!
 //! [`build`] turns a loaded pair into styled lines for each detail mode —
-//! unified, side by side, raw — wrapped to the pane's width, and records the
-//! line of every change so `]`/`[` can jump between them. Rendering then only
+//! unified, side by side, raw — wrapped to the pane's width (each mode laid
+//! out on first use), and records the line of every change so `]`/`[` can
+//! jump between them. Rendering then only
 //! slices the visible lines. Every string from the run goes through
 //! [`inert_spans`], so nothing in a file can reach the terminal as control.
+
+use std::sync::{Arc, OnceLock};
 
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
@@ -20,24 +23,62 @@ use crate::core::text;
 use super::app::DetailMode;
 use super::style::{Theme, inert_spans};
 
-/// Styled lines for each detail mode, with the lines where changes start.
+/// The lines of one mode, and the lines where its changes start.
 #[derive(Debug, Clone, Default)]
+struct Built {
+    lines: Vec<Line<'static>>,
+    anchors: Vec<usize>,
+}
+
+/// Styled lines for each detail mode, with the lines where changes start.
+///
+/// Each mode is laid out the first time it is asked for: moving to the next
+/// pair lays out only the mode on screen, and a mode never shown costs
+/// nothing.
+#[derive(Debug, Clone)]
 pub struct DetailDoc {
-    pub unified: Vec<Line<'static>>,
-    pub unified_anchors: Vec<usize>,
-    pub side: Vec<Line<'static>>,
-    pub side_anchors: Vec<usize>,
-    pub raw: Vec<Line<'static>>,
+    pair: Arc<Result<LoadedPair, String>>,
+    width: usize,
+    theme: Theme,
+    unified: OnceLock<Built>,
+    side: OnceLock<Built>,
+    raw: OnceLock<Built>,
 }
 
 impl DetailDoc {
-    /// The lines of a mode.
+    fn built(&self, mode: DetailMode) -> &Built {
+        let (cell, f): (&OnceLock<Built>, fn(&mut Builder, &LoadedPair)) = match mode {
+            DetailMode::Unified => (&self.unified, |b, p| unified(b, &p.record, &p.derived)),
+            DetailMode::SideBySide => (&self.side, |b, p| side_by_side(b, &p.record, &p.derived)),
+            DetailMode::Raw => (&self.raw, |b, p| raw(b, &p.raw)),
+        };
+        cell.get_or_init(|| match &*self.pair {
+            Err(msg) => Built {
+                lines: wrap(
+                    inert_spans(msg, self.theme.error, &self.theme),
+                    self.width,
+                    0,
+                ),
+                anchors: Vec::new(),
+            },
+            Ok(p) => {
+                let mut b = Builder::new(self.width, &self.theme);
+                f(&mut b, p);
+                Built {
+                    lines: b.lines,
+                    anchors: if mode == DetailMode::Raw {
+                        Vec::new()
+                    } else {
+                        b.anchors
+                    },
+                }
+            }
+        })
+    }
+
+    /// The lines of a mode (laid out on first use).
     pub fn lines(&self, mode: DetailMode) -> &[Line<'static>] {
-        match mode {
-            DetailMode::Unified => &self.unified,
-            DetailMode::SideBySide => &self.side,
-            DetailMode::Raw => &self.raw,
-        }
+        &self.built(mode).lines
     }
 
     /// How many lines a mode has.
@@ -47,47 +88,36 @@ impl DetailDoc {
 
     /// Whether the document is empty in every mode.
     pub fn is_empty(&self) -> bool {
-        self.unified.is_empty() && self.side.is_empty() && self.raw.is_empty()
+        [DetailMode::Unified, DetailMode::SideBySide, DetailMode::Raw]
+            .into_iter()
+            .all(|m| self.lines(m).is_empty())
     }
 
     /// The lines where changes start, in a mode.
     pub fn anchors(&self, mode: DetailMode) -> &[usize] {
+        &self.built(mode).anchors
+    }
+
+    /// Whether a mode has been laid out yet.
+    pub fn is_built(&self, mode: DetailMode) -> bool {
         match mode {
-            DetailMode::Unified => &self.unified_anchors,
-            DetailMode::SideBySide => &self.side_anchors,
-            DetailMode::Raw => &[],
+            DetailMode::Unified => self.unified.get().is_some(),
+            DetailMode::SideBySide => self.side.get().is_some(),
+            DetailMode::Raw => self.raw.get().is_some(),
         }
     }
 }
 
-/// Build the document of a pair for a pane `width` columns wide.
-pub fn build(pair: &Result<LoadedPair, String>, width: u16, theme: &Theme) -> DetailDoc {
-    let width = (width as usize).max(20);
-    match pair {
-        Err(msg) => {
-            let lines = wrap(inert_spans(msg, theme.error, theme), width, 0);
-            DetailDoc {
-                unified: lines.clone(),
-                side: lines.clone(),
-                raw: lines,
-                ..DetailDoc::default()
-            }
-        }
-        Ok(p) => {
-            let mut u = Builder::new(width, theme);
-            unified(&mut u, &p.record, &p.derived);
-            let mut s = Builder::new(width, theme);
-            side_by_side(&mut s, &p.record, &p.derived);
-            let mut r = Builder::new(width, theme);
-            raw(&mut r, &p.raw);
-            DetailDoc {
-                unified: u.lines,
-                unified_anchors: u.anchors,
-                side: s.lines,
-                side_anchors: s.anchors,
-                raw: r.lines,
-            }
-        }
+/// The document of a pair for a pane `width` columns wide; each mode is laid
+/// out when first shown.
+pub fn build(pair: Arc<Result<LoadedPair, String>>, width: u16, theme: &Theme) -> DetailDoc {
+    DetailDoc {
+        pair,
+        width: (width as usize).max(20),
+        theme: theme.clone(),
+        unified: OnceLock::new(),
+        side: OnceLock::new(),
+        raw: OnceLock::new(),
     }
 }
 

@@ -5,6 +5,8 @@
 //! failed write leaves the change in memory, pending, and the status line
 //! says so; [`retry`] tries again on every tick.
 
+use std::sync::Arc;
+
 use crate::core::suggest::suggest;
 
 use super::app::{App, Detail, Effect, MessageKind};
@@ -110,12 +112,15 @@ pub fn load_detail(app: &mut App, row: u32, theme: &Theme) {
     let Some(r) = app.index.rows.get(row as usize).copied() else {
         return;
     };
-    let pair = app.index.load_pair(&r);
+    let pair = Arc::new(app.index.load_pair(&r));
     let suggestion = pair
+        .as_ref()
         .as_ref()
         .ok()
         .and_then(|p| suggest(&p.record, &p.derived));
-    let doc = doc::build(&pair, app.viewport.detail_cols, theme);
+    let doc = doc::build(Arc::clone(&pair), app.viewport.detail_cols, theme);
+    // Lay out the mode on screen now; the others wait until they are shown.
+    let _ = doc.lines(app.detail_mode);
     app.detail = Some(Detail {
         row,
         pair,
@@ -127,7 +132,7 @@ pub fn load_detail(app: &mut App, row: u32, theme: &Theme) {
 /// Rebuild the detail document after the pane changed width.
 pub fn relayout(app: &mut App, theme: &Theme) {
     if let Some(d) = &mut app.detail {
-        d.doc = doc::build(&d.pair, app.viewport.detail_cols, theme);
+        d.doc = doc::build(Arc::clone(&d.pair), app.viewport.detail_cols, theme);
     }
 }
 

@@ -8,6 +8,8 @@
 
 use std::collections::{HashMap, HashSet};
 
+use rayon::prelude::*;
+
 use crate::core::annotations::AnnotationStore;
 use crate::core::index::{NO_SYM, RunIndex, Sym};
 
@@ -85,62 +87,84 @@ pub enum Item {
     Pair(u32),
 }
 
-/// Rank every interned string in byte order, so rows sort by integers.
-fn string_ranks(index: &RunIndex) -> Vec<u32> {
-    let strings = index.strings();
-    let mut order: Vec<u32> = (0..strings.len() as u32).collect();
-    order.sort_unstable_by(|a, b| strings[*a as usize].cmp(&strings[*b as usize]));
-    let mut rank = vec![0u32; strings.len()];
-    for (r, s) in order.into_iter().enumerate() {
-        rank[s as usize] = r as u32;
+/// The byte-order rank of every interned string, so rows sort by integers.
+///
+/// Interned strings only ever grow, so the ranks are kept and computed again
+/// only when the index has new strings: a sort on a string column costs one
+/// ranking per new batch of strings, then integer sorts.
+#[derive(Debug, Clone, Default)]
+pub struct Ranks {
+    /// How many strings the ranks cover.
+    len: usize,
+    rank: Vec<u32>,
+}
+
+impl Ranks {
+    /// Whether nothing has been ranked yet.
+    pub fn is_empty(&self) -> bool {
+        self.rank.is_empty()
     }
-    rank
+
+    /// The ranks for every string of `index` (computed again if it has new ones).
+    pub fn of(&mut self, index: &RunIndex) -> &[u32] {
+        let strings = index.strings();
+        if self.len != strings.len() || self.rank.len() != strings.len() {
+            let mut order: Vec<u32> = (0..strings.len() as u32).collect();
+            order.par_sort_unstable_by(|a, b| strings[*a as usize].cmp(&strings[*b as usize]));
+            let mut rank = vec![0u32; strings.len()];
+            for (r, s) in order.into_iter().enumerate() {
+                rank[s as usize] = r as u32;
+            }
+            self.rank = rank;
+            self.len = strings.len();
+        }
+        &self.rank
+    }
 }
 
 /// Order `view` by `sort`; ties keep file order.
+///
+/// Ranks the interned strings afresh; [`sort_rows_with`] keeps them between sorts.
 pub fn sort_rows(index: &RunIndex, store: &AnnotationStore, view: &mut [u32], sort: Sort) {
+    sort_rows_with(&mut Ranks::default(), index, store, view, sort);
+}
+
+/// Below this many rows a sort stays on the calling thread.
+const PAR_MIN: usize = 50_000;
+
+/// Order `view` by `sort`; ties keep file order, so the result is the same
+/// on any number of threads.
+///
+/// Each row gets one `u64`: its primary key (an integer: a rank, a code, or
+/// a float's bits) in the high half and its row number in the low half.
+/// The keys are computed once (in parallel on large views), radix-sorted as
+/// plain integers (linear time), and the row numbers read back.
+pub fn sort_rows_with(
+    ranks: &mut Ranks,
+    index: &RunIndex,
+    store: &AnnotationStore,
+    view: &mut [u32],
+    sort: Sort,
+) {
     if sort.key == SortKey::File {
-        view.sort_unstable();
+        if view.len() >= PAR_MIN {
+            view.par_sort_unstable();
+        } else {
+            view.sort_unstable();
+        }
         if sort.descending {
             view.reverse();
         }
         return;
     }
-    let rank = string_ranks(index);
-    let sym_rank = |s: Sym| {
-        if s == NO_SYM {
-            u32::MAX
-        } else {
-            rank.get(s as usize).copied().unwrap_or(u32::MAX)
-        }
-    };
     let rows = &index.rows;
-    // A u64 key per row: the primary key in the high bits, file order below.
-    let key = |r: u32| -> u64 {
-        let row = &rows[r as usize];
-        let primary: u32 = match sort.key {
-            SortKey::File => 0,
-            SortKey::Status => row.status as u32,
-            SortKey::Case => sym_rank(row.case),
-            SortKey::Variant => sym_rank(row.variant),
-            SortKey::Transformation => sym_rank(row.transformation),
-            SortKey::Route => match (row.source_route, row.variant_route) {
-                (Some(a), Some(b)) => u32::from(a.rank()) * 3 + u32::from(b.rank()),
-                _ => u32::MAX,
-            },
-            SortKey::Drift => float_key(row.dp.abs()),
-            SortKey::Margin => float_key(row.margin),
-            SortKey::Category => 0,
-        };
-        (u64::from(primary) << 32) | u64::from(r)
-    };
-    if sort.key == SortKey::Category {
+    let mut keys: Vec<u64> = if sort.key == SortKey::Category {
         // Categories live in the store, not the index: rank their ids once.
         let mut ids: Vec<String> = view
             .iter()
             .filter_map(|&r| {
-                store
-                    .get(&rows[r as usize].key)
+                rows.get(r as usize)
+                    .and_then(|row| store.get(&row.key))
                     .and_then(|a| a.category.clone())
             })
             .collect();
@@ -151,17 +175,62 @@ pub fn sort_rows(index: &RunIndex, store: &AnnotationStore, view: &mut [u32], so
             .enumerate()
             .map(|(i, s)| (s.as_str(), i as u32))
             .collect();
-        let cat_key = |r: u32| -> u64 {
-            let c = store
-                .get(&rows[r as usize].key)
-                .and_then(|a| a.category.as_deref())
-                .and_then(|c| pos.get(c).copied())
-                .unwrap_or(u32::MAX);
-            (u64::from(c) << 32) | u64::from(r)
-        };
-        view.sort_unstable_by_key(|&r| cat_key(r));
+        view.iter()
+            .map(|&r| {
+                let c = rows
+                    .get(r as usize)
+                    .and_then(|row| store.get(&row.key))
+                    .and_then(|a| a.category.as_deref())
+                    .and_then(|c| pos.get(c).copied())
+                    .unwrap_or(u32::MAX);
+                (u64::from(c) << 32) | u64::from(r)
+            })
+            .collect()
     } else {
-        view.sort_unstable_by_key(|&r| key(r));
+        let needs_ranks = matches!(
+            sort.key,
+            SortKey::Case | SortKey::Variant | SortKey::Transformation
+        );
+        let rank: &[u32] = if needs_ranks { ranks.of(index) } else { &[] };
+        let sym_rank = |s: Sym| {
+            if s == NO_SYM {
+                u32::MAX
+            } else {
+                rank.get(s as usize).copied().unwrap_or(u32::MAX)
+            }
+        };
+        let key = |&r: &u32| -> u64 {
+            let Some(row) = rows.get(r as usize) else {
+                return (u64::from(u32::MAX) << 32) | u64::from(r);
+            };
+            let primary: u32 = match sort.key {
+                SortKey::File | SortKey::Category => 0,
+                SortKey::Status => row.status as u32,
+                SortKey::Case => sym_rank(row.case),
+                SortKey::Variant => sym_rank(row.variant),
+                SortKey::Transformation => sym_rank(row.transformation),
+                SortKey::Route => match (row.source_route, row.variant_route) {
+                    (Some(a), Some(b)) => u32::from(a.rank()) * 3 + u32::from(b.rank()),
+                    _ => u32::MAX,
+                },
+                SortKey::Drift => float_key(row.dp.abs()),
+                SortKey::Margin => float_key(row.margin),
+            };
+            (u64::from(primary) << 32) | u64::from(r)
+        };
+        if view.len() >= PAR_MIN {
+            view.par_iter().with_min_len(PAR_MIN / 4).map(key).collect()
+        } else {
+            view.iter().map(key).collect()
+        }
+    };
+    // The row number in the low half makes every key distinct, so there is
+    // one order only. A view already in file order (as rebuilt from a
+    // query) needs only the primary half sorted, stably.
+    let in_file_order = view.is_sorted();
+    radix_sort(&mut keys, if in_file_order { 4 } else { 0 });
+    for (v, k) in view.iter_mut().zip(&keys) {
+        *v = *k as u32;
     }
     if sort.descending {
         // Keep "not recorded" last either way.
@@ -171,6 +240,42 @@ pub fn sort_rows(index: &RunIndex, store: &AnnotationStore, view: &mut [u32], so
             .take_while(|&&r| is_missing(index, store, r, sort.key))
             .count();
         view.rotate_left(missing);
+    }
+}
+
+/// Sort `keys` on their bytes `from..8` (least significant first), stably:
+/// a least-significant-digit radix sort, one pass per byte that is not the
+/// same in every key. With `from = 0` this is a full sort of the integers;
+/// with `from = 4`, keys equal in their high half keep their order.
+fn radix_sort(keys: &mut Vec<u64>, from: usize) {
+    if keys.len() < 2 {
+        return;
+    }
+    let mut counts = [[0usize; 256]; 8];
+    for &k in keys.iter() {
+        for (b, c) in counts.iter_mut().enumerate().skip(from) {
+            c[((k >> (8 * b)) & 0xff) as usize] += 1;
+        }
+    }
+    let n = keys.len();
+    let mut buf = vec![0u64; n];
+    for (b, c) in counts.iter().enumerate().skip(from) {
+        if c.contains(&n) {
+            // Every key has the same byte here: nothing to move.
+            continue;
+        }
+        let mut pos = [0usize; 256];
+        let mut sum = 0;
+        for (p, &x) in pos.iter_mut().zip(c.iter()) {
+            *p = sum;
+            sum += x;
+        }
+        for &k in keys.iter() {
+            let d = ((k >> (8 * b)) & 0xff) as usize;
+            buf[pos[d]] = k;
+            pos[d] += 1;
+        }
+        std::mem::swap(keys, &mut buf);
     }
 }
 
@@ -199,15 +304,19 @@ fn float_key(x: f32) -> u32 {
     }
 }
 
-/// The lines of the list: pairs, or case headers with their pairs.
+/// The lines of the list (into `items`, whose allocation is reused): pairs,
+/// or case headers with their pairs.
 pub fn build_items(
     index: &RunIndex,
     view: &mut Vec<u32>,
     grouped: bool,
     folded: &HashSet<Sym>,
-) -> Vec<Item> {
+    items: &mut Vec<Item>,
+) {
+    items.clear();
     if !grouped {
-        return view.iter().map(|&r| Item::Pair(r)).collect();
+        items.extend(view.iter().map(|&r| Item::Pair(r)));
+        return;
     }
     // Cases in the order they first appear in the sorted view.
     let mut order: Vec<Sym> = Vec::new();
@@ -223,7 +332,7 @@ pub fn build_items(
             .push(r);
     }
     let mut new_view = Vec::with_capacity(view.len());
-    let mut items = Vec::with_capacity(view.len() + order.len());
+    items.reserve(view.len() + order.len());
     for case in order {
         let rows = members.remove(&case).unwrap_or_default();
         let failures = rows
@@ -244,12 +353,193 @@ pub fn build_items(
         new_view.extend(rows);
     }
     *view = new_view;
-    items
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::annotations::AnnotationStore;
+    use crate::core::index::{Batch, OpenOptions, PairRow, load_run};
+    use crate::core::key::RecordKey;
+    use std::cmp::Ordering;
+
+    const SAMPLE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sample-runs/support-urgency.jsonl"
+    );
+
+    /// `n` rows cloned from the sample with shuffled case names, repeated
+    /// and missing numbers, so every key has ties and "not recorded" values.
+    fn synthetic(n: usize) -> RunIndex {
+        let base = load_run(&[SAMPLE.to_string()], &OpenOptions::default()).expect("sample");
+        let mut strings: Vec<Box<str>> = base.strings().to_vec();
+        let first_case = strings.len() as Sym;
+        let cases = n.div_ceil(7);
+        // Interned out of byte order: id order is not name order.
+        strings.extend((0..cases).map(|i| format!("case-{:07}", (i * 7919) % cases).into()));
+        let rows: Vec<PairRow> = (0..n)
+            .map(|i| {
+                let mut r = base.rows[i % base.rows.len()];
+                r.case = first_case + (i / 7) as Sym;
+                r.key = RecordKey((i as u128).to_le_bytes());
+                r.dp = match i % 11 {
+                    0 => f32::NAN,
+                    k => (k as f32 - 5.0) / 20.0,
+                };
+                r.margin = if i % 13 == 0 {
+                    f32::NAN
+                } else {
+                    ((i * 31) % 17) as f32 / 100.0
+                };
+                if i % 17 == 0 {
+                    r.transformation = NO_SYM;
+                }
+                r
+            })
+            .collect();
+        let mut index = RunIndex::default();
+        index.apply(Batch {
+            strings,
+            rows,
+            ..Batch::default()
+        });
+        index
+    }
+
+    /// The order the list must show, by comparing the values themselves.
+    fn reference(index: &RunIndex, view: &[u32], sort: Sort) -> Vec<u32> {
+        let missing = |r: &PairRow| match sort.key {
+            SortKey::Drift => r.dp.is_nan(),
+            SortKey::Margin => r.margin.is_nan(),
+            SortKey::Route => r.source_route.is_none() || r.variant_route.is_none(),
+            SortKey::Transformation => r.transformation == NO_SYM,
+            _ => false,
+        };
+        let cmp = |a: &u32, b: &u32| -> Ordering {
+            let (x, y) = (&index.rows[*a as usize], &index.rows[*b as usize]);
+            let by = match (missing(x), missing(y)) {
+                (true, true) => Ordering::Equal,
+                (true, false) => Ordering::Greater,
+                (false, true) => Ordering::Less,
+                (false, false) => match sort.key {
+                    SortKey::File | SortKey::Category => Ordering::Equal,
+                    SortKey::Status => (x.status as u8).cmp(&(y.status as u8)),
+                    SortKey::Case => index.str(x.case).cmp(index.str(y.case)),
+                    SortKey::Variant => index.str(x.variant).cmp(index.str(y.variant)),
+                    SortKey::Transformation => {
+                        index.str(x.transformation).cmp(index.str(y.transformation))
+                    }
+                    SortKey::Route => {
+                        let ranks = |r: &PairRow| {
+                            (
+                                r.source_route.map(|s| s.rank()),
+                                r.variant_route.map(|v| v.rank()),
+                            )
+                        };
+                        ranks(x).cmp(&ranks(y))
+                    }
+                    SortKey::Drift => x.dp.abs().total_cmp(&y.dp.abs()),
+                    SortKey::Margin => x.margin.total_cmp(&y.margin),
+                },
+            };
+            by.then(a.cmp(b))
+        };
+        let mut out = view.to_vec();
+        out.sort_by(cmp);
+        if sort.descending {
+            out.reverse();
+            let m = out
+                .iter()
+                .take_while(|&&r| missing(&index.rows[r as usize]))
+                .count();
+            out.rotate_left(m);
+        }
+        out
+    }
+
+    #[test]
+    fn sorts_match_comparing_the_values_on_small_and_parallel_views() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store =
+            AnnotationStore::open(&dir.path().join("j.triage.jsonl"), "tester").expect("journal");
+        // Above PAR_MIN the keys are built and sorted on every core.
+        for n in [500, PAR_MIN * 2 + 3] {
+            let index = synthetic(n);
+            let mut ranks = Ranks::default();
+            // Every other row, out of order (a view sorted before) and in file order.
+            let shuffled: Vec<u32> = (0..n as u32).rev().step_by(2).collect();
+            let mut in_order = shuffled.clone();
+            in_order.reverse();
+            for (view, key) in [&shuffled, &in_order]
+                .into_iter()
+                .flat_map(|v| SortKey::ALL.into_iter().map(move |k| (v, k)))
+            {
+                if key == SortKey::Category {
+                    continue;
+                }
+                for descending in [false, true] {
+                    let sort = Sort { key, descending };
+                    let mut got = view.clone();
+                    sort_rows_with(&mut ranks, &index, &store, &mut got, sort);
+                    assert_eq!(got, reference(&index, view, sort), "{n} rows, {sort:?}");
+                }
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn radix_sort_sorts_like_the_standard_sort(
+            mut keys in proptest::collection::vec(proptest::prelude::any::<u64>(), 0..600),
+            narrow in proptest::prelude::any::<bool>(),
+        ) {
+            if narrow {
+                // Few distinct bytes: most passes are skipped.
+                keys.iter_mut().for_each(|k| *k &= 0x0300_0000_0000_00ff);
+            }
+            let mut want = keys.clone();
+            want.sort_unstable();
+            radix_sort(&mut keys, 0);
+            proptest::prop_assert_eq!(keys, want);
+        }
+
+        #[test]
+        fn radix_sort_on_the_high_half_is_stable(
+            mut keys in proptest::collection::vec(proptest::prelude::any::<u64>(), 0..600),
+        ) {
+            let mut want = keys.clone();
+            want.sort_by_key(|k| k >> 32);
+            radix_sort(&mut keys, 4);
+            proptest::prop_assert_eq!(keys, want);
+        }
+    }
+
+    #[test]
+    fn ranks_follow_new_strings() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store =
+            AnnotationStore::open(&dir.path().join("j.triage.jsonl"), "tester").expect("journal");
+        let mut index = synthetic(50);
+        let mut ranks = Ranks::default();
+        let mut view: Vec<u32> = (0..50).collect();
+        let by_case = Sort {
+            key: SortKey::Case,
+            descending: false,
+        };
+        sort_rows_with(&mut ranks, &index, &store, &mut view, by_case);
+        // A later batch brings a case name that sorts before every other.
+        let first = index.rows[0];
+        let sym = index.strings().len() as Sym;
+        index.apply(Batch {
+            strings: vec!["a-first-case".into()],
+            rows: vec![PairRow { case: sym, ..first }],
+            ..Batch::default()
+        });
+        view.push(50);
+        sort_rows_with(&mut ranks, &index, &store, &mut view, by_case);
+        assert_eq!(view[0], 50);
+        assert_eq!(view, reference(&index, &view, by_case));
+    }
 
     #[test]
     fn float_keys_order_and_nan_last() {

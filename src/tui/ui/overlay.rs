@@ -491,8 +491,9 @@ pub fn jump(f: &mut Frame, area: Rect, j: &crate::tui::input::Jump, t: &Theme) {
 /// The query bar, drawn over the status line: the text, and the syntax
 /// error with a caret under its position.
 pub fn query_bar(f: &mut Frame, status: Rect, bar: &crate::tui::app::QueryBar, t: &Theme) {
-    let y = status.y.saturating_sub(u16::from(bar.error.is_some()));
-    let h = if bar.error.is_some() { 2 } else { 1 };
+    let second = bar.error.is_some() || bar.waiting;
+    let y = status.y.saturating_sub(u16::from(second));
+    let h = if second { 2 } else { 1 };
     let r = Rect {
         x: status.x,
         y,
@@ -512,6 +513,14 @@ pub fn query_bar(f: &mut Frame, status: Rect, bar: &crate::tui::app::QueryBar, t
             Span::styled(" ".repeat(col), t.base),
             Span::styled("^ ", t.fail),
             Span::styled(text::inert_line(&e.message), t.fail),
+        ]));
+    } else if bar.waiting {
+        lines.push(Line::from(vec![
+            Span::styled(" ".repeat(text::width(prompt)), t.base),
+            Span::styled(
+                "searches the text of every pair: Enter to run it (the list keeps the last query)",
+                t.dim,
+            ),
         ]));
     }
     f.render_widget(Paragraph::new(lines).style(t.status_bar), r);
