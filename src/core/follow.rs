@@ -113,34 +113,13 @@ fn complete_prefix(file: &File, len: u64) -> io::Result<u64> {
     while end > 0 {
         let start = end.saturating_sub(BLOCK);
         let chunk = &mut buf[..(end - start) as usize];
-        read_at(file, chunk, start)?;
+        super::index::read_exact_at(file, chunk, start)?;
         if let Some(i) = memchr::memrchr(b'\n', chunk) {
             return Ok(start + i as u64 + 1);
         }
         end = start;
     }
     Ok(0)
-}
-
-fn read_at(f: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::FileExt;
-        f.read_exact_at(buf, offset)
-    }
-    #[cfg(not(unix))]
-    {
-        use std::os::windows::fs::FileExt;
-        let mut done = 0;
-        while done < buf.len() {
-            let n = f.seek_read(&mut buf[done..], offset + done as u64)?;
-            if n == 0 {
-                return Err(io::ErrorKind::UnexpectedEof.into());
-            }
-            done += n;
-        }
-        Ok(())
-    }
 }
 
 /// After the first pass: poll each followed input and index its new complete
@@ -183,7 +162,7 @@ fn poll_one(st: &mut IndexState, t: &mut Tail, max_line: usize, mode: ParseMode)
     // Look for a newline in what was added since the last scan only.
     let from = t.scanned.max(t.offset);
     let mut buf = vec![0u8; (len - from) as usize];
-    if read_at(&t.file, &mut buf, from).is_err() {
+    if super::index::read_exact_at(&t.file, &mut buf, from).is_err() {
         return false;
     }
     let Some(nl) = memchr::memrchr(b'\n', &buf) else {
@@ -196,7 +175,7 @@ fn poll_one(st: &mut IndexState, t: &mut Tail, max_line: usize, mode: ParseMode)
     if from > t.offset {
         // The start of the line was scanned earlier: read it all now.
         buf = vec![0u8; (end - t.offset) as usize];
-        if read_at(&t.file, &mut buf, t.offset).is_err() {
+        if super::index::read_exact_at(&t.file, &mut buf, t.offset).is_err() {
             return false;
         }
     } else {
