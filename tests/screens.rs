@@ -641,3 +641,21 @@ fn a_file_of_no_known_format_notes_what_was_tried() {
     }
     snap("problems_unknown_format", &s);
 }
+
+#[test]
+fn another_tools_decisions_stand_in_for_routes_in_the_detail() {
+    let s = Screen::new(
+        "tests/fixtures/formats/context-probe/flawed-results.jsonl",
+        120,
+        50,
+    );
+    let text = s.draw().backend().to_string();
+    for want in [
+        "source  decision hold",
+        "variant decision approve",
+        "decision hold → approve  CHANGED",
+    ] {
+        assert!(text.contains(want), "{want}:\n{text}");
+    }
+    assert!(!text.contains("Δp not recorded"), "{text}");
+}

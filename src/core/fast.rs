@@ -116,6 +116,8 @@ struct RawSide<'a> {
     error: Option<Str<'a>>,
     #[serde(alias = "latencyMs", alias = "latency")]
     latency_ms: Option<f64>,
+    #[serde(borrow)]
+    decision: Option<Str<'a>>,
 }
 
 /// Every field the slow path reads, in both spellings.
@@ -324,6 +326,7 @@ fn side(s: RawSide<'_>) -> Option<SideParts<'_>> {
         outcome: s.outcome.map(|o| Outcome::parse(o.as_str())),
         error: s.error.map(|e| e.0.into_owned()),
         latency_ms: s.latency_ms,
+        decision: s.decision.map(|d| d.0.into_owned()),
     };
     Some((side, s.state, s.question.map(|q| q.0)))
 }

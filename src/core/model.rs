@@ -231,6 +231,9 @@ pub struct Side {
     pub outcome: Option<Outcome>,
     pub error: Option<String>,
     pub latency_ms: Option<f64>,
+    /// A decision that is not an urgency route (another tool's `approve`,
+    /// `hold`, `pass`…), kept as recorded for the detail view.
+    pub decision: Option<String>,
 }
 
 impl Side {

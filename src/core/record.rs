@@ -454,6 +454,7 @@ fn side_from(s: &Map<String, Value>, prefix: &str, warnings: &mut Vec<String>) -
     side.outcome = f.string(&["outcome", "status"]).map(|o| Outcome::parse(&o));
     side.error = f.string(&["error", "error_message", "errorMessage"]);
     side.latency_ms = f.number(&["latency_ms", "latencyMs", "latency"]);
+    side.decision = f.string(&["decision"]);
     side
 }
 

@@ -560,6 +560,13 @@ fn decision(b: &mut Builder, r: &PairRecord, d: &Derived) {
         ),
     ] {
         let mut l = vec![s(format!("{name} "), t.dim)];
+        // Another tool's decision stands where no probability or route was recorded.
+        if let (None, None, Some(dec)) = (side.probability, route, &side.decision) {
+            l.push(s("decision ", t.dim));
+            l.extend(inert_spans(&cap(dec, VALUE_CAP), t.base, t));
+            b.lines.push(Line::from(l));
+            continue;
+        }
         if let Some(pol) = policy {
             l.extend(bar(pol, side.probability, bar_w, marker, t));
             l.push(s(" ", t.base));
@@ -588,6 +595,24 @@ fn decision(b: &mut Builder, r: &PairRecord, d: &Derived) {
             }
         }
         b.lines.push(Line::from(l));
+    }
+    if let (None, None, Some(a), Some(v)) = (
+        d.source_route,
+        d.variant_route,
+        &r.source.decision,
+        &r.variant.decision,
+    ) {
+        let mut l = vec![s("decision ", t.dim)];
+        l.extend(inert_spans(&cap(a, VALUE_CAP), t.base, t));
+        l.push(s(" → ", t.dim));
+        l.extend(inert_spans(&cap(v, VALUE_CAP), t.base, t));
+        l.push(if a == v {
+            s("  same", t.dim)
+        } else {
+            s("  CHANGED", t.fail)
+        });
+        b.lines.push(Line::from(l));
+        return;
     }
     let mut l = vec![s("Δp ", t.dim)];
     l.push(match d.dp {
