@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::Tui;
+use common::{Rng, Tui, seed};
 use serde_json::Value;
 
 const RICH: &str = "support-urgency.jsonl";
@@ -129,35 +129,6 @@ fn assert_restored(t: &Tui) {
     let (alt, hidden) = t.with_screen(|s| (s.alternate_screen(), s.hide_cursor()));
     assert!(!alt, "still in the alternate screen after exit");
     assert!(!hidden, "the cursor is still hidden after exit");
-}
-
-/// A small deterministic generator (splitmix64) for the resize storm.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo + 1)
-    }
-}
-
-fn seed() -> u64 {
-    std::env::var("TRIAGE_TEST_SEED")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or_else(|| {
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos() as u64)
-                .unwrap_or(1)
-        })
 }
 
 #[test]

@@ -1936,10 +1936,19 @@ mod tests {
     use std::io::Write;
 
     fn load_bytes(bytes: &[u8]) -> RunIndex {
+        load_capped(bytes, DEFAULT_MAX_LINE_BYTES)
+    }
+
+    /// Index `bytes` as a run file with a per-line size cap.
+    fn load_capped(bytes: &[u8], max_line_bytes: usize) -> RunIndex {
         let mut f = tempfile::NamedTempFile::new().unwrap();
         f.write_all(bytes).unwrap();
         let p = f.path().to_string_lossy().to_string();
-        load_run(&[p], &OpenOptions::default()).unwrap()
+        let opts = OpenOptions {
+            max_line_bytes,
+            ..OpenOptions::default()
+        };
+        load_run(&[p], &opts).unwrap()
     }
 
     const GOOD: &str = r#"{"case_id":"c1","variant_id":"v1","passed":false,"reasons":["x"]}"#;
@@ -1989,23 +1998,11 @@ mod tests {
         );
         assert_eq!(idx.problems[1].kind, ProblemKind::TooDeep);
 
-        let mut f = tempfile::NamedTempFile::new().unwrap();
-        writeln!(
-            f,
-            "{{\"case_id\":\"{}\",\"variant_id\":\"v\"}}",
+        let text = format!(
+            "{{\"case_id\":\"{}\",\"variant_id\":\"v\"}}\n{GOOD}\n",
             "x".repeat(5000)
-        )
-        .unwrap();
-        writeln!(f, "{GOOD}").unwrap();
-        let p = f.path().to_string_lossy().to_string();
-        let idx = load_run(
-            &[p],
-            &OpenOptions {
-                max_line_bytes: 1000,
-                ..OpenOptions::default()
-            },
-        )
-        .unwrap();
+        );
+        let idx = load_capped(text.as_bytes(), 1000);
         assert_eq!(idx.rows.len(), 1);
         assert_eq!(idx.problems[0].kind, ProblemKind::TooLong);
         assert_eq!(idx.rows[0].loc.line, 2);
@@ -2146,17 +2143,7 @@ mod tests {
         assert_eq!(idx.read_line(idx.rows[1].loc).unwrap(), big.as_bytes());
         assert_eq!(idx.read_line(idx.rows[2].loc).unwrap(), GOOD.as_bytes());
         // An overlong line spanning chunks is skipped with its full length.
-        let mut f = tempfile::NamedTempFile::new().unwrap();
-        write!(f, "{GOOD}\n{big}\n{GOOD}\n{big}").unwrap();
-        let p = f.path().to_string_lossy().to_string();
-        let idx = load_run(
-            &[p],
-            &OpenOptions {
-                max_line_bytes: 1000,
-                ..OpenOptions::default()
-            },
-        )
-        .unwrap();
+        let idx = load_capped(format!("{GOOD}\n{big}\n{GOOD}\n{big}").as_bytes(), 1000);
         assert_eq!(idx.rows.len(), 2);
         assert_eq!(idx.problems.len(), 2);
         assert!(idx.problems.iter().all(|p| p.kind == ProblemKind::TooLong));

@@ -451,3 +451,36 @@ fn screen_text(screen: &vt100::Screen) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+/// splitmix64: a small deterministic generator for randomised rounds
+/// (resize storms, kill points), seeded by [`seed`].
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `lo..=hi`.
+    pub fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo + 1)
+    }
+}
+
+/// The seed of a randomised test: `TRIAGE_TEST_SEED`, else the clock (the
+/// tests print it, so a failure can be replayed).
+pub fn seed() -> u64 {
+    std::env::var("TRIAGE_TEST_SEED")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos() as u64)
+                .unwrap_or(1)
+        })
+}
