@@ -162,9 +162,12 @@ fn journal_line(app: &App, e: &Entry) -> Result<String, String> {
         .iter()
         .find(|r| app.index.str(r.case) == e.case && app.index.str(r.variant) == e.variant)
         .ok_or_else(|| format!("{}/{} is not in {RICH}", e.case, e.variant))?;
+    let line = app.index.read_line(row.loc).map_err(|e| e.to_string())?;
+    let key = triage::core::rowkeys::line_key(&line)
+        .ok_or_else(|| format!("{}/{} has no record key", e.case, e.variant))?;
     Ok(serde_json::json!({
         "v": 1,
-        "key": row.key.to_string(),
+        "key": key.to_string(),
         "case_id": e.case,
         "variant_id": e.variant,
         "category": e.category,

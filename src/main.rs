@@ -428,8 +428,11 @@ fn load_with_config(
         follow: false,
         format: load.run_format,
     };
-    let index = index_with_progress(runs, &opts)?;
+    let mut index = index_with_progress(runs, &opts)?;
     let store = read_journal(&runs[0], load.annotations.as_deref())?;
+    if let Some(s) = &store {
+        index.resolve_keys(s);
+    }
     Ok(Loaded { index, store, cfg })
 }
 

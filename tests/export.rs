@@ -144,9 +144,11 @@ impl Fixture {
                 .find(|r| r.loc.line == *line)
                 .expect("an annotated line");
             assert_eq!(index.str(row.case), *case, "line {line}");
+            let bytes = index.read_line(row.loc).expect("the line reads");
+            let key = triage::core::rowkeys::line_key(&bytes).expect("a key");
             let event = json!({
                 "v": 1,
-                "key": row.key.to_string(),
+                "key": key.to_string(),
                 "case_id": index.str(row.case),
                 "variant_id": index.str(row.variant),
                 "category": category,

@@ -133,9 +133,11 @@ fn journal_line(app: &App, a: &Ann) -> String {
         .iter()
         .find(|r| app.index.str(r.case) == a.case && app.index.str(r.variant) == a.variant)
         .unwrap_or_else(|| panic!("{}/{} is not in the run", a.case, a.variant));
+    let line = app.index.read_line(row.loc).expect("the line reads");
+    let key = triage::core::rowkeys::line_key(&line).expect("the line has a key");
     serde_json::json!({
         "v": 1,
-        "key": row.key.to_string(),
+        "key": key.to_string(),
         "case_id": a.case,
         "variant_id": a.variant,
         "category": a.category,

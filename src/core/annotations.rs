@@ -382,6 +382,8 @@ pub struct AnnotationStore {
     /// case_id → variant_id → keys, for stale look-ups without a scan.
     by_ids: HashMap<String, HashMap<String, Vec<RecordKey>>>,
     next_seq: u64,
+    /// Bumped whenever an annotation is set or removed (see [`AnnotationStore::revision`]).
+    revision: u64,
     /// Events not yet durable, oldest first.
     pending: Vec<PendingEvent>,
     skipped: usize,
@@ -415,6 +417,7 @@ impl AnnotationStore {
             live: HashMap::new(),
             by_ids: HashMap::new(),
             next_seq: 0,
+            revision: 0,
             pending: Vec::new(),
             skipped: 0,
             first_skipped: None,
@@ -494,6 +497,38 @@ impl AnnotationStore {
     /// The annotation of the pair with this key, if it has a category or a note.
     pub fn get(&self, key: &RecordKey) -> Option<&Annotation> {
         self.live.get(key).map(|e| &e.ann)
+    }
+
+    /// A number that changes whenever an annotation is set or removed, by
+    /// this triage or another one: a reader of [`AnnotationStore::names`]
+    /// compares it to know when to look again.
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// Whether some annotation (current or stale) is on a pair with these ids.
+    pub fn names(&self, case_id: &str, variant_id: &str) -> bool {
+        self.by_ids
+            .get(case_id)
+            .is_some_and(|v| v.contains_key(variant_id))
+    }
+
+    /// Whether some annotation is on a pair with this case id.
+    pub fn names_case(&self, case_id: &str) -> bool {
+        self.by_ids.contains_key(case_id)
+    }
+
+    /// The variant ids of the pairs annotations are on.
+    pub fn named_variants(&self) -> HashSet<&str> {
+        self.by_ids
+            .values()
+            .flat_map(|v| v.keys().map(String::as_str))
+            .collect()
+    }
+
+    /// Whether the store holds no annotation.
+    pub fn is_empty(&self) -> bool {
+        self.live.is_empty()
     }
 
     /// The newest annotation of a pair with these ids but another key (a stale one).
@@ -647,6 +682,7 @@ impl AnnotationStore {
 
     /// Set a key's annotation in memory; an empty one is removed.
     fn put(&mut self, ann: Annotation, prev: Option<Prev>) {
+        self.revision += 1;
         if let Some(old) = self.live.remove(&ann.key) {
             self.unindex(&old.ann);
         }
@@ -737,6 +773,7 @@ impl AnnotationStore {
         if restart {
             self.live.clear();
             self.by_ids.clear();
+            self.revision += 1;
             self.read_pos = 0;
             self.read_lines = 0;
             self.file_lines = 0;

@@ -203,19 +203,23 @@ fn load<'a>(input: &ExportInput<'a>, i: u32) -> io::Result<Pair<'a>> {
     Ok(Pair {
         row,
         file: file_name(index, row),
-        ann: input.store.and_then(|s| s.get(&row.key)),
+        ann: input.store.and_then(|s| s.get(&lp.key)),
         lp,
         sug,
     })
 }
 
 /// The reviewer's category of a failure (non-blank), as the statistics count it.
-fn category_of<'a>(row: &PairRow, store: Option<&'a AnnotationStore>) -> Option<&'a str> {
+fn category_of<'a>(
+    index: &RunIndex,
+    row: &PairRow,
+    store: Option<&'a AnnotationStore>,
+) -> Option<&'a str> {
     if !row.status.is_failure() {
         return None;
     }
-    store?
-        .get(&row.key)?
+    index
+        .annotation(store, row)?
         .category
         .as_deref()
         .filter(|c| !c.trim().is_empty())
@@ -374,7 +378,7 @@ fn csv_row(p: &Pair) -> Vec<String> {
             .as_ref()
             .map(|s| csv_text(&s.reason))
             .unwrap_or_default(),
-        p.row.key.to_string(),
+        p.lp.key.to_string(),
     ]
 }
 
@@ -452,7 +456,7 @@ fn pair_json(p: &Pair) -> Value {
             "category": s.category,
             "reason": s.reason,
         })),
-        "record_key": p.row.key.to_string(),
+        "record_key": p.lp.key.to_string(),
     })
 }
 
@@ -872,7 +876,7 @@ fn sections<'a>(input: &ExportInput<'a>, rows: &[u32]) -> Sections<'a> {
         };
         if !row.status.is_failure() {
             others.push(i);
-        } else if let Some(c) = category_of(row, input.store) {
+        } else if let Some(c) = category_of(input.index, row, input.store) {
             by_cat.entry(c).or_default().push(i);
         } else {
             unclassified.push(i);
@@ -1407,7 +1411,7 @@ fn write_markdown(
 fn triage_sentences(input: &ExportInput, summary: &Summary) -> Vec<String> {
     let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
     for r in &input.index.rows {
-        if let Some(c) = category_of(r, input.store) {
+        if let Some(c) = category_of(input.index, r, input.store) {
             *counts.entry(c).or_default() += 1;
         }
     }
@@ -1834,7 +1838,7 @@ pub fn check(input: &ExportInput, gates: &Gates) -> CheckOutcome {
         let open: Vec<&PairRow> = index
             .rows
             .iter()
-            .filter(|x| x.status.is_failure() && category_of(x, input.store).is_none())
+            .filter(|x| x.status.is_failure() && category_of(input.index, x, input.store).is_none())
             .collect();
         let ok = open.len() as u64 <= max;
         results.push(GateResult {
@@ -1859,7 +1863,7 @@ pub fn check(input: &ExportInput, gates: &Gates) -> CheckOutcome {
         let hits: Vec<&PairRow> = index
             .rows
             .iter()
-            .filter(|x| category_of(x, input.store) == Some(c.as_str()))
+            .filter(|x| category_of(input.index, x, input.store) == Some(c.as_str()))
             .collect();
         let c = text::inert_line(c);
         let ok = hits.is_empty();

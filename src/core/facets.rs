@@ -82,8 +82,8 @@ fn sym(index: &RunIndex, s: u32) -> String {
 }
 
 fn values(index: &RunIndex, row: &PairRow, store: Option<&AnnotationStore>) -> [String; 5] {
-    let category = store
-        .and_then(|s| s.get(&row.key))
+    let category = index
+        .annotation(store, row)
         .and_then(|a| a.category.clone())
         .unwrap_or_else(|| "none".to_string());
     let outcome = match (row.source_outcome, row.variant_outcome) {

@@ -27,6 +27,7 @@ use super::formats::{self, Format};
 use super::key::{RecordKey, record_key, record_key_raw};
 use super::model::{PairRecord, Route};
 use super::record::{RecordError, map_record};
+use super::rowkeys::RowKeys;
 
 /// Lines longer than this become a problem unless the caller sets another cap.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
@@ -68,6 +69,11 @@ impl Loc {
     /// The byte offset of the line's content in its input.
     pub fn offset(&self) -> u64 {
         self.pos & ((1 << Self::OFFSET_BITS) - 1)
+    }
+
+    /// The input and offset as one number, unique to a line within a run.
+    pub fn id(&self) -> u64 {
+        self.pos
     }
 }
 
@@ -175,7 +181,6 @@ impl ValidityCode {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PairRow {
     pub loc: Loc,
-    pub key: RecordKey,
     pub case: Sym,
     pub variant: Sym,
     pub transformation: Sym,
@@ -348,6 +353,8 @@ pub struct RunIndex {
     pub bytes_read: u64,
     pub done: bool,
     pub elapsed: Duration,
+    /// Record keys of the rows that need one (see [`super::rowkeys`]).
+    pub(crate) keys: RowKeys,
 }
 
 /// A low-cardinality string column, one byte per row: code `c` stands for
@@ -386,6 +393,8 @@ impl Codes {
 /// A parsed pair with its derived facts and the raw line, for the detail view.
 #[derive(Debug, Clone)]
 pub struct LoadedPair {
+    /// The record key of the line as it is now.
+    pub key: RecordKey,
     pub record: PairRecord,
     pub derived: Derived,
     pub raw: Value,
@@ -491,16 +500,21 @@ impl RunIndex {
                 row.loc.line
             )
         })?;
-        if record_key(&raw) != row.key {
+        let key = record_key(&raw);
+        let record =
+            map_record(raw.clone()).map_err(|e| format!("{file}:{}: {e}", row.loc.line))?;
+        if self.key(row).is_some_and(|k| k != key)
+            || record.case_id != self.str(row.case)
+            || record.variant_id != self.str(row.variant)
+        {
             return Err(format!(
                 "{file}:{}: the line has changed since it was indexed (another pair is there now); the file was rewritten while open — press R to reload the run",
                 row.loc.line
             ));
         }
-        let record =
-            map_record(raw.clone()).map_err(|e| format!("{file}:{}: {e}", row.loc.line))?;
         let derived = derive(&record);
         Ok(LoadedPair {
+            key,
             record,
             derived,
             raw,
@@ -1258,7 +1272,6 @@ impl IndexState {
                         line.offset + d.trim_start as u64,
                         u32::try_from(d.body_len).unwrap_or(u32::MAX),
                     ),
-                    key: d.key,
                     case: self.intern(Some(d.case.get(buf))),
                     variant: self.intern(Some(d.variant.get(buf))),
                     transformation: self.intern(Some(&d.transformation)),
@@ -1350,7 +1363,6 @@ pub(crate) struct RowData {
     /// Bytes trimmed from the start of the line (BOM, blanks), and the body's length.
     trim_start: usize,
     body_len: usize,
-    key: RecordKey,
     case: Text,
     variant: Text,
     transformation: String,
@@ -1692,11 +1704,10 @@ pub fn line_both_ways(bytes: &[u8], max_line: usize) -> (Option<String>, String)
 fn describe_row(d: &RowData, buf: &[u8]) -> String {
     let opt = |t: &Option<Text>| t.as_ref().map(|t| t.get(buf).to_string());
     format!(
-        "trim {} len {} key {:?} case {:?} variant {:?} transformation {:?} family {:?} \
+        "trim {} len {} case {:?} variant {:?} transformation {:?} family {:?} \
          suggestion {:?} contract {:?} schema {:?} model {:?} summary {:?} warnings {:?}",
         d.trim_start,
         d.body_len,
-        d.key,
         d.case.get(buf),
         d.variant.get(buf),
         d.transformation,
@@ -1712,7 +1723,7 @@ fn describe_row(d: &RowData, buf: &[u8]) -> String {
 
 /// The fast path: a typed, borrowing parse and a key from the raw text.
 fn fast_row(buf: &[u8], body: &str) -> Option<RowData> {
-    let key = record_key_raw(body)?;
+    record_key_raw(body)?;
     let mut f = super::fast::parse_fast(body)?;
     let d = super::derive::derive_with(&f.record, f.state_diff.take());
     let suggestion = super::suggest::suggest_category(&f.record, &d);
@@ -1720,7 +1731,6 @@ fn fast_row(buf: &[u8], body: &str) -> Option<RowData> {
     Some(RowData {
         trim_start: 0,
         body_len: 0,
-        key,
         case: Text::of(buf, f.case_id),
         variant: Text::of(buf, f.variant_id),
         transformation: d.transformation.name,
@@ -1743,7 +1753,6 @@ fn slow_row(body: &str, terminated: bool) -> LineOut {
             return LineOut::Problem(kind, msg);
         }
     };
-    let key = record_key(&value);
     let mut record = match map_record(value) {
         Ok(r) => r,
         Err(e) => {
@@ -1774,7 +1783,6 @@ fn slow_row(body: &str, terminated: bool) -> LineOut {
     LineOut::Row(Box::new(RowData {
         trim_start: 0,
         body_len: 0,
-        key,
         case: Text::Owned(std::mem::take(&mut record.case_id)),
         variant: Text::Owned(std::mem::take(&mut record.variant_id)),
         transformation: d.transformation.name,
@@ -2118,7 +2126,7 @@ mod tests {
     #[test]
     fn pair_rows_stay_small() {
         assert!(
-            std::mem::size_of::<PairRow>() <= 96,
+            std::mem::size_of::<PairRow>() <= 80,
             "{}",
             std::mem::size_of::<PairRow>()
         );

@@ -35,6 +35,7 @@ pub mod key;
 pub mod model;
 pub mod query;
 pub mod record;
+pub mod rowkeys;
 pub mod stats;
 pub mod suggest;
 pub mod taxonomy;

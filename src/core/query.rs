@@ -1034,6 +1034,14 @@ impl<'a> AnnEnv<'a> {
         }
     }
 
+    /// The annotation of a row under its current key.
+    fn row(&self, index: &RunIndex, r: &PairRow) -> Option<&'a Annotation> {
+        if !self.any {
+            return None;
+        }
+        self.get(&index.current_key(self.store?, r)?)
+    }
+
     fn get(&self, key: &RecordKey) -> Option<&'a Annotation> {
         if !self.any {
             return None;
@@ -1544,8 +1552,11 @@ fn is_stale(
             return false;
         }
     }
+    let Some(key) = index.current_key(store, row) else {
+        return false;
+    };
     store
-        .stale_for(index.str(row.case), index.str(row.variant), &row.key)
+        .stale_for(index.str(row.case), index.str(row.variant), &key)
         .is_some()
 }
 
@@ -1680,7 +1691,7 @@ fn sweep(cond: &mut Cond, negated: bool, index: &RunIndex, env: &AnnEnv, sel: &m
         Cond::Ann { cond, on_none } => {
             let on_none = *on_none;
             retain_rows(sel, rows, |r| {
-                let hit = match env.get(&r.key) {
+                let hit = match env.row(index, r) {
                     None => on_none,
                     Some(a) => cond.eval(Some(a)),
                 };
@@ -1690,7 +1701,7 @@ fn sweep(cond: &mut Cond, negated: bool, index: &RunIndex, env: &AnnEnv, sel: &m
         Cond::Stale { yes, no, memo } => {
             let (yes, no) = (*yes, *no);
             retain_rows(sel, rows, |r| {
-                let stale = is_stale(env, env.get(&r.key), memo, index, r);
+                let stale = is_stale(env, env.row(index, r), memo, index, r);
                 (if stale { yes } else { no }) != negated
             });
         }
@@ -1784,13 +1795,13 @@ impl Compiled {
                 Cond::Outcome(m) => outcome_in(*m, row),
                 Cond::Num(f, op, v) => op.holds(f.get(row), *v),
                 Cond::Ann { cond, on_none } => {
-                    match *ann.get_or_insert_with(|| env.get(&row.key)) {
+                    match *ann.get_or_insert_with(|| env.row(index, row)) {
                         None => *on_none,
                         Some(a) => cond.eval(Some(a)),
                     }
                 }
                 Cond::Stale { yes, no, memo } => {
-                    let a = *ann.get_or_insert_with(|| env.get(&row.key));
+                    let a = *ann.get_or_insert_with(|| env.row(index, row));
                     if is_stale(env, a, memo, index, row) {
                         *yes
                     } else {
@@ -1828,7 +1839,7 @@ impl Compiled {
 mod tests {
     use super::*;
     use crate::core::annotations::Change;
-    use crate::core::index::{Batch, OpenOptions, load_run};
+    use crate::core::index::{Batch, Loc, OpenOptions, load_run};
     use proptest::prelude::*;
     use std::io::Write;
     use std::time::Instant;
@@ -2154,17 +2165,35 @@ mod tests {
 
     #[test]
     fn triage_fields_follow_the_annotation_store() {
-        let index = sample();
+        let mut index = sample();
+        // Every row's key, from its line (the index learns keys only where needed).
+        let keys: HashMap<u64, RecordKey> = index
+            .rows
+            .iter()
+            .map(|r| {
+                let line = index.read_line(r.loc).expect("the line reads");
+                (
+                    r.loc.id(),
+                    crate::core::rowkeys::line_key(&line).expect("a key"),
+                )
+            })
+            .collect();
+        let key = |r: &PairRow| keys[&r.loc.id()];
         let dir = tempfile::tempdir().expect("temp dir");
         let mut store =
             AnnotationStore::open(&dir.path().join("run.triage.jsonl"), "alice").expect("store");
-        let row = |i: usize| &index.rows[i];
-        let ids = |i: usize| {
-            (
-                index.str(row(i).case).to_string(),
-                index.str(row(i).variant).to_string(),
-            )
-        };
+        let rows = index.rows.clone();
+        let row = |i: usize| &rows[i];
+        let id_list: Vec<(String, String)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    index.str(r.case).to_string(),
+                    index.str(r.variant).to_string(),
+                )
+            })
+            .collect();
+        let ids = |i: usize| id_list[i].clone();
         let change = |key: RecordKey, i: usize, cat: Option<&str>, note: Option<&str>| Change {
             key,
             case_id: ids(i).0,
@@ -2174,18 +2203,19 @@ mod tests {
             source: AnnotationSource::Manual,
         };
         let old_key = RecordKey([0xab; 16]);
-        assert!(index.rows.iter().all(|r| r.key != old_key));
-        let mut suggested = change(row(1).key, 1, Some("distractor"), None);
+        assert!(index.rows.iter().all(|r| key(r) != old_key));
+        let mut suggested = change(key(row(1)), 1, Some("distractor"), None);
         suggested.source = AnnotationSource::Suggestion;
         store
             .apply(vec![
-                change(row(0).key, 0, Some("boundary"), Some("right on the line")),
+                change(key(row(0)), 0, Some("boundary"), Some("right on the line")),
                 suggested,
-                change(row(2).key, 2, None, Some("look again")),
+                change(key(row(2)), 2, None, Some("look again")),
                 // An annotation made on an older version of pair 40.
                 change(old_key, 40, Some("boundary"), None),
             ])
             .expect("annotations saved");
+        index.resolve_keys(&store);
         let ctx = Context {
             index: &index,
             store: Some(&store),
@@ -2193,19 +2223,19 @@ mod tests {
         // Expected counts from the changes just made, not from the store.
         type Made<'a> = (RecordKey, (String, String), Option<&'a str>, bool);
         let annotated: Vec<Made> = vec![
-            (row(0).key, ids(0), Some("boundary"), true),
-            (row(1).key, ids(1), Some("distractor"), false),
-            (row(2).key, ids(2), None, true),
+            (key(row(0)), ids(0), Some("boundary"), true),
+            (key(row(1)), ids(1), Some("distractor"), false),
+            (key(row(2)), ids(2), None, true),
             (old_key, ids(40), Some("boundary"), false),
         ];
-        let mine = |r: &PairRow| annotated.iter().find(|a| a.0 == r.key);
+        let mine = |r: &PairRow| annotated.iter().find(|a| a.0 == key(r));
         let cat = |r: &PairRow| mine(r).and_then(|a| a.2);
         let stale = |r: &PairRow| {
             let rid = (
                 index.str(r.case).to_string(),
                 index.str(r.variant).to_string(),
             );
-            mine(r).is_none() && annotated.iter().any(|a| a.0 != r.key && a.1 == rid)
+            mine(r).is_none() && annotated.iter().any(|a| a.0 != key(r) && a.1 == rid)
         };
         let n_stale = expected(&index, stale);
         assert!(n_stale >= 1);
@@ -2493,13 +2523,19 @@ mod tests {
         let mut strings: Vec<Box<str>> = base.strings().to_vec();
         let first_case = strings.len() as Sym;
         strings.extend((0..n.div_ceil(10)).map(|i| format!("case-{i:07}").into_boxed_str()));
-        let rows = (0..n)
+        let rows: Vec<PairRow> = (0..n)
             .map(|i| {
                 let mut r = base.rows[i % base.rows.len()];
                 r.case = first_case + (i / 10) as Sym;
-                r.key = RecordKey((i as u128).to_le_bytes());
+                // A place of its own, for a key of its own.
+                r.loc = Loc::new(0, i as u32 + 1, i as u64 * 4096, r.loc.len);
                 r
             })
+            .collect();
+        let keys: Vec<(PairRow, RecordKey)> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| (*r, RecordKey((i as u128).to_le_bytes())))
             .collect();
         let mut index = RunIndex::default();
         index.apply(Batch {
@@ -2507,6 +2543,9 @@ mod tests {
             rows,
             ..Batch::default()
         });
+        for (r, k) in keys {
+            index.remember_key(&r, k);
+        }
         index
     }
 
@@ -2561,10 +2600,9 @@ mod tests {
             .map(|i| {
                 let r = &index.rows[i * 997];
                 Change {
-                    key: if i % 4 == 0 {
-                        RecordKey([i as u8; 16])
-                    } else {
-                        r.key
+                    key: match index.key(r) {
+                        Some(k) if i % 4 != 0 => k,
+                        _ => RecordKey([i as u8; 16]),
                     },
                     case_id: index.str(r.case).to_string(),
                     variant_id: index.str(r.variant).to_string(),

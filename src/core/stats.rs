@@ -289,12 +289,16 @@ fn sym_name(index: &RunIndex, s: Sym) -> &str {
 }
 
 /// The reviewer's category of a failing row, if it has a non-blank one.
-fn category_of<'a>(row: &PairRow, store: Option<&'a AnnotationStore>) -> Option<&'a str> {
+fn category_of<'a>(
+    index: &RunIndex,
+    row: &PairRow,
+    store: Option<&'a AnnotationStore>,
+) -> Option<&'a str> {
     if !row.status.is_failure() {
         return None;
     }
-    store?
-        .get(&row.key)?
+    index
+        .annotation(store, row)?
         .category
         .as_deref()
         .filter(|c| !c.trim().is_empty())
@@ -445,7 +449,7 @@ pub fn summarize(
     let mut max_repetition = 0u32;
 
     for row in rows.iter().filter_map(|&i| index.rows.get(i as usize)) {
-        let category = category_of(row, store);
+        let category = category_of(index, row, store);
         overall.add(row, category);
         let group = match by {
             GroupBy::Transformation => sym_name(index, row.transformation),
@@ -1082,18 +1086,19 @@ mod tests {
             writeln!(f, "{v}").unwrap();
         }
         drop(f);
-        let index = load_run(
+        let mut index = load_run(
             &[run.to_string_lossy().to_string()],
             &OpenOptions::default(),
         )
         .unwrap();
         assert_eq!(index.rows.len(), 12);
+        let keys: Vec<_> = (0..12).map(|i| index.key_of(i).unwrap()).collect();
         let mut store =
             AnnotationStore::open(&dir.path().join("run.jsonl.triage.jsonl"), "t").unwrap();
         let change = |i: usize, category: Option<&str>, note: Option<&str>| {
             let r = &index.rows[i];
             Change {
-                key: r.key,
+                key: keys[i],
                 case_id: index.str(r.case).to_string(),
                 variant_id: index.str(r.variant).to_string(),
                 category: category.map(str::to_string),
@@ -1645,7 +1650,6 @@ mod tests {
     mod arbitrary {
         use super::*;
         use crate::core::index::{Loc, OutcomeCode};
-        use crate::core::key::RecordKey;
         use proptest::prelude::*;
 
         fn float() -> impl Strategy<Value = f32> {
@@ -1697,10 +1701,9 @@ mod tests {
                         (case, variant, transformation, family, model),
                         (status, flags, source_route, variant_route),
                         (dp, dc, margin),
-                        (expectation, validity, repetition, key),
+                        (expectation, validity, repetition, _),
                     )| PairRow {
                         loc: Loc::new(0, 1, 0, 0),
-                        key: RecordKey([key; 16]),
                         case,
                         variant,
                         transformation,

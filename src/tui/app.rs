@@ -426,13 +426,26 @@ impl App {
         }
     }
 
+    /// Learn the record keys of new rows and of rows that annotations
+    /// (this triage's or another's) now name; cheap when nothing changed.
+    pub fn sync_keys(&mut self) {
+        self.index.resolve_keys(&self.store);
+    }
+
     /// List the annotations whose pairs are gone from the run.
     pub fn find_orphans(&mut self) {
-        let keys: HashSet<_> = self.index.rows.iter().map(|r| r.key).collect();
+        self.sync_keys();
+        // Every row an annotation could be on has a known key by now.
+        let keys: HashSet<_> = self.index.known_key_set().copied().collect();
+        let named = self.store.named_variants();
         let ids: HashSet<(String, String)> = self
             .index
             .rows
             .iter()
+            .filter(|r| {
+                self.store.names_case(self.index.str(r.case))
+                    && named.contains(self.index.str(r.variant))
+            })
             .map(|r| {
                 (
                     self.index.str(r.case).to_string(),
@@ -477,19 +490,17 @@ impl App {
 
     /// The annotation of a row, if it has one under its current key.
     pub fn annotation(&self, row: &PairRow) -> Option<&Annotation> {
-        self.store.get(&row.key)
+        self.index.annotation(Some(&self.store), row)
     }
 
     /// An annotation made on an earlier version of this pair.
     pub fn stale_annotation(&self, row: &PairRow) -> Option<&Annotation> {
-        if self.store.get(&row.key).is_some() {
+        let key = self.index.current_key(&self.store, row)?;
+        if self.store.get(&key).is_some() {
             return None;
         }
-        self.store.stale_for(
-            self.index.str(row.case),
-            self.index.str(row.variant),
-            &row.key,
-        )
+        self.store
+            .stale_for(self.index.str(row.case), self.index.str(row.variant), &key)
     }
 
     /// Whether the row has a category.
@@ -521,6 +532,7 @@ impl App {
 
     /// Recompute the view from scratch, keeping the selected line if it stays.
     pub fn rebuild_view(&mut self) {
+        self.sync_keys();
         self.rebuild(true);
     }
 
@@ -603,6 +615,7 @@ impl App {
 
     /// Take in rows the loader added since the last call.
     pub fn grow_view(&mut self) {
+        self.sync_keys();
         let start = self.seen_rows;
         let flat = self.sort == Sort::default() && !self.grouped;
         if flat {
@@ -772,18 +785,40 @@ impl App {
         }
     }
 
-    /// A change that gives `row` this category and keeps its note.
-    fn change_for(&self, row: u32, category: Option<String>, source: AnnotationSource) -> Change {
-        let r = &self.index.rows[row as usize];
+    /// Learn the record keys of `rows` (read from their lines) before
+    /// annotating them; says how many lines could not be read again.
+    fn ensure_keys(&mut self, rows: &[u32]) {
+        let failed = self.index.ensure_keys(rows);
+        if failed > 0 {
+            self.say(
+                format!(
+                    "{failed} {} could not be read again (the file changed on disk) and {} left as they were — press R to reload the run",
+                    if failed == 1 { "pair" } else { "pairs" },
+                    if failed == 1 { "was" } else { "were" },
+                ),
+                MessageKind::Error,
+            );
+        }
+    }
+
+    /// A change that gives `row` this category and keeps its note; `None`
+    /// when the row's key is not known (see [`App::ensure_keys`]).
+    fn change_for(
+        &self,
+        row: u32,
+        category: Option<String>,
+        source: AnnotationSource,
+    ) -> Option<Change> {
+        let r = self.index.rows.get(row as usize)?;
         let note = self.annotation(r).and_then(|a| a.note.clone());
-        Change {
-            key: r.key,
+        Some(Change {
+            key: self.index.key(r)?,
             case_id: self.index.str(r.case).to_string(),
             variant_id: self.index.str(r.variant).to_string(),
             category,
             note,
             source,
-        }
+        })
     }
 
     /// Move the cursor to the next unclassified failure after the current one
@@ -888,9 +923,10 @@ pub fn classify(app: &mut App, key: char) -> Vec<Effect> {
     };
     if let Overlay::PickCategory { rows } = &app.overlay {
         let rows = rows.clone();
+        app.ensure_keys(&rows);
         let changes: Vec<Change> = rows
             .iter()
-            .map(|&r| app.change_for(r, Some(cat.id.clone()), AnnotationSource::Manual))
+            .filter_map(|&r| app.change_for(r, Some(cat.id.clone()), AnnotationSource::Manual))
             .collect();
         app.overlay = Overlay::Confirm(Confirm {
             question: format!(
@@ -908,9 +944,10 @@ pub fn classify(app: &mut App, key: char) -> Vec<Effect> {
     if targets.is_empty() {
         return vec![];
     }
+    app.ensure_keys(&targets);
     let changes: Vec<Change> = targets
         .iter()
-        .map(|&r| app.change_for(r, Some(cat.id.clone()), AnnotationSource::Manual))
+        .filter_map(|&r| app.change_for(r, Some(cat.id.clone()), AnnotationSource::Manual))
         .collect();
     let label = if changes.len() == 1 {
         format!("classified as {}", cat.id)
@@ -929,6 +966,7 @@ pub fn classify(app: &mut App, key: char) -> Vec<Effect> {
 
 /// Apply one action to the state.
 pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
+    app.sync_keys();
     // Overlays take the keys first.
     match &mut app.overlay {
         Overlay::Facets(panel) => {
@@ -1043,19 +1081,20 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
                         return vec![];
                     }
                     let note = (!text.is_empty()).then_some(text);
+                    app.ensure_keys(&targets);
                     let changes: Vec<Change> = targets
                         .iter()
-                        .map(|&r| {
+                        .filter_map(|&r| {
                             let row = &app.index.rows[r as usize];
                             let prev = app.annotation(row);
-                            Change {
-                                key: row.key,
+                            Some(Change {
+                                key: app.index.key(row)?,
                                 case_id: app.index.str(row.case).to_string(),
                                 variant_id: app.index.str(row.variant).to_string(),
                                 category: prev.and_then(|a| a.category.clone()),
                                 note: note.clone(),
                                 source: prev.map(|a| a.source).unwrap_or(AnnotationSource::Manual),
-                            }
+                            })
                         })
                         .collect();
                     let label = if note.is_some() {
@@ -1439,7 +1478,7 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
             let changes: Vec<Change> = targets
                 .iter()
                 .filter(|&&r| app.is_classified(&app.index.rows[r as usize]))
-                .map(|&r| app.change_for(r, None, AnnotationSource::Manual))
+                .filter_map(|&r| app.change_for(r, None, AnnotationSource::Manual))
                 .collect();
             if changes.is_empty() {
                 app.say("nothing to clear", MessageKind::Info);
@@ -1455,14 +1494,16 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
         }
         Action::AcceptSuggestion => {
             let targets = app.targets();
+            app.ensure_keys(&targets);
             let changes: Vec<Change> = targets
                 .iter()
                 .filter_map(|&r| {
                     let row = &app.index.rows[r as usize];
                     let id = app.index.str(row.suggestion);
-                    (row.suggestion != NO_SYM && app.taxonomy.by_id(id).is_some()).then(|| {
-                        app.change_for(r, Some(id.to_string()), AnnotationSource::Suggestion)
-                    })
+                    if row.suggestion == NO_SYM || app.taxonomy.by_id(id).is_none() {
+                        return None;
+                    }
+                    app.change_for(r, Some(id.to_string()), AnnotationSource::Suggestion)
                 })
                 .collect();
             if changes.is_empty() {
@@ -1487,17 +1528,24 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
             effects
         }
         Action::AcceptAllSuggestions => {
-            let changes: Vec<Change> = app
+            let candidates: Vec<u32> = app
                 .view
                 .iter()
-                .filter_map(|&r| {
+                .copied()
+                .filter(|&r| {
                     let row = &app.index.rows[r as usize];
-                    let id = app.index.str(row.suggestion);
-                    (row.status.is_failure()
+                    row.status.is_failure()
                         && !app.is_classified(row)
                         && row.suggestion != NO_SYM
-                        && app.taxonomy.by_id(id).is_some())
-                    .then(|| app.change_for(r, Some(id.to_string()), AnnotationSource::Suggestion))
+                        && app.taxonomy.by_id(app.index.str(row.suggestion)).is_some()
+                })
+                .collect();
+            app.ensure_keys(&candidates);
+            let changes: Vec<Change> = candidates
+                .iter()
+                .filter_map(|&r| {
+                    let id = app.index.str(app.index.rows[r as usize].suggestion);
+                    app.change_for(r, Some(id.to_string()), AnnotationSource::Suggestion)
                 })
                 .collect();
             if changes.is_empty() {

@@ -164,7 +164,7 @@ pub fn sort_rows_with(
             .iter()
             .filter_map(|&r| {
                 rows.get(r as usize)
-                    .and_then(|row| store.get(&row.key))
+                    .and_then(|row| index.annotation(Some(store), row))
                     .and_then(|a| a.category.clone())
             })
             .collect();
@@ -179,7 +179,7 @@ pub fn sort_rows_with(
             .map(|&r| {
                 let c = rows
                     .get(r as usize)
-                    .and_then(|row| store.get(&row.key))
+                    .and_then(|row| index.annotation(Some(store), row))
                     .and_then(|a| a.category.as_deref())
                     .and_then(|c| pos.get(c).copied())
                     .unwrap_or(u32::MAX);
@@ -285,8 +285,8 @@ fn is_missing(index: &RunIndex, store: &AnnotationStore, r: u32, key: SortKey) -
         SortKey::Drift => row.dp.is_nan(),
         SortKey::Margin => row.margin.is_nan(),
         SortKey::Route => row.source_route.is_none() || row.variant_route.is_none(),
-        SortKey::Category => store
-            .get(&row.key)
+        SortKey::Category => index
+            .annotation(Some(store), row)
             .and_then(|a| a.category.as_ref())
             .is_none(),
         SortKey::Transformation => row.transformation == NO_SYM,
@@ -359,8 +359,7 @@ pub fn build_items(
 mod tests {
     use super::*;
     use crate::core::annotations::AnnotationStore;
-    use crate::core::index::{Batch, OpenOptions, PairRow, load_run};
-    use crate::core::key::RecordKey;
+    use crate::core::index::{Batch, Loc, OpenOptions, PairRow, load_run};
     use std::cmp::Ordering;
 
     const SAMPLE: &str = concat!(
@@ -381,7 +380,8 @@ mod tests {
             .map(|i| {
                 let mut r = base.rows[i % base.rows.len()];
                 r.case = first_case + (i / 7) as Sym;
-                r.key = RecordKey((i as u128).to_le_bytes());
+                // A place of its own, for a key of its own.
+                r.loc = Loc::new(0, i as u32 + 1, i as u64 * 4096, r.loc.len);
                 r.dp = match i % 11 {
                     0 => f32::NAN,
                     k => (k as f32 - 5.0) / 20.0,

@@ -82,6 +82,7 @@ pub fn run(
             dirty = true;
         }
         if dirty {
+            app.sync_keys();
             terminal.draw(|f| ui::render(f, &app, &keymap, &theme))?;
             // A test-only trigger: prove the terminal is restored on a panic.
             if std::env::var_os("TRIAGE_TEST_PANIC").is_some() && !app.index.rows.is_empty() {

@@ -1,0 +1,384 @@
+//! Record keys of rows, computed only where they are needed.
+//!
+//! A row's [`RecordKey`] is a digest of its canonical content (see
+//! [`super::key`]): it ties an annotation to its pair. Computing it means
+//! sorting every object of the line and hashing the result, which is about
+//! as much work as the rest of indexing put together, and almost every row
+//! never needs it: only the rows an annotation could be on. An annotation
+//! records its pair's case and variant ids, and a key covers those ids, so an
+//! annotation can only be on a row with the same two ids. The index therefore
+//! keeps keys only for
+//!
+//! - every row whose (case, variant) ids some annotation names, found by
+//!   [`RunIndex::resolve_keys`] with two byte look-ups per row, and
+//! - every row whose key was asked for ([`RunIndex::key_of`]), say because
+//!   the reviewer classified it.
+//!
+//! The keys are read from the rows' lines on demand, with the same raw
+//! scanner the loader used to run on every line.
+
+use std::collections::HashMap;
+
+use super::annotations::{Annotation, AnnotationStore};
+use super::index::{PairRow, RunIndex};
+use super::key::{RecordKey, record_key, record_key_raw};
+
+/// The keys an index knows, and how far it has looked for more.
+#[derive(Debug, Default)]
+pub struct RowKeys {
+    /// Key by row location ([`super::index::Loc::id`]).
+    by_loc: HashMap<u64, RecordKey>,
+    /// Rows `0..checked` were looked at for the store revision `revision`.
+    checked: usize,
+    revision: Option<u64>,
+    /// Per interned string: bit 0, some annotation's case id; bit 1, some
+    /// annotation's variant id (for strings `0..flags.len()`).
+    flags: Vec<u8>,
+}
+
+const CASE: u8 = 1;
+const VARIANT: u8 = 2;
+
+/// The key of a line: the raw scanner, or a full parse when it declines.
+pub fn line_key(bytes: &[u8]) -> Option<RecordKey> {
+    let text = std::str::from_utf8(bytes).ok()?;
+    record_key_raw(text).or_else(|| {
+        let v: serde_json::Value = serde_json::from_str(text).ok()?;
+        Some(record_key(&v))
+    })
+}
+
+impl RunIndex {
+    /// The record key of a row, when the index knows it: after
+    /// [`RunIndex::resolve_keys`], every row an annotation could be on.
+    pub fn key(&self, row: &PairRow) -> Option<RecordKey> {
+        self.keys.by_loc.get(&row.loc.id()).copied()
+    }
+
+    /// The annotation of a row under its current key.
+    pub fn annotation<'s>(
+        &self,
+        store: Option<&'s AnnotationStore>,
+        row: &PairRow,
+    ) -> Option<&'s Annotation> {
+        let store = store?;
+        store.get(&self.current_key(store, row)?)
+    }
+
+    /// The key of a row whenever `store` could hold an annotation for it.
+    ///
+    /// Right without [`RunIndex::resolve_keys`], fast with it: once the keys
+    /// are resolved for this store (and no row came since), a row without a
+    /// known key has no annotation and no stale one. Before that, a row whose
+    /// ids the store names has its key read from its line here.
+    pub fn current_key(&self, store: &AnnotationStore, row: &PairRow) -> Option<RecordKey> {
+        if let Some(k) = self.key(row) {
+            return Some(k);
+        }
+        let resolved =
+            self.keys.revision == Some(store.revision()) && self.keys.checked >= self.rows.len();
+        if resolved || store.is_empty() || !store.names(self.str(row.case), self.str(row.variant)) {
+            return None;
+        }
+        self.read_key(row).ok()
+    }
+
+    /// The key of row number `i`, read from its line when not known yet.
+    /// The error is a message for the screen.
+    pub fn key_of(&mut self, i: u32) -> Result<RecordKey, String> {
+        let row = *self
+            .rows
+            .get(i as usize)
+            .ok_or_else(|| format!("no pair number {i} in the run"))?;
+        if let Some(k) = self.key(&row) {
+            return Ok(k);
+        }
+        let k = self.read_key(&row)?;
+        self.keys.by_loc.insert(row.loc.id(), k);
+        Ok(k)
+    }
+
+    /// Learn the keys of these rows that are not known yet, reading their
+    /// lines in parallel; returns how many could not be read again.
+    pub fn ensure_keys(&mut self, rows: &[u32]) -> usize {
+        use rayon::prelude::*;
+        let missing: Vec<PairRow> = rows
+            .iter()
+            .filter_map(|&i| self.rows.get(i as usize))
+            .filter(|r| self.key(r).is_none())
+            .copied()
+            .collect();
+        let read: Vec<Option<(u64, RecordKey)>> = missing
+            .par_iter()
+            .map(|r| self.read_key(r).ok().map(|k| (r.loc.id(), k)))
+            .collect();
+        let failed = read.iter().filter(|r| r.is_none()).count();
+        self.keys.by_loc.extend(read.into_iter().flatten());
+        failed
+    }
+
+    /// Remember a key learnt elsewhere (from [`RunIndex::load_pair`]).
+    pub fn remember_key(&mut self, row: &PairRow, key: RecordKey) {
+        self.keys.by_loc.insert(row.loc.id(), key);
+    }
+
+    fn read_key(&self, row: &PairRow) -> Result<RecordKey, String> {
+        let bytes = self.read_line(row.loc).map_err(|e| {
+            format!(
+                "line {}: cannot read the line again ({e}); press R to reload the run",
+                row.loc.line
+            )
+        })?;
+        line_key(&bytes).ok_or_else(|| {
+            format!(
+                "line {}: the line no longer parses; the file was changed while open — press R to reload the run",
+                row.loc.line
+            )
+        })
+    }
+
+    /// Learn the key of every row whose ids an annotation in `store` names.
+    ///
+    /// Cheap to call often: it looks only at rows added since the last call,
+    /// unless the store changed, and then at each row's two interned ids
+    /// before reading any line. A line that cannot be read again keeps no
+    /// key (its row shows no annotation; opening it says the file changed).
+    pub fn resolve_keys(&mut self, store: &AnnotationStore) {
+        if self.keys.revision != Some(store.revision()) {
+            self.keys.revision = Some(store.revision());
+            self.keys.checked = 0;
+            self.keys.flags.clear();
+        }
+        if self.keys.checked >= self.rows.len() {
+            return;
+        }
+        if store.is_empty() {
+            self.keys.checked = self.rows.len();
+            return;
+        }
+        if self.keys.flags.len() < self.strings().len() {
+            let variants = store.named_variants();
+            let from = self.keys.flags.len();
+            let new: Vec<u8> = self.strings()[from..]
+                .iter()
+                .map(|s| {
+                    let mut f = 0;
+                    if store.names_case(s) {
+                        f |= CASE;
+                    }
+                    if variants.contains(&**s) {
+                        f |= VARIANT;
+                    }
+                    f
+                })
+                .collect();
+            self.keys.flags.extend(new);
+        }
+        let flag = |flags: &[u8], sym: u32| flags.get(sym as usize).copied().unwrap_or(0);
+        let mut found = Vec::new();
+        for row in &self.rows[self.keys.checked..] {
+            if flag(&self.keys.flags, row.case) & CASE == 0
+                || flag(&self.keys.flags, row.variant) & VARIANT == 0
+                || self.keys.by_loc.contains_key(&row.loc.id())
+                || !store.names(self.str(row.case), self.str(row.variant))
+            {
+                continue;
+            }
+            if let Ok(k) = self.read_key(row) {
+                found.push((row.loc.id(), k));
+            }
+        }
+        self.keys.by_loc.extend(found);
+        self.keys.checked = self.rows.len();
+    }
+
+    /// How many rows have a known key.
+    pub fn known_keys(&self) -> usize {
+        self.keys.by_loc.len()
+    }
+
+    /// Every known key.
+    pub fn known_key_set(&self) -> impl Iterator<Item = &RecordKey> {
+        self.keys.by_loc.values()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::annotations::{AnnotationSource, Change};
+    use crate::core::index::{OpenOptions, load_run};
+
+    const SAMPLE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sample-runs/support-urgency.jsonl"
+    );
+
+    fn sample() -> RunIndex {
+        load_run(&[SAMPLE.to_string()], &OpenOptions::default()).expect("the sample opens")
+    }
+
+    /// Each row's key from a full parse of its line.
+    fn truth(index: &RunIndex) -> Vec<RecordKey> {
+        index
+            .rows
+            .iter()
+            .map(|r| {
+                let line = index.read_line(r.loc).expect("the line reads");
+                record_key(&serde_json::from_slice(&line).expect("the line parses"))
+            })
+            .collect()
+    }
+
+    fn change(index: &RunIndex, key: RecordKey, i: usize, category: &str) -> Change {
+        let r = &index.rows[i];
+        Change {
+            key,
+            case_id: index.str(r.case).to_string(),
+            variant_id: index.str(r.variant).to_string(),
+            category: Some(category.to_string()),
+            note: None,
+            source: AnnotationSource::Manual,
+        }
+    }
+
+    #[test]
+    fn the_loader_learns_no_key_and_resolving_learns_only_named_rows() {
+        let mut index = sample();
+        let keys = truth(&index);
+        assert_eq!(index.known_keys(), 0, "indexing computes no key");
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut store =
+            AnnotationStore::open(&dir.path().join("j.triage.jsonl"), "t").expect("store");
+        index.resolve_keys(&store);
+        assert_eq!(index.known_keys(), 0, "an empty store names no row");
+
+        store
+            .apply(vec![
+                change(&index, keys[3], 3, "boundary"),
+                // An annotation made on an older version of pair 7.
+                change(&index, RecordKey([7; 16]), 7, "distractor"),
+            ])
+            .expect("saved");
+        index.resolve_keys(&store);
+        let named = |i: usize| {
+            [3, 7].iter().any(|&j| {
+                index.rows[i].case == index.rows[j].case
+                    && index.rows[i].variant == index.rows[j].variant
+            })
+        };
+        for (i, r) in index.rows.iter().enumerate() {
+            assert_eq!(index.key(r), named(i).then_some(keys[i]), "row {i}");
+        }
+        assert_eq!(
+            index
+                .annotation(Some(&store), &index.rows[3])
+                .and_then(|a| a.category.as_deref()),
+            Some("boundary")
+        );
+        assert!(index.annotation(Some(&store), &index.rows[7]).is_none());
+        assert!(
+            store
+                .stale_for(
+                    index.str(index.rows[7].case),
+                    index.str(index.rows[7].variant),
+                    &index
+                        .current_key(&store, &index.rows[7])
+                        .expect("named, so known"),
+                )
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn answers_are_the_same_before_and_after_resolving() {
+        let mut index = sample();
+        let keys = truth(&index);
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut store =
+            AnnotationStore::open(&dir.path().join("j.triage.jsonl"), "t").expect("store");
+        let picks = [0usize, 5, 11, 20, 33];
+        store
+            .apply(
+                picks
+                    .iter()
+                    .map(|&i| change(&index, keys[i], i, "boundary"))
+                    .collect(),
+            )
+            .expect("saved");
+        let answers = |index: &RunIndex| -> Vec<Option<RecordKey>> {
+            index
+                .rows
+                .iter()
+                .map(|r| index.annotation(Some(&store), r).map(|a| a.key))
+                .collect()
+        };
+        let before = answers(&index);
+        index.resolve_keys(&store);
+        assert_eq!(answers(&index), before);
+        for (i, a) in before.iter().enumerate() {
+            assert_eq!(*a, picks.contains(&i).then_some(keys[i]), "row {i}");
+        }
+    }
+
+    #[test]
+    fn rows_that_arrive_later_and_new_annotations_are_resolved() {
+        let mut index = sample();
+        let keys = truth(&index);
+        let n = index.rows.len();
+        let later = index.rows.split_off(n / 2);
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut store =
+            AnnotationStore::open(&dir.path().join("j.triage.jsonl"), "t").expect("store");
+        store
+            .apply(vec![change(&index, keys[1], 1, "boundary")])
+            .expect("saved");
+        index.resolve_keys(&store);
+        let known = index.known_keys();
+        assert!(known >= 1);
+        // Rows with the same ids as row 1 further on, as a followed run would add.
+        index.rows.extend(later);
+        index.resolve_keys(&store);
+        let same_ids = index
+            .rows
+            .iter()
+            .filter(|r| r.case == index.rows[1].case && r.variant == index.rows[1].variant)
+            .count();
+        assert_eq!(index.known_keys(), same_ids);
+        // A new annotation (say from another triage) on a row of the second half.
+        let j = n - 1;
+        store
+            .apply(vec![change(&index, keys[j], j, "distractor")])
+            .expect("saved");
+        assert_eq!(index.key(&index.rows[j]), None);
+        index.resolve_keys(&store);
+        assert_eq!(index.key(&index.rows[j]), Some(keys[j]));
+    }
+
+    #[test]
+    fn key_of_reads_the_line_and_a_changed_file_gives_no_key() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("run.jsonl");
+        std::fs::copy(SAMPLE, &path).expect("copy");
+        let mut index = load_run(
+            &[path.to_string_lossy().to_string()],
+            &OpenOptions::default(),
+        )
+        .expect("opens");
+        let keys = truth(&index);
+        assert_eq!(index.key_of(2), Ok(keys[2]));
+        assert_eq!(index.known_keys(), 1);
+        assert_eq!(index.ensure_keys(&[2, 4, 6]), 0);
+        assert_eq!(index.known_keys(), 3);
+        assert_eq!(index.key(&index.rows[6]), Some(keys[6]));
+        // The file is cut short: lines past the cut cannot be read again.
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .expect("open");
+        f.set_len(10).expect("truncate");
+        assert!(index.key_of(9).is_err());
+        assert_eq!(index.ensure_keys(&[9, 10]), 2);
+        assert!(index.load_pair(&index.rows[9].clone()).is_err());
+    }
+}
