@@ -1461,6 +1461,39 @@ fn summarize(record: &PairRecord, d: &Derived) -> Summary {
     }
 }
 
+/// Read from `reader` into `buf[*filled..]` until `*filled` reaches `want` or
+/// the input ends (then `*eof`); `buf` is grown (zeroed) as needed. Returns
+/// the number of bytes read.
+fn fill(
+    reader: &mut (dyn Read + Send),
+    buf: &mut Vec<u8>,
+    filled: &mut usize,
+    want: usize,
+    eof: &mut bool,
+) -> io::Result<u64> {
+    if buf.len() < want {
+        buf.resize(want, 0);
+    }
+    let mut read = 0u64;
+    while *filled < want {
+        let n = match reader.read(&mut buf[*filled..want]) {
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if n == 0 {
+            *eof = true;
+            break;
+        }
+        *filled += n;
+        read += n as u64;
+    }
+    Ok(read)
+}
+
+/// Index one input. Three things overlap on each chunk of lines: its lines
+/// are parsed on every core, the previous chunk's rows are interned and
+/// sent, and the next chunk is read.
 fn index_one(
     st: &mut IndexState,
     file_idx: u16,
@@ -1483,25 +1516,8 @@ fn index_one(
     // A line over the limit being skipped: where it started and its length so far.
     let mut skipping: Option<(u64, u64)> = None;
     let mut eof = false;
-    while !eof {
-        // Fill the buffer to the target (or to the end of the input).
-        let want = filled + target;
-        if buf.len() < want {
-            buf.resize(want, 0);
-        }
-        while filled < want {
-            let n = match reader.read(&mut buf[filled..want]) {
-                Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            if n == 0 {
-                eof = true;
-                break;
-            }
-            filled += n;
-            st.bytes_read += n as u64;
-        }
+    st.bytes_read += fill(&mut *reader, &mut buf, &mut filled, target, &mut eof)?;
+    loop {
         let data = &buf[..filled];
         let mut lines: Vec<Line> = Vec::new();
         let mut pos = 0usize;
@@ -1530,7 +1546,7 @@ fn index_one(
         // limit is dropped as it streams by, keeping only its start and length.
         let mut next = std::mem::take(&mut spare);
         let rest = filled - pos;
-        let next_filled = if let Some((_, len)) = skipping.as_mut() {
+        let mut next_filled = if let Some((_, len)) = skipping.as_mut() {
             *len += rest as u64;
             base += filled as u64;
             0
@@ -1547,21 +1563,37 @@ fn index_one(
             rest
         };
         buf.truncate(filled);
-        // Parse this chunk while the previous one is interned and sent.
+        let last = eof;
+        target = (target * 4).min(MAX_CHUNK);
+        let want = next_filled + target;
+        let mut next_eof = false;
+        let mut read: io::Result<u64> = Ok(0);
+        // Parse this chunk while the previous one is interned and sent and
+        // the next one is read.
         let outs = if lines.len() >= PARALLEL_MIN_LINES {
-            let data = &buf[..];
-            let lines = &lines;
-            let (outs, recycled) = rayon::join(
-                || {
+            let (data, lines_ref) = (&buf[..], &lines);
+            let mut outs = Vec::new();
+            let mut recycled = None;
+            rayon::scope(|s| {
+                s.spawn(|_| {
                     use rayon::prelude::*;
-                    lines
+                    outs = lines_ref
                         .par_iter()
                         .with_min_len(8)
                         .map(|l| process_line(data, l, max_line, mode))
-                        .collect::<Vec<_>>()
-                },
-                || pending.take().map(|p| st.push_all(file_idx, display, p)),
-            );
+                        .collect::<Vec<_>>();
+                });
+                s.spawn(|_| recycled = pending.take().map(|p| st.push_all(file_idx, display, p)));
+                if !last {
+                    read = fill(
+                        &mut *reader,
+                        &mut next,
+                        &mut next_filled,
+                        want,
+                        &mut next_eof,
+                    );
+                }
+            });
             if let Some(b) = recycled {
                 spare = b;
             }
@@ -1570,10 +1602,20 @@ fn index_one(
             if let Some(p) = pending.take() {
                 spare = st.push_all(file_idx, display, p);
             }
-            lines
+            let outs = lines
                 .iter()
                 .map(|l| process_line(&buf, l, max_line, mode))
-                .collect()
+                .collect();
+            if !last {
+                read = fill(
+                    &mut *reader,
+                    &mut next,
+                    &mut next_filled,
+                    want,
+                    &mut next_eof,
+                );
+            }
+            outs
         };
         let parsed = Parsed { buf, lines, outs };
         if st.sent_any {
@@ -1582,9 +1624,22 @@ fn index_one(
             // The first rows go out at once, for a fast first screen.
             spare = st.push_all(file_idx, display, parsed);
         }
+        if last {
+            break;
+        }
+        // A failed read ends the input after the chunk before it is sent.
+        st.bytes_read += match read {
+            Ok(n) => n,
+            Err(e) => {
+                if let Some(p) = pending.take() {
+                    st.push_all(file_idx, display, p);
+                }
+                return Err(e);
+            }
+        };
         buf = next;
         filled = next_filled;
-        target = (target * 4).min(MAX_CHUNK);
+        eof = next_eof;
     }
     if let Some(p) = pending.take() {
         st.push_all(file_idx, display, p);
