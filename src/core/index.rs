@@ -1358,7 +1358,7 @@ pub enum ParseMode {
 /// The first chunk is small so that the first rows reach the screen at once;
 /// later chunks grow to this size and are parsed in parallel.
 const FIRST_CHUNK: usize = 64 * 1024;
-const MAX_CHUNK: usize = 4 * 1024 * 1024;
+const MAX_CHUNK: usize = 1024 * 1024;
 /// Chunks with fewer lines than this are parsed on the loader thread alone.
 const PARALLEL_MIN_LINES: usize = 64;
 
@@ -1378,8 +1378,7 @@ fn index_files(
 ) -> IndexState {
     let start = Instant::now();
     let mut st = IndexState {
-        interned: HashMap::default(),
-        next_sym: 0,
+        interned: Interner::default(),
         triples: HashMap::default(),
         batch: Batch::default(),
         bytes_read: 0,
@@ -1434,9 +1433,56 @@ impl std::hash::Hasher for FxHasher {
 
 type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
 
+/// The loader's interned strings: each stored once, end to end in one
+/// buffer, with a table of ids hashed by their text (a map keyed by the
+/// strings would hold a second copy of each, plus a pointer and length).
+#[derive(Default)]
+struct Interner {
+    text: String,
+    /// Where each string ends in `text`, by id.
+    ends: Vec<usize>,
+    table: hashbrown::HashTable<Sym>,
+}
+
+impl Interner {
+    fn hash(s: &str) -> u64 {
+        use std::hash::Hasher;
+        let mut h = FxHasher::default();
+        h.write(s.as_bytes());
+        h.finish()
+    }
+
+    /// The string with id `id` in `text`.
+    fn at<'a>(text: &'a str, ends: &[usize], id: Sym) -> &'a str {
+        let i = id as usize;
+        let start = if i == 0 { 0 } else { ends[i - 1] };
+        &text[start..ends[i]]
+    }
+
+    /// The id of `s`, and whether it was new.
+    fn intern(&mut self, s: &str) -> (Sym, bool) {
+        use hashbrown::hash_table::Entry;
+        let Interner { text, ends, table } = self;
+        let entry = table.entry(
+            Self::hash(s),
+            |&id| Self::at(text, ends, id) == s,
+            |&id| Self::hash(Self::at(text, ends, id)),
+        );
+        match entry {
+            Entry::Occupied(e) => (*e.get(), false),
+            Entry::Vacant(e) => {
+                let id = ends.len() as Sym;
+                text.push_str(s);
+                ends.push(text.len());
+                e.insert(id);
+                (id, true)
+            }
+        }
+    }
+}
+
 pub(crate) struct IndexState {
-    interned: FxMap<Box<str>, Sym>,
-    next_sym: Sym,
+    interned: Interner,
     /// The id of each (contract, schema, model) triple seen.
     triples: FxMap<[Sym; 3], u32>,
     batch: Batch,
@@ -1448,14 +1494,10 @@ pub(crate) struct IndexState {
 impl IndexState {
     fn intern(&mut self, s: Option<&str>) -> Sym {
         let Some(s) = s else { return NO_SYM };
-        if let Some(&id) = self.interned.get(s) {
-            return id;
+        let (id, new) = self.interned.intern(s);
+        if new {
+            self.batch.strings.push(s.into());
         }
-        let id = self.next_sym;
-        self.next_sym += 1;
-        let b: Box<str> = s.into();
-        self.batch.strings.push(b.clone());
-        self.interned.insert(b, id);
         id
     }
 
@@ -2397,6 +2439,24 @@ mod tests {
             (l.file(), l.line, l.offset(), l.len),
             (3, 7, 123_456_789_012, 99)
         );
+    }
+
+    #[test]
+    fn the_interner_gives_each_string_one_id() {
+        let mut i = Interner::default();
+        assert_eq!(i.intern(""), (0, true));
+        assert_eq!(i.intern("a"), (1, true));
+        assert_eq!(i.intern(""), (0, false));
+        assert_eq!(i.intern("ab"), (2, true));
+        assert_eq!(i.intern("a"), (1, false));
+        // Enough strings to grow the table several times.
+        let names: Vec<String> = (0..20_000).map(|n| format!("case-{n:06}")).collect();
+        let ids: Vec<Sym> = names.iter().map(|s| i.intern(s).0).collect();
+        for (s, &id) in names.iter().zip(&ids) {
+            assert_eq!(i.intern(s), (id, false));
+            assert_eq!(Interner::at(&i.text, &i.ends, id), s);
+        }
+        assert_eq!(i.ends.len(), 3 + names.len());
     }
 
     #[test]
