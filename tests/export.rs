@@ -550,7 +550,7 @@ fn query_rows(run: &Path, q: &str, all: bool) -> Vec<(String, u32)> {
     let journal = PathBuf::from(format!("{}.triage.jsonl", run.display()));
     let store = triage::core::annotations::AnnotationStore::read(&journal).ok();
     let rows: Vec<u32> = (0..index.rows.len() as u32)
-        .filter(|&i| all || index.rows[i as usize].status.is_failure())
+        .filter(|&i| all || index.rows[i as usize].status().is_failure())
         .collect();
     let q = query::parse(q).expect("a valid query");
     let hits = q.filter(

@@ -95,7 +95,7 @@ fn indexed_counts_match_a_full_parse_at_scale() {
     let p = f.path().to_string_lossy().to_string();
     let idx = index::load_run(std::slice::from_ref(&p), &OpenOptions::default()).expect("load");
     // The status column covers every row, in row order.
-    let statuses: Vec<_> = idx.rows.iter().map(|r| r.status).collect();
+    let statuses: Vec<_> = idx.rows.iter().map(|r| r.status()).collect();
     assert_eq!(idx.statuses(), Some(&statuses[..]));
 
     let text = std::fs::read_to_string(&p).expect("read");
@@ -128,7 +128,7 @@ fn indexed_counts_match_a_full_parse_at_scale() {
         Status::Unchecked,
         Status::Pass,
     ] {
-        let n = idx.rows.iter().filter(|r| r.status == st).count();
+        let n = idx.rows.iter().filter(|r| r.status() == st).count();
         assert_eq!(
             n,
             statuses.get(st.name()).copied().unwrap_or(0),

@@ -10,7 +10,6 @@ use std::path::PathBuf;
 use tempfile::TempDir;
 
 use triage::core::annotations::{AnnotationSource, Change};
-use triage::core::index::NO_SYM;
 use triage::core::key::{RecordKey, record_key};
 use triage::tui::action::Action;
 use triage::tui::app::{self, App, Effect, Focus, Overlay};
@@ -91,7 +90,7 @@ impl Fixture {
     }
 
     fn is_failure(&self, row: u32) -> bool {
-        self.app.index.rows[row as usize].status.is_failure()
+        self.app.index.rows[row as usize].status().is_failure()
     }
 
     /// Move the cursor to view position `i` with NextPair.
@@ -343,14 +342,13 @@ fn accept_suggestion_records_the_suggested_category() {
         .app
         .view
         .iter()
-        .position(|&r| f.app.index.rows[r as usize].suggestion != NO_SYM)
+        .position(|&r| f.app.index.rows[r as usize].suggestion().is_some())
         .expect("a failure with a suggestion");
     f.go_to(pos);
     let row = f.app.selected_row().unwrap();
-    let suggested = f
-        .app
-        .index
-        .str(f.app.index.rows[row as usize].suggestion)
+    let suggested = f.app.index.rows[row as usize]
+        .suggestion()
+        .unwrap()
         .to_string();
     assert!(f.app.taxonomy.by_id(&suggested).is_some());
 
@@ -373,7 +371,7 @@ fn accept_all_suggestions_asks_first() {
         .iter()
         .filter_map(|&r| {
             let row = &f.app.index.rows[r as usize];
-            (row.suggestion != NO_SYM).then(|| (r, f.app.index.str(row.suggestion).to_string()))
+            row.suggestion().map(|s| (r, s.to_string()))
         })
         .collect();
     assert!(expected.len() > 1);

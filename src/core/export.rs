@@ -137,7 +137,7 @@ pub fn select_rows(input: &ExportInput, opts: &ExportOptions) -> Vec<u32> {
         .rows
         .iter()
         .enumerate()
-        .filter(|(_, r)| opts.all || r.status.is_failure())
+        .filter(|(_, r)| opts.all || r.status().is_failure())
         .filter_map(|(i, _)| u32::try_from(i).ok())
         .collect();
     match &opts.filter {
@@ -215,7 +215,7 @@ fn category_of<'a>(
     row: &PairRow,
     store: Option<&'a AnnotationStore>,
 ) -> Option<&'a str> {
-    if !row.status.is_failure() {
+    if !row.status().is_failure() {
         return None;
     }
     index
@@ -357,7 +357,7 @@ fn csv_row(p: &Pair) -> Vec<String> {
         csv_bool(d.flip),
         csv_num(d.source_margin),
         csv_bool(d.near_boundary),
-        p.row.validity.name().to_string(),
+        p.row.validity().name().to_string(),
         csv_text(&d.changes.unexpected.join(";")),
         outcome(&r.source),
         outcome(&r.variant),
@@ -442,7 +442,7 @@ fn pair_json(p: &Pair) -> Value {
         "minimum_boundary_margin": r.minimum_boundary_margin,
         "near_boundary": d.near_boundary,
         "flip": d.flip,
-        "validity": p.row.validity.name(),
+        "validity": p.row.validity().name(),
         "unexpected_changes": d.changes.unexpected,
         "why": d.why,
         "reasons": r.reasons,
@@ -774,11 +774,11 @@ fn lower_first(name: &str) -> String {
 // Markdown: the report
 
 /// Distinct values of an interned field over all rows, sorted, with counts, and how many lack it.
-fn distinct(index: &RunIndex, f: fn(&PairRow) -> Sym) -> (BTreeMap<&str, u64>, u64) {
+fn distinct(index: &RunIndex, f: fn(&RunIndex, &PairRow) -> Sym) -> (BTreeMap<&str, u64>, u64) {
     let mut m = BTreeMap::new();
     let mut missing = 0;
     for r in &index.rows {
-        match f(r) {
+        match f(index, r) {
             NO_SYM => missing += 1,
             s => *m.entry(index.str(s)).or_insert(0) += 1,
         }
@@ -786,7 +786,7 @@ fn distinct(index: &RunIndex, f: fn(&PairRow) -> Sym) -> (BTreeMap<&str, u64>, u
     (m, missing)
 }
 
-fn versions_line(index: &RunIndex, f: fn(&PairRow) -> Sym) -> String {
+fn versions_line(index: &RunIndex, f: fn(&RunIndex, &PairRow) -> Sym) -> String {
     let (m, missing) = distinct(index, f);
     let mut parts: Vec<String> = if m.len() == 1 {
         m.keys().map(|v| code(v, false)).collect()
@@ -874,7 +874,7 @@ fn sections<'a>(input: &ExportInput<'a>, rows: &[u32]) -> Sections<'a> {
         let Some(row) = input.index.rows.get(i as usize) else {
             continue;
         };
-        if !row.status.is_failure() {
+        if !row.status().is_failure() {
             others.push(i);
         } else if let Some(c) = category_of(input.index, row, input.store) {
             by_cat.entry(c).or_default().push(i);
@@ -1163,7 +1163,7 @@ fn write_markdown(
         })
         .collect();
     writeln!(out, "- **Files:** {}", files.join(", "))?;
-    let count = |s: Status| index.rows.iter().filter(|r| r.status == s).count() as u64;
+    let count = |s: Status| index.rows.iter().filter(|r| r.status() == s).count() as u64;
     let mut kinds = Vec::new();
     for (s, one, many) in [
         (Status::Fail, "failed expectation", "failed expectations"),
@@ -1210,14 +1210,18 @@ fn write_markdown(
     writeln!(
         out,
         "- **Contract version:** {}",
-        versions_line(index, |r| r.contract)
+        versions_line(index, RunIndex::contract)
     )?;
     writeln!(
         out,
         "- **State schema version:** {}",
-        versions_line(index, |r| r.schema)
+        versions_line(index, RunIndex::schema)
     )?;
-    writeln!(out, "- **Model:** {}", versions_line(index, |r| r.model))?;
+    writeln!(
+        out,
+        "- **Model:** {}",
+        versions_line(index, RunIndex::model)
+    )?;
     let listed_failures = rows.len() - secs.others.len();
     let selection = match (&opts.filter, opts.all) {
         (None, false) => format!("every failure ({listed_failures})"),
@@ -1333,10 +1337,10 @@ fn write_markdown(
                 continue;
             };
             let name = |r: Option<Route>| r.map(Route::name).unwrap_or("—");
-            let route = if r.source_route.is_none() && r.variant_route.is_none() {
+            let route = if r.source_route().is_none() && r.variant_route().is_none() {
                 "—".to_string()
             } else {
-                format!("{} → {}", name(r.source_route), name(r.variant_route))
+                format!("{} → {}", name(r.source_route()), name(r.variant_route()))
             };
             let dp = if r.dp.is_finite() {
                 signed3(f64::from(r.dp))
@@ -1353,7 +1357,7 @@ fn write_markdown(
                 "| {} / {}{rep} | {} | {} | {route} | {dp} | {} |",
                 code(index.str(r.case), true),
                 code(index.str(r.variant), true),
-                status_label(r.status),
+                status_label(r.status()),
                 match index.str(r.transformation) {
                     super::derive::NOT_RECORDED => "*not recorded*".to_string(),
                     t => code(t, true),
@@ -1783,7 +1787,7 @@ pub fn check(input: &ExportInput, gates: &Gates) -> CheckOutcome {
     let all = all_rows(index);
     let s = stats::summarize(index, &all, input.store, GroupBy::Transformation);
     let mut r = String::new();
-    let count = |st: Status| index.rows.iter().filter(|x| x.status == st).count() as u64;
+    let count = |st: Status| index.rows.iter().filter(|x| x.status() == st).count() as u64;
     let _ = writeln!(
         r,
         "triage check: {}",
@@ -1838,7 +1842,9 @@ pub fn check(input: &ExportInput, gates: &Gates) -> CheckOutcome {
         let open: Vec<&PairRow> = index
             .rows
             .iter()
-            .filter(|x| x.status.is_failure() && category_of(input.index, x, input.store).is_none())
+            .filter(|x| {
+                x.status().is_failure() && category_of(input.index, x, input.store).is_none()
+            })
             .collect();
         let ok = open.len() as u64 <= max;
         results.push(GateResult {

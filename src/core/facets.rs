@@ -39,7 +39,7 @@ pub fn facets(index: &RunIndex, rows: &[u32], store: Option<&AnnotationStore>) -
         let Some(row) = index.rows.get(r as usize) else {
             continue;
         };
-        let fail = u64::from(row.status.is_failure());
+        let fail = u64::from(row.status().is_failure());
         for (i, value) in values(index, row, store).into_iter().enumerate() {
             let e = maps[i].entry(value).or_default();
             e.0 += 1;
@@ -86,14 +86,14 @@ fn values(index: &RunIndex, row: &PairRow, store: Option<&AnnotationStore>) -> [
         .annotation(store, row)
         .and_then(|a| a.category.clone())
         .unwrap_or_else(|| "none".to_string());
-    let outcome = match (row.source_outcome, row.variant_outcome) {
+    let outcome = match (row.source_outcome(), row.variant_outcome()) {
         (OutcomeCode::Ok, OutcomeCode::Ok) => "ok",
         (_, b) if b != OutcomeCode::Ok && b != OutcomeCode::NotRecorded => b.name(),
         (a, _) if a != OutcomeCode::Ok && a != OutcomeCode::NotRecorded => a.name(),
         _ => "not-recorded",
     }
     .to_string();
-    let route = match (row.source_route, row.variant_route) {
+    let route = match (row.source_route(), row.variant_route()) {
         (Some(a), Some(b)) => format!("{a}->{b}"),
         _ => MISSING.to_string(),
     };

@@ -178,6 +178,10 @@ impl ValidityCode {
 }
 
 /// The compact summary of one pair that the list, counts and queries use.
+///
+/// 80 bytes: the location, the record key, four interned strings, five
+/// numbers, the (contract, schema, model) triple as one id, the repetition
+/// and every small code packed in one word (see [`RowCodes`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PairRow {
     pub loc: Loc,
@@ -185,12 +189,6 @@ pub struct PairRow {
     pub variant: Sym,
     pub transformation: Sym,
     pub family: Sym,
-    /// The suggested category id, or [`NO_SYM`] when the pair did not fail.
-    pub suggestion: Sym,
-    pub status: Status,
-    pub flags: u8,
-    pub source_route: Option<Route>,
-    pub variant_route: Option<Route>,
     /// Variant minus source probability; NaN when not recorded.
     pub dp: f32,
     /// Variant minus source confidence; NaN when not recorded.
@@ -201,21 +199,242 @@ pub struct PairRow {
     pub variant_margin: f32,
     /// The larger of the two latencies in ms; NaN when not recorded.
     pub latency: f32,
-    pub contract: Sym,
-    pub schema: Sym,
-    pub model: Sym,
-    pub expectation: ExpKind,
-    pub source_outcome: OutcomeCode,
-    pub variant_outcome: OutcomeCode,
-    pub validity: ValidityCode,
+    /// The row's (contract, schema, model) triple, an index into the run's
+    /// table of them: read it with [`RunIndex::contract`],
+    /// [`RunIndex::schema`] and [`RunIndex::model`].
+    pub versions: u32,
     /// The recorded repetition, or `u32::MAX`.
     pub repetition: u32,
+    /// Status, flags, routes, expectation, outcomes, validity and suggested
+    /// category, packed: read them with the accessors below.
+    pub codes: PackedCodes,
 }
 
 impl PairRow {
     /// Whether a flag from [`flags`] is set.
     pub fn has(&self, flag: u8) -> bool {
-        self.flags & flag != 0
+        self.flags() & flag != 0
+    }
+
+    /// The pair's status.
+    pub fn status(&self) -> Status {
+        self.codes.status()
+    }
+
+    /// The boolean facts (see [`flags`]).
+    pub fn flags(&self) -> u8 {
+        self.codes.flags()
+    }
+
+    /// The source's route, if recorded or computed.
+    pub fn source_route(&self) -> Option<Route> {
+        self.codes.source_route()
+    }
+
+    /// The variant's route, if recorded or computed.
+    pub fn variant_route(&self) -> Option<Route> {
+        self.codes.variant_route()
+    }
+
+    pub fn expectation(&self) -> ExpKind {
+        self.codes.expectation()
+    }
+
+    pub fn source_outcome(&self) -> OutcomeCode {
+        self.codes.source_outcome()
+    }
+
+    pub fn variant_outcome(&self) -> OutcomeCode {
+        self.codes.variant_outcome()
+    }
+
+    pub fn validity(&self) -> ValidityCode {
+        self.codes.validity()
+    }
+
+    /// The suggested category id, or `None` when the pair did not fail (or
+    /// no rule applied).
+    pub fn suggestion(&self) -> Option<&'static str> {
+        self.codes.suggestion()
+    }
+
+    /// Every small code, unpacked.
+    pub fn row_codes(&self) -> RowCodes {
+        self.codes.unpack()
+    }
+}
+
+/// The small codes of a row, unpacked; [`PackedCodes::pack`] stores them in
+/// four bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowCodes {
+    pub status: Status,
+    pub flags: u8,
+    pub source_route: Option<Route>,
+    pub variant_route: Option<Route>,
+    pub expectation: ExpKind,
+    pub source_outcome: OutcomeCode,
+    pub variant_outcome: OutcomeCode,
+    pub validity: ValidityCode,
+    /// One of [`super::suggest::CATEGORIES`], or `None`.
+    pub suggestion: Option<&'static str>,
+}
+
+/// [`RowCodes`] in one word. From the lowest bit: status (3 bits), flags
+/// (8), source route (2, 0 for none), variant route (2), expectation (3),
+/// source outcome (3), variant outcome (3), validity (2), and the suggested
+/// category (6: 0 for none, else its place in
+/// [`super::suggest::CATEGORIES`] plus one).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PackedCodes(u32);
+
+const STATUSES: [Status; 5] = [
+    Status::Invalid,
+    Status::ServiceError,
+    Status::Fail,
+    Status::Unchecked,
+    Status::Pass,
+];
+const EXP_KINDS: [ExpKind; 6] = [
+    ExpKind::None,
+    ExpKind::Invariant,
+    ExpKind::NotLessUrgent,
+    ExpKind::NotMoreUrgent,
+    ExpKind::AllowedRoutes,
+    ExpKind::Unknown,
+];
+const OUTCOMES: [OutcomeCode; 6] = [
+    OutcomeCode::NotRecorded,
+    OutcomeCode::Ok,
+    OutcomeCode::Timeout,
+    OutcomeCode::Error,
+    OutcomeCode::InvalidResponse,
+    OutcomeCode::Other,
+];
+const VALIDITIES: [ValidityCode; 4] = [
+    ValidityCode::Valid,
+    ValidityCode::Invalid,
+    ValidityCode::Undeclared,
+    ValidityCode::NotRecorded,
+];
+
+/// The place of `x` in `all` (every value is listed, so this always finds it).
+fn place<T: PartialEq>(all: &[T], x: &T) -> u32 {
+    all.iter().position(|a| a == x).unwrap_or(0) as u32
+}
+
+impl PackedCodes {
+    const FLAGS: u32 = 3;
+    const SOURCE_ROUTE: u32 = 11;
+    const VARIANT_ROUTE: u32 = 13;
+    const EXPECTATION: u32 = 15;
+    const SOURCE_OUTCOME: u32 = 18;
+    const VARIANT_OUTCOME: u32 = 21;
+    const VALIDITY: u32 = 24;
+    const SUGGESTION: u32 = 26;
+
+    /// Pack the codes of a row.
+    pub fn pack(c: RowCodes) -> PackedCodes {
+        let route = |r: Option<Route>| match r {
+            None => 0,
+            Some(r) => place(&Route::ALL, &r) + 1,
+        };
+        let suggestion = c.suggestion.map_or(0, |s| {
+            let code = super::suggest::CATEGORIES.iter().position(|&x| x == s);
+            debug_assert!(code.is_some(), "category {s} missing from CATEGORIES");
+            code.map_or(0, |i| i as u32 + 1)
+        });
+        PackedCodes(
+            place(&STATUSES, &c.status)
+                | u32::from(c.flags) << Self::FLAGS
+                | route(c.source_route) << Self::SOURCE_ROUTE
+                | route(c.variant_route) << Self::VARIANT_ROUTE
+                | place(&EXP_KINDS, &c.expectation) << Self::EXPECTATION
+                | place(&OUTCOMES, &c.source_outcome) << Self::SOURCE_OUTCOME
+                | place(&OUTCOMES, &c.variant_outcome) << Self::VARIANT_OUTCOME
+                | place(&VALIDITIES, &c.validity) << Self::VALIDITY
+                | suggestion << Self::SUGGESTION,
+        )
+    }
+
+    fn bits(self, at: u32, width: u32) -> usize {
+        ((self.0 >> at) & ((1 << width) - 1)) as usize
+    }
+
+    fn route(self, at: u32) -> Option<Route> {
+        self.bits(at, 2)
+            .checked_sub(1)
+            .and_then(|i| Route::ALL.get(i).copied())
+    }
+
+    pub fn status(self) -> Status {
+        STATUSES[self.bits(0, 3).min(STATUSES.len() - 1)]
+    }
+
+    pub fn flags(self) -> u8 {
+        self.bits(Self::FLAGS, 8) as u8
+    }
+
+    pub fn source_route(self) -> Option<Route> {
+        self.route(Self::SOURCE_ROUTE)
+    }
+
+    pub fn variant_route(self) -> Option<Route> {
+        self.route(Self::VARIANT_ROUTE)
+    }
+
+    pub fn expectation(self) -> ExpKind {
+        EXP_KINDS[self.bits(Self::EXPECTATION, 3).min(EXP_KINDS.len() - 1)]
+    }
+
+    pub fn source_outcome(self) -> OutcomeCode {
+        OUTCOMES[self.bits(Self::SOURCE_OUTCOME, 3).min(OUTCOMES.len() - 1)]
+    }
+
+    pub fn variant_outcome(self) -> OutcomeCode {
+        OUTCOMES[self.bits(Self::VARIANT_OUTCOME, 3).min(OUTCOMES.len() - 1)]
+    }
+
+    pub fn validity(self) -> ValidityCode {
+        VALIDITIES[self.bits(Self::VALIDITY, 2)]
+    }
+
+    /// The suggested category's code: 0 for none, else its place in
+    /// [`super::suggest::CATEGORIES`] plus one.
+    pub fn suggestion_code(self) -> u8 {
+        self.bits(Self::SUGGESTION, 6) as u8
+    }
+
+    pub fn suggestion(self) -> Option<&'static str> {
+        self.bits(Self::SUGGESTION, 6)
+            .checked_sub(1)
+            .and_then(|i| super::suggest::CATEGORIES.get(i).copied())
+    }
+
+    pub fn unpack(self) -> RowCodes {
+        RowCodes {
+            status: self.status(),
+            flags: self.flags(),
+            source_route: self.source_route(),
+            variant_route: self.variant_route(),
+            expectation: self.expectation(),
+            source_outcome: self.source_outcome(),
+            variant_outcome: self.variant_outcome(),
+            validity: self.validity(),
+            suggestion: self.suggestion(),
+        }
+    }
+}
+
+impl From<RowCodes> for PackedCodes {
+    fn from(c: RowCodes) -> PackedCodes {
+        PackedCodes::pack(c)
+    }
+}
+
+impl std::fmt::Debug for PackedCodes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.unpack().fmt(f)
     }
 }
 
@@ -337,6 +556,9 @@ impl std::fmt::Display for OpenError {
 pub struct RunIndex {
     pub files: Vec<RunFile>,
     strings: Vec<Box<str>>,
+    /// Each distinct (contract, schema, model) triple; [`PairRow::versions`]
+    /// indexes it.
+    versions: Vec<[Sym; 3]>,
     pub rows: Vec<PairRow>,
     /// Each row's status, one byte per row, appended with the rows by
     /// [`RunIndex::apply`]: the list and the query scan it instead of the
@@ -360,7 +582,7 @@ pub struct RunIndex {
 /// A low-cardinality string column, one byte per row: code `c` stands for
 /// `values[c]`, and [`Codes::OTHER`] for "read the row" (past 255 distinct
 /// values). A query term tests each distinct value once, then scans bytes
-/// instead of gathering a field from every 96-byte row.
+/// instead of gathering a field from every 80-byte row.
 #[derive(Debug, Default, Clone)]
 pub struct Codes {
     pub codes: Vec<u8>,
@@ -428,16 +650,53 @@ impl RunIndex {
         &self.strings
     }
 
+    /// A row's (contract, schema, model) triple ([`NO_SYM`] for each when
+    /// the row's id is not in the table).
+    pub fn versions_of(&self, row: &PairRow) -> [Sym; 3] {
+        self.versions
+            .get(row.versions as usize)
+            .copied()
+            .unwrap_or([NO_SYM; 3])
+    }
+
+    /// A row's contract version.
+    pub fn contract(&self, row: &PairRow) -> Sym {
+        self.versions_of(row)[0]
+    }
+
+    /// A row's state schema version.
+    pub fn schema(&self, row: &PairRow) -> Sym {
+        self.versions_of(row)[1]
+    }
+
+    /// A row's model id.
+    pub fn model(&self, row: &PairRow) -> Sym {
+        self.versions_of(row)[2]
+    }
+
+    /// The id of a (contract, schema, model) triple for [`PairRow::versions`],
+    /// adding it to the table when new: for rows built outside the loader.
+    pub fn versions_id(&mut self, triple: [Sym; 3]) -> u32 {
+        match self.versions.iter().position(|t| *t == triple) {
+            Some(i) => i as u32,
+            None => {
+                self.versions.push(triple);
+                (self.versions.len() - 1) as u32
+            }
+        }
+    }
+
     /// Merge a batch from the loader.
     pub fn apply(&mut self, b: Batch) {
         self.strings.extend(b.strings);
-        self.failures += b.rows.iter().filter(|r| r.status.is_failure()).count();
+        self.versions.extend(b.versions);
+        self.failures += b.rows.iter().filter(|r| r.status().is_failure()).count();
         self.skipped_lines += b.problems.iter().filter(|p| p.kind.skips_line()).count();
         if self.statuses.len() != self.rows.len() {
             // The rows were set some other way: start the column again.
-            self.statuses = self.rows.iter().map(|r| r.status).collect();
+            self.statuses = self.rows.iter().map(|r| r.status()).collect();
         }
-        self.statuses.extend(b.rows.iter().map(|r| r.status));
+        self.statuses.extend(b.rows.iter().map(|r| r.status()));
         if self.families.codes.len() != self.rows.len() {
             self.families = Codes::default();
             self.transformations = Codes::default();
@@ -547,6 +806,8 @@ pub(crate) fn read_exact_at(f: &File, buf: &mut [u8], offset: u64) -> io::Result
 pub struct Batch {
     /// Strings interned since the last batch, in id order.
     pub strings: Vec<Box<str>>,
+    /// (contract, schema, model) triples first seen since the last batch, in id order.
+    pub versions: Vec<[Sym; 3]>,
     pub rows: Vec<PairRow>,
     pub problems: Vec<Problem>,
     /// Bytes read so far over all files.
@@ -1111,7 +1372,7 @@ pub enum ParseMode {
 /// The first chunk is small so that the first rows reach the screen at once;
 /// later chunks grow to this size and are parsed in parallel.
 const FIRST_CHUNK: usize = 64 * 1024;
-const MAX_CHUNK: usize = 4 * 1024 * 1024;
+const MAX_CHUNK: usize = 1024 * 1024;
 /// Chunks with fewer lines than this are parsed on the loader thread alone.
 const PARALLEL_MIN_LINES: usize = 64;
 
@@ -1131,8 +1392,8 @@ fn index_files(
 ) -> IndexState {
     let start = Instant::now();
     let mut st = IndexState {
-        interned: HashMap::default(),
-        next_sym: 0,
+        interned: Interner::default(),
+        triples: HashMap::default(),
         batch: Batch::default(),
         bytes_read: 0,
         tx,
@@ -1186,9 +1447,58 @@ impl std::hash::Hasher for FxHasher {
 
 type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
 
+/// The loader's interned strings: each stored once, end to end in one
+/// buffer, with a table of ids hashed by their text (a map keyed by the
+/// strings would hold a second copy of each, plus a pointer and length).
+#[derive(Default)]
+struct Interner {
+    text: String,
+    /// Where each string ends in `text`, by id.
+    ends: Vec<usize>,
+    table: hashbrown::HashTable<Sym>,
+}
+
+impl Interner {
+    fn hash(s: &str) -> u64 {
+        use std::hash::Hasher;
+        let mut h = FxHasher::default();
+        h.write(s.as_bytes());
+        h.finish()
+    }
+
+    /// The string with id `id` in `text`.
+    fn at<'a>(text: &'a str, ends: &[usize], id: Sym) -> &'a str {
+        let i = id as usize;
+        let start = if i == 0 { 0 } else { ends[i - 1] };
+        &text[start..ends[i]]
+    }
+
+    /// The id of `s`, and whether it was new.
+    fn intern(&mut self, s: &str) -> (Sym, bool) {
+        use hashbrown::hash_table::Entry;
+        let Interner { text, ends, table } = self;
+        let entry = table.entry(
+            Self::hash(s),
+            |&id| Self::at(text, ends, id) == s,
+            |&id| Self::hash(Self::at(text, ends, id)),
+        );
+        match entry {
+            Entry::Occupied(e) => (*e.get(), false),
+            Entry::Vacant(e) => {
+                let id = ends.len() as Sym;
+                text.push_str(s);
+                ends.push(text.len());
+                e.insert(id);
+                (id, true)
+            }
+        }
+    }
+}
+
 pub(crate) struct IndexState {
-    interned: FxMap<Box<str>, Sym>,
-    next_sym: Sym,
+    interned: Interner,
+    /// The id of each (contract, schema, model) triple seen.
+    triples: FxMap<[Sym; 3], u32>,
     batch: Batch,
     bytes_read: u64,
     tx: Sender<Batch>,
@@ -1198,14 +1508,19 @@ pub(crate) struct IndexState {
 impl IndexState {
     fn intern(&mut self, s: Option<&str>) -> Sym {
         let Some(s) = s else { return NO_SYM };
-        if let Some(&id) = self.interned.get(s) {
-            return id;
+        let (id, new) = self.interned.intern(s);
+        if new {
+            self.batch.strings.push(s.into());
         }
-        let id = self.next_sym;
-        self.next_sym += 1;
-        let b: Box<str> = s.into();
-        self.batch.strings.push(b.clone());
-        self.interned.insert(b, id);
+        id
+    }
+
+    fn versions(&mut self, triple: [Sym; 3]) -> u32 {
+        let next = self.triples.len() as u32;
+        let id = *self.triples.entry(triple).or_insert(next);
+        if id == next {
+            self.batch.versions.push(triple);
+        }
         id
     }
 
@@ -1265,6 +1580,11 @@ impl IndexState {
                         .push(problem(ProblemKind::FieldWarning, w));
                 }
                 let s = &d.summary;
+                let versions = [
+                    self.intern(d.contract.as_ref().map(|t| t.get(buf))),
+                    self.intern(d.schema.as_ref().map(|t| t.get(buf))),
+                    self.intern(d.model.as_ref().map(|t| t.get(buf))),
+                ];
                 let row = PairRow {
                     loc: Loc::new(
                         file_idx,
@@ -1276,24 +1596,17 @@ impl IndexState {
                     variant: self.intern(Some(d.variant.get(buf))),
                     transformation: self.intern(Some(&d.transformation)),
                     family: self.intern(d.family.as_deref()),
-                    suggestion: self.intern(d.suggestion),
-                    status: s.status,
-                    flags: s.flags,
-                    source_route: s.source_route,
-                    variant_route: s.variant_route,
                     dp: s.dp,
                     dc: s.dc,
                     margin: s.margin,
                     variant_margin: s.variant_margin,
                     latency: s.latency,
-                    contract: self.intern(d.contract.as_ref().map(|t| t.get(buf))),
-                    schema: self.intern(d.schema.as_ref().map(|t| t.get(buf))),
-                    model: self.intern(d.model.as_ref().map(|t| t.get(buf))),
-                    expectation: s.expectation,
-                    source_outcome: s.source_outcome,
-                    variant_outcome: s.variant_outcome,
-                    validity: s.validity,
+                    versions: self.versions(versions),
                     repetition: s.repetition,
+                    codes: PackedCodes::pack(RowCodes {
+                        suggestion: d.suggestion,
+                        ..s.codes
+                    }),
                 };
                 self.batch.rows.push(row);
             }
@@ -1379,19 +1692,13 @@ pub(crate) struct RowData {
 /// The numbers and codes of a row.
 #[derive(Debug, Clone, Copy)]
 struct Summary {
-    status: Status,
-    flags: u8,
-    source_route: Option<Route>,
-    variant_route: Option<Route>,
+    /// The codes, without the suggestion (kept in [`RowData`]).
+    codes: RowCodes,
     dp: f32,
     dc: f32,
     margin: f32,
     variant_margin: f32,
     latency: f32,
-    expectation: ExpKind,
-    source_outcome: OutcomeCode,
-    variant_outcome: OutcomeCode,
-    validity: ValidityCode,
     repetition: u32,
 }
 
@@ -1441,19 +1748,22 @@ fn summarize(record: &PairRecord, d: &Derived) -> Summary {
         (None, None) => f32::NAN,
     };
     Summary {
-        status: d.status,
-        flags: fl,
-        source_route: d.source_route,
-        variant_route: d.variant_route,
+        codes: RowCodes {
+            status: d.status,
+            flags: fl,
+            source_route: d.source_route,
+            variant_route: d.variant_route,
+            expectation,
+            source_outcome: OutcomeCode::of(record.source.effective_outcome().as_ref()),
+            variant_outcome: OutcomeCode::of(record.variant.effective_outcome().as_ref()),
+            validity,
+            suggestion: None,
+        },
         dp: d.dp.map(|x| x as f32).unwrap_or(f32::NAN),
         dc: d.dc.map(|x| x as f32).unwrap_or(f32::NAN),
         margin: d.source_margin.map(|x| x as f32).unwrap_or(f32::NAN),
         variant_margin: d.variant_margin.map(|x| x as f32).unwrap_or(f32::NAN),
         latency,
-        expectation,
-        source_outcome: OutcomeCode::of(record.source.effective_outcome().as_ref()),
-        variant_outcome: OutcomeCode::of(record.variant.effective_outcome().as_ref()),
-        validity,
         repetition: record
             .repetition
             .and_then(|r| u32::try_from(r).ok())
@@ -2180,8 +2490,10 @@ mod tests {
 
     #[test]
     fn pair_rows_stay_small() {
+        // 64 bytes: the memory target is 64 bytes per pair plus 50 MB, and
+        // record keys are not part of the row (see `rowkeys`).
         assert!(
-            std::mem::size_of::<PairRow>() <= 80,
+            std::mem::size_of::<PairRow>() <= 64,
             "{}",
             std::mem::size_of::<PairRow>()
         );
@@ -2191,6 +2503,62 @@ mod tests {
             (l.file(), l.line, l.offset(), l.len),
             (3, 7, 123_456_789_012, 99)
         );
+    }
+
+    #[test]
+    fn the_interner_gives_each_string_one_id() {
+        let mut i = Interner::default();
+        assert_eq!(i.intern(""), (0, true));
+        assert_eq!(i.intern("a"), (1, true));
+        assert_eq!(i.intern(""), (0, false));
+        assert_eq!(i.intern("ab"), (2, true));
+        assert_eq!(i.intern("a"), (1, false));
+        // Enough strings to grow the table several times.
+        let names: Vec<String> = (0..20_000).map(|n| format!("case-{n:06}")).collect();
+        let ids: Vec<Sym> = names.iter().map(|s| i.intern(s).0).collect();
+        for (s, &id) in names.iter().zip(&ids) {
+            assert_eq!(i.intern(s), (id, false));
+            assert_eq!(Interner::at(&i.text, &i.ends, id), s);
+        }
+        assert_eq!(i.ends.len(), 3 + names.len());
+    }
+
+    #[test]
+    fn row_codes_pack_and_unpack_every_value() {
+        let routes = [
+            None,
+            Some(Route::Pass),
+            Some(Route::Review),
+            Some(Route::Action),
+        ];
+        let suggestions = std::iter::once(None).chain(super::super::suggest::CATEGORIES.map(Some));
+        let mut n = 0;
+        for (i, suggestion) in suggestions.enumerate() {
+            for status in STATUSES {
+                for (j, &source_route) in routes.iter().enumerate() {
+                    for expectation in EXP_KINDS {
+                        for (k, source_outcome) in OUTCOMES.into_iter().enumerate() {
+                            for validity in VALIDITIES {
+                                let c = RowCodes {
+                                    status,
+                                    flags: (i * 37 + j * 11 + k) as u8 | 0x80,
+                                    source_route,
+                                    variant_route: routes[(j + i) % routes.len()],
+                                    expectation,
+                                    source_outcome,
+                                    variant_outcome: OUTCOMES[(k + i + 1) % OUTCOMES.len()],
+                                    validity,
+                                    suggestion,
+                                };
+                                assert_eq!(PackedCodes::pack(c).unpack(), c);
+                                n += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(n, 8 * 5 * 4 * 6 * 6 * 4);
     }
 
     #[test]
@@ -2223,7 +2591,12 @@ mod tests {
         let idx = load_bytes(format!("{GOOD}\n{GOOD}\n").as_bytes());
         assert_eq!(idx.str(idx.rows[1].case), "c1");
         assert_eq!(idx.str(idx.rows[0].family), "");
-        // c1, v1, the transformation ("not recorded") and the suggested category.
-        assert_eq!(idx.strings().len(), 4);
+        // c1, v1 and the transformation ("not recorded"); the suggested
+        // category is a code, not an interned string.
+        assert_eq!(idx.strings().len(), 3);
+        assert!(idx.rows[0].suggestion().is_some());
+        assert_eq!(idx.rows[0].suggestion(), idx.rows[1].suggestion());
+        assert_eq!(idx.versions.len(), 1);
+        assert_eq!(idx.contract(&idx.rows[0]), NO_SYM);
     }
 }

@@ -1182,16 +1182,18 @@ enum SymField {
 }
 
 impl SymField {
-    fn get(self, r: &PairRow) -> Sym {
+    /// The row's string id; the suggested category is not interned (see
+    /// [`SymSet::test_row`]), so it gives [`NO_SYM`].
+    fn get(self, r: &PairRow, index: &RunIndex) -> Sym {
         match self {
             SymField::Family => r.family,
             SymField::Transformation => r.transformation,
             SymField::Case => r.case,
             SymField::Variant => r.variant,
-            SymField::Contract => r.contract,
-            SymField::Schema => r.schema,
-            SymField::Model => r.model,
-            SymField::Suggested => r.suggestion,
+            SymField::Contract => index.contract(r),
+            SymField::Schema => index.schema(r),
+            SymField::Model => index.model(r),
+            SymField::Suggested => NO_SYM,
         }
     }
 }
@@ -1203,9 +1205,33 @@ struct SymSet {
     /// What [`NO_SYM`] (not recorded) gives.
     none: bool,
     memo: Vec<u8>,
+    /// The verdict on each suggested category, by its code (0 unknown, 1 yes, 2 no).
+    suggested_memo: [u8; 64],
 }
 
 impl SymSet {
+    /// Test the field `f` of row `r`.
+    fn test_row(&mut self, f: SymField, r: &PairRow, index: &RunIndex) -> bool {
+        if let SymField::Suggested = f {
+            let Some(s) = r.suggestion() else {
+                return self.none;
+            };
+            let code = usize::from(r.codes.suggestion_code());
+            return match self.suggested_memo.get(code).copied() {
+                Some(1) => true,
+                Some(2) => false,
+                _ => {
+                    let hit = self.globs.matches(s);
+                    if let Some(m) = self.suggested_memo.get_mut(code) {
+                        *m = if hit { 1 } else { 2 };
+                    }
+                    hit
+                }
+            };
+        }
+        self.test(f.get(r, index), index)
+    }
+
     fn test(&mut self, sym: Sym, index: &RunIndex) -> bool {
         if sym == NO_SYM {
             return self.none;
@@ -1435,6 +1461,7 @@ fn compile_term(kind: &TermKind, memo_len: usize) -> Cond {
                 ),
                 none,
                 memo: vec![0; memo_len],
+                suggested_memo: [0; 64],
             },
         )
     };
@@ -1562,7 +1589,7 @@ fn is_stale(
 
 #[inline]
 fn status_in(m: u8, r: &PairRow) -> bool {
-    m & (1 << status_bit(r.status)) != 0
+    m & (1 << status_bit(r.status())) != 0
 }
 
 #[inline]
@@ -1572,17 +1599,17 @@ fn flag_in(flag: u8, yes: bool, no: bool, r: &PairRow) -> bool {
 
 #[inline]
 fn expectation_in(m: u8, r: &PairRow) -> bool {
-    m & (1 << exp_bit(r.expectation)) != 0
+    m & (1 << exp_bit(r.expectation())) != 0
 }
 
 #[inline]
 fn validity_in(m: u8, r: &PairRow) -> bool {
-    m & (1 << validity_bit(r.validity)) != 0
+    m & (1 << validity_bit(r.validity())) != 0
 }
 
 #[inline]
 fn route_in(m: u16, r: &PairRow) -> bool {
-    match (r.source_route, r.variant_route) {
+    match (r.source_route(), r.variant_route()) {
         (Some(s), Some(t)) => m & (1 << (route_bit(s) * 3 + route_bit(t))) != 0,
         _ => false,
     }
@@ -1590,7 +1617,7 @@ fn route_in(m: u16, r: &PairRow) -> bool {
 
 #[inline]
 fn outcome_in(m: u64, r: &PairRow) -> bool {
-    m & (1 << (outcome_bit(r.source_outcome) * 6 + outcome_bit(r.variant_outcome))) != 0
+    m & (1 << (outcome_bit(r.source_outcome()) * 6 + outcome_bit(r.variant_outcome()))) != 0
 }
 
 /// Keep the indices in `sel` whose row satisfies `keep` (indices past the end go).
@@ -1652,7 +1679,7 @@ fn sweep(cond: &mut Cond, negated: bool, index: &RunIndex, env: &AnnEnv, sel: &m
                         let hit = match codes.codes.get(i as usize) {
                             None => false,
                             Some(&Codes::OTHER) => {
-                                set.test(f.get(&rows[i as usize]), index) != negated
+                                set.test_row(f, &rows[i as usize], index) != negated
                             }
                             Some(&c) => verdict[usize::from(c)],
                         };
@@ -1661,7 +1688,7 @@ fn sweep(cond: &mut Cond, negated: bool, index: &RunIndex, env: &AnnEnv, sel: &m
                     }
                     sel.truncate(n);
                 }
-                None => retain_rows(sel, rows, |r| set.test(f.get(r), index) != negated),
+                None => retain_rows(sel, rows, |r| set.test_row(f, r, index) != negated),
             }
         }
         Cond::Flag { flag, yes, no } => {
@@ -1787,7 +1814,7 @@ impl Compiled {
         for (negated, cond) in self.conds.iter_mut().skip(from) {
             let hit = match cond {
                 Cond::Status(m) => status_in(*m, row),
-                Cond::Sym(f, set) => set.test(f.get(row), index),
+                Cond::Sym(f, set) => set.test_row(*f, row, index),
                 Cond::Flag { flag, yes, no } => flag_in(*flag, *yes, *no, row),
                 Cond::Expectation(m) => expectation_in(*m, row),
                 Cond::Validity(m) => validity_in(*m, row),
@@ -1964,19 +1991,21 @@ mod tests {
         let cases: Vec<(&str, usize)> = vec![
             (
                 "status:fail",
-                expected(&index, |r| r.status == Status::Fail),
+                expected(&index, |r| r.status() == Status::Fail),
             ),
             (
                 "status:failure",
-                expected(&index, |r| r.status.is_failure()),
+                expected(&index, |r| r.status().is_failure()),
             ),
             (
                 "status:FAIL|pass",
-                expected(&index, |r| matches!(r.status, Status::Fail | Status::Pass)),
+                expected(&index, |r| {
+                    matches!(r.status(), Status::Fail | Status::Pass)
+                }),
             ),
             (
                 "-status:pass",
-                expected(&index, |r| r.status != Status::Pass),
+                expected(&index, |r| r.status() != Status::Pass),
             ),
             (
                 "family:state-noise",
@@ -1988,39 +2017,46 @@ mod tests {
                     matches!(s(r.family).as_str(), "question" | "state-noise")
                 }),
             ),
-            ("flip:yes", expected(&index, |r| r.flags & flags::FLIP != 0)),
-            ("flip:no", expected(&index, |r| r.flags & flags::FLIP == 0)),
+            (
+                "flip:yes",
+                expected(&index, |r| r.flags() & flags::FLIP != 0),
+            ),
+            (
+                "flip:no",
+                expected(&index, |r| r.flags() & flags::FLIP == 0),
+            ),
             (
                 "flip:true",
-                expected(&index, |r| r.flags & flags::FLIP != 0),
+                expected(&index, |r| r.flags() & flags::FLIP != 0),
             ),
             (
                 "flip:False",
-                expected(&index, |r| r.flags & flags::FLIP == 0),
+                expected(&index, |r| r.flags() & flags::FLIP == 0),
             ),
             (
                 "near:yes",
-                expected(&index, |r| r.flags & flags::NEAR_BOUNDARY != 0),
+                expected(&index, |r| r.flags() & flags::NEAR_BOUNDARY != 0),
             ),
             (
                 "route:action->pass",
                 expected(&index, |r| {
-                    r.source_route == Some(Route::Action) && r.variant_route == Some(Route::Pass)
+                    r.source_route() == Some(Route::Action)
+                        && r.variant_route() == Some(Route::Pass)
                 }),
             ),
             (
                 "route:*->pass",
                 expected(&index, |r| {
-                    r.source_route.is_some() && r.variant_route == Some(Route::Pass)
+                    r.source_route().is_some() && r.variant_route() == Some(Route::Pass)
                 }),
             ),
             (
                 "route:review",
                 expected(&index, |r| {
-                    r.source_route.is_some()
-                        && r.variant_route.is_some()
-                        && (r.source_route == Some(Route::Review)
-                            || r.variant_route == Some(Route::Review))
+                    r.source_route().is_some()
+                        && r.variant_route().is_some()
+                        && (r.source_route() == Some(Route::Review)
+                            || r.variant_route() == Some(Route::Review))
                 }),
             ),
             (
@@ -2042,36 +2078,38 @@ mod tests {
             (
                 "outcome:timeout",
                 expected(&index, |r| {
-                    r.source_outcome == OutcomeCode::Timeout
-                        || r.variant_outcome == OutcomeCode::Timeout
+                    r.source_outcome() == OutcomeCode::Timeout
+                        || r.variant_outcome() == OutcomeCode::Timeout
                 }),
             ),
             (
                 "outcome:ok",
                 expected(&index, |r| {
-                    r.source_outcome == OutcomeCode::Ok && r.variant_outcome == OutcomeCode::Ok
+                    r.source_outcome() == OutcomeCode::Ok && r.variant_outcome() == OutcomeCode::Ok
                 }),
             ),
             (
                 "expectation:invariant",
-                expected(&index, |r| r.expectation == ExpKind::Invariant),
+                expected(&index, |r| r.expectation() == ExpKind::Invariant),
             ),
             (
                 "validity:invalid",
-                expected(&index, |r| r.validity == ValidityCode::Invalid),
+                expected(&index, |r| r.validity() == ValidityCode::Invalid),
             ),
             (
                 "suggested:none",
-                expected(&index, |r| r.suggestion == NO_SYM),
+                expected(&index, |r| r.suggestion().is_none()),
             ),
             (
                 "suggested:bound*",
-                expected(&index, |r| s(r.suggestion).starts_with("bound")),
+                expected(&index, |r| {
+                    r.suggestion().unwrap_or("").starts_with("bound")
+                }),
             ),
             (
                 "status:failure -family:question latency>=0",
                 expected(&index, |r| {
-                    r.status.is_failure() && s(r.family) != "question" && r.latency >= 0.0
+                    r.status().is_failure() && s(r.family) != "question" && r.latency >= 0.0
                 }),
             ),
             // With no annotation store every pair is uncategorised.
@@ -2625,7 +2663,7 @@ mod tests {
             let hits: Vec<u32> = rows
                 .iter()
                 .copied()
-                .filter(|&i| index.rows[i as usize].status == Status::Fail)
+                .filter(|&i| index.rows[i as usize].status() == Status::Fail)
                 .collect();
             one = one.min(thread_cpu_ms() - t);
             assert!(!hits.is_empty());

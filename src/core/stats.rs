@@ -294,7 +294,7 @@ fn category_of<'a>(
     row: &PairRow,
     store: Option<&'a AnnotationStore>,
 ) -> Option<&'a str> {
-    if !row.status.is_failure() {
+    if !row.status().is_failure() {
         return None;
     }
     index
@@ -305,7 +305,7 @@ fn category_of<'a>(
 }
 
 fn both_routes(row: &PairRow) -> bool {
-    row.source_route.is_some() && row.variant_route.is_some()
+    row.source_route().is_some() && row.variant_route().is_some()
 }
 
 /// Running counts of one group.
@@ -330,7 +330,7 @@ struct Acc {
 impl Acc {
     fn add(&mut self, row: &PairRow, category: Option<&str>) {
         self.pairs += 1;
-        let failed = row.status.is_failure();
+        let failed = row.status().is_failure();
         if failed {
             self.failures += 1;
             if category.is_some() {
@@ -345,12 +345,12 @@ impl Acc {
         if flip {
             self.flips += 1;
         }
-        if row.expectation == ExpKind::Invariant
-            && row.validity != ValidityCode::Invalid
-            && row.status != Status::ServiceError
+        if row.expectation() == ExpKind::Invariant
+            && row.validity() != ValidityCode::Invalid
+            && row.status() != Status::ServiceError
         {
             self.invariant_trials += 1;
-            if row.status == Status::Fail {
+            if row.status() == Status::Fail {
                 self.invariant_violations += 1;
             }
         }
@@ -363,7 +363,7 @@ impl Acc {
                 self.boundary_flips += 1;
             }
         }
-        match row.status {
+        match row.status() {
             Status::ServiceError => self.service_errors += 1,
             Status::Invalid => self.invalid += 1,
             _ => {}
@@ -455,18 +455,18 @@ pub fn summarize(
             GroupBy::Transformation => sym_name(index, row.transformation),
             GroupBy::Family => sym_name(index, row.family),
             GroupBy::Case => sym_name(index, row.case),
-            GroupBy::Category if row.status.is_failure() => category.unwrap_or(UNCLASSIFIED),
+            GroupBy::Category if row.status().is_failure() => category.unwrap_or(UNCLASSIFIED),
             GroupBy::Category => PASSED,
         };
         groups.entry(group).or_default().add(row, category);
 
-        if let (Some(s), Some(v)) = (row.source_route, row.variant_route) {
+        if let (Some(s), Some(v)) = (row.source_route(), row.variant_route()) {
             matrix[usize::from(s.rank()).min(2)][usize::from(v.rank()).min(2)] += 1;
         }
         if let Some(m) = micros(row.dp) {
             histogram[bucket_of(m)] += 1;
         }
-        if row.status.is_failure() {
+        if row.status().is_failure() {
             *categories
                 .entry(sym_name(index, row.transformation))
                 .or_default()
@@ -475,7 +475,7 @@ pub fn summarize(
         }
 
         let c = cases.entry(row.case).or_default();
-        c.failed |= row.status.is_failure();
+        c.failed |= row.status().is_failure();
         c.routes_known |= both_routes(row);
         c.flipped |= both_routes(row) && row.has(flags::FLIP);
 
@@ -484,11 +484,11 @@ pub fn summarize(
             max_repetition = max_repetition.max(row.repetition);
         }
         let t = trials
-            .entry((row.case, row.variant, row.model))
+            .entry((row.case, row.variant, index.model(row)))
             .or_default();
         t.seen += 1;
-        t.passed |= row.status == Status::Pass;
-        t.failed |= row.status == Status::Fail;
+        t.passed |= row.status() == Status::Pass;
+        t.failed |= row.status() == Status::Fail;
     }
 
     let mut groups: Vec<GroupStats> = groups
@@ -684,14 +684,14 @@ pub fn conclusion(index: &RunIndex, rows: &[u32], s: &Summary) -> Vec<String> {
         let name = sym_name(index, row.transformation);
         let t = per_transformation.entry(name).or_default();
         t.0 += 1;
-        if row.status.is_failure() || (both_routes(row) && row.has(flags::FLIP)) {
+        if row.status().is_failure() || (both_routes(row) && row.has(flags::FLIP)) {
             t.1 += 1;
         }
         if both_routes(row) && row.has(flags::FLIP) {
             let f = flips.entry(name).or_default();
             f.n += 1;
-            f.failed += u64::from(row.status == Status::Fail);
-            f.passed += u64::from(row.status == Status::Pass);
+            f.failed += u64::from(row.status() == Status::Fail);
+            f.passed += u64::from(row.status() == Status::Pass);
             f.margins.extend(micros(row.margin));
         }
     }
@@ -1126,7 +1126,7 @@ mod tests {
     #[test]
     fn fixture_rows_are_as_designed() {
         let fx = fixture();
-        let st: Vec<Status> = fx.index.rows.iter().map(|r| r.status).collect();
+        let st: Vec<Status> = fx.index.rows.iter().map(|r| r.status()).collect();
         use Status::*;
         assert_eq!(
             st,
@@ -1153,8 +1153,8 @@ mod tests {
             .filter(|&i| fx.index.rows[i].has(flags::NEAR_BOUNDARY))
             .collect();
         assert_eq!(near, [1, 3]);
-        assert_eq!(fx.index.rows[7].variant_route, None);
-        assert_eq!(fx.index.rows[8].validity, ValidityCode::Invalid);
+        assert_eq!(fx.index.rows[7].variant_route(), None);
+        assert_eq!(fx.index.rows[8].validity(), ValidityCode::Invalid);
         assert_eq!(fx.index.rows[10].repetition, 1);
         assert_eq!(fx.index.rows[0].repetition, u32::MAX);
     }
@@ -1586,16 +1586,22 @@ mod tests {
         );
         let index = load_run(&[path.to_string()], &OpenOptions::default()).unwrap();
         let rows: Vec<u32> = (0..index.rows.len() as u32).collect();
-        let failures = index.rows.iter().filter(|r| r.status.is_failure()).count() as u64;
+        let failures = index
+            .rows
+            .iter()
+            .filter(|r| r.status().is_failure())
+            .count() as u64;
         let flips = index
             .rows
             .iter()
-            .filter(|r| r.has(flags::FLIP) && r.source_route.is_some() && r.variant_route.is_some())
+            .filter(|r| {
+                r.has(flags::FLIP) && r.source_route().is_some() && r.variant_route().is_some()
+            })
             .count() as u64;
         let known = index
             .rows
             .iter()
-            .filter(|r| r.source_route.is_some() && r.variant_route.is_some())
+            .filter(|r| r.source_route().is_some() && r.variant_route().is_some())
             .count() as u64;
         for by in GroupBy::ALL {
             let s = summarize(&index, &rows, None, by);
@@ -1649,7 +1655,7 @@ mod tests {
 
     mod arbitrary {
         use super::*;
-        use crate::core::index::{Loc, OutcomeCode};
+        use crate::core::index::{Loc, OutcomeCode, PackedCodes, RowCodes};
         use proptest::prelude::*;
 
         fn float() -> impl Strategy<Value = f32> {
@@ -1708,24 +1714,25 @@ mod tests {
                         variant,
                         transformation,
                         family,
-                        suggestion: NO_SYM,
-                        status,
-                        flags,
-                        source_route,
-                        variant_route,
                         dp,
                         dc,
                         margin,
                         variant_margin: f32::NAN,
                         latency: f32::NAN,
-                        contract: NO_SYM,
-                        schema: NO_SYM,
-                        model,
-                        expectation,
-                        source_outcome: OutcomeCode::Ok,
-                        variant_outcome: OutcomeCode::Ok,
-                        validity,
+                        // The model sym, made a versions id in the test.
+                        versions: model,
                         repetition,
+                        codes: PackedCodes::pack(RowCodes {
+                            status,
+                            flags,
+                            source_route,
+                            variant_route,
+                            expectation,
+                            source_outcome: OutcomeCode::Ok,
+                            variant_outcome: OutcomeCode::Ok,
+                            validity,
+                            suggestion: None,
+                        }),
                     },
                 )
         }
@@ -1757,6 +1764,10 @@ mod tests {
             ) {
                 let mut index = RunIndex::default();
                 index.rows = rows;
+                for i in 0..index.rows.len() {
+                    let model = index.rows[i].versions;
+                    index.rows[i].versions = index.versions_id([NO_SYM, NO_SYM, model]);
+                }
                 let s = summarize(&index, &picks, None, by);
                 let valid = picks.iter().filter(|&&i| (i as usize) < index.rows.len()).count();
                 prop_assert_eq!(s.pairs, valid as u64);

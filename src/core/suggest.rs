@@ -18,6 +18,18 @@ pub struct Suggestion {
     pub reason: String,
 }
 
+/// Every category [`suggest`] can give (the default taxonomy's ids, in its
+/// order): the index stores a row's suggestion as its place in this list.
+pub const CATEGORIES: [&str; 7] = [
+    "ambiguous-contract",
+    "distractor",
+    "missing-evidence",
+    "conflicting-evidence",
+    "boundary",
+    "service-error",
+    "invalid-pair",
+];
+
 /// How many times the source margin a drift may be and still count as
 /// boundary sensitivity rather than a real effect of the variant.
 pub const BOUNDARY_DRIFT_FACTOR: f64 = 3.0;
@@ -37,7 +49,10 @@ fn suggest_with(r: &PairRecord, d: &Derived, detailed: bool) -> Option<Suggestio
     if !d.status.is_failure() {
         return None;
     }
-    let s = |category, reason: String| Some(Suggestion { category, reason });
+    let s = |category: &'static str, reason: String| {
+        debug_assert!(CATEGORIES.contains(&category), "{category}");
+        Some(Suggestion { category, reason })
+    };
     if d.status == Status::ServiceError {
         let (side, phrase) = match (r.variant.failure_phrase(), r.source.failure_phrase()) {
             (Some(v), _) => ("variant", v),
@@ -242,6 +257,13 @@ mod tests {
     use crate::core::derive::derive;
     use crate::core::model::Outcome;
     use serde_json::json;
+
+    #[test]
+    fn categories_are_the_default_taxonomy() {
+        let t = crate::core::taxonomy::Taxonomy::default();
+        let ids: Vec<&str> = t.categories.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(ids, CATEGORIES);
+    }
 
     /// The derive tests' pair, with a declared change and evidence in the state.
     fn pair(ps: f64, pv: f64) -> PairRecord {

@@ -12,7 +12,7 @@ use std::collections::HashSet;
 use crate::core::annotations::{Annotation, AnnotationSource, AnnotationStore, Change};
 use crate::core::follow::{RunChange, RunWatch};
 use crate::core::index::LoadedPair;
-use crate::core::index::{NO_SYM, PairRow, RunIndex};
+use crate::core::index::{PairRow, RunIndex};
 use crate::core::suggest::Suggestion;
 use crate::core::taxonomy::Taxonomy;
 
@@ -521,10 +521,10 @@ impl App {
     /// Whether a row belongs in the view (before the query), with "every
     /// status" (all pairs shown, or the query picks statuses) decided once.
     fn in_view_with(&self, every_status: bool, row: &PairRow) -> bool {
-        if !every_status && !row.status.is_failure() {
+        if !every_status && !row.status().is_failure() {
             return false;
         }
-        if self.unclassified_only && (!row.status.is_failure() || self.is_classified(row)) {
+        if self.unclassified_only && (!row.status().is_failure() || self.is_classified(row)) {
             return false;
         }
         true
@@ -609,7 +609,7 @@ impl App {
         let start = self.seen_rows.min(self.index.rows.len());
         self.classified += self.index.rows[start..]
             .iter()
-            .filter(|r| r.status.is_failure() && self.is_classified(r))
+            .filter(|r| r.status().is_failure() && self.is_classified(r))
             .count();
     }
 
@@ -629,7 +629,7 @@ impl App {
             }
         }
         for i in start..self.index.rows.len() {
-            if self.index.rows[i].status.is_failure() && self.is_classified(&self.index.rows[i]) {
+            if self.index.rows[i].status().is_failure() && self.is_classified(&self.index.rows[i]) {
                 self.classified += 1;
             }
         }
@@ -682,7 +682,7 @@ impl App {
             .index
             .rows
             .iter()
-            .filter(|r| r.status.is_failure() && self.is_classified(r))
+            .filter(|r| r.status().is_failure() && self.is_classified(r))
             .count();
     }
 
@@ -831,7 +831,7 @@ impl App {
                 continue;
             };
             let r = &self.index.rows[row as usize];
-            if r.status.is_failure() && !self.is_classified(r) && !just_done.contains(&row) {
+            if r.status().is_failure() && !self.is_classified(r) && !just_done.contains(&row) {
                 self.cursor = i;
                 self.clamp_offset();
                 return true;
@@ -1499,10 +1499,8 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
                 .iter()
                 .filter_map(|&r| {
                     let row = &app.index.rows[r as usize];
-                    let id = app.index.str(row.suggestion);
-                    if row.suggestion == NO_SYM || app.taxonomy.by_id(id).is_none() {
-                        return None;
-                    }
+                    let id = row.suggestion()?;
+                    app.taxonomy.by_id(id)?;
                     app.change_for(r, Some(id.to_string()), AnnotationSource::Suggestion)
                 })
                 .collect();
@@ -1534,17 +1532,18 @@ pub fn update(app: &mut App, action: Action) -> Vec<Effect> {
                 .copied()
                 .filter(|&r| {
                     let row = &app.index.rows[r as usize];
-                    row.status.is_failure()
+                    row.status().is_failure()
                         && !app.is_classified(row)
-                        && row.suggestion != NO_SYM
-                        && app.taxonomy.by_id(app.index.str(row.suggestion)).is_some()
+                        && row
+                            .suggestion()
+                            .is_some_and(|id| app.taxonomy.by_id(id).is_some())
                 })
                 .collect();
             app.ensure_keys(&candidates);
             let changes: Vec<Change> = candidates
                 .iter()
                 .filter_map(|&r| {
-                    let id = app.index.str(app.index.rows[r as usize].suggestion);
+                    let id = app.index.rows[r as usize].suggestion()?;
                     app.change_for(r, Some(id.to_string()), AnnotationSource::Suggestion)
                 })
                 .collect();

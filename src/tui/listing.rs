@@ -205,11 +205,11 @@ pub fn sort_rows_with(
             };
             let primary: u32 = match sort.key {
                 SortKey::File | SortKey::Category => 0,
-                SortKey::Status => row.status as u32,
+                SortKey::Status => row.status() as u32,
                 SortKey::Case => sym_rank(row.case),
                 SortKey::Variant => sym_rank(row.variant),
                 SortKey::Transformation => sym_rank(row.transformation),
-                SortKey::Route => match (row.source_route, row.variant_route) {
+                SortKey::Route => match (row.source_route(), row.variant_route()) {
                     (Some(a), Some(b)) => u32::from(a.rank()) * 3 + u32::from(b.rank()),
                     _ => u32::MAX,
                 },
@@ -284,7 +284,7 @@ fn is_missing(index: &RunIndex, store: &AnnotationStore, r: u32, key: SortKey) -
     match key {
         SortKey::Drift => row.dp.is_nan(),
         SortKey::Margin => row.margin.is_nan(),
-        SortKey::Route => row.source_route.is_none() || row.variant_route.is_none(),
+        SortKey::Route => row.source_route().is_none() || row.variant_route().is_none(),
         SortKey::Category => index
             .annotation(Some(store), row)
             .and_then(|a| a.category.as_ref())
@@ -337,7 +337,7 @@ pub fn build_items(
         let rows = members.remove(&case).unwrap_or_default();
         let failures = rows
             .iter()
-            .filter(|&&r| index.rows[r as usize].status.is_failure())
+            .filter(|&&r| index.rows[r as usize].status().is_failure())
             .count();
         let is_folded = folded.contains(&case);
         items.push(Item::Case {
@@ -411,7 +411,7 @@ mod tests {
         let missing = |r: &PairRow| match sort.key {
             SortKey::Drift => r.dp.is_nan(),
             SortKey::Margin => r.margin.is_nan(),
-            SortKey::Route => r.source_route.is_none() || r.variant_route.is_none(),
+            SortKey::Route => r.source_route().is_none() || r.variant_route().is_none(),
             SortKey::Transformation => r.transformation == NO_SYM,
             _ => false,
         };
@@ -423,7 +423,7 @@ mod tests {
                 (false, true) => Ordering::Less,
                 (false, false) => match sort.key {
                     SortKey::File | SortKey::Category => Ordering::Equal,
-                    SortKey::Status => (x.status as u8).cmp(&(y.status as u8)),
+                    SortKey::Status => (x.status() as u8).cmp(&(y.status() as u8)),
                     SortKey::Case => index.str(x.case).cmp(index.str(y.case)),
                     SortKey::Variant => index.str(x.variant).cmp(index.str(y.variant)),
                     SortKey::Transformation => {
@@ -432,8 +432,8 @@ mod tests {
                     SortKey::Route => {
                         let ranks = |r: &PairRow| {
                             (
-                                r.source_route.map(|s| s.rank()),
-                                r.variant_route.map(|v| v.rank()),
+                                r.source_route().map(|s| s.rank()),
+                                r.variant_route().map(|v| v.rank()),
                             )
                         };
                         ranks(x).cmp(&ranks(y))

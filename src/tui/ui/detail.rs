@@ -22,7 +22,7 @@ pub fn triage_lines(app: &App, t: &Theme) -> Vec<Line<'static>> {
     let Some(row) = app.index.rows.get(d.row as usize) else {
         return out;
     };
-    if !row.status.is_failure() && app.annotation(row).is_none() {
+    if !row.status().is_failure() && app.annotation(row).is_none() {
         return out;
     }
     let ann = app.annotation(row);
@@ -108,13 +108,13 @@ fn case_lines(
     let idx = &app.index;
     let failures = rows
         .iter()
-        .filter(|&&r| idx.rows[r as usize].status.is_failure())
+        .filter(|&&r| idx.rows[r as usize].status().is_failure())
         .count();
     let classified = rows
         .iter()
         .filter(|&&r| {
             let row = &idx.rows[r as usize];
-            row.status.is_failure() && app.is_classified(row)
+            row.status().is_failure() && app.is_classified(row)
         })
         .count();
     let mut out = Vec::new();
@@ -134,7 +134,7 @@ fn case_lines(
     out.push(Line::default());
     for &r in rows {
         let row = &idx.rows[r as usize];
-        let (st, style) = match row.status {
+        let (st, style) = match row.status() {
             crate::core::derive::Status::Fail => ("FAIL", t.fail),
             crate::core::derive::Status::Pass => ("pass", t.pass),
             crate::core::derive::Status::Invalid => ("INV ", t.invalid),
@@ -150,7 +150,7 @@ fn case_lines(
             ),
             t.dim,
         ));
-        if let (Some(a), Some(b)) = (row.source_route, row.variant_route) {
+        if let (Some(a), Some(b)) = (row.source_route(), row.variant_route()) {
             l.push(Span::styled(
                 format!("  {a}→{b}"),
                 if a != b { t.fail } else { t.dim },

@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use crate::core::derive::Status;
-use crate::core::index::{NO_SYM, PairRow, flags};
+use crate::core::index::{PairRow, flags};
 use crate::core::text;
 
 use super::super::app::{App, Focus};
@@ -217,7 +217,7 @@ fn row_line(
         if marked { "▌" } else { " " },
         base.patch(t.marked),
     ));
-    let (st, st_style) = match row.status {
+    let (st, st_style) = match row.status() {
         Status::Fail => ("FAIL", t.fail),
         Status::Pass => ("pass", t.pass),
         Status::Invalid => ("INV ", t.invalid),
@@ -241,7 +241,7 @@ fn row_line(
         spans.push(Span::styled(pad(&tr, c.transformation), base.patch(t.dim)));
     }
     if c.route > 0 {
-        match (row.source_route, row.variant_route) {
+        match (row.source_route(), row.variant_route()) {
             (Some(a), Some(b)) => {
                 let text_ = format!("{}→{}", a.name(), b.name());
                 let style = if a != b { t.fail } else { t.dim };
@@ -308,8 +308,10 @@ pub fn category_cell(app: &App, row: &PairRow, t: &Theme) -> (String, Style) {
     {
         return (format!("~{} (stale)", text::inert_line(cat)), t.warn);
     }
-    if row.status.is_failure() && row.suggestion != NO_SYM {
-        return (format!("{}?", app.index.str(row.suggestion)), t.suggestion);
+    if row.status().is_failure()
+        && let Some(s) = row.suggestion()
+    {
+        return (format!("{s}?"), t.suggestion);
     }
     (String::new(), t.base)
 }
