@@ -30,7 +30,7 @@
 //! scanner declines on its own, with nothing validating the line before it).
 
 use std::borrow::Cow;
-use std::cell::Cell;
+use std::cell::RefCell;
 
 use serde_json::Value;
 
@@ -266,7 +266,7 @@ impl Scratch {
 }
 
 thread_local! {
-    static SCRATCH: Cell<Scratch> = Cell::new(Scratch::default());
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
 }
 
 const ONES: u64 = 0x0101_0101_0101_0101;
@@ -320,37 +320,12 @@ impl<'a> Scan<'a, '_> {
         }
     }
 
-    /// A string at `self.i` (its opening quote). Refuses what serde_json
-    /// refuses: raw control characters, unknown escapes, bad `\u` digits;
-    /// and, to stay clear of serde_json's surrogate rules, any `\u`
-    /// surrogate that is not a high one followed by a low one.
+    /// A string at `self.i` (its opening quote); see [`string_end`].
     #[inline]
     fn string(&mut self) -> Option<Kind> {
-        let b = self.b;
-        let mut j = self.i + 1;
-        let mut kind = Kind::Str;
-        loop {
-            while let Some(chunk) = b.get(j..j + 8) {
-                let m = specials(u64::from_le_bytes(chunk.try_into().ok()?));
-                if m != 0 {
-                    j += (m.trailing_zeros() / 8) as usize;
-                    break;
-                }
-                j += 8;
-            }
-            match *b.get(j)? {
-                b'"' => {
-                    self.i = j + 1;
-                    return Some(kind);
-                }
-                b'\\' => {
-                    kind = Kind::Esc;
-                    j = escape(b, j)?;
-                }
-                0..=0x1f => return None,
-                _ => j += 1,
-            }
-        }
+        let (kind, end) = string_end(self.b, self.i)?;
+        self.i = end;
+        Some(kind)
     }
 
     fn literal(&mut self, word: &[u8], kind: Kind) -> Option<Kind> {
@@ -623,6 +598,36 @@ impl<'a> Scan<'a, '_> {
     }
 }
 
+/// The kind of the string whose opening quote is `b[i]`, and where it ends
+/// (past its closing quote). Refuses what serde_json refuses: raw control
+/// characters, unknown escapes, bad `\u` digits; and, to stay clear of
+/// serde_json's surrogate rules, any `\u` surrogate that is not a high one
+/// followed by a low one.
+#[inline]
+fn string_end(b: &[u8], i: usize) -> Option<(Kind, usize)> {
+    let mut j = i + 1;
+    let mut kind = Kind::Str;
+    loop {
+        while let Some(chunk) = b.get(j..j + 8) {
+            let m = specials(u64::from_le_bytes(chunk.try_into().ok()?));
+            if m != 0 {
+                j += (m.trailing_zeros() / 8) as usize;
+                break;
+            }
+            j += 8;
+        }
+        match *b.get(j)? {
+            b'"' => return Some((kind, j + 1)),
+            b'\\' => {
+                kind = Kind::Esc;
+                j = escape(b, j)?;
+            }
+            0..=0x1f => return None,
+            _ => j += 1,
+        }
+    }
+}
+
 /// Past the escape at `b[j]` (a backslash); `None` for an escape serde_json
 /// refuses, or a `\u` surrogate that is not a high one followed by a low one.
 #[inline]
@@ -657,11 +662,13 @@ fn number_value(token: &[u8]) -> Option<f64> {
 /// Read one line the fast way; `None` sends it to the slow path.
 pub fn parse_fast(line: &str) -> Option<Fast<'_>> {
     u32::try_from(line.len()).ok()?;
-    let mut scratch = SCRATCH.with(Cell::take);
-    scratch.reset();
-    let out = read(line, &mut scratch);
-    SCRATCH.with(|c| c.set(scratch));
-    out
+    SCRATCH.with(|c| match c.try_borrow_mut() {
+        Ok(mut scratch) => {
+            scratch.reset();
+            read(line, &mut scratch)
+        }
+        Err(_) => read(line, &mut Scratch::default()),
+    })
 }
 
 fn read<'a>(line: &'a str, s: &mut Scratch) -> Option<Fast<'a>> {
@@ -863,7 +870,7 @@ impl<'a> Reader<'a> {
     fn route(&self, v: Option<Val>) -> Option<Option<Route>> {
         match present(v) {
             None => Some(None),
-            Some(v) => Route::parse(&self.string(v)?).map(Some),
+            Some(v) => route(&self.string(v)?).map(Some),
         }
     }
 
@@ -882,31 +889,48 @@ impl<'a> Reader<'a> {
         }
         // The array is valid JSON; read it again, string by string.
         let raw = self.raw(v);
-        let mut scratch = Scratch::default();
-        let mut s = Scan {
-            b: raw.as_bytes(),
-            i: 1,
-            s: &mut scratch,
-        };
+        let b = raw.as_bytes();
+        let item = Reader { line: raw };
         let mut out = Vec::new();
+        let mut i = 1;
         loop {
-            s.ws();
-            match s.peek()? {
+            match b.get(i)? {
+                b' ' | b'\n' | b'\t' | b'\r' | b',' => i += 1,
                 b']' => return Some(Some(out)),
-                b',' => s.i += 1,
                 b'"' => {
-                    let start = s.i;
-                    let kind = s.string()?;
-                    let item = Reader { line: raw }.string(Val {
+                    let (kind, end) = string_end(b, i)?;
+                    let text = item.string(Val {
                         kind,
-                        start: start as u32,
-                        end: s.i as u32,
+                        start: i as u32,
+                        end: end as u32,
                     })?;
-                    out.push(item.into_owned());
+                    out.push(text.into_owned());
+                    i = end;
                 }
                 _ => return None,
             }
         }
+    }
+}
+
+/// [`Route::parse`], without its lower-cased copy for the usual spellings.
+fn route(s: &str) -> Option<Route> {
+    match s {
+        "action" | "act" => Some(Route::Action),
+        "review" => Some(Route::Review),
+        "pass" => Some(Route::Pass),
+        _ => Route::parse(s),
+    }
+}
+
+/// [`Outcome::parse`], without its normalised copy for the usual spellings.
+fn outcome(s: &str) -> Outcome {
+    match s {
+        "ok" | "success" | "succeeded" | "completed" => Outcome::Ok,
+        "timeout" | "timed-out" | "time-out" => Outcome::Timeout,
+        "error" | "failed" | "failure" | "service-error" => Outcome::Error,
+        "invalid-response" | "invalid" | "malformed" | "parse-error" => Outcome::InvalidResponse,
+        _ => Outcome::parse(s),
     }
 }
 
@@ -935,7 +959,7 @@ fn side<'a>(
         probability,
         confidence,
         route: r.route(slots[S_ROUTE])?,
-        outcome: r.text(slots[S_OUTCOME])?.map(|o| Outcome::parse(&o)),
+        outcome: r.text(slots[S_OUTCOME])?.map(|o| outcome(&o)),
         error: r.text(slots[S_ERROR])?.map(Cow::into_owned),
         latency_ms: r.number(slots[S_LATENCY])?,
         decision: r.text(slots[S_DECISION])?.map(Cow::into_owned),
@@ -947,8 +971,14 @@ fn expectation(r: &Reader<'_>, e: &[Option<Val>; N_EXP]) -> Option<Option<Expect
     let Some(kind) = r.text(e[E_KIND])? else {
         return Some(None);
     };
-    let norm = kind.trim().to_ascii_lowercase().replace('_', "-");
-    Some(Some(match norm.as_str() {
+    // The usual spellings as they are; others normalised as the slow path does.
+    let norm = match kind.as_ref() {
+        k @ ("invariant" | "not-less-urgent" | "not-more-urgent" | "allowed-routes") => {
+            Cow::Borrowed(k)
+        }
+        k => Cow::Owned(k.trim().to_ascii_lowercase().replace('_', "-")),
+    };
+    Some(Some(match norm.as_ref() {
         "invariant" => Expectation::Invariant {
             max_probability_drift: r.number(e[E_MAX_P])?,
             max_confidence_drift: r.number(e[E_MAX_C])?,
@@ -964,7 +994,7 @@ fn expectation(r: &Reader<'_>, e: &[Option<Val>; N_EXP]) -> Option<Option<Expect
             let mut routes = Vec::new();
             for n in r.strings(e[E_ROUTES])?.iter().flatten() {
                 // An unknown route is a warning: the slow path reports it.
-                routes.push(Route::parse(n)?);
+                routes.push(route(n)?);
             }
             Expectation::AllowedRoutes {
                 allowed_routes: routes,
@@ -1075,4 +1105,82 @@ fn find<'a>(m: &[Member<'a>], k: &str) -> Option<&'a str> {
 
 fn full(v: &str) -> Option<Value> {
     serde_json::from_str(v).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usual_spellings_read_as_the_model_reads_them() {
+        for s in [
+            "action", "act", "review", "pass", "Action", " pass ", "REVIEW", "nope", "",
+        ] {
+            assert_eq!(route(s), Route::parse(s), "{s:?}");
+        }
+        for s in [
+            "ok",
+            "success",
+            "succeeded",
+            "completed",
+            "timeout",
+            "timed-out",
+            "time-out",
+            "error",
+            "failed",
+            "failure",
+            "service-error",
+            "invalid-response",
+            "invalid",
+            "malformed",
+            "parse-error",
+            "TIMED_OUT",
+            " Ok",
+            "weird",
+        ] {
+            assert_eq!(outcome(s), Outcome::parse(s), "{s:?}");
+        }
+    }
+
+    #[test]
+    fn strings_end_where_serde_json_ends_them() {
+        for (text, ok) in [
+            (r#""plain""#, true),
+            (r#""a longer string that spans chunks of eight""#, true),
+            (r#""q\"uote\\ \/ \b\f\n\r\t""#, true),
+            (r#""\u00e9\ud83d\ude00""#, true),
+            ("\"caf\u{e9} \u{1F600}\"", true),
+            (r#""\ud800""#, false),
+            (r#""\ude00""#, false),
+            (r#""\u12G4""#, false),
+            (r#""\a""#, false),
+            ("\"tab\there\"", false),
+            ("\"nul\u{0}\"", false),
+            ("\"del\u{7f}\"", true),
+            (r#""open"#, false),
+        ] {
+            let serde = serde_json::from_str::<String>(text).is_ok();
+            assert!(serde || !ok, "{text}");
+            let end = string_end(text.as_bytes(), 0);
+            assert_eq!(end.is_some(), ok, "{text}");
+            if let Some((_, end)) = end {
+                assert_eq!(end, text.len(), "{text}");
+            }
+        }
+    }
+
+    #[test]
+    fn numbers_are_read_as_serde_json_reads_them() {
+        let line = |x: &str| format!(r#"{{"case_id":"c","variant_id":"v","repetition":{x}}}"#);
+        for x in ["0", "-0", "7", "3e0", "0.5e1", "1E2", "123456789", "1e-400"] {
+            let fast = parse_fast(&line(x)).expect(x).record.repetition;
+            let slow = super::super::record::map_record(serde_json::from_str(&line(x)).unwrap())
+                .unwrap()
+                .repetition;
+            assert_eq!(fast, slow, "{x}");
+        }
+        for x in ["01", "1.", ".5", "-", "1e", "1e400", "--1", "0x10", "1e301"] {
+            assert!(parse_fast(&line(x)).is_none(), "{x}");
+        }
+    }
 }
