@@ -655,8 +655,49 @@ fn escape(b: &[u8], j: usize) -> Option<usize> {
 /// The value of a number token, as serde_json reads it (both round to the
 /// nearest `f64`); `None` past [`MAX_MAGNITUDE`].
 fn number_value(token: &[u8]) -> Option<f64> {
+    if let Some(x) = short_decimal(token) {
+        return Some(x);
+    }
     let x: f64 = std::str::from_utf8(token).ok()?.parse().ok()?;
     (x.abs() <= MAX_MAGNITUDE).then_some(x)
+}
+
+/// A decimal of at most 15 digits and no exponent (`0.917`, `-12`, `894`),
+/// the usual numbers of a run: its digits as an integer, which is exact,
+/// divided by an exact power of ten, which rounds once, so the result is
+/// the nearest `f64` as a full parse gives it.
+fn short_decimal(token: &[u8]) -> Option<f64> {
+    const POW10: [f64; 16] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+    ];
+    let (negative, digits) = match token.split_first()? {
+        (b'-', rest) => (true, rest),
+        _ => (false, token),
+    };
+    let mut m: u64 = 0;
+    let mut n = 0usize;
+    let mut scale: Option<usize> = None;
+    for &c in digits {
+        match c {
+            b'0'..=b'9' => {
+                n += 1;
+                if n > 15 {
+                    return None;
+                }
+                m = m * 10 + u64::from(c - b'0');
+                if let Some(k) = &mut scale {
+                    *k += 1;
+                }
+            }
+            b'.' if scale.is_none() => scale = Some(0),
+            _ => return None,
+        }
+    }
+    if n == 0 {
+        return None;
+    }
+    let x = m as f64 / POW10[scale.unwrap_or(0)];
+    Some(if negative { -x } else { x })
 }
 
 /// Read one line the fast way; `None` sends it to the slow path.
@@ -1165,6 +1206,29 @@ mod tests {
             assert_eq!(end.is_some(), ok, "{text}");
             if let Some((_, end)) = end {
                 assert_eq!(end, text.len(), "{text}");
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn short_decimals_are_the_nearest_f64(
+            x in proptest::prelude::any::<f64>(),
+            digits in 0usize..17,
+            int in proptest::prelude::any::<u64>(),
+        ) {
+            for token in [
+                format!("{x}"),
+                format!("{x:.digits$}"),
+                format!("{}", int % 1_000_000_000_000_000),
+                format!("-0.{:0>digits$}", int % 1_000_000),
+            ] {
+                if let Ok(want) = serde_json::from_str::<f64>(&token) {
+                    let got = number_value(token.as_bytes());
+                    if want.abs() <= MAX_MAGNITUDE {
+                        proptest::prop_assert_eq!(got.map(f64::to_bits), Some(want.to_bits()), "{}", token);
+                    }
+                }
             }
         }
     }
