@@ -1233,6 +1233,46 @@ mod tests {
         }
     }
 
+    /// Every special byte at every offset, across the 8-byte steps.
+    #[test]
+    fn strings_end_at_every_offset() {
+        for len in 0..48 {
+            for at in 0..len {
+                for (special, ok) in [
+                    ("\"", false),
+                    ("\\n", true),
+                    ("\\u00e9", true),
+                    ("\u{1}", false),
+                    ("\u{1f}", false),
+                    ("\u{7f}", true),
+                    ("\u{e9}", true),
+                ] {
+                    let body: String = (0..len)
+                        .map(|k| {
+                            if k == at {
+                                special.to_string()
+                            } else {
+                                "a".into()
+                            }
+                        })
+                        .collect();
+                    let text = format!("\"{body}\"");
+                    let serde = serde_json::from_str::<String>(&text).is_ok();
+                    let end = string_end(text.as_bytes(), 0);
+                    if ok {
+                        assert!(serde, "{text:?}");
+                        assert_eq!(end.map(|e| e.1), Some(text.len()), "{text:?}");
+                    } else if special == "\"" {
+                        // The string ends at the inner quote.
+                        assert_eq!(end.map(|e| e.1), Some(at + 2), "{text:?}");
+                    } else {
+                        assert!(!serde && end.is_none(), "{text:?}");
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn numbers_are_read_as_serde_json_reads_them() {
         let line = |x: &str| format!(r#"{{"case_id":"c","variant_id":"v","repetition":{x}}}"#);
