@@ -1,6 +1,8 @@
 //! Indexing a generated 50k-pair run (about 135 MB), fast path and slow path.
 //!
 //! `cargo bench --bench index`. The 1M-pair figures come from `bench/compare.sh`.
+//! The per-line group reads `bench/data/run-10k.jsonl` (or the file named by
+//! `TRIAGE_BENCH_LINES`), else the first 10,000 lines of the generated run.
 
 use std::time::Duration;
 
@@ -53,5 +55,50 @@ fn index(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, index);
+/// The fast path's work per line, without reading, splitting or interning:
+/// the scan alone, and the scan with the derivation and the suggestion.
+fn per_line(c: &mut Criterion) {
+    let path = std::env::var_os("TRIAGE_BENCH_LINES")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| {
+            std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("bench/data/run-10k.jsonl")
+        });
+    let path = if path.exists() {
+        path
+    } else {
+        common::generated_run(50_000)
+    };
+    let text = std::fs::read_to_string(&path).expect("read");
+    let lines: Vec<&str> = text.lines().take(10_000).collect();
+    let bytes: usize = lines.iter().map(|l| l.len()).sum();
+    let mut g = c.benchmark_group("per line");
+    g.sample_size(20)
+        .measurement_time(Duration::from_secs(10))
+        .throughput(Throughput::Bytes(bytes as u64));
+    g.bench_function("parse_fast, 10k lines", |b| {
+        b.iter(|| {
+            lines
+                .iter()
+                .filter(|l| triage::core::fast::parse_fast(l).is_some())
+                .count()
+        })
+    });
+    g.bench_function("parse_fast + derive + suggest, 10k lines", |b| {
+        b.iter(|| {
+            let mut n = 0;
+            for l in &lines {
+                if let Some(mut f) = triage::core::fast::parse_fast(l) {
+                    let d = triage::core::derive::derive_with(&f.record, f.state_diff.take());
+                    n += usize::from(
+                        triage::core::suggest::suggest_category(&f.record, &d).is_some(),
+                    );
+                }
+            }
+            n
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, index, per_line);
 criterion_main!(benches);

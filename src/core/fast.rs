@@ -1,174 +1,42 @@
-//! The loader's fast path: one typed, borrowing parse per line.
+//! The loader's fast path: one structural scan per line.
 //!
-//! [`parse_fast`] reads a line into borrowed structs (ids and names stay
-//! slices of the line, the two payloads stay raw JSON) and builds the
-//! [`PairRecord`] that [`super::derive::derive`] and [`super::suggest`] need,
-//! without a [`Value`] of the whole line. The two states are compared as raw
-//! bytes first; only when they differ are they parsed, and then only the
-//! members that differ (identical members become equal placeholders, which
-//! the diff skips exactly as it would skip the real values).
+//! [`parse_fast`] walks the line once with a hand-written JSON scanner that
+//! checks the whole grammar as serde_json would (string escapes, control
+//! characters, number syntax and range, nesting depth, trailing bytes) and
+//! refuses any object that repeats a key. While it walks, it records where
+//! the members the slow path reads lie in the line — the top-level fields,
+//! `policy`, `expectation`, both sides and their `response` — and the members
+//! of each side's `state`; nothing is allocated for the rest of the line.
+//! The few values the derivation needs are then read from their spans, with
+//! the slow path's rules: a field missing or `null` is not recorded, the
+//! first spelling of a field that is present is the one read, and which
+//! fields are read at all depends on the others (the top-level thresholds
+//! only without a `policy`, the bounds of an expectation only for its kind).
+//!
+//! The two states are compared as raw bytes; when the second side's state
+//! is byte-identical to the first's it is not scanned again (a complete JSON
+//! value ends where its text ends, so equal text is an equal, equally valid
+//! value). Only states that differ are parsed, and then only the members
+//! whose text differs (identical members are skipped by the diff exactly as
+//! the diff of the parsed values would skip them).
 //!
 //! Whenever the slow path ([`super::record::map_record`]) would say anything
 //! the fast path does not model — a field of the wrong type, a value out of
-//! range, an unknown route, a half policy, a repeated key, a number serde_json
-//! rejects — [`parse_fast`] returns `None` and the caller takes the slow path,
-//! so both give identical rows and problems (the tests in `index.rs` check it
-//! line by line).
+//! range, an unknown route, a half policy, a repeated key, two spellings of
+//! one field, an escaped object key, a number serde_json rejects, nesting
+//! past serde_json's limit — [`parse_fast`] returns `None` and the caller
+//! takes the slow path, so both give identical rows and problems (the tests
+//! in `index.rs` check it line by line, and the ones below check that the
+//! scanner declines on its own, with nothing validating the line before it).
 
 use std::borrow::Cow;
-use std::fmt;
+use std::cell::RefCell;
 
-use serde::Deserialize;
-use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::diff::{self, Change, DiffEntry, JsonPath};
 
 use super::model::{Expectation, Outcome, PairRecord, Policy, Route, Side};
-
-/// A string that borrows from the line unless it had escapes.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Str<'a>(pub Cow<'a, str>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Str<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Str(Cow::Borrowed(v)))
-            }
-            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Str(Cow::Owned(v.to_owned())))
-            }
-            fn visit_string<E: de::Error>(self, v: String) -> Result<Self::Value, E> {
-                Ok(Str(Cow::Owned(v)))
-            }
-        }
-        d.deserialize_str(V)
-    }
-}
-
-impl Str<'_> {
-    fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-#[derive(Deserialize)]
-struct RawPolicy {
-    #[serde(alias = "reviewThreshold", alias = "review")]
-    review_threshold: Option<f64>,
-    #[serde(alias = "actionThreshold", alias = "action")]
-    action_threshold: Option<f64>,
-}
-
-#[derive(Deserialize)]
-struct RawExpectation<'a> {
-    #[serde(borrow, alias = "type")]
-    kind: Option<Str<'a>>,
-    #[serde(
-        alias = "maximumNoulDrift",
-        alias = "maximumProbabilityDrift",
-        alias = "maxProbabilityDrift",
-        alias = "max_noul_drift"
-    )]
-    max_probability_drift: Option<f64>,
-    #[serde(alias = "maximumConfidenceDrift", alias = "maxConfidenceDrift")]
-    max_confidence_drift: Option<f64>,
-    #[serde(alias = "requireSameRoute")]
-    require_same_route: Option<bool>,
-    #[serde(alias = "permittedProbabilityMovement")]
-    permitted_probability_movement: Option<f64>,
-    #[serde(borrow, alias = "allowedRoutes")]
-    allowed_routes: Option<Vec<Str<'a>>>,
-}
-
-#[derive(Deserialize)]
-struct RawResponse {
-    #[serde(alias = "noul", alias = "p")]
-    probability: Option<f64>,
-    #[serde(alias = "c")]
-    confidence: Option<f64>,
-}
-
-#[derive(Deserialize)]
-struct RawSide<'a> {
-    #[serde(borrow, alias = "prompt")]
-    question: Option<Str<'a>>,
-    #[serde(borrow, alias = "payload")]
-    state: Option<&'a RawValue>,
-    #[serde(alias = "assessment")]
-    response: Option<RawResponse>,
-    #[serde(alias = "noul", alias = "p")]
-    probability: Option<f64>,
-    #[serde(alias = "c")]
-    confidence: Option<f64>,
-    #[serde(borrow)]
-    route: Option<Str<'a>>,
-    #[serde(borrow, alias = "status")]
-    outcome: Option<Str<'a>>,
-    #[serde(borrow, alias = "error_message", alias = "errorMessage")]
-    error: Option<Str<'a>>,
-    #[serde(alias = "latencyMs", alias = "latency")]
-    latency_ms: Option<f64>,
-    #[serde(borrow)]
-    decision: Option<Str<'a>>,
-}
-
-/// Every field the slow path reads, in both spellings.
-#[derive(Deserialize)]
-struct RawRecord<'a> {
-    #[serde(borrow, alias = "caseId")]
-    case_id: Option<Str<'a>>,
-    #[serde(borrow, alias = "variantId")]
-    variant_id: Option<Str<'a>>,
-    #[serde(borrow)]
-    label: Option<Str<'a>>,
-    #[serde(borrow)]
-    family: Option<Str<'a>>,
-    #[serde(borrow)]
-    transformation: Option<Str<'a>>,
-    #[serde(borrow, alias = "contractVersion")]
-    contract_version: Option<Str<'a>>,
-    #[serde(borrow, alias = "stateSchemaVersion")]
-    state_schema_version: Option<Str<'a>>,
-    #[serde(borrow, alias = "datasetVersion")]
-    dataset_version: Option<Str<'a>>,
-    policy: Option<RawPolicy>,
-    #[serde(alias = "reviewThreshold")]
-    review_threshold: Option<f64>,
-    #[serde(alias = "actionThreshold")]
-    action_threshold: Option<f64>,
-    #[serde(borrow)]
-    expectation: Option<RawExpectation<'a>>,
-    #[serde(alias = "minimumBoundaryMargin")]
-    minimum_boundary_margin: Option<f64>,
-    #[serde(borrow, alias = "allowedChanges")]
-    allowed_changes: Option<Vec<Str<'a>>>,
-    #[serde(borrow)]
-    source: Option<RawSide<'a>>,
-    #[serde(borrow)]
-    variant: Option<RawSide<'a>>,
-    #[serde(borrow, alias = "sourceRoute")]
-    source_route: Option<Str<'a>>,
-    #[serde(borrow, alias = "variantRoute")]
-    variant_route: Option<Str<'a>>,
-    passed: Option<bool>,
-    #[serde(borrow)]
-    reasons: Option<Vec<Str<'a>>>,
-    #[serde(borrow)]
-    timestamp: Option<Str<'a>>,
-    #[serde(borrow, alias = "modelId")]
-    model_id: Option<Str<'a>>,
-    #[serde(borrow, alias = "settingsId")]
-    settings_id: Option<Str<'a>>,
-    repetition: Option<f64>,
-}
 
 /// What the fast path read from one line.
 #[derive(Debug)]
@@ -188,69 +56,749 @@ pub struct Fast<'a> {
     pub state_diff: Option<Vec<DiffEntry>>,
 }
 
+/// serde_json refuses a 128th nested object or array.
+const MAX_DEPTH: usize = 127;
+
+/// Numbers larger than this in magnitude are left to the slow path, well
+/// away from where serde_json starts refusing them (past `f64::MAX`).
+const MAX_MAGNITUDE: f64 = 1e300;
+
+/// The JSON type of a scanned value (`Esc` is a string with escapes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Str,
+    Esc,
+    Num,
+    True,
+    False,
+    Null,
+    Obj,
+    Arr,
+}
+
+/// A scanned value: its type and where its text lies in the line (strings
+/// with their quotes).
+#[derive(Debug, Clone, Copy)]
+struct Val {
+    kind: Kind,
+    start: u32,
+    end: u32,
+}
+
+// The fields the slow path reads, one slot per field whatever its spelling.
+const T_CASE: usize = 0;
+const T_VARIANT_ID: usize = 1;
+const T_LABEL: usize = 2;
+const T_FAMILY: usize = 3;
+const T_TRANSFORMATION: usize = 4;
+const T_CONTRACT: usize = 5;
+const T_SCHEMA: usize = 6;
+const T_DATASET: usize = 7;
+const T_POLICY: usize = 8;
+const T_REVIEW: usize = 9;
+const T_ACTION: usize = 10;
+const T_EXPECTATION: usize = 11;
+const T_MARGIN: usize = 12;
+const T_ALLOWED: usize = 13;
+const T_SOURCE: usize = 14;
+const T_VARIANT: usize = 15;
+const T_SOURCE_ROUTE: usize = 16;
+const T_VARIANT_ROUTE: usize = 17;
+const T_PASSED: usize = 18;
+const T_REASONS: usize = 19;
+const T_TIMESTAMP: usize = 20;
+const T_MODEL: usize = 21;
+const T_SETTINGS: usize = 22;
+const T_REPETITION: usize = 23;
+const N_TOP: usize = 24;
+
+/// The slot of a top-level key (the spellings of `record::KNOWN_TOP`).
+fn top_slot(k: &[u8]) -> Option<usize> {
+    Some(match k {
+        b"case_id" | b"caseId" => T_CASE,
+        b"variant_id" | b"variantId" => T_VARIANT_ID,
+        b"label" => T_LABEL,
+        b"family" => T_FAMILY,
+        b"transformation" => T_TRANSFORMATION,
+        b"contract_version" | b"contractVersion" => T_CONTRACT,
+        b"state_schema_version" | b"stateSchemaVersion" => T_SCHEMA,
+        b"dataset_version" | b"datasetVersion" => T_DATASET,
+        b"policy" => T_POLICY,
+        b"review_threshold" | b"reviewThreshold" => T_REVIEW,
+        b"action_threshold" | b"actionThreshold" => T_ACTION,
+        b"expectation" => T_EXPECTATION,
+        b"minimum_boundary_margin" | b"minimumBoundaryMargin" => T_MARGIN,
+        b"allowed_changes" | b"allowedChanges" => T_ALLOWED,
+        b"source" => T_SOURCE,
+        b"variant" => T_VARIANT,
+        b"sourceRoute" | b"source_route" => T_SOURCE_ROUTE,
+        b"variantRoute" | b"variant_route" => T_VARIANT_ROUTE,
+        b"passed" => T_PASSED,
+        b"reasons" => T_REASONS,
+        b"timestamp" => T_TIMESTAMP,
+        b"model_id" | b"modelId" => T_MODEL,
+        b"settings_id" | b"settingsId" => T_SETTINGS,
+        b"repetition" => T_REPETITION,
+        _ => return None,
+    })
+}
+
+const S_QUESTION: usize = 0;
+const S_STATE: usize = 1;
+const S_RESPONSE: usize = 2;
+const S_PROBABILITY: usize = 3;
+const S_CONFIDENCE: usize = 4;
+const S_ROUTE: usize = 5;
+const S_OUTCOME: usize = 6;
+const S_ERROR: usize = 7;
+const S_LATENCY: usize = 8;
+const S_DECISION: usize = 9;
+const N_SIDE: usize = 10;
+
+/// The slot of a member of `source` or `variant` (see `record::side_from`).
+fn side_slot(k: &[u8]) -> Option<usize> {
+    Some(match k {
+        b"question" | b"prompt" => S_QUESTION,
+        b"state" | b"payload" => S_STATE,
+        b"response" | b"assessment" => S_RESPONSE,
+        b"probability" | b"noul" | b"p" => S_PROBABILITY,
+        b"confidence" | b"c" => S_CONFIDENCE,
+        b"route" => S_ROUTE,
+        b"outcome" | b"status" => S_OUTCOME,
+        b"error" | b"error_message" | b"errorMessage" => S_ERROR,
+        b"latency_ms" | b"latencyMs" | b"latency" => S_LATENCY,
+        b"decision" => S_DECISION,
+        _ => return None,
+    })
+}
+
+/// The slot of a member of a side's `response`.
+fn response_slot(k: &[u8]) -> Option<usize> {
+    Some(match k {
+        b"probability" | b"noul" | b"p" => 0,
+        b"confidence" | b"c" => 1,
+        _ => return None,
+    })
+}
+
+/// The slot of a member of `policy`.
+fn policy_slot(k: &[u8]) -> Option<usize> {
+    Some(match k {
+        b"review_threshold" | b"reviewThreshold" | b"review" => 0,
+        b"action_threshold" | b"actionThreshold" | b"action" => 1,
+        _ => return None,
+    })
+}
+
+const E_KIND: usize = 0;
+const E_MAX_P: usize = 1;
+const E_MAX_C: usize = 2;
+const E_SAME_ROUTE: usize = 3;
+const E_MOVEMENT: usize = 4;
+const E_ROUTES: usize = 5;
+const N_EXP: usize = 6;
+
+/// The slot of a member of `expectation` (see `record::expectation_from`).
+fn expectation_slot(k: &[u8]) -> Option<usize> {
+    Some(match k {
+        b"kind" | b"type" => E_KIND,
+        b"max_probability_drift"
+        | b"maximumNoulDrift"
+        | b"maximumProbabilityDrift"
+        | b"maxProbabilityDrift"
+        | b"max_noul_drift" => E_MAX_P,
+        b"max_confidence_drift" | b"maximumConfidenceDrift" | b"maxConfidenceDrift" => E_MAX_C,
+        b"require_same_route" | b"requireSameRoute" => E_SAME_ROUTE,
+        b"permitted_probability_movement" | b"permittedProbabilityMovement" => E_MOVEMENT,
+        b"allowed_routes" | b"allowedRoutes" => E_ROUTES,
+        _ => return None,
+    })
+}
+
+/// Which small object's slots a member goes to.
+#[derive(Clone, Copy)]
+enum Target {
+    Policy,
+    Expectation,
+    Response(usize),
+}
+
+/// One member of a `state` object: the spans of its key (unquoted) and value.
+type MemberSpan = (u32, u32, u32, u32);
+
+/// What a scan records; kept per thread so that a line allocates nothing
+/// for it once the buffers have grown.
+#[derive(Default)]
+struct Scratch {
+    /// The keys of the objects being scanned, innermost last: the first
+    /// eight bytes, and the span.
+    keys: Vec<(u64, u32, u32)>,
+    top: [Option<Val>; N_TOP],
+    side: [[Option<Val>; N_SIDE]; 2],
+    response: [[Option<Val>; 2]; 2],
+    policy: [Option<Val>; 2],
+    expectation: [Option<Val>; N_EXP],
+    /// The members of each side's state, when it is an object scanned here.
+    members: [Vec<MemberSpan>; 2],
+    state_is_object: [bool; 2],
+}
+
+impl Scratch {
+    fn reset(&mut self) {
+        self.keys.clear();
+        self.top = [None; N_TOP];
+        self.side = [[None; N_SIDE]; 2];
+        self.response = [[None; 2]; 2];
+        self.policy = [None; 2];
+        self.expectation = [None; N_EXP];
+        self.members[0].clear();
+        self.members[1].clear();
+        self.state_is_object = [false; 2];
+    }
+
+    fn slots(&mut self, t: Target) -> &mut [Option<Val>] {
+        match t {
+            Target::Policy => &mut self.policy,
+            Target::Expectation => &mut self.expectation,
+            Target::Response(w) => &mut self.response[w],
+        }
+    }
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// A mask whose lowest set bit is the high bit of the first byte of `w`
+/// (little-endian) that ends a plain run of string content: a quote, a
+/// backslash or a control character. Zero when there is none.
+#[inline]
+fn specials(w: u64) -> u64 {
+    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+    zero(w ^ (ONES * u64::from(b'"')))
+        | zero(w ^ (ONES * u64::from(b'\\')))
+        | (w.wrapping_sub(ONES * 0x20) & !w & HIGHS)
+}
+
+/// The first eight bytes of a key, for quick inequality.
+#[inline]
+fn key_prefix(k: &[u8]) -> u64 {
+    let mut p = [0u8; 8];
+    let n = k.len().min(8);
+    p[..n].copy_from_slice(&k[..n]);
+    u64::from_le_bytes(p)
+}
+
+fn hex4(b: &[u8]) -> Option<u16> {
+    let mut v = 0u16;
+    for &c in b.get(..4)? {
+        v = v << 4 | (c as char).to_digit(16)? as u16;
+    }
+    Some(v)
+}
+
+struct Scan<'a, 's> {
+    b: &'a [u8],
+    i: usize,
+    s: &'s mut Scratch,
+}
+
+impl<'a> Scan<'a, '_> {
+    #[inline]
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    /// JSON whitespace, as serde_json skips it.
+    #[inline]
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.b.get(self.i) {
+            self.i += 1;
+        }
+    }
+
+    /// A string at `self.i` (its opening quote); see [`string_end`].
+    #[inline]
+    fn string(&mut self) -> Option<Kind> {
+        let (kind, end) = string_end(self.b, self.i)?;
+        self.i = end;
+        Some(kind)
+    }
+
+    fn literal(&mut self, word: &[u8], kind: Kind) -> Option<Kind> {
+        if self.b.get(self.i..self.i + word.len())? == word {
+            self.i += word.len();
+            Some(kind)
+        } else {
+            None
+        }
+    }
+
+    /// A number, with serde_json's grammar; refused when its magnitude is
+    /// over [`MAX_MAGNITUDE`].
+    fn number(&mut self) -> Option<Kind> {
+        let b = self.b;
+        let start = self.i;
+        let mut j = start;
+        if b.get(j) == Some(&b'-') {
+            j += 1;
+        }
+        let int_start = j;
+        match b.get(j)? {
+            b'0' => j += 1,
+            b'1'..=b'9' => {
+                while b.get(j).is_some_and(u8::is_ascii_digit) {
+                    j += 1;
+                }
+            }
+            _ => return None,
+        }
+        let int_digits = j - int_start;
+        if b.get(j) == Some(&b'.') {
+            j += 1;
+            if !b.get(j)?.is_ascii_digit() {
+                return None;
+            }
+            while b.get(j).is_some_and(u8::is_ascii_digit) {
+                j += 1;
+            }
+        }
+        let mut exponent = false;
+        if matches!(b.get(j), Some(b'e' | b'E')) {
+            exponent = true;
+            j += 1;
+            if matches!(b.get(j), Some(b'+' | b'-')) {
+                j += 1;
+            }
+            if !b.get(j)?.is_ascii_digit() {
+                return None;
+            }
+            while b.get(j).is_some_and(u8::is_ascii_digit) {
+                j += 1;
+            }
+        }
+        self.i = j;
+        // Without an exponent, fewer than 300 integer digits is in range.
+        if exponent || int_digits >= 300 {
+            number_value(&b[start..j])?;
+        }
+        Some(Kind::Num)
+    }
+
+    /// Any value at `self.i`, inside `depth` open objects and arrays.
+    fn value(&mut self, depth: usize) -> Option<Kind> {
+        match self.peek()? {
+            b'"' => self.string(),
+            b'{' => {
+                self.object(depth + 1, |s, _, d| s.value(d).map(drop))?;
+                Some(Kind::Obj)
+            }
+            b'[' => {
+                self.array(depth + 1)?;
+                Some(Kind::Arr)
+            }
+            b't' => self.literal(b"true", Kind::True),
+            b'f' => self.literal(b"false", Kind::False),
+            b'n' => self.literal(b"null", Kind::Null),
+            _ => self.number(),
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Option<()> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        self.i += 1;
+        self.ws();
+        if self.peek()? == b']' {
+            self.i += 1;
+            return Some(());
+        }
+        loop {
+            self.value(depth)?;
+            self.ws();
+            match self.peek()? {
+                b',' => {
+                    self.i += 1;
+                    self.ws();
+                }
+                b']' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// An object at `self.i`, the `depth`-th open container. `member` reads
+    /// each value (at `self.i`, whitespace skipped), given its key's span
+    /// and `depth`. Refuses repeated and escaped keys.
+    fn object<F>(&mut self, depth: usize, mut member: F) -> Option<()>
+    where
+        F: FnMut(&mut Self, (usize, usize), usize) -> Option<()>,
+    {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        self.i += 1;
+        self.ws();
+        if self.peek()? == b'}' {
+            self.i += 1;
+            return Some(());
+        }
+        let base = self.s.keys.len();
+        loop {
+            if self.peek()? != b'"' {
+                return None;
+            }
+            let ks = self.i + 1;
+            if self.string()? != Kind::Str {
+                return None;
+            }
+            let ke = self.i - 1;
+            let b = self.b;
+            let key = &b[ks..ke];
+            let p = key_prefix(key);
+            for &(q, s, e) in &self.s.keys[base..] {
+                if q == p && &b[s as usize..e as usize] == key {
+                    return None;
+                }
+            }
+            self.s
+                .keys
+                .push((p, u32::try_from(ks).ok()?, u32::try_from(ke).ok()?));
+            self.ws();
+            if self.peek()? != b':' {
+                return None;
+            }
+            self.i += 1;
+            self.ws();
+            member(self, (ks, ke), depth)?;
+            self.ws();
+            match self.peek()? {
+                b',' => {
+                    self.i += 1;
+                    self.ws();
+                }
+                b'}' => {
+                    self.i += 1;
+                    self.s.keys.truncate(base);
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// Store `v` in `slot`; a slot already filled is two spellings of one
+    /// field (the slow path reads one of them): refused.
+    fn put(slot: &mut Option<Val>, kind: Kind, start: usize, end: usize) -> Option<()> {
+        if slot.is_some() {
+            return None;
+        }
+        *slot = Some(Val {
+            kind,
+            start: u32::try_from(start).ok()?,
+            end: u32::try_from(end).ok()?,
+        });
+        Some(())
+    }
+
+    /// The whole line: one object and nothing after it.
+    fn line(&mut self) -> Option<()> {
+        self.ws();
+        if self.peek()? != b'{' {
+            return None;
+        }
+        self.object(1, |s, (ks, ke), d| {
+            let Some(slot) = top_slot(&s.b[ks..ke]) else {
+                return s.value(d).map(drop);
+            };
+            let start = s.i;
+            let kind = match (slot, s.peek()?) {
+                (T_SOURCE, b'{') => s.side(d + 1, 0)?,
+                (T_VARIANT, b'{') => s.side(d + 1, 1)?,
+                (T_POLICY, b'{') => s.fields(d + 1, Target::Policy)?,
+                (T_EXPECTATION, b'{') => s.fields(d + 1, Target::Expectation)?,
+                _ => s.value(d)?,
+            };
+            Self::put(&mut s.s.top[slot], kind, start, s.i)
+        })?;
+        self.ws();
+        (self.i == self.b.len()).then_some(())
+    }
+
+    /// A small object whose known members go to `t`'s slots.
+    fn fields(&mut self, depth: usize, t: Target) -> Option<Kind> {
+        self.object(depth, |s, (ks, ke), d| {
+            let key = &s.b[ks..ke];
+            let slot = match t {
+                Target::Policy => policy_slot(key),
+                Target::Expectation => expectation_slot(key),
+                Target::Response(_) => response_slot(key),
+            };
+            let start = s.i;
+            let kind = s.value(d)?;
+            match slot {
+                Some(slot) => Self::put(&mut s.s.slots(t)[slot], kind, start, s.i),
+                None => Some(()),
+            }
+        })?;
+        Some(Kind::Obj)
+    }
+
+    /// `source` (`w` 0) or `variant` (`w` 1).
+    fn side(&mut self, depth: usize, w: usize) -> Option<Kind> {
+        self.object(depth, |s, (ks, ke), d| {
+            let Some(slot) = side_slot(&s.b[ks..ke]) else {
+                return s.value(d).map(drop);
+            };
+            let start = s.i;
+            let kind = match (slot, s.peek()?) {
+                (S_STATE, _) => s.state(d, w)?,
+                (S_RESPONSE, b'{') => s.fields(d + 1, Target::Response(w))?,
+                _ => s.value(d)?,
+            };
+            Self::put(&mut s.s.side[w][slot], kind, start, s.i)
+        })?;
+        Some(Kind::Obj)
+    }
+
+    /// A side's state: skipped when its text repeats the other side's state
+    /// (an object, array or string, which end where their text ends); an
+    /// object has its members recorded.
+    fn state(&mut self, depth: usize, w: usize) -> Option<Kind> {
+        let b = self.b;
+        let start = self.i;
+        if let Some(o) = self.s.side[1 - w][S_STATE]
+            && matches!(o.kind, Kind::Obj | Kind::Arr | Kind::Str | Kind::Esc)
+        {
+            let text = &b[o.start as usize..o.end as usize];
+            if b[start..].starts_with(text) {
+                self.i = start + text.len();
+                return Some(o.kind);
+            }
+        }
+        if self.peek()? != b'{' {
+            return self.value(depth);
+        }
+        self.object(depth + 1, |s, (ks, ke), d| {
+            let vs = s.i;
+            s.value(d)?;
+            let span = (ks as u32, ke as u32, vs as u32, s.i as u32);
+            s.s.members[w].push(span);
+            Some(())
+        })?;
+        self.s.state_is_object[w] = true;
+        Some(Kind::Obj)
+    }
+}
+
+/// The kind of the string whose opening quote is `b[i]`, and where it ends
+/// (past its closing quote). Refuses what serde_json refuses: raw control
+/// characters, unknown escapes, bad `\u` digits; and, to stay clear of
+/// serde_json's surrogate rules, any `\u` surrogate that is not a high one
+/// followed by a low one.
+#[inline]
+fn string_end(b: &[u8], i: usize) -> Option<(Kind, usize)> {
+    let mut j = i + 1;
+    let mut kind = Kind::Str;
+    loop {
+        while let Some(chunk) = b.get(j..j + 8) {
+            let m = specials(u64::from_le_bytes(chunk.try_into().ok()?));
+            if m != 0 {
+                j += (m.trailing_zeros() / 8) as usize;
+                break;
+            }
+            j += 8;
+        }
+        match *b.get(j)? {
+            b'"' => return Some((kind, j + 1)),
+            b'\\' => {
+                kind = Kind::Esc;
+                j = escape(b, j)?;
+            }
+            0..=0x1f => return None,
+            _ => j += 1,
+        }
+    }
+}
+
+/// Past the escape at `b[j]` (a backslash); `None` for an escape serde_json
+/// refuses, or a `\u` surrogate that is not a high one followed by a low one.
+#[inline]
+fn escape(b: &[u8], j: usize) -> Option<usize> {
+    match *b.get(j + 1)? {
+        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => Some(j + 2),
+        b'u' => {
+            let c = hex4(b.get(j + 2..)?)?;
+            match c {
+                0xD800..=0xDBFF => {
+                    if b.get(j + 6..j + 8)? != b"\\u" {
+                        return None;
+                    }
+                    let low = hex4(b.get(j + 8..)?)?;
+                    (0xDC00..=0xDFFF).contains(&low).then_some(j + 12)
+                }
+                0xDC00..=0xDFFF => None,
+                _ => Some(j + 6),
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The value of a number token, as serde_json reads it (both round to the
+/// nearest `f64`); `None` past [`MAX_MAGNITUDE`].
+fn number_value(token: &[u8]) -> Option<f64> {
+    if let Some(x) = short_decimal(token) {
+        return Some(x);
+    }
+    let x: f64 = std::str::from_utf8(token).ok()?.parse().ok()?;
+    (x.abs() <= MAX_MAGNITUDE).then_some(x)
+}
+
+/// A decimal of at most 15 digits and no exponent (`0.917`, `-12`, `894`),
+/// the usual numbers of a run: its digits as an integer, which is exact,
+/// divided by an exact power of ten, which rounds once, so the result is
+/// the nearest `f64` as a full parse gives it.
+fn short_decimal(token: &[u8]) -> Option<f64> {
+    const POW10: [f64; 16] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+    ];
+    let (negative, digits) = match token.split_first()? {
+        (b'-', rest) => (true, rest),
+        _ => (false, token),
+    };
+    let mut m: u64 = 0;
+    let mut n = 0usize;
+    let mut scale: Option<usize> = None;
+    for &c in digits {
+        match c {
+            b'0'..=b'9' => {
+                n += 1;
+                if n > 15 {
+                    return None;
+                }
+                m = m * 10 + u64::from(c - b'0');
+                if let Some(k) = &mut scale {
+                    *k += 1;
+                }
+            }
+            b'.' if scale.is_none() => scale = Some(0),
+            _ => return None,
+        }
+    }
+    if n == 0 {
+        return None;
+    }
+    let x = m as f64 / POW10[scale.unwrap_or(0)];
+    Some(if negative { -x } else { x })
+}
+
 /// Read one line the fast way; `None` sends it to the slow path.
 pub fn parse_fast(line: &str) -> Option<Fast<'_>> {
-    let raw: RawRecord<'_> = serde_json::from_str(line).ok()?;
-    let case_id = raw.case_id?.0;
-    let variant_id = raw.variant_id?.0;
-    // Fields read only to check their type, as the slow path does.
-    let _ = (
-        &raw.label,
-        &raw.dataset_version,
-        &raw.timestamp,
-        &raw.settings_id,
-    );
+    u32::try_from(line.len()).ok()?;
+    SCRATCH.with(|c| match c.try_borrow_mut() {
+        Ok(mut scratch) => {
+            scratch.reset();
+            read(line, &mut scratch)
+        }
+        Err(_) => read(line, &mut Scratch::default()),
+    })
+}
 
+fn read<'a>(line: &'a str, s: &mut Scratch) -> Option<Fast<'a>> {
+    Scan {
+        b: line.as_bytes(),
+        i: 0,
+        s: &mut *s,
+    }
+    .line()?;
+    let r = Reader { line };
+    let top = &s.top;
+    // The ids are required strings: anything else is the slow path's error.
+    let id = |v: Option<Val>| match v {
+        Some(v) if matches!(v.kind, Kind::Str | Kind::Esc) => r.string(v),
+        _ => None,
+    };
+    let case_id = id(top[T_CASE])?;
+    let variant_id = id(top[T_VARIANT_ID])?;
+    // Read only to check their type, as the slow path does.
+    for slot in [T_LABEL, T_DATASET, T_TIMESTAMP, T_SETTINGS] {
+        if let Some(v) = top[slot] {
+            match v.kind {
+                Kind::Str | Kind::Esc | Kind::Num | Kind::Null => {}
+                _ => return None,
+            }
+        }
+    }
     let mut rec = PairRecord {
-        family: raw.family.map(|s| s.0.into_owned()),
-        transformation: raw.transformation.map(|s| s.0.into_owned()),
-        minimum_boundary_margin: raw.minimum_boundary_margin,
-        allowed_changes: raw
-            .allowed_changes
-            .map(|v| v.into_iter().map(|s| s.0.into_owned()).collect()),
-        passed: raw.passed,
-        reasons: raw
-            .reasons
-            .map(|v| v.into_iter().map(|s| s.0.into_owned()).collect())
-            .unwrap_or_default(),
-        repetition: raw.repetition.and_then(|x| {
+        family: r.text(top[T_FAMILY])?.map(Cow::into_owned),
+        transformation: r.text(top[T_TRANSFORMATION])?.map(Cow::into_owned),
+        minimum_boundary_margin: r.number(top[T_MARGIN])?,
+        allowed_changes: r.strings(top[T_ALLOWED])?,
+        passed: r.boolean(top[T_PASSED])?,
+        reasons: r.strings(top[T_REASONS])?.unwrap_or_default(),
+        repetition: r.number(top[T_REPETITION])?.and_then(|x| {
             (x >= 0.0 && x.fract() == 0.0 && x < u64::MAX as f64).then_some(x as u64)
         }),
         ..PairRecord::default()
     };
-    rec.policy = match raw.policy {
-        Some(p) => {
-            let (r, a) = (p.review_threshold?, p.action_threshold?);
-            if r > a {
+    let contract = r.text(top[T_CONTRACT])?;
+    let schema = r.text(top[T_SCHEMA])?;
+    let model = r.text(top[T_MODEL])?;
+
+    rec.policy = match present(top[T_POLICY]) {
+        Some(p) if p.kind == Kind::Obj => {
+            let review = r.number(s.policy[0])?;
+            let action = r.number(s.policy[1])?;
+            let (review, action) = (review?, action?);
+            if review > action {
                 return None;
             }
             Some(Policy {
-                review_threshold: r,
-                action_threshold: a,
+                review_threshold: review,
+                action_threshold: action,
             })
         }
-        None => match (raw.review_threshold, raw.action_threshold) {
-            (Some(r), Some(a)) => Some(Policy {
-                review_threshold: r,
-                action_threshold: a,
+        Some(_) => return None,
+        // Some runners put the thresholds at the top level.
+        None => match (r.number(top[T_REVIEW])?, r.number(top[T_ACTION])?) {
+            (Some(review), Some(action)) => Some(Policy {
+                review_threshold: review,
+                action_threshold: action,
             }),
             _ => None,
         },
     };
-    rec.expectation = match raw.expectation {
-        Some(e) => expectation(e)?,
+    rec.expectation = match present(top[T_EXPECTATION]) {
+        Some(e) if e.kind == Kind::Obj => expectation(&r, &s.expectation)?,
+        Some(_) => return None,
         None => None,
     };
-    let src_route = route(raw.source_route.as_ref())?;
-    let var_route = route(raw.variant_route.as_ref())?;
-    let (mut source, src_state, src_q) = match raw.source {
-        Some(s) => side(s)?,
-        None => (Side::default(), None, None),
-    };
-    let (mut variant, var_state, var_q) = match raw.variant {
-        Some(s) => side(s)?,
-        None => (Side::default(), None, None),
-    };
+    let src_route = r.route(top[T_SOURCE_ROUTE])?;
+    let var_route = r.route(top[T_VARIANT_ROUTE])?;
+    let mut sides = [Side::default(), Side::default()];
+    let mut questions = [None, None];
+    let mut states = [None, None];
+    for (w, slot) in [(0, T_SOURCE), (1, T_VARIANT)] {
+        match present(top[slot]) {
+            Some(v) if v.kind == Kind::Obj => {
+                let (side, state, question) = side(&r, &s.side[w], &s.response[w])?;
+                sides[w] = side;
+                states[w] = state;
+                questions[w] = question;
+            }
+            Some(_) => return None,
+            None => {}
+        }
+    }
+    let [mut source, mut variant] = sides;
     if source.route.is_none() {
         source.route = src_route;
     }
@@ -259,6 +807,7 @@ pub fn parse_fast(line: &str) -> Option<Fast<'_>> {
     }
     // Only equality of the questions matters to the derivation, and their
     // words only when they differ.
+    let [src_q, var_q] = questions;
     match (src_q, var_q) {
         (Some(a), Some(b)) if a == b => {
             source.question = Some(String::new());
@@ -269,7 +818,20 @@ pub fn parse_fast(line: &str) -> Option<Fast<'_>> {
             variant.question = b.map(Cow::into_owned);
         }
     }
-    let (a, b, state_diff) = states(src_state, var_state)?;
+    let members = |w: usize| {
+        s.state_is_object[w].then(|| {
+            s.members[w]
+                .iter()
+                .map(|&(ks, ke, vs, ve)| {
+                    (
+                        &line[ks as usize..ke as usize],
+                        &line[vs as usize..ve as usize],
+                    )
+                })
+                .collect::<Vec<Member<'_>>>()
+        })
+    };
+    let (a, b, state_diff) = diff_states(line, states[0], states[1], members)?;
     source.state = a;
     variant.state = b;
     rec.source = source;
@@ -277,89 +839,210 @@ pub fn parse_fast(line: &str) -> Option<Fast<'_>> {
     Some(Fast {
         case_id,
         variant_id,
-        contract: raw.contract_version.map(|s| s.0),
-        schema: raw.state_schema_version.map(|s| s.0),
-        model: raw.model_id.map(|s| s.0),
+        contract,
+        schema,
+        model,
         record: rec,
         state_diff,
     })
 }
 
-/// A recorded route; `Some(None)` when absent, `None` when unparseable (a warning).
-fn route(s: Option<&Str<'_>>) -> Option<Option<Route>> {
+/// A field that is recorded: present and not `null`.
+fn present(v: Option<Val>) -> Option<Val> {
+    v.filter(|v| v.kind != Kind::Null)
+}
+
+/// Reads scanned values with the slow path's rules. Each returns `None` when
+/// the slow path would warn (the line then goes to it), else whether the
+/// field is recorded.
+struct Reader<'a> {
+    line: &'a str,
+}
+
+impl<'a> Reader<'a> {
+    fn raw(&self, v: Val) -> &'a str {
+        &self.line[v.start as usize..v.end as usize]
+    }
+
+    /// A string value's content, decoded.
+    fn string(&self, v: Val) -> Option<Cow<'a, str>> {
+        let raw = self.raw(v);
+        match v.kind {
+            Kind::Str => Some(Cow::Borrowed(&raw[1..raw.len() - 1])),
+            Kind::Esc => serde_json::from_str::<String>(raw).ok().map(Cow::Owned),
+            _ => None,
+        }
+    }
+
+    /// A text field (a number would be shown as its JSON text: left to
+    /// the slow path).
+    fn text(&self, v: Option<Val>) -> Option<Option<Cow<'a, str>>> {
+        match present(v) {
+            None => Some(None),
+            Some(v) => self.string(v).map(Some),
+        }
+    }
+
+    fn number(&self, v: Option<Val>) -> Option<Option<f64>> {
+        match present(v) {
+            None => Some(None),
+            Some(v) if v.kind == Kind::Num => number_value(self.raw(v).as_bytes()).map(Some),
+            Some(_) => None,
+        }
+    }
+
+    /// A probability or confidence in [0, 1].
+    fn unit(&self, v: Option<Val>) -> Option<Option<f64>> {
+        match self.number(v)? {
+            Some(x) if !(0.0..=1.0).contains(&x) => None,
+            other => Some(other),
+        }
+    }
+
+    fn boolean(&self, v: Option<Val>) -> Option<Option<bool>> {
+        match present(v).map(|v| v.kind) {
+            None => Some(None),
+            Some(Kind::True) => Some(Some(true)),
+            Some(Kind::False) => Some(Some(false)),
+            Some(_) => None,
+        }
+    }
+
+    fn route(&self, v: Option<Val>) -> Option<Option<Route>> {
+        match present(v) {
+            None => Some(None),
+            Some(v) => route(&self.string(v)?).map(Some),
+        }
+    }
+
+    /// A list of strings, or one string as a list of one (an item that is
+    /// not a string would be shown as its JSON text: left to the slow path).
+    fn strings(&self, v: Option<Val>) -> Option<Option<Vec<String>>> {
+        let v = match present(v) {
+            None => return Some(None),
+            Some(v) => v,
+        };
+        if matches!(v.kind, Kind::Str | Kind::Esc) {
+            return Some(Some(vec![self.string(v)?.into_owned()]));
+        }
+        if v.kind != Kind::Arr {
+            return None;
+        }
+        // The array is valid JSON; read it again, string by string.
+        let raw = self.raw(v);
+        let b = raw.as_bytes();
+        let item = Reader { line: raw };
+        let mut out = Vec::new();
+        let mut i = 1;
+        loop {
+            match b.get(i)? {
+                b' ' | b'\n' | b'\t' | b'\r' | b',' => i += 1,
+                b']' => return Some(Some(out)),
+                b'"' => {
+                    let (kind, end) = string_end(b, i)?;
+                    let text = item.string(Val {
+                        kind,
+                        start: i as u32,
+                        end: end as u32,
+                    })?;
+                    out.push(text.into_owned());
+                    i = end;
+                }
+                _ => return None,
+            }
+        }
+    }
+}
+
+/// [`Route::parse`], without its lower-cased copy for the usual spellings.
+fn route(s: &str) -> Option<Route> {
     match s {
-        None => Some(None),
-        Some(s) => Route::parse(s.as_str()).map(Some),
+        "action" | "act" => Some(Route::Action),
+        "review" => Some(Route::Review),
+        "pass" => Some(Route::Pass),
+        _ => Route::parse(s),
     }
 }
 
-/// A probability or confidence in [0, 1]; `None` when out of range (a warning).
-fn unit(x: Option<f64>) -> Option<Option<f64>> {
-    match x {
-        Some(v) if !(0.0..=1.0).contains(&v) => None,
-        other => Some(other),
+/// [`Outcome::parse`], without its normalised copy for the usual spellings.
+fn outcome(s: &str) -> Outcome {
+    match s {
+        "ok" | "success" | "succeeded" | "completed" => Outcome::Ok,
+        "timeout" | "timed-out" | "time-out" => Outcome::Timeout,
+        "error" | "failed" | "failure" | "service-error" => Outcome::Error,
+        "invalid-response" | "invalid" | "malformed" | "parse-error" => Outcome::InvalidResponse,
+        _ => Outcome::parse(s),
     }
 }
 
-type SideParts<'a> = (Side, Option<&'a RawValue>, Option<Cow<'a, str>>);
-
-fn side(s: RawSide<'_>) -> Option<SideParts<'_>> {
-    let (p, c) = match &s.response {
-        Some(r) => (unit(r.probability)?, unit(r.confidence)?),
+fn side<'a>(
+    r: &Reader<'a>,
+    slots: &[Option<Val>; N_SIDE],
+    response: &[Option<Val>; 2],
+) -> Option<(Side, Option<Val>, Option<Cow<'a, str>>)> {
+    let (p, c) = match present(slots[S_RESPONSE]) {
+        Some(v) if v.kind == Kind::Obj => (r.unit(response[0])?, r.unit(response[1])?),
+        Some(_) => return None,
         None => (None, None),
     };
     // Bare rows put the response fields on the side itself.
     let probability = match p {
         Some(p) => Some(p),
-        None => unit(s.probability)?,
+        None => r.unit(slots[S_PROBABILITY])?,
     };
     let confidence = match c {
         Some(c) => Some(c),
-        None => unit(s.confidence)?,
+        None => r.unit(slots[S_CONFIDENCE])?,
     };
     let side = Side {
         question: None,
         state: None,
         probability,
         confidence,
-        route: route(s.route.as_ref())?,
-        outcome: s.outcome.map(|o| Outcome::parse(o.as_str())),
-        error: s.error.map(|e| e.0.into_owned()),
-        latency_ms: s.latency_ms,
-        decision: s.decision.map(|d| d.0.into_owned()),
+        route: r.route(slots[S_ROUTE])?,
+        outcome: r.text(slots[S_OUTCOME])?.map(|o| outcome(&o)),
+        error: r.text(slots[S_ERROR])?.map(Cow::into_owned),
+        latency_ms: r.number(slots[S_LATENCY])?,
+        decision: r.text(slots[S_DECISION])?.map(Cow::into_owned),
     };
-    Some((side, s.state, s.question.map(|q| q.0)))
+    Some((side, present(slots[S_STATE]), r.text(slots[S_QUESTION])?))
 }
 
-fn expectation(e: RawExpectation<'_>) -> Option<Option<Expectation>> {
-    let Some(kind) = e.kind else {
+fn expectation(r: &Reader<'_>, e: &[Option<Val>; N_EXP]) -> Option<Option<Expectation>> {
+    let Some(kind) = r.text(e[E_KIND])? else {
         return Some(None);
     };
-    let norm = kind.as_str().trim().to_ascii_lowercase().replace('_', "-");
-    Some(Some(match norm.as_str() {
+    // The usual spellings as they are; others normalised as the slow path does.
+    let norm = match kind.as_ref() {
+        k @ ("invariant" | "not-less-urgent" | "not-more-urgent" | "allowed-routes") => {
+            Cow::Borrowed(k)
+        }
+        k => Cow::Owned(k.trim().to_ascii_lowercase().replace('_', "-")),
+    };
+    Some(Some(match norm.as_ref() {
         "invariant" => Expectation::Invariant {
-            max_probability_drift: e.max_probability_drift,
-            max_confidence_drift: e.max_confidence_drift,
-            require_same_route: e.require_same_route.unwrap_or(true),
+            max_probability_drift: r.number(e[E_MAX_P])?,
+            max_confidence_drift: r.number(e[E_MAX_C])?,
+            require_same_route: r.boolean(e[E_SAME_ROUTE])?.unwrap_or(true),
         },
         "not-less-urgent" | "notlessurgent" => Expectation::NotLessUrgent {
-            permitted_probability_movement: e.permitted_probability_movement.unwrap_or(0.0),
+            permitted_probability_movement: r.number(e[E_MOVEMENT])?.unwrap_or(0.0),
         },
         "not-more-urgent" | "notmoreurgent" => Expectation::NotMoreUrgent {
-            permitted_probability_movement: e.permitted_probability_movement.unwrap_or(0.0),
+            permitted_probability_movement: r.number(e[E_MOVEMENT])?.unwrap_or(0.0),
         },
         "allowed-routes" | "allowedroutes" => {
             let mut routes = Vec::new();
-            for n in e.allowed_routes.iter().flatten() {
+            for n in r.strings(e[E_ROUTES])?.iter().flatten() {
                 // An unknown route is a warning: the slow path reports it.
-                routes.push(Route::parse(n.as_str())?);
+                routes.push(route(n)?);
             }
             Expectation::AllowedRoutes {
                 allowed_routes: routes,
             }
         }
         _ => Expectation::Unknown {
-            kind: kind.0.into_owned(),
+            kind: kind.into_owned(),
         },
     }))
 }
@@ -369,15 +1052,21 @@ fn expectation(e: RawExpectation<'_>) -> Option<Option<Expectation>> {
 /// the members whose text differs. `None` when a state cannot be parsed.
 type States = (Option<Value>, Option<Value>, Option<Vec<DiffEntry>>);
 
-fn states(a: Option<&RawValue>, b: Option<&RawValue>) -> Option<States> {
+fn diff_states<'a>(
+    line: &'a str,
+    a: Option<Val>,
+    b: Option<Val>,
+    members: impl Fn(usize) -> Option<Vec<Member<'a>>>,
+) -> Option<States> {
     let both_null = || (Some(Value::Null), Some(Value::Null));
-    match (a, b) {
+    let text = |v: Val| &line[v.start as usize..v.end as usize];
+    match (a.map(text), b.map(text)) {
         (None, None) => Some((None, None, None)),
-        (Some(a), Some(b)) if a.get() == b.get() => {
+        (Some(a), Some(b)) if a == b => {
             let (x, y) = both_null();
             Some((x, y, Some(Vec::new())))
         }
-        (Some(a), Some(b)) => match (members(a.get()), members(b.get())) {
+        (Some(a), Some(b)) => match (members(0), members(1)) {
             (Some(x), Some(y)) => {
                 let d = diff_members(&x, &y)?;
                 let (x, y) = both_null();
@@ -386,7 +1075,7 @@ fn states(a: Option<&RawValue>, b: Option<&RawValue>) -> Option<States> {
             _ => Some((Some(full(a)?), Some(full(b)?), None)),
         },
         (a, b) => {
-            let one = |v: Option<&RawValue>| match v {
+            let one = |v: Option<&str>| match v {
                 Some(v) => full(v).map(Some),
                 None => Some(None),
             };
@@ -406,7 +1095,7 @@ fn diff_members(x: &[Member<'_>], y: &[Member<'_>]) -> Option<Vec<DiffEntry>> {
         let mut all_equal = true;
         for (k, v) in x {
             match find(y, k) {
-                Some(w) if w.get() == v.get() => {}
+                Some(w) if w == *v => {}
                 Some(w) if diff::canon_eq(&full(v)?, &full(w)?) => {}
                 _ => {
                     all_equal = false;
@@ -427,7 +1116,7 @@ fn diff_members(x: &[Member<'_>], y: &[Member<'_>]) -> Option<Vec<DiffEntry>> {
     let mut out = Vec::new();
     for (k, v) in x {
         match find(y, k) {
-            Some(w) if w.get() == v.get() => {}
+            Some(w) if w == *v => {}
             Some(w) => out.extend(diff::diff_values(&root.key(k), &full(v)?, &full(w)?)),
             None => out.push(DiffEntry {
                 path: root.key(k),
@@ -446,49 +1135,156 @@ fn diff_members(x: &[Member<'_>], y: &[Member<'_>]) -> Option<Vec<DiffEntry>> {
     Some(out)
 }
 
+/// One member of a `state` object: its key (never escaped: the scanner
+/// declines escaped keys) and its raw value.
+type Member<'a> = (&'a str, &'a str);
+
 /// The raw value of key `k` in `m`.
-fn find<'a>(m: &[Member<'a>], k: &str) -> Option<&'a RawValue> {
-    m.iter().find(|(mk, _)| mk == k).map(|(_, v)| *v)
+fn find<'a>(m: &[Member<'a>], k: &str) -> Option<&'a str> {
+    m.iter().find(|(mk, _)| *mk == k).map(|(_, v)| *v)
 }
 
-fn full(v: &RawValue) -> Option<Value> {
-    serde_json::from_str(v.get()).ok()
+fn full(v: &str) -> Option<Value> {
+    serde_json::from_str(v).ok()
 }
 
-/// An object's members as raw values, in order; `None` for anything else or
-/// a repeated key.
-fn members(text: &str) -> Option<Vec<Member<'_>>> {
-    let Members(m) = serde_json::from_str(text).ok()?;
-    let mut keys: Vec<&str> = m.iter().map(|(k, _)| k.as_ref()).collect();
-    keys.sort_unstable();
-    if keys.windows(2).any(|w| w[0] == w[1]) {
-        return None;
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usual_spellings_read_as_the_model_reads_them() {
+        for s in [
+            "action", "act", "review", "pass", "Action", " pass ", "REVIEW", "nope", "",
+        ] {
+            assert_eq!(route(s), Route::parse(s), "{s:?}");
+        }
+        for s in [
+            "ok",
+            "success",
+            "succeeded",
+            "completed",
+            "timeout",
+            "timed-out",
+            "time-out",
+            "error",
+            "failed",
+            "failure",
+            "service-error",
+            "invalid-response",
+            "invalid",
+            "malformed",
+            "parse-error",
+            "TIMED_OUT",
+            " Ok",
+            "weird",
+        ] {
+            assert_eq!(outcome(s), Outcome::parse(s), "{s:?}");
+        }
     }
-    Some(m)
-}
 
-/// One member of a JSON object: its key and raw value.
-type Member<'a> = (Cow<'a, str>, &'a RawValue);
-
-struct Members<'a>(Vec<(Cow<'a, str>, &'a RawValue)>);
-
-impl<'de: 'a, 'a> Deserialize<'de> for Members<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Members<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut out = Vec::new();
-                while let Some(k) = map.next_key::<Str<'de>>()? {
-                    let v: &'de RawValue = map.next_value()?;
-                    out.push((k.0, v));
-                }
-                Ok(Members(out))
+    #[test]
+    fn strings_end_where_serde_json_ends_them() {
+        for (text, ok) in [
+            (r#""plain""#, true),
+            (r#""a longer string that spans chunks of eight""#, true),
+            (r#""q\"uote\\ \/ \b\f\n\r\t""#, true),
+            (r#""\u00e9\ud83d\ude00""#, true),
+            ("\"caf\u{e9} \u{1F600}\"", true),
+            (r#""\ud800""#, false),
+            (r#""\ude00""#, false),
+            (r#""\u12G4""#, false),
+            (r#""\a""#, false),
+            ("\"tab\there\"", false),
+            ("\"nul\u{0}\"", false),
+            ("\"del\u{7f}\"", true),
+            (r#""open"#, false),
+        ] {
+            let serde = serde_json::from_str::<String>(text).is_ok();
+            assert!(serde || !ok, "{text}");
+            let end = string_end(text.as_bytes(), 0);
+            assert_eq!(end.is_some(), ok, "{text}");
+            if let Some((_, end)) = end {
+                assert_eq!(end, text.len(), "{text}");
             }
         }
-        d.deserialize_map(V)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn short_decimals_are_the_nearest_f64(
+            x in proptest::prelude::any::<f64>(),
+            digits in 0usize..17,
+            int in proptest::prelude::any::<u64>(),
+        ) {
+            for token in [
+                format!("{x}"),
+                format!("{x:.digits$}"),
+                format!("{}", int % 1_000_000_000_000_000),
+                format!("-0.{:0>digits$}", int % 1_000_000),
+            ] {
+                if let Ok(want) = serde_json::from_str::<f64>(&token) {
+                    let got = number_value(token.as_bytes());
+                    if want.abs() <= MAX_MAGNITUDE {
+                        proptest::prop_assert_eq!(got.map(f64::to_bits), Some(want.to_bits()), "{}", token);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Every special byte at every offset, across the 8-byte steps.
+    #[test]
+    fn strings_end_at_every_offset() {
+        for len in 0..48 {
+            for at in 0..len {
+                for (special, ok) in [
+                    ("\"", false),
+                    ("\\n", true),
+                    ("\\u00e9", true),
+                    ("\u{1}", false),
+                    ("\u{1f}", false),
+                    ("\u{7f}", true),
+                    ("\u{e9}", true),
+                ] {
+                    let body: String = (0..len)
+                        .map(|k| {
+                            if k == at {
+                                special.to_string()
+                            } else {
+                                "a".into()
+                            }
+                        })
+                        .collect();
+                    let text = format!("\"{body}\"");
+                    let serde = serde_json::from_str::<String>(&text).is_ok();
+                    let end = string_end(text.as_bytes(), 0);
+                    if ok {
+                        assert!(serde, "{text:?}");
+                        assert_eq!(end.map(|e| e.1), Some(text.len()), "{text:?}");
+                    } else if special == "\"" {
+                        // The string ends at the inner quote.
+                        assert_eq!(end.map(|e| e.1), Some(at + 2), "{text:?}");
+                    } else {
+                        assert!(!serde && end.is_none(), "{text:?}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn numbers_are_read_as_serde_json_reads_them() {
+        let line = |x: &str| format!(r#"{{"case_id":"c","variant_id":"v","repetition":{x}}}"#);
+        for x in ["0", "-0", "7", "3e0", "0.5e1", "1E2", "123456789", "1e-400"] {
+            let fast = parse_fast(&line(x)).expect(x).record.repetition;
+            let slow = super::super::record::map_record(serde_json::from_str(&line(x)).unwrap())
+                .unwrap()
+                .repetition;
+            assert_eq!(fast, slow, "{x}");
+        }
+        for x in ["01", "1.", ".5", "-", "1e", "1e400", "--1", "0x10", "1e301"] {
+            assert!(parse_fast(&line(x)).is_none(), "{x}");
+        }
     }
 }

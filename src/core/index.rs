@@ -24,7 +24,7 @@ use serde_json::Value;
 
 use super::derive::{Derived, Status, derive};
 use super::formats::{self, Format};
-use super::key::{RecordKey, record_key, record_key_raw};
+use super::key::{RecordKey, record_key};
 use super::model::{PairRecord, Route};
 use super::record::{RecordError, map_record};
 use super::rowkeys::RowKeys;
@@ -2086,9 +2086,10 @@ fn describe_row(d: &RowData, buf: &[u8]) -> String {
     )
 }
 
-/// The fast path: a typed, borrowing parse and a key from the raw text.
+/// The fast path: one scan of the line. [`super::fast::parse_fast`]
+/// validates the line on its own (it declines repeated keys, bad numbers,
+/// deep nesting...); the record key is not computed here (see `rowkeys`).
 fn fast_row(buf: &[u8], body: &str) -> Option<RowData> {
-    record_key_raw(body)?;
     let mut f = super::fast::parse_fast(body)?;
     let d = super::derive::derive_with(&f.record, f.state_diff.take());
     let suggestion = super::suggest::suggest_category(&f.record, &d);
@@ -2136,7 +2137,7 @@ fn slow_row(body: &str, terminated: bool) -> LineOut {
         .iter()
         .map(|w| format!("{} / {}: {w}", record.case_id, record.variant_id))
         .collect();
-    // The fast path declines any line with a repeated key (its record key
+    // The fast path declines any line with a repeated key (its scanner
     // refuses them), so only this path needs to look.
     if let Some(dup) = first_duplicate_key(body) {
         warnings.push(format!(
@@ -2486,6 +2487,401 @@ mod tests {
         }
         assert_eq!(fast.strings(), slow.strings());
         assert_eq!(fast.problems, slow.problems);
+    }
+
+    /// One line through the fast path, with nothing validating it first,
+    /// and through the slow path: the fast description is `None` when the
+    /// fast path declines the line.
+    fn both_ways_unkeyed(line: &str) -> (Option<String>, String) {
+        let buf = line.as_bytes();
+        let slow = match slow_row(line, true) {
+            LineOut::Row(d) => describe_row(&d, buf),
+            other => format!("{other:?}"),
+        };
+        let fast = fast_row(buf, line).map(|d| describe_row(&d, buf));
+        (fast, slow)
+    }
+
+    /// The fast path reads `line` as the slow path does, or declines it.
+    fn assert_agrees(line: &str) -> bool {
+        let (fast, slow) = both_ways_unkeyed(line);
+        if let Some(fast) = &fast {
+            assert_eq!(fast, &slow, "{line}");
+        }
+        fast.is_some()
+    }
+
+    /// Lines the scanner must decline by itself: serde_json refuses them, or
+    /// the slow path warns about them, or they are past what it models.
+    #[test]
+    fn fast_path_declines_on_its_own() {
+        let head = r#"{"case_id":"c","variant_id":"v""#;
+        let deep = |n: usize| format!("{head},\"x\":{}{}}}", "[".repeat(n), "]".repeat(n));
+        let mut lines: Vec<String> = [
+            // Repeated keys, at every level, and two spellings of one field.
+            r#","x":1,"x":2}"#,
+            r#","source":{"state":{"a":{"b":1,"b":1}}},"variant":{"state":{"a":{"b":1,"b":1}}}}"#,
+            r#","variant":{"state":{"a":1}},"source":{"state":{"a":1,"a":1}}}"#,
+            r#","runner":[{"k":1,"k":1}]}"#,
+            r#","source":{"route":"pass","route":"pass"}}"#,
+            r#","policy":{"review":0.5,"review":0.5,"action":0.9}}"#,
+            r#","expectation":{"kind":"invariant","kind":"invariant"}}"#,
+            r#","source":{"response":{"p":0.5,"p":0.5}}}"#,
+            r#","caseId":"c"}"#,
+            r#","source":{"probability":0.5,"noul":0.5}}"#,
+            r#","source":{"p":null,"noul":0.5}}"#,
+            r#","family":"a","family":"a"}"#,
+            r#","\u0078":1,"x":2}"#,
+            // Numbers serde_json refuses, and one the fast path leaves alone.
+            r#","x":1e400}"#,
+            r#","x":-1e400}"#,
+            r#","x":01}"#,
+            r#","x":1.}"#,
+            r#","x":.5}"#,
+            r#","x":+1}"#,
+            r#","x":1e}"#,
+            r#","x":-}"#,
+            r#","x":NaN}"#,
+            r#","x":Infinity}"#,
+            r#","x":1e301}"#,
+            // Strings serde_json refuses.
+            r#","x":"\ud800"}"#,
+            r#","x":"\udc00\ud800"}"#,
+            r#","x":"\ud800\u0041"}"#,
+            r#","x":"\x"}"#,
+            r#","x":"\u12"}"#,
+            ",\"x\":\"a\u{1}b\"}",
+            ",\"x\":\"a\tb\"}",
+            // Broken structure.
+            r#"}x"#,
+            r#"}{}"#,
+            r#","x":[1,]}"#,
+            r#","x":{"a":1,}}"#,
+            r#","x":{"a" 1}}"#,
+            r#","x":[1 2]}"#,
+            r#","x":tru}"#,
+            r#","#,
+            r#","x":"unterminated}"#,
+            // Values of the wrong kind.
+            r#","passed":"no"}"#,
+            r#","family":5}"#,
+            r#","source":{"state":{"a":1}},"variant":"x"}"#,
+            r#","source":{"response":{"probability":1.5}}}"#,
+            r#","policy":{"review":0.5}}"#,
+            r#","reasons":[1]}"#,
+        ]
+        .iter()
+        .map(|tail| format!("{head}{tail}"))
+        .collect();
+        lines.push(deep(127));
+        lines.push(r#"[{"case_id":"c","variant_id":"v"}]"#.to_string());
+        lines.push(r#"{"case_id":null,"variant_id":"v"}"#.to_string());
+        lines.push(r#"{"case_id":1,"variant_id":"v"}"#.to_string());
+        for line in &lines {
+            assert!(
+                super::super::fast::parse_fast(line).is_none(),
+                "accepted: {line}"
+            );
+            assert!(!assert_agrees(line));
+        }
+        // What serde_json accepts and the fast path models, it reads.
+        let accepted: Vec<String> = [
+            r#","x":[{"k":1},{"k":1}],"y":{"k":{"k":1}}}"#,
+            r#","x":"\ud83d\ude00 caf\u00e9 \"q\" \\ \/ \b\f\n\r\t","y":-0,"z":1e-400,"w":1E2}"#,
+            r#","label":5,"timestamp":1.5,"reasons":"one reason","passed":null}"#,
+            r#","policy":{"review":0.5,"action":0.9},"review_threshold":"ignored"}"#,
+            r#","expectation":{"kind":"not_less_urgent","max_probability_drift":"unread"}}"#,
+            r#","source":{"response":{"p":0.5},"p":"unread","state":"s"},"variant":{"state":"s"}}"#,
+            " , \"source\" : { \"state\" : { \"a\" : [ 1 , 2 ] } } , \"variant\" : { \"state\" : { \"a\" : [ 1 , 3 ] } } }",
+        ]
+        .iter()
+        .map(|tail| format!("{head}{tail}"))
+        .chain([deep(126)])
+        .collect();
+        for line in &accepted {
+            assert!(
+                super::super::fast::parse_fast(line).is_some(),
+                "declined: {line}"
+            );
+            assert!(assert_agrees(line));
+        }
+    }
+
+    mod prop {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// Small JSON texts, mostly valid: the values odd runs hold.
+        fn leaf() -> impl Strategy<Value = String> {
+            let good: &[&str] = &[
+                "null",
+                "true",
+                "false",
+                "0",
+                "-0",
+                "1",
+                "0.5",
+                "1.0",
+                "0.55",
+                "0.9",
+                "2",
+                "-1",
+                "3e0",
+                "0.25",
+                "1E-400",
+                "1e300",
+                "123456789012345678901234567890",
+                r#""x""#,
+                r#""pass""#,
+                r#""ACT""#,
+                r#""review""#,
+                r#""nope""#,
+                r#""ok""#,
+                r#""timeout""#,
+                r#""invariant""#,
+                r#""not_less_urgent""#,
+                r#""allowed-routes""#,
+                r#""mystery""#,
+                r#""a\u00e9""#,
+                r#""\ud83d\ude00""#,
+                r#""t\tab""#,
+                r#""evidence-ablation""#,
+                r#""state.a""#,
+                r#""question""#,
+                r#""Source is too close to a decision boundary.""#,
+                "[]",
+                "{}",
+                r#"["pass","review"]"#,
+                r#"["state.a","b"]"#,
+                r#"[1,"x"]"#,
+            ];
+            let bad: &[&str] = &[
+                "1e400",
+                "01",
+                "1.",
+                "2e301",
+                r#""\ud800""#,
+                "\"ctl\u{1}\"",
+                r#""bad\x""#,
+            ];
+            prop_oneof![
+                12 => proptest::sample::select(good).prop_map(str::to_string),
+                1 => proptest::sample::select(bad).prop_map(str::to_string),
+            ]
+        }
+
+        /// Top-level members of the right type, in either spelling.
+        fn top_member() -> impl Strategy<Value = (String, String)> {
+            let typed: &[(&str, &str)] = &[
+                ("family", r#""evidence-ablation""#),
+                ("family", r#""state-noise""#),
+                ("transformation", r#""paraphrase""#),
+                ("contractVersion", r#""q/3""#),
+                ("model_id", r#""m\n1""#),
+                (
+                    "policy",
+                    r#"{"review_threshold":0.55,"action_threshold":0.9}"#,
+                ),
+                (
+                    "policy",
+                    r#"{"reviewThreshold":0.5,"action":0.8,"note":[1]}"#,
+                ),
+                ("reviewThreshold", "0.5"),
+                ("action_threshold", "0.9"),
+                (
+                    "expectation",
+                    r#"{"kind":"invariant","max_probability_drift":0.1,"maxConfidenceDrift":0.2}"#,
+                ),
+                (
+                    "expectation",
+                    r#"{"type":"allowed_routes","allowedRoutes":["pass","review"]}"#,
+                ),
+                (
+                    "expectation",
+                    r#"{"kind":"not-more-urgent","permittedProbabilityMovement":0.05}"#,
+                ),
+                ("allowed_changes", r#"["state.a","question"]"#),
+                ("allowedChanges", r#""b""#),
+                ("passed", "false"),
+                ("passed", "true"),
+                (
+                    "reasons",
+                    r#"["Source is too close to a decision boundary."]"#,
+                ),
+                ("sourceRoute", r#""pass""#),
+                ("variant_route", r#""Action""#),
+                ("minimum_boundary_margin", "0.1"),
+                ("repetition", "2"),
+            ];
+            prop_oneof![
+                4 => proptest::sample::select(typed).prop_map(|(k, v)| (k.to_string(), v.to_string())),
+                1 => (key(), value()),
+            ]
+        }
+
+        /// Side members of the right type, in either spelling.
+        fn side_member() -> impl Strategy<Value = (String, String)> {
+            let typed: &[(&str, &str)] = &[
+                ("question", r#""q""#),
+                ("prompt", r#""q\u00e9""#),
+                ("response", r#"{"probability":0.5,"confidence":0.8}"#),
+                ("assessment", r#"{"noul":0.93,"c":0.7}"#),
+                ("noul", "0.56"),
+                ("p", "0.2"),
+                ("confidence", "0.9"),
+                ("route", r#""ACT""#),
+                ("route", r#""pass""#),
+                ("outcome", r#""timeout""#),
+                ("status", r#""ok""#),
+                ("latencyMs", "3e4"),
+                ("error_message", r#""boom""#),
+                ("decision", r#""approve""#),
+            ];
+            prop_oneof![
+                4 => proptest::sample::select(typed).prop_map(|(k, v)| (k.to_string(), v.to_string())),
+                1 => (key(), value()),
+            ]
+        }
+
+        /// Keys of every level in both spellings, a few others, and escapes.
+        fn key() -> impl Strategy<Value = String> {
+            let keys: &[&str] = &[
+                "case_id",
+                "caseId",
+                "variant_id",
+                "variantId",
+                "label",
+                "family",
+                "transformation",
+                "contract_version",
+                "modelId",
+                "policy",
+                "review_threshold",
+                "actionThreshold",
+                "expectation",
+                "minimum_boundary_margin",
+                "allowed_changes",
+                "allowedChanges",
+                "sourceRoute",
+                "variant_route",
+                "passed",
+                "reasons",
+                "repetition",
+                "question",
+                "prompt",
+                "state",
+                "payload",
+                "response",
+                "assessment",
+                "probability",
+                "noul",
+                "p",
+                "confidence",
+                "c",
+                "route",
+                "outcome",
+                "status",
+                "error",
+                "latency_ms",
+                "decision",
+                "kind",
+                "type",
+                "review",
+                "action",
+                "max_probability_drift",
+                "maximumNoulDrift",
+                "require_same_route",
+                "permitted_probability_movement",
+                "allowed_routes",
+                "a",
+                "b",
+                "evidence",
+                "x",
+                "\\u0061",
+                "é",
+            ];
+            proptest::sample::select(keys).prop_map(str::to_string)
+        }
+
+        fn object(members: Vec<(String, String)>, spaced: bool) -> String {
+            let sep = if spaced { " , " } else { "," };
+            let body: Vec<String> = members
+                .iter()
+                .map(|(k, v)| {
+                    if spaced {
+                        format!("\"{k}\" : {v}")
+                    } else {
+                        format!("\"{k}\":{v}")
+                    }
+                })
+                .collect();
+            format!("{{{}}}", body.join(sep))
+        }
+
+        /// JSON texts nested a few levels, with any key at any level.
+        fn value() -> impl Strategy<Value = String> {
+            leaf().prop_recursive(3, 24, 5, |inner| {
+                prop_oneof![
+                    proptest::collection::vec(inner.clone(), 0..4)
+                        .prop_map(|v| format!("[{}]", v.join(","))),
+                    (
+                        proptest::collection::vec((key(), inner), 0..5),
+                        any::<bool>()
+                    )
+                        .prop_map(|(m, spaced)| object(m, spaced)),
+                ]
+            })
+        }
+
+        /// A side: its state (shared with the other side or not) and members.
+        fn side(state: String) -> impl Strategy<Value = String> {
+            (proptest::collection::vec(side_member(), 0..5), 0..6usize).prop_map(
+                move |(mut m, at)| {
+                    m.insert(at.min(m.len()), ("state".to_string(), state.clone()));
+                    object(m, false)
+                },
+            )
+        }
+
+        fn line() -> impl Strategy<Value = String> {
+            (value(), value(), any::<bool>())
+                .prop_flat_map(|(a, b, same)| {
+                    let b = if same { a.clone() } else { b };
+                    (
+                        side(a),
+                        side(b),
+                        proptest::collection::vec(top_member(), 0..6),
+                        any::<bool>(),
+                        any::<bool>(),
+                    )
+                })
+                .prop_map(|(src, var, top, swap, spaced)| {
+                    let mut m = vec![
+                        ("case_id".to_string(), "\"c\\u00e9\"".to_string()),
+                        ("variant_id".to_string(), "\"v\"".to_string()),
+                    ];
+                    let sides = [("source", src), ("variant", var)];
+                    for (k, v) in if swap {
+                        [sides[1].clone(), sides[0].clone()]
+                    } else {
+                        sides
+                    } {
+                        m.push((k.to_string(), v));
+                    }
+                    m.extend(top);
+                    object(m, spaced)
+                })
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(1500))]
+            /// Repeated keys, odd numbers, escapes, nesting, wrong types and
+            /// both spellings: the fast path agrees or declines by itself.
+            #[test]
+            fn fast_path_agrees_or_declines(line in line()) {
+                assert_agrees(&line);
+            }
+        }
     }
 
     #[test]
