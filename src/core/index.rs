@@ -688,7 +688,6 @@ impl RunIndex {
 
     /// Merge a batch from the loader.
     pub fn apply(&mut self, b: Batch) {
-        self.reserve_for(b.rows.len(), b.bytes_read);
         self.strings.extend(b.strings);
         self.versions.extend(b.versions);
         self.failures += b.rows.iter().filter(|r| r.status().is_failure()).count();
@@ -719,28 +718,6 @@ impl RunIndex {
             // A gzip input's size was a guess, and a followed run grows.
             self.bytes_total = self.bytes_total.max(self.bytes_read);
         }
-    }
-
-    /// Make room for the rows still to come before a batch of `more` is
-    /// added, from how many rows the bytes read so far gave. Growing by
-    /// doubling instead would, at a million rows, copy 64 MB into a new
-    /// block while the old one is still held; reserved room that is never
-    /// written is address space, not memory.
-    fn reserve_for(&mut self, more: usize, bytes_read: u64) {
-        let need = self.rows.len() + more;
-        if need <= self.rows.capacity() || bytes_read == 0 || self.bytes_total <= bytes_read {
-            return;
-        }
-        let per_byte = need as f64 / bytes_read as f64;
-        // 5% over the estimate, since lines vary in length along a run.
-        let estimate = (per_byte * self.bytes_total as f64 * 1.05) as usize;
-        let want = estimate.max(need);
-        self.statuses
-            .reserve_exact(want.saturating_sub(self.statuses.len()));
-        for col in [&mut self.families.codes, &mut self.transformations.codes] {
-            col.reserve_exact(want.saturating_sub(col.len()));
-        }
-        self.rows.reserve_exact(want - self.rows.len());
     }
 
     /// The names of the inputs, joined for a status bar.
@@ -2905,35 +2882,6 @@ mod tests {
                 assert_agrees(&line);
             }
         }
-    }
-
-    #[test]
-    fn rows_are_reserved_from_the_bytes_read_so_far() {
-        let row = |i: u32| PairRow {
-            loc: Loc::new(0, i + 1, u64::from(i) * 100, 99),
-            ..load_bytes(br#"{"case_id":"c","variant_id":"v"}"#).rows[0]
-        };
-        let mut index = RunIndex {
-            bytes_total: 100_000,
-            ..RunIndex::default()
-        };
-        // 10 rows from the first 1,000 bytes: about 1,000 in all.
-        index.apply(Batch {
-            rows: (0..10).map(row).collect(),
-            bytes_read: 1_000,
-            ..Batch::default()
-        });
-        assert!(index.rows.capacity() >= 1_000, "{}", index.rows.capacity());
-        assert!(index.rows.capacity() <= 1_100, "{}", index.rows.capacity());
-        let cap = index.rows.capacity();
-        index.apply(Batch {
-            rows: (10..500).map(row).collect(),
-            bytes_read: 50_000,
-            ..Batch::default()
-        });
-        assert_eq!(index.rows.capacity(), cap, "no growth within the estimate");
-        assert_eq!(index.rows.len(), 500);
-        assert_eq!(index.statuses().map(<[_]>::len), Some(500));
     }
 
     #[test]
