@@ -1420,7 +1420,7 @@ fn index_files(
 
 /// A fast hash for short interned strings (FxHash's mixing step).
 #[derive(Default, Clone, Copy)]
-struct FxHasher(u64);
+pub(crate) struct FxHasher(u64);
 
 impl std::hash::Hasher for FxHasher {
     fn write(&mut self, bytes: &[u8]) {
@@ -1445,7 +1445,7 @@ impl std::hash::Hasher for FxHasher {
     }
 }
 
-type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
+pub(crate) type FxMap<K, V> = HashMap<K, V, std::hash::BuildHasherDefault<FxHasher>>;
 
 /// The loader's interned strings: each stored once, end to end in one
 /// buffer, with a table of ids hashed by their text (a map keyed by the

@@ -2651,6 +2651,9 @@ mod tests {
             })
             .collect();
         store.apply(changes).expect("annotate");
+        // As the viewer does once rows arrive or the journal changes.
+        let mut index = index;
+        index.resolve_keys(&store);
         let ctx = Context {
             index: &index,
             store: Some(&store),

@@ -17,17 +17,15 @@
 //! The keys are read from the rows' lines on demand, with the same raw
 //! scanner the loader used to run on every line.
 
-use std::collections::HashMap;
-
 use super::annotations::{Annotation, AnnotationStore};
-use super::index::{PairRow, RunIndex};
+use super::index::{FxMap, PairRow, RunIndex};
 use super::key::{RecordKey, record_key, record_key_raw};
 
 /// The keys an index knows, and how far it has looked for more.
 #[derive(Debug, Default)]
 pub struct RowKeys {
     /// Key by row location ([`super::index::Loc::id`]).
-    by_loc: HashMap<u64, RecordKey>,
+    by_loc: FxMap<u64, RecordKey>,
     /// Rows `0..checked` were looked at for the store revision `revision`.
     checked: usize,
     revision: Option<u64>,
@@ -72,12 +70,21 @@ impl RunIndex {
     /// known key has no annotation and no stale one. Before that, a row whose
     /// ids the store names has its key read from its line here.
     pub fn current_key(&self, store: &AnnotationStore, row: &PairRow) -> Option<RecordKey> {
+        let resolved =
+            self.keys.revision == Some(store.revision()) && self.keys.checked >= self.rows.len();
+        if resolved {
+            // Two byte look-ups rule out almost every row of a large run
+            // before any hashing (a query or a sort asks this of each row).
+            let flag = |sym: u32| self.keys.flags.get(sym as usize).copied().unwrap_or(0);
+            if store.is_empty() || flag(row.case) & CASE == 0 || flag(row.variant) & VARIANT == 0 {
+                return None;
+            }
+            return self.key(row);
+        }
         if let Some(k) = self.key(row) {
             return Some(k);
         }
-        let resolved =
-            self.keys.revision == Some(store.revision()) && self.keys.checked >= self.rows.len();
-        if resolved || store.is_empty() || !store.names(self.str(row.case), self.str(row.variant)) {
+        if store.is_empty() || !store.names(self.str(row.case), self.str(row.variant)) {
             return None;
         }
         self.read_key(row).ok()
