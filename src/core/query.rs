@@ -1562,8 +1562,9 @@ fn is_stale(
     let Some(store) = env.store else {
         return false;
     };
-    // Most pairs share no case id with any annotation: rule them out per sym.
-    if let Some(cases) = &env.cases {
+    // Most pairs share no case id with any annotation: rule them out per
+    // sym (resolved keys already carry that flag per sym; see `rowkeys`).
+    if let Some(cases) = env.cases.as_ref().filter(|_| !index.keys_resolved(store)) {
         let known = match memo.get(row.case as usize).copied() {
             Some(1) => true,
             Some(2) => false,

@@ -70,9 +70,7 @@ impl RunIndex {
     /// known key has no annotation and no stale one. Before that, a row whose
     /// ids the store names has its key read from its line here.
     pub fn current_key(&self, store: &AnnotationStore, row: &PairRow) -> Option<RecordKey> {
-        let resolved =
-            self.keys.revision == Some(store.revision()) && self.keys.checked >= self.rows.len();
-        if resolved {
+        if self.keys_resolved(store) {
             // Two byte look-ups rule out almost every row of a large run
             // before any hashing (a query or a sort asks this of each row).
             let flag = |sym: u32| self.keys.flags.get(sym as usize).copied().unwrap_or(0);
@@ -88,6 +86,13 @@ impl RunIndex {
             return None;
         }
         self.read_key(row).ok()
+    }
+
+    /// Whether [`RunIndex::resolve_keys`] ran for this state of `store` and
+    /// no row came since: then every row an annotation could be on has its
+    /// key, and its case and variant ids are flagged.
+    pub fn keys_resolved(&self, store: &AnnotationStore) -> bool {
+        self.keys.revision == Some(store.revision()) && self.keys.checked >= self.rows.len()
     }
 
     /// The key of row number `i`, read from its line when not known yet.
