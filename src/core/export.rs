@@ -209,22 +209,6 @@ fn load<'a>(input: &ExportInput<'a>, i: u32) -> io::Result<Pair<'a>> {
     })
 }
 
-/// The reviewer's category of a failure (non-blank), as the statistics count it.
-fn category_of<'a>(
-    index: &RunIndex,
-    row: &PairRow,
-    store: Option<&'a AnnotationStore>,
-) -> Option<&'a str> {
-    if !row.status().is_failure() {
-        return None;
-    }
-    index
-        .annotation(store, row)?
-        .category
-        .as_deref()
-        .filter(|c| !c.trim().is_empty())
-}
-
 /// A computed number rounded to millionths (so 0.52 − 0.91 is −0.39, not −0.39000000000000007).
 fn round6(x: Option<f64>) -> Option<f64> {
     x.filter(|v| v.is_finite()).map(|v| {
@@ -876,7 +860,7 @@ fn sections<'a>(input: &ExportInput<'a>, rows: &[u32]) -> Sections<'a> {
         };
         if !row.status().is_failure() {
             others.push(i);
-        } else if let Some(c) = category_of(input.index, row, input.store) {
+        } else if let Some(c) = input.index.failure_category(input.store, row) {
             by_cat.entry(c).or_default().push(i);
         } else {
             unclassified.push(i);
@@ -1415,7 +1399,7 @@ fn write_markdown(
 fn triage_sentences(input: &ExportInput, summary: &Summary) -> Vec<String> {
     let mut counts: BTreeMap<&str, u64> = BTreeMap::new();
     for r in &input.index.rows {
-        if let Some(c) = category_of(input.index, r, input.store) {
+        if let Some(c) = input.index.failure_category(input.store, r) {
             *counts.entry(c).or_default() += 1;
         }
     }
@@ -1843,7 +1827,7 @@ pub fn check(input: &ExportInput, gates: &Gates) -> CheckOutcome {
             .rows
             .iter()
             .filter(|x| {
-                x.status().is_failure() && category_of(input.index, x, input.store).is_none()
+                x.status().is_failure() && input.index.failure_category(input.store, x).is_none()
             })
             .collect();
         let ok = open.len() as u64 <= max;
@@ -1869,7 +1853,7 @@ pub fn check(input: &ExportInput, gates: &Gates) -> CheckOutcome {
         let hits: Vec<&PairRow> = index
             .rows
             .iter()
-            .filter(|x| category_of(input.index, x, input.store) == Some(c.as_str()))
+            .filter(|x| input.index.failure_category(input.store, x) == Some(c.as_str()))
             .collect();
         let c = text::inert_line(c);
         let ok = hits.is_empty();

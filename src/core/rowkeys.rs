@@ -63,6 +63,22 @@ impl RunIndex {
         store.get(&self.current_key(store, row)?)
     }
 
+    /// The reviewer's category of a failing row, if it has a non-blank one
+    /// (what the statistics, reports and gates count).
+    pub fn failure_category<'s>(
+        &self,
+        store: Option<&'s AnnotationStore>,
+        row: &PairRow,
+    ) -> Option<&'s str> {
+        if !row.status().is_failure() {
+            return None;
+        }
+        self.annotation(store, row)?
+            .category
+            .as_deref()
+            .filter(|c| !c.trim().is_empty())
+    }
+
     /// The key of a row whenever `store` could hold an annotation for it.
     ///
     /// Right without [`RunIndex::resolve_keys`], fast with it: once the keys

@@ -288,22 +288,6 @@ fn sym_name(index: &RunIndex, s: Sym) -> &str {
     }
 }
 
-/// The reviewer's category of a failing row, if it has a non-blank one.
-fn category_of<'a>(
-    index: &RunIndex,
-    row: &PairRow,
-    store: Option<&'a AnnotationStore>,
-) -> Option<&'a str> {
-    if !row.status().is_failure() {
-        return None;
-    }
-    index
-        .annotation(store, row)?
-        .category
-        .as_deref()
-        .filter(|c| !c.trim().is_empty())
-}
-
 fn both_routes(row: &PairRow) -> bool {
     row.source_route().is_some() && row.variant_route().is_some()
 }
@@ -449,7 +433,7 @@ pub fn summarize(
     let mut max_repetition = 0u32;
 
     for row in rows.iter().filter_map(|&i| index.rows.get(i as usize)) {
-        let category = category_of(index, row, store);
+        let category = index.failure_category(store, row);
         overall.add(row, category);
         let group = match by {
             GroupBy::Transformation => sym_name(index, row.transformation),
