@@ -342,44 +342,11 @@ impl<'a> Scan<'a, '_> {
     fn number(&mut self) -> Option<Kind> {
         let b = self.b;
         let start = self.i;
-        let mut j = start;
-        if b.get(j) == Some(&b'-') {
-            j += 1;
-        }
-        let int_start = j;
-        match b.get(j)? {
-            b'0' => j += 1,
-            b'1'..=b'9' => {
-                while b.get(j).is_some_and(u8::is_ascii_digit) {
-                    j += 1;
-                }
-            }
-            _ => return None,
-        }
-        let int_digits = j - int_start;
-        if b.get(j) == Some(&b'.') {
-            j += 1;
-            if !b.get(j)?.is_ascii_digit() {
-                return None;
-            }
-            while b.get(j).is_some_and(u8::is_ascii_digit) {
-                j += 1;
-            }
-        }
-        let mut exponent = false;
-        if matches!(b.get(j), Some(b'e' | b'E')) {
-            exponent = true;
-            j += 1;
-            if matches!(b.get(j), Some(b'+' | b'-')) {
-                j += 1;
-            }
-            if !b.get(j)?.is_ascii_digit() {
-                return None;
-            }
-            while b.get(j).is_some_and(u8::is_ascii_digit) {
-                j += 1;
-            }
-        }
+        let NumberToken {
+            end: j,
+            int_digits,
+            exponent,
+        } = number_token(b, start)?;
         self.i = j;
         // Without an exponent, fewer than 300 integer digits is in range.
         if exponent || int_digits >= 300 {
@@ -650,6 +617,60 @@ fn escape(b: &[u8], j: usize) -> Option<usize> {
         }
         _ => None,
     }
+}
+
+/// A JSON number token in serde_json's grammar (`-`, an integer part
+/// without leading zeros, an optional fraction and exponent), starting at
+/// `b[start]`.
+pub(crate) struct NumberToken {
+    /// Where the token ends.
+    pub end: usize,
+    /// Digits in its integer part.
+    pub int_digits: usize,
+    pub exponent: bool,
+}
+
+/// The number token at `b[start]`; `None` if the grammar is broken there.
+pub(crate) fn number_token(b: &[u8], start: usize) -> Option<NumberToken> {
+    let digits = |mut j: usize| {
+        while b.get(j).is_some_and(u8::is_ascii_digit) {
+            j += 1;
+        }
+        j
+    };
+    let mut j = start;
+    if b.get(j) == Some(&b'-') {
+        j += 1;
+    }
+    let int_start = j;
+    match b.get(j)? {
+        b'0' => j += 1,
+        b'1'..=b'9' => j = digits(j),
+        _ => return None,
+    }
+    let int_digits = j - int_start;
+    if b.get(j) == Some(&b'.') {
+        if !b.get(j + 1)?.is_ascii_digit() {
+            return None;
+        }
+        j = digits(j + 1);
+    }
+    let exponent = matches!(b.get(j), Some(b'e' | b'E'));
+    if exponent {
+        j += 1;
+        if matches!(b.get(j), Some(b'+' | b'-')) {
+            j += 1;
+        }
+        if !b.get(j)?.is_ascii_digit() {
+            return None;
+        }
+        j = digits(j);
+    }
+    Some(NumberToken {
+        end: j,
+        int_digits,
+        exponent,
+    })
 }
 
 /// The value of a number token, as serde_json reads it (both round to the

@@ -385,40 +385,7 @@ impl Scan<'_, '_> {
     fn number(&mut self) -> Option<()> {
         let start = self.i;
         let b = self.b;
-        let mut j = self.i;
-        if b.get(j) == Some(&b'-') {
-            j += 1;
-        }
-        match b.get(j)? {
-            b'0' => j += 1,
-            b'1'..=b'9' => {
-                while b.get(j).is_some_and(u8::is_ascii_digit) {
-                    j += 1;
-                }
-            }
-            _ => return None,
-        }
-        if b.get(j) == Some(&b'.') {
-            j += 1;
-            if !b.get(j)?.is_ascii_digit() {
-                return None;
-            }
-            while b.get(j).is_some_and(u8::is_ascii_digit) {
-                j += 1;
-            }
-        }
-        if matches!(b.get(j), Some(b'e' | b'E')) {
-            j += 1;
-            if matches!(b.get(j), Some(b'+' | b'-')) {
-                j += 1;
-            }
-            if !b.get(j)?.is_ascii_digit() {
-                return None;
-            }
-            while b.get(j).is_some_and(u8::is_ascii_digit) {
-                j += 1;
-            }
-        }
+        let j = super::fast::number_token(b, start)?.end;
         self.i = j;
         let token = &b[start..j];
         // A plain integer below 1e15 is its own canonical form ("-0" is "0").
