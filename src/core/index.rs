@@ -1373,8 +1373,8 @@ pub enum ParseMode {
 /// later chunks grow to this size and are parsed in parallel.
 const FIRST_CHUNK: usize = 64 * 1024;
 const MAX_CHUNK: usize = 1024 * 1024;
-/// Chunks with fewer lines than this are parsed on the loader thread alone.
-const PARALLEL_MIN_LINES: usize = 64;
+/// Lines parsed together on one thread, at the least.
+const PARALLEL_MIN_LINES: usize = 8;
 
 /// One input as the loader thread reads it.
 struct Input {
@@ -1880,42 +1880,19 @@ fn index_one(
         let mut read: io::Result<u64> = Ok(0);
         // Parse this chunk while the previous one is interned and sent and
         // the next one is read.
-        let outs = if lines.len() >= PARALLEL_MIN_LINES {
-            let (data, lines_ref) = (&buf[..], &lines);
-            let mut outs = Vec::new();
-            let mut recycled = None;
-            rayon::scope(|s| {
-                s.spawn(|_| {
-                    use rayon::prelude::*;
-                    outs = lines_ref
-                        .par_iter()
-                        .with_min_len(8)
-                        .map(|l| process_line(data, l, max_line, mode))
-                        .collect::<Vec<_>>();
-                });
-                s.spawn(|_| recycled = pending.take().map(|p| st.push_all(file_idx, display, p)));
-                if !last {
-                    read = fill(
-                        &mut *reader,
-                        &mut next,
-                        &mut next_filled,
-                        want,
-                        &mut next_eof,
-                    );
-                }
+        let (data, lines_ref) = (&buf[..], &lines);
+        let mut outs = Vec::new();
+        let mut recycled = None;
+        rayon::scope(|s| {
+            s.spawn(|_| {
+                use rayon::prelude::*;
+                outs = lines_ref
+                    .par_iter()
+                    .with_min_len(PARALLEL_MIN_LINES)
+                    .map(|l| process_line(data, l, max_line, mode))
+                    .collect::<Vec<_>>();
             });
-            if let Some(b) = recycled {
-                spare = b;
-            }
-            outs
-        } else {
-            if let Some(p) = pending.take() {
-                spare = st.push_all(file_idx, display, p);
-            }
-            let outs = lines
-                .iter()
-                .map(|l| process_line(&buf, l, max_line, mode))
-                .collect();
+            s.spawn(|_| recycled = pending.take().map(|p| st.push_all(file_idx, display, p)));
             if !last {
                 read = fill(
                     &mut *reader,
@@ -1925,8 +1902,10 @@ fn index_one(
                     &mut next_eof,
                 );
             }
-            outs
-        };
+        });
+        if let Some(b) = recycled {
+            spare = b;
+        }
         let parsed = Parsed { buf, lines, outs };
         if st.sent_any {
             pending = Some(parsed);
