@@ -418,6 +418,10 @@ impl<'a> Scan<'a, '_> {
             return Some(());
         }
         let base = self.s.keys.len();
+        // One bit per key of this object, chosen by its first bytes and
+        // length: only a key whose bit is already set is compared with the
+        // others.
+        let mut seen = 0u64;
         loop {
             if self.peek()? != b'"' {
                 return None;
@@ -430,11 +434,16 @@ impl<'a> Scan<'a, '_> {
             let b = self.b;
             let key = &b[ks..ke];
             let p = key_prefix(key);
-            for &(q, s, e) in &self.s.keys[base..] {
-                if q == p && &b[s as usize..e as usize] == key {
-                    return None;
+            let bit = 1u64
+                << ((p ^ (p >> 29) ^ key.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58);
+            if seen & bit != 0 {
+                for &(q, s, e) in &self.s.keys[base..] {
+                    if q == p && &b[s as usize..e as usize] == key {
+                        return None;
+                    }
                 }
             }
+            seen |= bit;
             self.s
                 .keys
                 .push((p, u32::try_from(ks).ok()?, u32::try_from(ke).ok()?));
@@ -553,15 +562,52 @@ impl<'a> Scan<'a, '_> {
         if self.peek()? != b'{' {
             return self.value(depth);
         }
+        let other = self.s.state_is_object[1 - w];
         self.object(depth + 1, |s, (ks, ke), d| {
             let vs = s.i;
-            s.value(d)?;
+            if !(other && s.same_as_other(w, (ks, ke))) {
+                s.value(d)?;
+            }
             let span = (ks as u32, ke as u32, vs as u32, s.i as u32);
             s.s.members[w].push(span);
             Some(())
         })?;
         self.s.state_is_object[w] = true;
         Some(Kind::Obj)
+    }
+
+    /// Whether the value at `self.i`, of the state member keyed `key`, has
+    /// the same text as that member's value in the other side's state
+    /// (scanned before); if so, steps over it. The other's value is valid
+    /// JSON at the same depth, so an identical text is an identical, valid
+    /// value, provided it ends where the other's ended: objects, arrays
+    /// and strings end with their text, and a number or literal must be
+    /// followed by what may follow a member's value.
+    fn same_as_other(&mut self, w: usize, (ks, ke): (usize, usize)) -> bool {
+        let b = self.b;
+        let key = &b[ks..ke];
+        let others = &self.s.members[1 - w];
+        let at = self.s.members[w].len();
+        let same_key = |&&(oks, oke, _, _): &&MemberSpan| &b[oks as usize..oke as usize] == key;
+        let found = others
+            .get(at)
+            .filter(same_key)
+            .or_else(|| others.iter().find(same_key));
+        let Some(&(_, _, ovs, ove)) = found else {
+            return false;
+        };
+        let text = &b[ovs as usize..ove as usize];
+        let end = self.i + text.len();
+        let delimited = match text.first() {
+            Some(b'{' | b'[' | b'"') => true,
+            _ => matches!(b.get(end), Some(b',' | b'}' | b' ' | b'\n' | b'\t' | b'\r')),
+        };
+        if delimited && b[self.i..].starts_with(text) {
+            self.i = end;
+            true
+        } else {
+            false
+        }
     }
 }
 
@@ -575,14 +621,7 @@ fn string_end(b: &[u8], i: usize) -> Option<(Kind, usize)> {
     let mut j = i + 1;
     let mut kind = Kind::Str;
     loop {
-        while let Some(chunk) = b.get(j..j + 8) {
-            let m = specials(u64::from_le_bytes(chunk.try_into().ok()?));
-            if m != 0 {
-                j += (m.trailing_zeros() / 8) as usize;
-                break;
-            }
-            j += 8;
-        }
+        j = plain_run(b, j);
         match *b.get(j)? {
             b'"' => return Some((kind, j + 1)),
             b'\\' => {
@@ -593,6 +632,45 @@ fn string_end(b: &[u8], i: usize) -> Option<(Kind, usize)> {
             _ => j += 1,
         }
     }
+}
+
+/// Where the run of plain string content starting at `b[j]` ends: the first
+/// quote, backslash or control character at or after `j`, or a position
+/// near the end of `b` from which the caller goes on byte by byte.
+#[inline]
+fn plain_run(b: &[u8], mut j: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8,
+            _mm_or_si128, _mm_set1_epi8,
+        };
+        // SSE2 is part of x86_64: sixteen bytes a step.
+        while j + 16 <= b.len() {
+            // SAFETY: `j + 16 <= b.len()`, so the sixteen bytes read are in
+            // `b`; the load is unaligned; SSE2 is always present on x86_64.
+            let m = unsafe {
+                let v = _mm_loadu_si128(b.as_ptr().add(j).cast::<__m128i>());
+                let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'"' as i8));
+                let slash = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\\' as i8));
+                // A byte under 0x20 is its own minimum with 0x1f.
+                let control = _mm_cmpeq_epi8(_mm_min_epu8(v, _mm_set1_epi8(0x1f)), v);
+                _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(quote, slash), control))
+            };
+            if m != 0 {
+                return j + m.trailing_zeros() as usize;
+            }
+            j += 16;
+        }
+    }
+    while let Some(chunk) = b.get(j..j + 8) {
+        let m = specials(u64::from_le_bytes(chunk.try_into().unwrap_or_default()));
+        if m != 0 {
+            return j + (m.trailing_zeros() / 8) as usize;
+        }
+        j += 8;
+    }
+    j
 }
 
 /// Past the escape at `b[j]` (a backslash); `None` for an escape serde_json
@@ -731,6 +809,24 @@ pub fn parse_fast(line: &str) -> Option<Fast<'_>> {
         }
         Err(_) => read(line, &mut Scratch::default()),
     })
+}
+
+/// Whether the structural scan alone accepts `line`, for
+/// `examples/stages.rs`.
+#[doc(hidden)]
+pub fn scan_only(line: &str) -> bool {
+    u32::try_from(line.len()).is_ok()
+        && SCRATCH.with(|c| {
+            let mut s = c.borrow_mut();
+            s.reset();
+            Scan {
+                b: line.as_bytes(),
+                i: 0,
+                s: &mut s,
+            }
+            .line()
+            .is_some()
+        })
 }
 
 fn read<'a>(line: &'a str, s: &mut Scratch) -> Option<Fast<'a>> {

@@ -2044,6 +2044,13 @@ pub fn line_both_ways(bytes: &[u8], max_line: usize) -> (Option<String>, String)
     (fast, slow)
 }
 
+/// Whether the fast path makes a row of `line` (read, derived, suggested
+/// and summarised as the loader keeps it), for `examples/stages.rs`.
+#[doc(hidden)]
+pub fn fast_row_of(line: &str) -> bool {
+    fast_row(line.as_bytes(), line).is_some()
+}
+
 /// A row with its strings resolved, for [`line_both_ways`].
 fn describe_row(d: &RowData, buf: &[u8]) -> String {
     let opt = |t: &Option<Text>| t.as_ref().map(|t| t.get(buf).to_string());
@@ -2490,6 +2497,30 @@ mod tests {
         fast.is_some()
     }
 
+    /// A variant state member whose text begins with the source's is read
+    /// in full, not stepped over: the fast path takes these lines and agrees.
+    #[test]
+    fn state_members_that_only_begin_alike() {
+        for (a, b) in [
+            (r#"{"n":1,"t":true}"#, r#"{"n":17,"t":true}"#),
+            (r#"{"n":1.5,"t":true}"#, r#"{"n":1.5e3,"t":true}"#),
+            (r#"{"n":-2}"#, r#"{"n":-2.25}"#),
+            (r#"{"n":0,"m":"x"}"#, r#"{"m":"x","n":0.5}"#),
+            (
+                r#"{"n":"ab","o":{"k":[1]}}"#,
+                r#"{"n":"ab","o":{"k":[1]},"p":null}"#,
+            ),
+            (r#"{"n":1,"o":[1,2]}"#, r#"{"n":1 ,"o":[1,2] }"#),
+        ] {
+            for (x, y) in [(a, b), (b, a)] {
+                let line = format!(
+                    r#"{{"case_id":"c","variant_id":"v","allowed_changes":["n"],"source":{{"state":{x}}},"variant":{{"state":{y}}}}}"#
+                );
+                assert!(assert_agrees(&line), "declined: {line}");
+            }
+        }
+    }
+
     /// Lines the scanner must decline by itself: serde_json refuses them, or
     /// the slow path warns about them, or they are past what it models.
     #[test]
@@ -2852,12 +2883,56 @@ mod tests {
                 })
         }
 
+        /// A variant state made from the source's members, each kept,
+        /// replaced, extended by text that may or may not stay valid (a
+        /// digit after a number, junk after a literal, a second closing
+        /// brace), dropped or repeated, in the same order or rotated: the
+        /// scanner steps over members whose text repeats the source's.
+        fn edited_states() -> impl Strategy<Value = (String, String)> {
+            let members = proptest::collection::vec((key(), value()), 0..6);
+            let edits = proptest::collection::vec((0..8u8, value()), 6);
+            (members, edits, 0..6usize, any::<bool>()).prop_map(|(m, edits, rotate, spaced)| {
+                let mut n = Vec::new();
+                for ((k, v), (op, other)) in m.iter().zip(edits) {
+                    match op {
+                        0..=2 => n.push((k.clone(), v.clone())),
+                        3 => n.push((k.clone(), other)),
+                        4 => n.push((k.clone(), format!("{v}7"))),
+                        5 => n.push((k.clone(), format!("{v}x"))),
+                        6 => n.push((k.clone(), format!("{v}}}"))),
+                        _ => {
+                            n.push((k.clone(), v.clone()));
+                            n.push((k.clone(), v.clone()));
+                        }
+                    }
+                }
+                if !n.is_empty() {
+                    let at = rotate % n.len();
+                    n.rotate_left(at);
+                }
+                (object(m, spaced), object(n, !spaced))
+            })
+        }
+
         proptest! {
             #![proptest_config(ProptestConfig::with_cases(1500))]
             /// Repeated keys, odd numbers, escapes, nesting, wrong types and
             /// both spellings: the fast path agrees or declines by itself.
             #[test]
             fn fast_path_agrees_or_declines(line in line()) {
+                assert_agrees(&line);
+            }
+
+            /// A variant state that repeats some of the source's members.
+            #[test]
+            fn shared_state_members_read_as_the_slow_path_reads_them(
+                (a, b) in edited_states(),
+                swap in any::<bool>(),
+            ) {
+                let (first, second) = if swap { ("variant", "source") } else { ("source", "variant") };
+                let line = format!(
+                    r#"{{"case_id":"c","variant_id":"v","allowed_changes":["state.a"],"{first}":{{"state":{a}}},"{second}":{{"state":{b}}}}}"#
+                );
                 assert_agrees(&line);
             }
         }
