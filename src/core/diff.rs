@@ -12,7 +12,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::{self, Write as _};
 use std::time::{Duration, Instant};
 
-use serde_json::{Map, Number, Value};
+use serde_json::{Number, Value};
 use similar::{Algorithm, ChangeTag, DiffTag, TextDiff};
 
 /// Deepest level `diff_values` descends to; below it a differing subtree is one `Changed`.
@@ -218,292 +218,430 @@ pub struct DiffEntry {
 
 /// Structural diff of `a` (source) against `b` (variant) rooted at `root`.
 pub fn diff_values(root: &JsonPath, a: &Value, b: &Value) -> Vec<DiffEntry> {
-    let mut out = Vec::new();
-    diff_into(
-        &Paths {
-            a: root.clone(),
-            b: root.clone(),
-        },
-        a,
-        b,
-        0,
-        &mut out,
-    );
-    out
+    diff_trees(root, a, b, true)
 }
 
-/// The current location on both sides: array elements matched across sides can sit at
-/// different indices, and an `Added` entry must resolve in the variant.
-struct Paths {
-    a: JsonPath,
-    b: JsonPath,
+/// Whether a value is an object, an array, or neither.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Class {
+    Object,
+    Array,
+    Other,
 }
 
-impl Paths {
-    fn key(&self, k: &str) -> Paths {
-        Paths {
-            a: self.a.key(k),
-            b: self.b.key(k),
+/// A JSON value as the diff reads it: a [`Value`], or a value the loader
+/// located in a line and diffs without building it (see `fast.rs`).
+pub(crate) trait Tree<'a>: Copy {
+    fn class(self) -> Class;
+    /// An object's members in order; nothing for any other value.
+    fn members(self) -> impl Iterator<Item = (&'a str, Self)>;
+    /// An object's member.
+    fn get(self, key: &str) -> Option<Self>;
+    /// An array's elements in order; nothing for any other value.
+    fn elements(self) -> impl Iterator<Item = Self>;
+    /// How many members (object) or elements (array); 0 for the rest.
+    fn len(self) -> usize;
+    /// A shortcut: true only when the diff of the two is certainly empty.
+    fn same(self, other: Self) -> bool;
+    /// [`canon_eq`] of the two values.
+    fn canon_eq(self, other: Self) -> bool;
+    /// [`canon_text`] of the value.
+    fn canon_text(self) -> String;
+    /// The value as an element `id` (a string or a number).
+    fn as_id(self) -> Option<ElementId>;
+    /// The value itself, for the entries that carry it.
+    fn value(self) -> Value;
+}
+
+impl<'a> Tree<'a> for &'a Value {
+    fn class(self) -> Class {
+        match self {
+            Value::Object(_) => Class::Object,
+            Value::Array(_) => Class::Array,
+            _ => Class::Other,
         }
     }
 
-    fn index(&self, ia: usize, ib: usize) -> Paths {
-        Paths {
-            a: self.a.index(ia),
-            b: self.b.index(ib),
+    fn members(self) -> impl Iterator<Item = (&'a str, Self)> {
+        self.as_object()
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| (k.as_str(), v))
+    }
+
+    fn get(self, key: &str) -> Option<Self> {
+        self.as_object()?.get(key)
+    }
+
+    fn elements(self) -> impl Iterator<Item = Self> {
+        self.as_array().into_iter().flatten()
+    }
+
+    fn len(self) -> usize {
+        match self {
+            Value::Object(m) => m.len(),
+            Value::Array(xs) => xs.len(),
+            _ => 0,
         }
+    }
+
+    fn same(self, other: Self) -> bool {
+        // Equal scalars have nothing to report (objects and arrays may
+        // still differ in key order below).
+        !self.is_object() && !self.is_array() && self == other
+    }
+
+    fn canon_eq(self, other: Self) -> bool {
+        canon_eq(self, other)
+    }
+
+    fn canon_text(self) -> String {
+        canon_text(self)
+    }
+
+    fn as_id(self) -> Option<ElementId> {
+        match self {
+            Value::String(s) => Some(ElementId::string(s)),
+            Value::Number(n) => Some(ElementId::number(n)),
+            _ => None,
+        }
+    }
+
+    fn value(self) -> Value {
+        self.clone()
     }
 }
 
-fn diff_into(at: &Paths, a: &Value, b: &Value, depth: usize, out: &mut Vec<DiffEntry>) {
-    if depth >= MAX_DEPTH {
-        // Bounded recursion: hostile or pathological input must not blow the stack.
-        if !canon_eq(a, b) {
-            push_changed(out, &at.a, a, b);
-        }
-        return;
+/// [`diff_values`] over any [`Tree`]. Without `values`, the entries carry
+/// only where and what kind of change (their values are `null`, a reorder
+/// lists nothing): what the loader's index needs, built for less.
+pub(crate) fn diff_trees<'a, T: Tree<'a>>(
+    root: &JsonPath,
+    a: T,
+    b: T,
+    values: bool,
+) -> Vec<DiffEntry> {
+    let mut walk = Walk {
+        root,
+        a: Vec::new(),
+        b: Vec::new(),
+        values,
+        out: Vec::new(),
+    };
+    walk.diff(a, b, 0);
+    walk.out
+}
+
+/// One step below the root, borrowed from the values being diffed.
+#[derive(Clone, Copy)]
+enum Step<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// The diff's walk: where it is on both sides (array elements matched
+/// across sides can sit at different indices, and an `Added` entry must
+/// resolve in the variant), and what it found.
+struct Walk<'a, 'r> {
+    root: &'r JsonPath,
+    a: Vec<Step<'a>>,
+    b: Vec<Step<'a>>,
+    values: bool,
+    out: Vec<DiffEntry>,
+}
+
+impl<'a> Walk<'a, '_> {
+    /// The path on one side (`variant`: the variant's), one step further
+    /// when `then` is given.
+    fn path(&self, variant: bool, then: Option<Step<'a>>) -> JsonPath {
+        let steps = if variant { &self.b } else { &self.a };
+        let mut segs = Vec::with_capacity(self.root.0.len() + steps.len() + 1);
+        segs.extend(self.root.0.iter().cloned());
+        segs.extend(steps.iter().chain(then.as_ref()).map(|s| match *s {
+            Step::Key(k) => Seg::Key(k.to_string()),
+            Step::Index(i) => Seg::Index(i),
+        }));
+        JsonPath(segs)
     }
-    match (a, b) {
-        (Value::Object(x), Value::Object(y)) => diff_objects(at, x, y, depth, out),
-        (Value::Array(x), Value::Array(y)) => diff_arrays(at, x, y, depth, out),
-        _ => {
-            if !canon_eq(a, b) {
-                push_changed(out, &at.a, a, b);
+
+    fn value<T: Tree<'a>>(&self, v: T) -> Value {
+        if self.values { v.value() } else { Value::Null }
+    }
+
+    fn push(&mut self, path: JsonPath, change: Change) {
+        self.out.push(DiffEntry { path, change });
+    }
+
+    fn changed<T: Tree<'a>>(&mut self, a: T, b: T) {
+        let change = Change::Changed {
+            before: self.value(a),
+            after: self.value(b),
+        };
+        self.push(self.path(false, None), change);
+    }
+
+    fn removed<T: Tree<'a>>(&mut self, at: Step<'a>, v: T) {
+        let change = Change::Removed {
+            before: self.value(v),
+        };
+        self.push(self.path(false, Some(at)), change);
+    }
+
+    fn added<T: Tree<'a>>(&mut self, at: Step<'a>, v: T) {
+        let change = Change::Added {
+            after: self.value(v),
+        };
+        self.push(self.path(true, Some(at)), change);
+    }
+
+    fn reordered(
+        &mut self,
+        before: impl Iterator<Item = String>,
+        after: impl Iterator<Item = String>,
+    ) {
+        let change = if self.values {
+            Change::Reordered {
+                before: before.collect(),
+                after: after.collect(),
+            }
+        } else {
+            Change::Reordered {
+                before: Vec::new(),
+                after: Vec::new(),
+            }
+        };
+        self.push(self.path(false, None), change);
+    }
+
+    /// Diff `a` and `b`, which sit at the current steps.
+    fn diff<T: Tree<'a>>(&mut self, a: T, b: T, depth: usize) {
+        if depth >= MAX_DEPTH {
+            // Bounded recursion: hostile or pathological input must not blow the stack.
+            if !a.canon_eq(b) {
+                self.changed(a, b);
+            }
+            return;
+        }
+        match (a.class(), b.class()) {
+            (Class::Object, Class::Object) => self.objects(a, b, depth),
+            (Class::Array, Class::Array) => self.arrays(a, b, depth),
+            _ => {
+                if !a.canon_eq(b) {
+                    self.changed(a, b);
+                }
+            }
+        }
+    }
+
+    /// Diff the two values one step further on both sides.
+    fn below<T: Tree<'a>>(&mut self, sa: Step<'a>, sb: Step<'a>, a: T, b: T, depth: usize) {
+        self.a.push(sa);
+        self.b.push(sb);
+        self.diff(a, b, depth + 1);
+        self.a.pop();
+        self.b.pop();
+    }
+
+    fn objects<T: Tree<'a>>(&mut self, x: T, y: T, depth: usize) {
+        // A reorder is only worth reporting when it is the whole story at this level; when
+        // anything else changed, the real changes are what the reviewer needs to see. The
+        // cheap order check goes first so the common unreordered case skips the deep compare.
+        let reordered_only = !x.members().map(|m| m.0).eq(y.members().map(|m| m.0))
+            && x.len() == y.len()
+            && x.members()
+                .all(|(k, v)| y.get(k).is_some_and(|w| v.canon_eq(w)));
+        if reordered_only {
+            let keys = |t: T| t.members().map(|(k, _)| k.to_string());
+            self.reordered(keys(x), keys(y));
+            return;
+        }
+        // Otherwise recurse, even when canonically equal: children may differ in key order.
+        for (k, v) in x.members() {
+            match y.get(k) {
+                Some(w) if v.same(w) => {}
+                Some(w) => self.below(Step::Key(k), Step::Key(k), v, w, depth),
+                None => self.removed(Step::Key(k), v),
+            }
+        }
+        for (k, w) in y.members() {
+            if x.get(k).is_none() {
+                self.added(Step::Key(k), w);
+            }
+        }
+    }
+
+    fn arrays<T: Tree<'a>>(&mut self, a: T, b: T, depth: usize) {
+        let x: Vec<T> = a.elements().collect();
+        let y: Vec<T> = b.elements().collect();
+        match (element_ids(&x), element_ids(&y)) {
+            (Some(ix), Some(iy)) => self.by_id(&x, &y, &ix, &iy, depth),
+            _ => self.by_lcs(&x, &y, depth),
+        }
+    }
+
+    fn by_id<T: Tree<'a>>(
+        &mut self,
+        x: &[T],
+        y: &[T],
+        ix: &[ElementId],
+        iy: &[ElementId],
+        depth: usize,
+    ) {
+        let pos_x: HashMap<&str, usize> = ix
+            .iter()
+            .enumerate()
+            .map(|(i, id)| (id.key.as_str(), i))
+            .collect();
+        let pos_y: HashMap<&str, usize> = iy
+            .iter()
+            .enumerate()
+            .map(|(i, id)| (id.key.as_str(), i))
+            .collect();
+
+        // As for object keys: a reorder is reported only when it is the whole story.
+        let reordered_only = x.len() == y.len()
+            && !ix.iter().zip(iy).all(|(p, q)| p.key == q.key)
+            && ix.iter().zip(x).all(|(id, v)| {
+                pos_y
+                    .get(id.key.as_str())
+                    .and_then(|&j| y.get(j))
+                    .is_some_and(|w| v.canon_eq(*w))
+            });
+        if reordered_only {
+            let labels =
+                |ids: &[ElementId]| ids.iter().map(|id| id.label.clone()).collect::<Vec<_>>();
+            self.reordered(labels(ix).into_iter(), labels(iy).into_iter());
+            return;
+        }
+        for (i, (id, v)) in ix.iter().zip(x).enumerate() {
+            match pos_y
+                .get(id.key.as_str())
+                .and_then(|&j| Some((j, y.get(j)?)))
+            {
+                Some((j, w)) => self.below(Step::Index(i), Step::Index(j), *v, *w, depth),
+                None => self.removed(Step::Index(i), *v),
+            }
+        }
+        for (j, (id, w)) in iy.iter().zip(y).enumerate() {
+            if !pos_x.contains_key(id.key.as_str()) {
+                self.added(Step::Index(j), *w);
+            }
+        }
+    }
+
+    fn by_lcs<T: Tree<'a>>(&mut self, x: &[T], y: &[T], depth: usize) {
+        let tx: Vec<String> = x.iter().map(|v| v.canon_text()).collect();
+        let ty: Vec<String> = y.iter().map(|v| v.canon_text()).collect();
+        if tx == ty {
+            return;
+        }
+        // Myers breaks ties by direction, so diff(a, b) and diff(b, a) could align equal
+        // elements differently. Always running it in one canonical direction and mirroring
+        // the result keeps "swap the sides" a pure swap of Added and Removed.
+        let deadline = Instant::now().checked_add(ARRAY_DIFF_BUDGET);
+        let flip = tx > ty;
+        let ops = if flip {
+            similar::capture_diff_slices_deadline(Algorithm::Myers, &ty, &tx, deadline)
+        } else {
+            similar::capture_diff_slices_deadline(Algorithm::Myers, &tx, &ty, deadline)
+        };
+
+        // Every stretch between two equal runs is one region: pair its elements up position by
+        // position (so an edited element reads as a change, not as remove + add) and report
+        // the leftovers as removed / added.
+        let mut region: Option<(std::ops::Range<usize>, std::ops::Range<usize>)> = None;
+        for op in &ops {
+            let (ra, rb) = if flip {
+                (op.new_range(), op.old_range())
+            } else {
+                (op.old_range(), op.new_range())
+            };
+            if op.tag() == DiffTag::Equal {
+                if let Some((ga, gb)) = region.take() {
+                    self.region(x, y, ga, gb, depth);
+                }
+                continue;
+            }
+            region = Some(match region.take() {
+                None => (ra, rb),
+                Some((ga, gb)) => (
+                    ga.start.min(ra.start)..ga.end.max(ra.end),
+                    gb.start.min(rb.start)..gb.end.max(rb.end),
+                ),
+            });
+        }
+        if let Some((ga, gb)) = region {
+            self.region(x, y, ga, gb, depth);
+        }
+    }
+
+    fn region<T: Tree<'a>>(
+        &mut self,
+        x: &[T],
+        y: &[T],
+        ra: std::ops::Range<usize>,
+        rb: std::ops::Range<usize>,
+        depth: usize,
+    ) {
+        let paired = ra.len().min(rb.len());
+        for k in 0..paired {
+            let (i, j) = (ra.start + k, rb.start + k);
+            if let (Some(v), Some(w)) = (x.get(i), y.get(j)) {
+                self.below(Step::Index(i), Step::Index(j), *v, *w, depth);
+            }
+        }
+        for i in ra.start + paired..ra.end {
+            if let Some(v) = x.get(i) {
+                self.removed(Step::Index(i), *v);
+            }
+        }
+        for j in rb.start + paired..rb.end {
+            if let Some(w) = y.get(j) {
+                self.added(Step::Index(j), *w);
             }
         }
     }
 }
 
-fn push_changed(out: &mut Vec<DiffEntry>, path: &JsonPath, a: &Value, b: &Value) {
-    out.push(DiffEntry {
-        path: path.clone(),
-        change: Change::Changed {
-            before: a.clone(),
-            after: b.clone(),
-        },
-    });
-}
-
-fn push_removed(out: &mut Vec<DiffEntry>, path: JsonPath, v: &Value) {
-    out.push(DiffEntry {
-        path,
-        change: Change::Removed { before: v.clone() },
-    });
-}
-
-fn push_added(out: &mut Vec<DiffEntry>, path: JsonPath, v: &Value) {
-    out.push(DiffEntry {
-        path,
-        change: Change::Added { after: v.clone() },
-    });
-}
-
-fn diff_objects(
-    at: &Paths,
-    x: &Map<String, Value>,
-    y: &Map<String, Value>,
-    depth: usize,
-    out: &mut Vec<DiffEntry>,
-) {
-    // A reorder is only worth reporting when it is the whole story at this level; when
-    // anything else changed, the real changes are what the reviewer needs to see. The
-    // cheap order check goes first so the common unreordered case skips the deep compare.
-    let reordered_only = !x.keys().eq(y.keys())
-        && x.len() == y.len()
-        && x.iter()
-            .all(|(k, v)| y.get(k).is_some_and(|w| canon_eq(v, w)));
-    if reordered_only {
-        out.push(DiffEntry {
-            path: at.a.clone(),
-            change: Change::Reordered {
-                before: x.keys().cloned().collect(),
-                after: y.keys().cloned().collect(),
-            },
-        });
-        return;
-    }
-    // Otherwise recurse, even when canonically equal: children may differ in key order.
-    for (k, v) in x {
-        match y.get(k) {
-            // Equal scalars have nothing to report: skip building their paths.
-            Some(w) if !v.is_object() && !v.is_array() && v == w => {}
-            Some(w) => diff_into(&at.key(k), v, w, depth + 1, out),
-            None => push_removed(out, at.a.key(k), v),
-        }
-    }
-    for (k, w) in y {
-        if !x.contains_key(k) {
-            push_added(out, at.b.key(k), w);
-        }
-    }
-}
-
-fn diff_arrays(at: &Paths, x: &[Value], y: &[Value], depth: usize, out: &mut Vec<DiffEntry>) {
-    match (element_ids(x), element_ids(y)) {
-        (Some(ix), Some(iy)) => diff_by_id(at, x, y, &ix, &iy, depth, out),
-        _ => diff_by_lcs(at, x, y, depth, out),
-    }
-}
-
 /// An element's `id`: `key` matches across sides (1 and 1.0 match, "1" and 1 do not),
 /// `label` is what a reorder lists.
-struct ElementId {
+pub(crate) struct ElementId {
     key: String,
     label: String,
 }
 
+impl ElementId {
+    pub(crate) fn string(s: &str) -> ElementId {
+        ElementId {
+            key: format!("s:{s}"),
+            label: s.to_string(),
+        }
+    }
+
+    pub(crate) fn number(n: &Number) -> ElementId {
+        ElementId {
+            key: format!("n:{}", canon_number(n)),
+            label: n.to_string(),
+        }
+    }
+}
+
 /// The ids of an array whose elements are all objects with a unique string or numeric
 /// `id`; `None` when id matching would be ambiguous or impossible.
-fn element_ids(xs: &[Value]) -> Option<Vec<ElementId>> {
+fn element_ids<'a, T: Tree<'a>>(xs: &[T]) -> Option<Vec<ElementId>> {
     let mut seen = HashSet::new();
     let mut ids = Vec::with_capacity(xs.len());
     for x in xs {
-        let id = match x.as_object()?.get("id")? {
-            Value::String(s) => ElementId {
-                key: format!("s:{s}"),
-                label: s.clone(),
-            },
-            Value::Number(n) => ElementId {
-                key: format!("n:{}", canon_number(n)),
-                label: n.to_string(),
-            },
-            _ => return None,
-        };
+        if x.class() != Class::Object {
+            return None;
+        }
+        let id = x.get("id")?.as_id()?;
         if !seen.insert(id.key.clone()) {
             return None;
         }
         ids.push(id);
     }
     Some(ids)
-}
-
-fn diff_by_id(
-    at: &Paths,
-    x: &[Value],
-    y: &[Value],
-    ix: &[ElementId],
-    iy: &[ElementId],
-    depth: usize,
-    out: &mut Vec<DiffEntry>,
-) {
-    let pos_x: HashMap<&str, usize> = ix
-        .iter()
-        .enumerate()
-        .map(|(i, id)| (id.key.as_str(), i))
-        .collect();
-    let pos_y: HashMap<&str, usize> = iy
-        .iter()
-        .enumerate()
-        .map(|(i, id)| (id.key.as_str(), i))
-        .collect();
-
-    // As for object keys: a reorder is reported only when it is the whole story.
-    let reordered_only = x.len() == y.len()
-        && !ix.iter().zip(iy).all(|(p, q)| p.key == q.key)
-        && ix.iter().zip(x).all(|(id, v)| {
-            pos_y
-                .get(id.key.as_str())
-                .and_then(|&j| y.get(j))
-                .is_some_and(|w| canon_eq(v, w))
-        });
-    if reordered_only {
-        out.push(DiffEntry {
-            path: at.a.clone(),
-            change: Change::Reordered {
-                before: ix.iter().map(|id| id.label.clone()).collect(),
-                after: iy.iter().map(|id| id.label.clone()).collect(),
-            },
-        });
-        return;
-    }
-    for (i, (id, v)) in ix.iter().zip(x).enumerate() {
-        match pos_y
-            .get(id.key.as_str())
-            .and_then(|&j| Some((j, y.get(j)?)))
-        {
-            Some((j, w)) => diff_into(&at.index(i, j), v, w, depth + 1, out),
-            None => push_removed(out, at.a.index(i), v),
-        }
-    }
-    for (j, (id, w)) in iy.iter().zip(y).enumerate() {
-        if !pos_x.contains_key(id.key.as_str()) {
-            push_added(out, at.b.index(j), w);
-        }
-    }
-}
-
-fn diff_by_lcs(at: &Paths, x: &[Value], y: &[Value], depth: usize, out: &mut Vec<DiffEntry>) {
-    let tx: Vec<String> = x.iter().map(canon_text).collect();
-    let ty: Vec<String> = y.iter().map(canon_text).collect();
-    if tx == ty {
-        return;
-    }
-    // Myers breaks ties by direction, so diff(a, b) and diff(b, a) could align equal
-    // elements differently. Always running it in one canonical direction and mirroring
-    // the result keeps "swap the sides" a pure swap of Added and Removed.
-    let deadline = Instant::now().checked_add(ARRAY_DIFF_BUDGET);
-    let flip = tx > ty;
-    let ops = if flip {
-        similar::capture_diff_slices_deadline(Algorithm::Myers, &ty, &tx, deadline)
-    } else {
-        similar::capture_diff_slices_deadline(Algorithm::Myers, &tx, &ty, deadline)
-    };
-
-    // Every stretch between two equal runs is one region: pair its elements up position by
-    // position (so an edited element reads as a change, not as remove + add) and report
-    // the leftovers as removed / added.
-    let mut region: Option<(std::ops::Range<usize>, std::ops::Range<usize>)> = None;
-    for op in &ops {
-        let (ra, rb) = if flip {
-            (op.new_range(), op.old_range())
-        } else {
-            (op.old_range(), op.new_range())
-        };
-        if op.tag() == DiffTag::Equal {
-            if let Some((ga, gb)) = region.take() {
-                diff_region(at, x, y, ga, gb, depth, out);
-            }
-            continue;
-        }
-        region = Some(match region.take() {
-            None => (ra, rb),
-            Some((ga, gb)) => (
-                ga.start.min(ra.start)..ga.end.max(ra.end),
-                gb.start.min(rb.start)..gb.end.max(rb.end),
-            ),
-        });
-    }
-    if let Some((ga, gb)) = region {
-        diff_region(at, x, y, ga, gb, depth, out);
-    }
-}
-
-fn diff_region(
-    at: &Paths,
-    x: &[Value],
-    y: &[Value],
-    ra: std::ops::Range<usize>,
-    rb: std::ops::Range<usize>,
-    depth: usize,
-    out: &mut Vec<DiffEntry>,
-) {
-    let paired = ra.len().min(rb.len());
-    for k in 0..paired {
-        let (i, j) = (ra.start + k, rb.start + k);
-        if let (Some(v), Some(w)) = (x.get(i), y.get(j)) {
-            diff_into(&at.index(i, j), v, w, depth + 1, out);
-        }
-    }
-    for i in ra.start + paired..ra.end {
-        if let Some(v) = x.get(i) {
-            push_removed(out, at.a.index(i), v);
-        }
-    }
-    for j in rb.start + paired..rb.end {
-        if let Some(w) = y.get(j) {
-            push_added(out, at.b.index(j), w);
-        }
-    }
 }
 
 /// Canonical equality, ignoring object key order and comparing numbers by value (`1` equals `1.0`).
@@ -535,7 +673,7 @@ pub fn canon_eq(a: &Value, b: &Value) -> bool {
     true
 }
 
-fn number_eq(p: &Number, q: &Number) -> bool {
+pub(crate) fn number_eq(p: &Number, q: &Number) -> bool {
     match (p.as_f64(), q.as_f64()) {
         (Some(x), Some(y)) if p.is_f64() || q.is_f64() => x == y,
         _ => p == q,
@@ -750,7 +888,7 @@ fn trim_edit((r, a): (String, String)) -> (String, String) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
@@ -1292,7 +1430,7 @@ mod tests {
                     Value::Array(
                         els.into_iter()
                             .map(|(id, kv)| {
-                                let mut m = Map::new();
+                                let mut m = serde_json::Map::new();
                                 m.insert("id".to_string(), id);
                                 m.extend(kv.into_iter().filter(|(k, _)| k != "id"));
                                 Value::Object(m)
@@ -1377,7 +1515,7 @@ mod tests {
         }
     }
 
-    fn arb_pair() -> impl Strategy<Value = (Value, Value)> {
+    pub(crate) fn arb_pair() -> impl Strategy<Value = (Value, Value)> {
         prop_oneof![
             (arb_json(), arb_json()),
             (arb_json(), any::<u64>(), arb_json()).prop_map(|(a, seed, extra)| {
