@@ -16,9 +16,11 @@
 //! The two states are compared as raw bytes; when the second side's state
 //! is byte-identical to the first's it is not scanned again (a complete JSON
 //! value ends where its text ends, so equal text is an equal, equally valid
-//! value). Only states that differ are parsed, and then only the members
-//! whose text differs (identical members are skipped by the diff exactly as
-//! the diff of the parsed values would skip them).
+//! value). When they differ, members of the second state whose text repeats
+//! the first's are stepped over the same way, and only members whose text
+//! differs are diffed: laid out where they lie in the line (`Raw`) and
+//! walked by the same diff as parsed values (`diff::Tree`), so no value is
+//! built.
 //!
 //! Whenever the slow path ([`super::record::map_record`]) would say anything
 //! the fast path does not model — a field of the wrong type, a value out of
@@ -52,7 +54,9 @@ pub struct Fast<'a> {
     /// way); states that differ keep only their differing members.
     pub record: PairRecord,
     /// The diff of the two states, when they were diffed from their raw
-    /// text (both states are then `null` placeholders in `record`).
+    /// text (both states are then `null` placeholders in `record`): where
+    /// each change is and its kind, without the values, which the index
+    /// does not keep (the detail view diffs the parsed pair again).
     pub state_diff: Option<Vec<DiffEntry>>,
 }
 
@@ -1202,10 +1206,14 @@ fn diff_states<'a>(
 }
 
 /// [`diff::diff_values`] of two `state` objects, from their members' raw
-/// text: the same entries, in the same order, as the diff of the parsed
-/// objects (see `diff_objects`), parsing only members that differ.
+/// text: the same paths and kinds of change, in the same order, as the
+/// diff of the parsed objects (see `diff::Walk::objects`), with no value
+/// built: members whose text is equal are skipped, the others are diffed
+/// where they lie in the line (see [`Raw`]), and the entries carry no
+/// values, which the index does not keep.
 fn diff_members(x: &[Member<'_>], y: &[Member<'_>]) -> Option<Vec<DiffEntry>> {
     let root = JsonPath::root("state");
+    let mut nodes = Vec::new();
     // A reorder is reported only when it is the whole story.
     let same_order = x.len() == y.len() && x.iter().zip(y).all(|(a, b)| a.0 == b.0);
     if !same_order && x.len() == y.len() {
@@ -1213,7 +1221,7 @@ fn diff_members(x: &[Member<'_>], y: &[Member<'_>]) -> Option<Vec<DiffEntry>> {
         for (k, v) in x {
             match find(y, k) {
                 Some(w) if w == *v => {}
-                Some(w) if diff::canon_eq(&full(v)?, &full(w)?) => {}
+                Some(w) if texts_equal(v, w, &mut nodes)? => {}
                 _ => {
                     all_equal = false;
                     break;
@@ -1224,8 +1232,8 @@ fn diff_members(x: &[Member<'_>], y: &[Member<'_>]) -> Option<Vec<DiffEntry>> {
             return Some(vec![DiffEntry {
                 path: root,
                 change: Change::Reordered {
-                    before: x.iter().map(|(k, _)| k.to_string()).collect(),
-                    after: y.iter().map(|(k, _)| k.to_string()).collect(),
+                    before: Vec::new(),
+                    after: Vec::new(),
                 },
             }]);
         }
@@ -1234,18 +1242,20 @@ fn diff_members(x: &[Member<'_>], y: &[Member<'_>]) -> Option<Vec<DiffEntry>> {
     for (k, v) in x {
         match find(y, k) {
             Some(w) if w == *v => {}
-            Some(w) => out.extend(diff::diff_values(&root.key(k), &full(v)?, &full(w)?)),
+            Some(w) => out.extend(diff_texts(&root.key(k), v, w, &mut nodes)?),
             None => out.push(DiffEntry {
                 path: root.key(k),
-                change: Change::Removed { before: full(v)? },
+                change: Change::Removed {
+                    before: Value::Null,
+                },
             }),
         }
     }
-    for (k, w) in y {
+    for (k, _) in y {
         if find(x, k).is_none() {
             out.push(DiffEntry {
                 path: root.key(k),
-                change: Change::Added { after: full(w)? },
+                change: Change::Added { after: Value::Null },
             });
         }
     }
@@ -1263,6 +1273,298 @@ fn find<'a>(m: &[Member<'a>], k: &str) -> Option<&'a str> {
 
 fn full(v: &str) -> Option<Value> {
     serde_json::from_str(v).ok()
+}
+
+/// Whether two scanned values are canonically equal ([`diff::canon_eq`]).
+fn texts_equal(v: &str, w: &str, nodes: &mut Vec<Node>) -> Option<bool> {
+    nodes.clear();
+    match (lay_out(v, nodes), lay_out(w, nodes)) {
+        (Some(a), Some(b)) => Some(raw_eq(Raw::new(v, nodes, a), Raw::new(w, nodes, b))),
+        _ => Some(diff::canon_eq(&full(v)?, &full(w)?)),
+    }
+}
+
+/// The diff of two scanned values at `path`, without their values.
+fn diff_texts(path: &JsonPath, v: &str, w: &str, nodes: &mut Vec<Node>) -> Option<Vec<DiffEntry>> {
+    nodes.clear();
+    match (lay_out(v, nodes), lay_out(w, nodes)) {
+        (Some(a), Some(b)) => Some(diff::diff_trees(
+            path,
+            Raw::new(v, nodes, a),
+            Raw::new(w, nodes, b),
+            false,
+        )),
+        _ => Some(diff::diff_values(path, &full(v)?, &full(w)?)),
+    }
+}
+
+/// No node.
+const NONE: u32 = u32::MAX;
+
+/// Past these, a value is parsed for the diff rather than laid out: the
+/// raw diff finds a member by walking its object, which is only cheap for
+/// objects of a modest size.
+const MAX_CHILDREN: u32 = 256;
+const MAX_NODES: usize = 16_384;
+
+/// A value of a scanned text, laid out for the diff: its type, its span
+/// (and its key's, as an object member) in the text, its first child and
+/// the next child of its parent.
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    kind: Kind,
+    start: u32,
+    end: u32,
+    key: (u32, u32),
+    first: u32,
+    next: u32,
+    len: u32,
+}
+
+/// Lay out the value `text` (scanned, so valid) in `nodes`: the index of
+/// its node, or `None` past [`MAX_CHILDREN`] or [`MAX_NODES`].
+fn lay_out(text: &str, nodes: &mut Vec<Node>) -> Option<u32> {
+    let b = text.as_bytes();
+    let mut i = 0;
+    let at = lay_out_at(b, &mut i, nodes, (0, 0))?;
+    Some(at)
+}
+
+fn skip_ws(b: &[u8], i: &mut usize) {
+    while let Some(b' ' | b'\n' | b'\t' | b'\r') = b.get(*i) {
+        *i += 1;
+    }
+}
+
+fn lay_out_at(b: &[u8], i: &mut usize, nodes: &mut Vec<Node>, key: (u32, u32)) -> Option<u32> {
+    if nodes.len() >= MAX_NODES {
+        return None;
+    }
+    skip_ws(b, i);
+    let start = *i;
+    let me = u32::try_from(nodes.len()).ok()?;
+    let mut node = Node {
+        kind: Kind::Null,
+        start: start as u32,
+        end: 0,
+        key,
+        first: NONE,
+        next: NONE,
+        len: 0,
+    };
+    nodes.push(node);
+    let (open, close) = match *b.get(start)? {
+        b'"' => {
+            let (kind, end) = string_end(b, start)?;
+            node.kind = kind;
+            *i = end;
+            (false, b'"')
+        }
+        b'{' => {
+            node.kind = Kind::Obj;
+            (true, b'}')
+        }
+        b'[' => {
+            node.kind = Kind::Arr;
+            (true, b']')
+        }
+        b't' => {
+            node.kind = Kind::True;
+            *i += 4;
+            (false, b't')
+        }
+        b'f' => {
+            node.kind = Kind::False;
+            *i += 5;
+            (false, b'f')
+        }
+        b'n' => {
+            *i += 4;
+            (false, b'n')
+        }
+        _ => {
+            node.kind = Kind::Num;
+            *i = number_token(b, start)?.end;
+            (false, b'0')
+        }
+    };
+    if open {
+        *i += 1;
+        let mut last = NONE;
+        loop {
+            skip_ws(b, i);
+            match *b.get(*i)? {
+                c if c == close => {
+                    *i += 1;
+                    break;
+                }
+                b',' => {
+                    *i += 1;
+                    continue;
+                }
+                _ => {}
+            }
+            let key = if node.kind == Kind::Obj {
+                let (_, end) = string_end(b, *i)?;
+                let key = (*i as u32 + 1, end as u32 - 1);
+                *i = end;
+                skip_ws(b, i);
+                *i += 1; // the colon
+                key
+            } else {
+                (0, 0)
+            };
+            let child = lay_out_at(b, i, nodes, key)?;
+            node.len += 1;
+            if node.len > MAX_CHILDREN {
+                return None;
+            }
+            if last == NONE {
+                node.first = child;
+            } else {
+                nodes[last as usize].next = child;
+            }
+            last = child;
+        }
+    }
+    node.end = *i as u32;
+    nodes[me as usize] = node;
+    Some(me)
+}
+
+/// A laid-out value of a scanned text, as [`diff::Tree`] reads it.
+#[derive(Clone, Copy)]
+struct Raw<'a> {
+    text: &'a str,
+    nodes: &'a [Node],
+    at: u32,
+}
+
+impl<'a> Raw<'a> {
+    fn new(text: &'a str, nodes: &'a [Node], at: u32) -> Self {
+        Raw { text, nodes, at }
+    }
+
+    fn node(self) -> Node {
+        self.nodes[self.at as usize]
+    }
+
+    fn raw(self) -> &'a str {
+        let n = self.node();
+        &self.text[n.start as usize..n.end as usize]
+    }
+
+    /// The children, with their keys for an object's.
+    fn children(self) -> impl Iterator<Item = (&'a str, Raw<'a>)> {
+        let mut next = self.node().first;
+        std::iter::from_fn(move || {
+            if next == NONE {
+                return None;
+            }
+            let child = Raw { at: next, ..self };
+            let n = child.node();
+            next = n.next;
+            Some((&self.text[n.key.0 as usize..n.key.1 as usize], child))
+        })
+    }
+
+    /// A string's content, decoded.
+    fn string(self) -> Option<Cow<'a, str>> {
+        let n = self.node();
+        Reader { line: self.text }.string(Val {
+            kind: n.kind,
+            start: n.start,
+            end: n.end,
+        })
+    }
+
+    /// A number, as serde_json reads it.
+    fn number(self) -> Option<serde_json::Number> {
+        serde_json::from_str(self.raw()).ok()
+    }
+}
+
+/// [`diff::canon_eq`] of two laid-out values.
+fn raw_eq(a: Raw<'_>, b: Raw<'_>) -> bool {
+    if a.raw() == b.raw() {
+        return true;
+    }
+    let (x, y) = (a.node(), b.node());
+    match (x.kind, y.kind) {
+        (Kind::Num, Kind::Num) => match (a.number(), b.number()) {
+            (Some(p), Some(q)) => diff::number_eq(&p, &q),
+            _ => false,
+        },
+        (Kind::Str | Kind::Esc, Kind::Str | Kind::Esc) => {
+            // Equal texts were caught above: two plain strings differ.
+            (x.kind == Kind::Esc || y.kind == Kind::Esc) && a.string() == b.string()
+        }
+        (Kind::Arr, Kind::Arr) => {
+            x.len == y.len
+                && a.children()
+                    .zip(b.children())
+                    .all(|(p, q)| raw_eq(p.1, q.1))
+        }
+        (Kind::Obj, Kind::Obj) => {
+            x.len == y.len
+                && a.children()
+                    .all(|(k, v)| diff::Tree::get(b, k).is_some_and(|w| raw_eq(v, w)))
+        }
+        _ => false,
+    }
+}
+
+impl<'a> diff::Tree<'a> for Raw<'a> {
+    fn class(self) -> diff::Class {
+        match self.node().kind {
+            Kind::Obj => diff::Class::Object,
+            Kind::Arr => diff::Class::Array,
+            _ => diff::Class::Other,
+        }
+    }
+
+    fn members(self) -> impl Iterator<Item = (&'a str, Self)> {
+        let object = self.node().kind == Kind::Obj;
+        self.children().filter(move |_| object)
+    }
+
+    fn get(self, key: &str) -> Option<Self> {
+        self.members().find(|(k, _)| *k == key).map(|(_, v)| v)
+    }
+
+    fn elements(self) -> impl Iterator<Item = Self> {
+        let array = self.node().kind == Kind::Arr;
+        self.children().filter(move |_| array).map(|(_, v)| v)
+    }
+
+    fn len(self) -> usize {
+        self.node().len as usize
+    }
+
+    fn same(self, other: Self) -> bool {
+        // Equal text is an equal value, down to the order of its keys.
+        self.raw() == other.raw()
+    }
+
+    fn canon_eq(self, other: Self) -> bool {
+        raw_eq(self, other)
+    }
+
+    fn canon_text(self) -> String {
+        diff::canon_text(&self.value())
+    }
+
+    fn as_id(self) -> Option<diff::ElementId> {
+        match self.node().kind {
+            Kind::Str | Kind::Esc => Some(diff::ElementId::string(&self.string()?)),
+            Kind::Num => Some(diff::ElementId::number(&self.number()?)),
+            _ => None,
+        }
+    }
+
+    fn value(self) -> Value {
+        full(self.raw()).unwrap_or(Value::Null)
+    }
 }
 
 #[cfg(test)]
@@ -1388,6 +1690,125 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Whether every key in `v` is written without escapes (the scanner
+    /// declines lines with escaped keys, so the raw diff never sees one).
+    fn plain_keys(v: &Value) -> bool {
+        match v {
+            Value::Object(m) => m.iter().all(|(k, x)| {
+                serde_json::to_string(k).is_ok_and(|t| t.len() == k.len() + 2) && plain_keys(x)
+            }),
+            Value::Array(xs) => xs.iter().all(plain_keys),
+            _ => true,
+        }
+    }
+
+    /// Where and what kind each change is, in order.
+    fn shape(d: &[DiffEntry]) -> Vec<(String, &'static str)> {
+        d.iter()
+            .map(|e| {
+                let kind = match e.change {
+                    Change::Added { .. } => "added",
+                    Change::Removed { .. } => "removed",
+                    Change::Changed { .. } => "changed",
+                    Change::Reordered { .. } => "reordered",
+                };
+                (e.path.to_string(), kind)
+            })
+            .collect()
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(1024))]
+        /// The diff of two texts laid out in place finds what the diff of
+        /// their parsed values finds, in the same order, and compares them
+        /// as it does; whitespace in either text changes nothing.
+        #[test]
+        fn laid_out_texts_diff_as_their_values_do(
+            (a, b) in diff::tests::arb_pair(),
+            pretty in proptest::prelude::any::<(bool, bool)>(),
+        ) {
+            proptest::prop_assume!(plain_keys(&a) && plain_keys(&b));
+            let text = |v: &Value, pretty: bool| {
+                if pretty {
+                    serde_json::to_string_pretty(v).unwrap()
+                } else {
+                    serde_json::to_string(v).unwrap()
+                }
+            };
+            let (ta, tb) = (text(&a, pretty.0), text(&b, pretty.1));
+            let mut nodes = Vec::new();
+            proptest::prop_assert!(lay_out(&ta, &mut nodes).is_some());
+            let root = JsonPath::root("state");
+            let want = diff::diff_values(&root, &a, &b);
+            let got = diff_texts(&root, &ta, &tb, &mut nodes).unwrap();
+            proptest::prop_assert_eq!(shape(&got), shape(&want));
+            proptest::prop_assert_eq!(
+                texts_equal(&ta, &tb, &mut nodes),
+                Some(diff::canon_eq(&a, &b))
+            );
+        }
+    }
+
+    /// Texts that differ but spell one value: numbers by value, strings by
+    /// what their escapes mean, objects in any key order, ids matched
+    /// across spellings.
+    #[test]
+    fn spellings_of_one_value_are_equal() {
+        let root = JsonPath::root("state");
+        for (a, b, changes) in [
+            ("1", "1.0", 0),
+            ("[1, 2]", "[1.0,2e0]", 0),
+            ("-0.5", "-5e-1", 0),
+            (r#""Ab""#, r#""Ab""#, 0),
+            (r#""Ab""#, r#""Ac""#, 1),
+            (r#"{"x":1,"y":"\/"}"#, r#"{"y":"/","x":1.0}"#, 1),
+            (r#"[{"id":1,"v":2}]"#, r#"[{"id":1.0,"v":2.0}]"#, 0),
+            (r#"[{"id":1,"v":2}]"#, r#"[{"id":1.0,"v":3}]"#, 1),
+            ("2", "3", 1),
+            (r#"{"x":[1,{"y":true}]}"#, r#"{"x":[1,{"y":false}]}"#, 1),
+        ] {
+            let (va, vb): (Value, Value) = (full(a).unwrap(), full(b).unwrap());
+            let mut nodes = Vec::new();
+            assert_eq!(
+                texts_equal(a, b, &mut nodes),
+                Some(diff::canon_eq(&va, &vb)),
+                "{a} {b}"
+            );
+            let got = diff_texts(&root, a, b, &mut nodes).unwrap();
+            assert_eq!(
+                shape(&got),
+                shape(&diff::diff_values(&root, &va, &vb)),
+                "{a} {b}"
+            );
+            assert_eq!(got.len(), changes, "{a} {b}");
+        }
+    }
+
+    /// Past the sizes laid out in place, the values are parsed instead,
+    /// with the same result.
+    #[test]
+    fn large_values_are_diffed_as_values() {
+        let wide = |n: usize, changed: usize| {
+            let m: serde_json::Map<String, Value> = (0..n)
+                .map(|i| {
+                    (
+                        format!("k{i}"),
+                        Value::from(if i == changed { 1 } else { 0 }),
+                    )
+                })
+                .collect();
+            Value::Object(m)
+        };
+        let (a, b) = (wide(300, 7), wide(300, 250));
+        let (ta, tb) = (a.to_string(), b.to_string());
+        let mut nodes = Vec::new();
+        assert!(lay_out(&ta, &mut nodes).is_none());
+        let root = JsonPath::root("state");
+        let got = diff_texts(&root, &ta, &tb, &mut nodes).unwrap();
+        assert_eq!(shape(&got), shape(&diff::diff_values(&root, &a, &b)));
+        assert_eq!(shape(&got).len(), 2);
     }
 
     #[test]
