@@ -3298,6 +3298,8 @@ mod lean_tests {
                 side(),
                 proptest::option::of(proptest::sample::select(FAMILIES)),
                 proptest::option::weighted(0.6, proptest::sample::select(TRANSFORMATIONS)),
+                // Often the variant keeps the source's state or question.
+                (any::<bool>(), any::<bool>()),
                 proptest::collection::vec(
                     proptest::sample::select(vec![
                         "Source is too close to a Decision Boundary: margin 0.010.",
@@ -3319,8 +3321,24 @@ mod lean_tests {
             .prop_map(
                 |(
                     (policy, expectation, margin, allowed, passed),
-                    (source, variant, family, transformation, reasons, warnings, repetition),
-                )| PairRecord {
+                    (
+                        source,
+                        mut variant,
+                        family,
+                        transformation,
+                        (same_state, same_question),
+                        reasons,
+                        warnings,
+                        repetition,
+                    ),
+                )| {
+                    if same_state {
+                        variant.state = source.state.clone();
+                    }
+                    if same_question {
+                        variant.question = source.question.clone();
+                    }
+                    PairRecord {
                     case_id: "c".into(),
                     variant_id: "v".into(),
                     family: family.map(str::to_string),
@@ -3340,6 +3358,7 @@ mod lean_tests {
                     field_warnings: warnings.into_iter().map(str::to_string).collect(),
                     repetition,
                     ..PairRecord::default()
+                    }
                 },
             )
     }
