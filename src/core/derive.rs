@@ -531,64 +531,92 @@ pub fn lean(r: &PairRecord, state_diff: Option<Vec<DiffEntry>>) -> Lean {
 /// Whether some change the variant made is not declared in
 /// `allowed_changes` (what fills [`Changes::unexpected`]).
 fn any_unexpected(r: &PairRecord, question_changed: bool, state: &[DiffEntry]) -> bool {
-    let allowed = || r.allowed_changes.iter().flatten();
-    let covered = |path: &[PathSeg]| allowed().any(|s| allowed_covers(s, path));
-    if question_changed && !covered(&[PathSeg::Key("question")]) {
-        return true;
+    let covered = |path: Changed| {
+        r.allowed_changes
+            .iter()
+            .flatten()
+            .any(|s| allowed_covers(s, path))
+    };
+    (question_changed && !covered(Changed::Question))
+        || state
+            .iter()
+            .filter(|e| !matches!(e.change, Change::Reordered { .. }))
+            .any(|e| !covered(Changed::Path(&e.path.0)))
+}
+
+/// A changed path: the question, or a place in the state.
+#[derive(Debug, Clone, Copy)]
+enum Changed<'a> {
+    Question,
+    Path(&'a [diff::Seg]),
+}
+
+impl Changed<'_> {
+    /// The key of segment `i`; `None` past the end, `Some(None)` for an index.
+    fn key(&self, i: usize) -> Option<Option<&str>> {
+        match self {
+            Changed::Question => (i == 0).then_some(Some("question")),
+            Changed::Path(segs) => segs.get(i).map(|s| match s {
+                diff::Seg::Key(k) => Some(k.as_str()),
+                diff::Seg::Index(_) => None,
+            }),
+        }
     }
-    let mut segs: Vec<PathSeg> = Vec::new();
-    state
-        .iter()
-        .filter(|e| !matches!(e.change, Change::Reordered { .. }))
-        .any(|e| {
-            segs.clear();
-            segs.extend(e.path.0.iter().map(PathSeg::of));
-            !covered(&segs)
-        })
-}
 
-/// One step of a path, borrowed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum PathSeg<'a> {
-    Key(&'a str),
-    Index(usize),
-}
-
-impl<'a> PathSeg<'a> {
-    fn of(s: &'a diff::Seg) -> Self {
-        match s {
-            diff::Seg::Key(k) => PathSeg::Key(k),
-            diff::Seg::Index(i) => PathSeg::Index(*i),
+    fn seg_is(&self, i: usize, seg: &diff::Seg) -> bool {
+        match (self, seg) {
+            (Changed::Path(segs), _) => segs.get(i) == Some(seg),
+            (Changed::Question, diff::Seg::Key(k)) => i == 0 && k == "question",
+            (Changed::Question, diff::Seg::Index(_)) => false,
         }
     }
 }
 
 /// Whether the `allowed_changes` entry `entry` permits a change at `path`:
-/// what [`allowed_paths`] and [`JsonPath::is_prefix_of`] decide, without
-/// parsing the common dotted form (`state.evidence`, `uiTheme`) into a path.
-fn allowed_covers(entry: &str, path: &[PathSeg]) -> bool {
+/// what [`allowed_paths`] and [`JsonPath::is_prefix_of`] decide, reading
+/// the common dotted form (`state.evidence`, `uiTheme`) in place rather
+/// than parsing it into a path.
+fn allowed_covers(entry: &str, path: Changed) -> bool {
     let s = entry.trim();
-    let starts_with = |segs: &mut dyn Iterator<Item = PathSeg>| {
-        segs.enumerate().all(|(i, seg)| path.get(i) == Some(&seg))
-    };
-    if !s.is_empty() && s.split('.').all(is_ident) {
-        let first = s.split('.').next().unwrap_or_default();
-        let keys = || s.split('.').map(PathSeg::Key);
+    if is_dotted(s) {
+        let first = s.split_once('.').map_or(s, |(f, _)| f);
         let first_is_root = first == "state" || first == "question";
-        (!first_is_root && starts_with(&mut std::iter::once(PathSeg::Key("state")).chain(keys())))
-            || starts_with(&mut keys())
+        (!first_is_root && path.key(0) == Some(Some("state")) && dotted_prefix(s, path, 1))
+            || dotted_prefix(s, path, 0)
     } else {
         allowed_paths(entry)
             .iter()
-            .any(|a| starts_with(&mut a.0.iter().map(PathSeg::of)))
+            .any(|a| a.0.iter().enumerate().all(|(i, seg)| path.seg_is(i, seg)))
     }
 }
 
-/// Whether a key is a plain identifier, which [`JsonPath::parse`] reads bare.
-fn is_ident(k: &str) -> bool {
-    let mut chars = k.chars();
-    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+/// Whether `s` is plain identifiers joined by dots, which
+/// [`JsonPath::parse`] reads as those keys.
+fn is_dotted(s: &str) -> bool {
+    !s.is_empty()
+        && s.as_bytes().split(|&c| c == b'.').all(|k| {
+            matches!(k.first(), Some(c) if c.is_ascii_alphabetic() || *c == b'_')
+                && k.iter()
+                    .all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'-')
+        })
+}
+
+/// Whether the keys of the dotted `s` are the segments of `path` from
+/// `from` on.
+fn dotted_prefix(s: &str, path: Changed, from: usize) -> bool {
+    let mut rest = s;
+    let mut i = from;
+    loop {
+        let (k, tail) = rest.split_once('.').unwrap_or((rest, ""));
+        if path.key(i) != Some(Some(k)) {
+            return false;
+        }
+        if tail.is_empty() {
+            return true;
+        }
+        rest = tail;
+        i += 1;
+    }
 }
 
 /// Three decimals, the precision drift and margins are reported at.
