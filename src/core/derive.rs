@@ -577,9 +577,15 @@ impl Changed<'_> {
 /// the common dotted form (`state.evidence`, `uiTheme`) in place rather
 /// than parsing it into a path.
 fn allowed_covers(entry: &str, path: Changed) -> bool {
-    let s = entry.trim();
-    if is_dotted(s) {
-        let first = s.split_once('.').map_or(s, |(f, _)| f);
+    // A dotted entry has no spaces to trim.
+    let (s, dotted) = if is_dotted(entry) {
+        (entry, true)
+    } else {
+        let s = entry.trim();
+        (s, s.len() != entry.len() && is_dotted(s))
+    };
+    if dotted {
+        let first = s.split_at(dot(s).unwrap_or(s.len())).0;
         let first_is_root = first == "state" || first == "question";
         (!first_is_root && path.key(0) == Some(Some("state")) && dotted_prefix(s, path, 1))
             || dotted_prefix(s, path, 0)
@@ -593,12 +599,29 @@ fn allowed_covers(entry: &str, path: Changed) -> bool {
 /// Whether `s` is plain identifiers joined by dots, which
 /// [`JsonPath::parse`] reads as those keys.
 fn is_dotted(s: &str) -> bool {
-    !s.is_empty()
-        && s.as_bytes().split(|&c| c == b'.').all(|k| {
-            matches!(k.first(), Some(c) if c.is_ascii_alphabetic() || *c == b'_')
-                && k.iter()
-                    .all(|c| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'-')
-        })
+    // Whether the next byte starts a key.
+    let mut at_start = true;
+    for &c in s.as_bytes() {
+        if c == b'.' {
+            if at_start {
+                return false;
+            }
+            at_start = true;
+        } else if at_start {
+            if !(c.is_ascii_alphabetic() || c == b'_') {
+                return false;
+            }
+            at_start = false;
+        } else if !(c.is_ascii_alphanumeric() || c == b'_' || c == b'-') {
+            return false;
+        }
+    }
+    !at_start
+}
+
+/// Where the first dot of `s` is.
+fn dot(s: &str) -> Option<usize> {
+    s.bytes().position(|c| c == b'.')
 }
 
 /// Whether the keys of the dotted `s` are the segments of `path` from
@@ -607,7 +630,10 @@ fn dotted_prefix(s: &str, path: Changed, from: usize) -> bool {
     let mut rest = s;
     let mut i = from;
     loop {
-        let (k, tail) = rest.split_once('.').unwrap_or((rest, ""));
+        let (k, tail) = match dot(rest) {
+            Some(at) => (&rest[..at], &rest[at + 1..]),
+            None => (rest, ""),
+        };
         if path.key(i) != Some(Some(k)) {
             return false;
         }
