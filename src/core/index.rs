@@ -3099,6 +3099,33 @@ mod lean_tests {
         assert!(records > 100, "only {records} records checked");
     }
 
+    #[test]
+    fn a_files_words_set_no_flag() {
+        // An unknown route is quoted in its field warning, and an undeclared
+        // key in the invalid-pair warning: neither is a mismatch.
+        let line = json!({
+            "case_id": "c", "variant_id": "v",
+            "policy": {"review_threshold": 0.55, "action_threshold": 0.9},
+            "allowed_changes": [],
+            "source": {"probability": 0.3, "route": "The runner recorded a pass",
+                       "state": {"a": 1}},
+            "variant": {"probability": 0.31, "state": {"a": 1, "route was recorded as": 2}},
+        });
+        let r = map_record(line).unwrap();
+        let d = crate::core::derive::derive(&r);
+        assert!(d.warnings.iter().any(|w| w.contains("The runner recorded")));
+        assert!(
+            d.warnings
+                .iter()
+                .any(|w| w.contains("route was recorded as"))
+        );
+        let s = summarize(&r, &lean(&r, None));
+        assert_eq!(s.codes.validity, ValidityCode::Invalid);
+        assert!(s.codes.flags & flags::WARNINGS != 0);
+        assert_eq!(s.codes.flags & flags::PASSED_MISMATCH, 0);
+        assert_eq!(s.codes.flags & flags::ROUTE_MISMATCH, 0);
+    }
+
     fn num(choices: &'static [f64]) -> impl Strategy<Value = f64> {
         prop_oneof![
             3 => proptest::sample::select(choices),
