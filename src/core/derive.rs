@@ -8,7 +8,7 @@
 //! runner bug can never hide a failure.
 
 use super::diff::{self, Change, DiffEntry, JsonPath};
-use super::model::{Expectation, PairRecord, Route, fmt_num};
+use super::model::{Expectation, PairRecord, Route, Side, fmt_num};
 
 /// Where a pair stands after derivation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -114,22 +114,23 @@ pub fn derive(r: &PairRecord) -> Derived {
 /// `r.source.state` against `r.variant.state` as [`derive`] does.
 pub fn derive_with(r: &PairRecord, state_diff: Option<Vec<DiffEntry>>) -> Derived {
     let mut warnings: Vec<String> = r.field_warnings.clone();
-    let (ps, pv) = (r.source.probability, r.variant.probability);
-    let dp = ps.zip(pv).map(|(a, b)| b - a);
-    let dc = r
-        .source
-        .confidence
-        .zip(r.variant.confidence)
-        .map(|(a, b)| b - a);
-
-    let computed_source_route = r.policy.zip(ps).map(|(pol, p)| pol.route(p));
-    let computed_variant_route = r.policy.zip(pv).map(|(pol, p)| pol.route(p));
+    let n = numbers(r);
     for (side, recorded, computed, p) in [
-        ("source", r.source.route, computed_source_route, ps),
-        ("variant", r.variant.route, computed_variant_route, pv),
+        (
+            "source",
+            r.source.route,
+            n.computed_source_route,
+            r.source.probability,
+        ),
+        (
+            "variant",
+            r.variant.route,
+            n.computed_variant_route,
+            r.variant.probability,
+        ),
     ] {
         if let (Some(rec), Some(comp), Some(p)) = (recorded, computed, p)
-            && rec != comp
+            && route_mismatch(recorded, computed)
         {
             warnings.push(format!(
                 "The {side} route was recorded as {rec}, but the policy routes p = {} to {comp}.",
@@ -137,37 +138,26 @@ pub fn derive_with(r: &PairRecord, state_diff: Option<Vec<DiffEntry>>) -> Derive
             ));
         }
     }
-    let source_route = r.source.route.or(computed_source_route);
-    let variant_route = r.variant.route.or(computed_variant_route);
-    let source_margin = r.policy.zip(ps).map(|(pol, p)| pol.margin(p));
-    let variant_margin = r.policy.zip(pv).map(|(pol, p)| pol.margin(p));
-    let near_boundary = source_margin
-        .zip(r.minimum_boundary_margin)
-        .map(|(m, min)| m < min);
-    let flip = source_route.zip(variant_route).map(|(a, b)| a != b);
 
     let src_fail = r.source.failure_phrase();
     let var_fail = r.variant.failure_phrase();
     let service_error = src_fail.is_some() || var_fail.is_some();
 
-    let mut check = check_expectation(r, dp, dc, source_route, variant_route, source_margin);
+    let mut fails = Vec::new();
+    let checked = check_expectation(r, &n, |b| fails.push(b.message()));
+    let mut check = checked.then_some(fails);
     if service_error {
         service_failures(&src_fail, &var_fail, check.get_or_insert_with(Vec::new));
     }
     let checked_pass = check.as_ref().map(|c| c.is_empty());
-    if let (Some(rec), Some(chk)) = (r.passed, checked_pass)
-        && rec != chk
-    {
+    let (verdict, runner_disagrees) = verdict(r.passed, checked_pass);
+    if let Some(rec) = runner_disagrees {
         warnings.push(if rec {
             "The runner recorded a pass, but re-checking the expectation fails it.".to_string()
         } else {
             "The runner recorded a failure, but re-checking the expectation passes it.".to_string()
         });
     }
-    let verdict = match (r.passed, checked_pass) {
-        (Some(a), Some(b)) => Some(a && b),
-        (a, b) => a.or(b),
-    };
 
     let changes = compute_changes(r, state_diff);
     let validity = judge_validity(r, &changes);
@@ -182,45 +172,30 @@ pub fn derive_with(r: &PairRecord, state_diff: Option<Vec<DiffEntry>>) -> Derive
             unexpected.join(", ")
         ));
     }
-    let transformation = match &r.transformation {
-        Some(t) => Transformation {
-            name: t.clone(),
-            inferred: false,
-        },
-        None => {
-            let name = infer_transformation(r, &changes);
-            Transformation {
-                name: name.to_string(),
-                // Nothing to infer from is not an inference.
-                inferred: name != NOT_RECORDED,
-            }
-        }
+    let (name, inferred) = transformation_of(r, changes.question_changed, &changes.state);
+    let transformation = Transformation {
+        name: name.to_string(),
+        inferred,
     };
 
-    let status = if matches!(validity, Validity::Invalid { .. }) {
-        Status::Invalid
-    } else if service_error {
-        Status::ServiceError
-    } else {
-        match verdict {
-            Some(true) => Status::Pass,
-            Some(false) => Status::Fail,
-            None => Status::Unchecked,
-        }
-    };
+    let status = status_of(
+        matches!(validity, Validity::Invalid { .. }),
+        service_error,
+        verdict,
+    );
 
     let why = why_line(r, status, &validity, check.as_deref(), &src_fail, &var_fail);
     Derived {
-        dp,
-        dc,
-        source_route,
-        variant_route,
-        computed_source_route,
-        computed_variant_route,
-        source_margin,
-        variant_margin,
-        near_boundary,
-        flip,
+        dp: n.dp,
+        dc: n.dc,
+        source_route: n.source_route,
+        variant_route: n.variant_route,
+        computed_source_route: n.computed_source_route,
+        computed_variant_route: n.computed_variant_route,
+        source_margin: n.source_margin,
+        variant_margin: n.variant_margin,
+        near_boundary: n.near_boundary,
+        flip: n.flip,
         check,
         verdict,
         service_error,
@@ -233,6 +208,85 @@ pub fn derive_with(r: &PairRecord, state_diff: Option<Vec<DiffEntry>>) -> Derive
     }
 }
 
+/// The numbers and routes of a pair: drift, routes (recorded, else the
+/// policy's), margins, whether the source is near a threshold and whether
+/// the route flipped.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Numbers {
+    dp: Option<f64>,
+    dc: Option<f64>,
+    computed_source_route: Option<Route>,
+    computed_variant_route: Option<Route>,
+    source_route: Option<Route>,
+    variant_route: Option<Route>,
+    source_margin: Option<f64>,
+    variant_margin: Option<f64>,
+    near_boundary: Option<bool>,
+    flip: Option<bool>,
+}
+
+fn numbers(r: &PairRecord) -> Numbers {
+    let (ps, pv) = (r.source.probability, r.variant.probability);
+    let computed_source_route = r.policy.zip(ps).map(|(pol, p)| pol.route(p));
+    let computed_variant_route = r.policy.zip(pv).map(|(pol, p)| pol.route(p));
+    let source_route = r.source.route.or(computed_source_route);
+    let variant_route = r.variant.route.or(computed_variant_route);
+    let source_margin = r.policy.zip(ps).map(|(pol, p)| pol.margin(p));
+    Numbers {
+        dp: ps.zip(pv).map(|(a, b)| b - a),
+        dc: r
+            .source
+            .confidence
+            .zip(r.variant.confidence)
+            .map(|(a, b)| b - a),
+        computed_source_route,
+        computed_variant_route,
+        source_route,
+        variant_route,
+        source_margin,
+        variant_margin: r.policy.zip(pv).map(|(pol, p)| pol.margin(p)),
+        near_boundary: source_margin
+            .zip(r.minimum_boundary_margin)
+            .map(|(m, min)| m < min),
+        flip: source_route.zip(variant_route).map(|(a, b)| a != b),
+    }
+}
+
+/// Whether a recorded route disagrees with the policy's (a warning).
+fn route_mismatch(recorded: Option<Route>, computed: Option<Route>) -> bool {
+    recorded.zip(computed).is_some_and(|(a, b)| a != b)
+}
+
+/// Whether a side's request failed (what [`Side::failure_phrase`] puts in words).
+fn request_failed(side: &Side) -> bool {
+    side.outcome.as_ref().is_some_and(|o| !o.is_ok())
+}
+
+/// The effective verdict from the runner's and the re-check's, and, when
+/// they disagree, what the runner recorded (a warning).
+fn verdict(recorded: Option<bool>, checked_pass: Option<bool>) -> (Option<bool>, Option<bool>) {
+    match (recorded, checked_pass) {
+        (Some(a), Some(b)) => (Some(a && b), (a != b).then_some(a)),
+        (a, b) => (a.or(b), None),
+    }
+}
+
+/// Where a pair stands: an undeclared change beats a failed request, which
+/// beats the verdict.
+fn status_of(invalid: bool, service_error: bool, verdict: Option<bool>) -> Status {
+    if invalid {
+        Status::Invalid
+    } else if service_error {
+        Status::ServiceError
+    } else {
+        match verdict {
+            Some(true) => Status::Pass,
+            Some(false) => Status::Fail,
+            None => Status::Unchecked,
+        }
+    }
+}
+
 fn service_failures(src: &Option<String>, var: &Option<String>, out: &mut Vec<String>) {
     if let Some(s) = src {
         out.push(format!("The source request {s}."));
@@ -242,17 +296,71 @@ fn service_failures(src: &Option<String>, var: &Option<String>, out: &mut Vec<St
     }
 }
 
-/// Re-check the recorded expectation; `None` when there is nothing to check.
-fn check_expectation(
-    r: &PairRecord,
-    dp: Option<f64>,
-    dc: Option<f64>,
-    src_route: Option<Route>,
-    var_route: Option<Route>,
-    src_margin: Option<f64>,
-) -> Option<Vec<String>> {
-    let exp = r.expectation.as_ref()?;
-    let mut fails = Vec::new();
+/// One condition of an expectation that a pair broke, before it is put in words.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Broken<'a> {
+    TooClose { margin: f64, min: f64 },
+    ProbabilityDrift { drift: f64, max: f64 },
+    ConfidenceDrift { drift: f64, max: f64 },
+    RouteMoved { from: Route, to: Route },
+    Fell { by: f64, permitted: f64 },
+    Rose { by: f64, permitted: f64 },
+    RouteNotAllowed { route: Route, allowed: &'a [Route] },
+}
+
+impl Broken<'_> {
+    fn message(&self) -> String {
+        match *self {
+            Broken::TooClose { margin, min } => format!(
+                "The source is too close to a threshold: margin {} < {}.",
+                fmt3(margin),
+                fmt_num(min)
+            ),
+            Broken::ProbabilityDrift { drift, max } => format!(
+                "Probability drift {} exceeds the allowed {}.",
+                fmt3(drift),
+                fmt_num(max)
+            ),
+            Broken::ConfidenceDrift { drift, max } => format!(
+                "Confidence drift {} exceeds the allowed {}.",
+                fmt3(drift),
+                fmt_num(max)
+            ),
+            Broken::RouteMoved { from, to } => format!(
+                "The route moved from {from} to {to}; the expectation requires the same route."
+            ),
+            Broken::Fell { by, permitted } => format!(
+                "The probability fell by {}, more than the permitted {}.",
+                fmt3(by),
+                fmt_num(permitted)
+            ),
+            Broken::Rose { by, permitted } => format!(
+                "The probability rose by {}, more than the permitted {}.",
+                fmt3(by),
+                fmt_num(permitted)
+            ),
+            Broken::RouteNotAllowed { route, allowed } => format!(
+                "The variant route {route} is not among the allowed routes ({}).",
+                allowed
+                    .iter()
+                    .map(|r| r.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+}
+
+/// Re-check the recorded expectation, calling `broken` for every condition
+/// it breaks, in order; false when there is nothing to check.
+fn check_expectation<'a>(
+    r: &'a PairRecord,
+    n: &Numbers,
+    mut broken: impl FnMut(Broken<'a>),
+) -> bool {
+    let Some(exp) = r.expectation.as_ref() else {
+        return false;
+    };
     match exp {
         Expectation::Invariant {
             max_probability_drift,
@@ -261,85 +369,280 @@ fn check_expectation(
         } => {
             // The reference runner treats a source too close to a threshold as
             // a failure of the invariant test; so do we, to agree with it.
-            if let (Some(m), Some(min)) = (src_margin, r.minimum_boundary_margin)
+            if let (Some(m), Some(min)) = (n.source_margin, r.minimum_boundary_margin)
                 && m < min
             {
-                fails.push(format!(
-                    "The source is too close to a threshold: margin {} < {}.",
-                    fmt3(m),
-                    fmt_num(min)
-                ));
+                broken(Broken::TooClose { margin: m, min });
             }
-            if let (Some(d), Some(max)) = (dp, max_probability_drift)
+            if let (Some(d), Some(max)) = (n.dp, max_probability_drift)
                 && d.abs() > *max + 1e-12
             {
-                fails.push(format!(
-                    "Probability drift {} exceeds the allowed {}.",
-                    fmt3(d.abs()),
-                    fmt_num(*max)
-                ));
+                broken(Broken::ProbabilityDrift {
+                    drift: d.abs(),
+                    max: *max,
+                });
             }
-            if let (Some(d), Some(max)) = (dc, max_confidence_drift)
+            if let (Some(d), Some(max)) = (n.dc, max_confidence_drift)
                 && d.abs() > *max + 1e-12
             {
-                fails.push(format!(
-                    "Confidence drift {} exceeds the allowed {}.",
-                    fmt3(d.abs()),
-                    fmt_num(*max)
-                ));
+                broken(Broken::ConfidenceDrift {
+                    drift: d.abs(),
+                    max: *max,
+                });
             }
             if *require_same_route
-                && let (Some(a), Some(b)) = (src_route, var_route)
+                && let (Some(a), Some(b)) = (n.source_route, n.variant_route)
                 && a != b
             {
-                fails.push(format!(
-                    "The route moved from {a} to {b}; the expectation requires the same route."
-                ));
+                broken(Broken::RouteMoved { from: a, to: b });
             }
         }
         Expectation::NotLessUrgent {
             permitted_probability_movement: m,
         } => {
-            if let Some(d) = dp
+            if let Some(d) = n.dp
                 && -d > *m + 1e-12
             {
-                fails.push(format!(
-                    "The probability fell by {}, more than the permitted {}.",
-                    fmt3(-d),
-                    fmt_num(*m)
-                ));
+                broken(Broken::Fell {
+                    by: -d,
+                    permitted: *m,
+                });
             }
         }
         Expectation::NotMoreUrgent {
             permitted_probability_movement: m,
         } => {
-            if let Some(d) = dp
+            if let Some(d) = n.dp
                 && d > *m + 1e-12
             {
-                fails.push(format!(
-                    "The probability rose by {}, more than the permitted {}.",
-                    fmt3(d),
-                    fmt_num(*m)
-                ));
+                broken(Broken::Rose {
+                    by: d,
+                    permitted: *m,
+                });
             }
         }
         Expectation::AllowedRoutes { allowed_routes } => {
-            if let Some(v) = var_route
+            if let Some(v) = n.variant_route
                 && !allowed_routes.contains(&v)
             {
-                fails.push(format!(
-                    "The variant route {v} is not among the allowed routes ({}).",
-                    allowed_routes
-                        .iter()
-                        .map(|r| r.name())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
+                broken(Broken::RouteNotAllowed {
+                    route: v,
+                    allowed: allowed_routes,
+                });
             }
         }
-        Expectation::Unknown { .. } => return None,
+        Expectation::Unknown { .. } => return false,
     }
-    Some(fails)
+    true
+}
+
+/// What the index keeps of a pair's derivation: the same facts [`derive`]
+/// computes, decided by the same rules, but without building any message,
+/// path string or copy of the diff (see [`lean`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lean {
+    pub dp: Option<f64>,
+    pub dc: Option<f64>,
+    pub source_route: Option<Route>,
+    pub variant_route: Option<Route>,
+    pub source_margin: Option<f64>,
+    pub variant_margin: Option<f64>,
+    pub near_boundary: Option<bool>,
+    pub flip: Option<bool>,
+    pub status: Status,
+    pub validity: ValidityCode,
+    /// The inferred transformation name; `None` when the record names it.
+    pub inferred_transformation: Option<&'static str>,
+    /// [`Transformation::inferred`].
+    pub inferred: bool,
+    /// Whether [`Derived::warnings`] is non-empty.
+    pub warnings: bool,
+    /// The runner's verdict disagrees with the re-check.
+    pub passed_mismatch: bool,
+    /// A recorded route disagrees with the policy's.
+    pub route_mismatch: bool,
+    /// [`Changes::question_changed`].
+    pub question_changed: bool,
+    /// [`Changes::state`].
+    pub state: Vec<DiffEntry>,
+}
+
+impl Lean {
+    /// The transformation name, as [`Transformation::name`] has it.
+    pub fn transformation<'a>(&self, r: &'a PairRecord) -> &'a str {
+        match self.inferred_transformation {
+            Some(name) => name,
+            None => r.transformation.as_deref().unwrap_or(NOT_RECORDED),
+        }
+    }
+}
+
+/// The facts of [`derive_with`] that the index keeps, without their words.
+pub fn lean(r: &PairRecord, state_diff: Option<Vec<DiffEntry>>) -> Lean {
+    let n = numbers(r);
+    let route_mismatch = route_mismatch(r.source.route, n.computed_source_route)
+        || route_mismatch(r.variant.route, n.computed_variant_route);
+    let service_error = request_failed(&r.source) || request_failed(&r.variant);
+    let mut broken = 0usize;
+    let checked = check_expectation(r, &n, |_| broken += 1);
+    // A failed request adds its own line to the check.
+    let checked_pass = if service_error {
+        Some(false)
+    } else {
+        checked.then_some(broken == 0)
+    };
+    let (verdict, runner_disagrees) = verdict(r.passed, checked_pass);
+
+    let question_changed = question_changed(r);
+    let state = state_changes(r, state_diff);
+    let validity = validity_code(r, || any_unexpected(r, question_changed, &state));
+    let invalid = validity == ValidityCode::Invalid;
+    let (inferred_transformation, inferred) = match &r.transformation {
+        Some(_) => (None, false),
+        None => {
+            let name = infer_transformation(r, question_changed, &state);
+            (Some(name), name != NOT_RECORDED)
+        }
+    };
+    Lean {
+        dp: n.dp,
+        dc: n.dc,
+        source_route: n.source_route,
+        variant_route: n.variant_route,
+        source_margin: n.source_margin,
+        variant_margin: n.variant_margin,
+        near_boundary: n.near_boundary,
+        flip: n.flip,
+        status: status_of(invalid, service_error, verdict),
+        validity,
+        inferred_transformation,
+        inferred,
+        warnings: !r.field_warnings.is_empty()
+            || route_mismatch
+            || runner_disagrees.is_some()
+            || invalid,
+        passed_mismatch: runner_disagrees.is_some(),
+        route_mismatch,
+        question_changed,
+        state,
+    }
+}
+
+/// Whether some change the variant made is not declared in
+/// `allowed_changes` (what fills [`Changes::unexpected`]).
+fn any_unexpected(r: &PairRecord, question_changed: bool, state: &[DiffEntry]) -> bool {
+    let covered = |path: Changed| {
+        r.allowed_changes
+            .iter()
+            .flatten()
+            .any(|s| allowed_covers(s, path))
+    };
+    (question_changed && !covered(Changed::Question))
+        || state
+            .iter()
+            .filter(|e| !matches!(e.change, Change::Reordered { .. }))
+            .any(|e| !covered(Changed::Path(&e.path.0)))
+}
+
+/// A changed path: the question, or a place in the state.
+#[derive(Debug, Clone, Copy)]
+enum Changed<'a> {
+    Question,
+    Path(&'a [diff::Seg]),
+}
+
+impl Changed<'_> {
+    /// The key of segment `i`; `None` past the end, `Some(None)` for an index.
+    fn key(&self, i: usize) -> Option<Option<&str>> {
+        match self {
+            Changed::Question => (i == 0).then_some(Some("question")),
+            Changed::Path(segs) => segs.get(i).map(|s| match s {
+                diff::Seg::Key(k) => Some(k.as_str()),
+                diff::Seg::Index(_) => None,
+            }),
+        }
+    }
+
+    fn seg_is(&self, i: usize, seg: &diff::Seg) -> bool {
+        match (self, seg) {
+            (Changed::Path(segs), _) => segs.get(i) == Some(seg),
+            (Changed::Question, diff::Seg::Key(k)) => i == 0 && k == "question",
+            (Changed::Question, diff::Seg::Index(_)) => false,
+        }
+    }
+}
+
+/// Whether the `allowed_changes` entry `entry` permits a change at `path`:
+/// what [`allowed_paths`] and [`JsonPath::is_prefix_of`] decide, reading
+/// the common dotted form (`state.evidence`, `uiTheme`) in place rather
+/// than parsing it into a path.
+fn allowed_covers(entry: &str, path: Changed) -> bool {
+    // A dotted entry has no spaces to trim.
+    let (s, dotted) = if is_dotted(entry) {
+        (entry, true)
+    } else {
+        let s = entry.trim();
+        (s, s.len() != entry.len() && is_dotted(s))
+    };
+    if dotted {
+        let first = s.split_at(dot(s).unwrap_or(s.len())).0;
+        let first_is_root = first == "state" || first == "question";
+        (!first_is_root && path.key(0) == Some(Some("state")) && dotted_prefix(s, path, 1))
+            || dotted_prefix(s, path, 0)
+    } else {
+        allowed_paths(entry)
+            .iter()
+            .any(|a| a.0.iter().enumerate().all(|(i, seg)| path.seg_is(i, seg)))
+    }
+}
+
+/// Whether `s` is plain identifiers joined by dots, which
+/// [`JsonPath::parse`] reads as those keys.
+fn is_dotted(s: &str) -> bool {
+    // Whether the next byte starts a key.
+    let mut at_start = true;
+    for &c in s.as_bytes() {
+        if c == b'.' {
+            if at_start {
+                return false;
+            }
+            at_start = true;
+        } else if at_start {
+            if !(c.is_ascii_alphabetic() || c == b'_') {
+                return false;
+            }
+            at_start = false;
+        } else if !(c.is_ascii_alphanumeric() || c == b'_' || c == b'-') {
+            return false;
+        }
+    }
+    !at_start
+}
+
+/// Where the first dot of `s` is.
+fn dot(s: &str) -> Option<usize> {
+    s.bytes().position(|c| c == b'.')
+}
+
+/// Whether the keys of the dotted `s` are the segments of `path` from
+/// `from` on.
+fn dotted_prefix(s: &str, path: Changed, from: usize) -> bool {
+    let mut rest = s;
+    let mut i = from;
+    loop {
+        let (k, tail) = match dot(rest) {
+            Some(at) => (&rest[..at], &rest[at + 1..]),
+            None => (rest, ""),
+        };
+        if path.key(i) != Some(Some(k)) {
+            return false;
+        }
+        if tail.is_empty() {
+            return true;
+        }
+        rest = tail;
+        i += 1;
+    }
 }
 
 /// Three decimals, the precision drift and margins are reported at.
@@ -348,26 +651,11 @@ pub fn fmt3(x: f64) -> String {
 }
 
 fn compute_changes(r: &PairRecord, state_diff: Option<Vec<DiffEntry>>) -> Changes {
-    let mut c = Changes::default();
-    if let (Some(a), Some(b)) = (&r.source.question, &r.variant.question) {
-        c.question_changed = a != b;
-    } else if r.source.question.is_some() != r.variant.question.is_some() {
-        c.question_changed = true;
-    }
-    let root = JsonPath::root("state");
-    match (&r.source.state, &r.variant.state) {
-        (Some(_), Some(_)) if state_diff.is_some() => c.state = state_diff.unwrap_or_default(),
-        (Some(a), Some(b)) => c.state = diff::diff_values(&root, a, b),
-        (Some(a), None) => c.state.push(DiffEntry {
-            path: root,
-            change: Change::Removed { before: a.clone() },
-        }),
-        (None, Some(b)) => c.state.push(DiffEntry {
-            path: root,
-            change: Change::Added { after: b.clone() },
-        }),
-        (None, None) => {}
-    }
+    let mut c = Changes {
+        question_changed: question_changed(r),
+        state: state_changes(r, state_diff),
+        ..Changes::default()
+    };
     let allowed: Vec<JsonPath> = r
         .allowed_changes
         .iter()
@@ -395,6 +683,32 @@ fn compute_changes(r: &PairRecord, state_diff: Option<Vec<DiffEntry>>) -> Change
     c
 }
 
+/// Whether the variant asks another question (or only one side records one).
+fn question_changed(r: &PairRecord) -> bool {
+    match (&r.source.question, &r.variant.question) {
+        (Some(a), Some(b)) => a != b,
+        (a, b) => a.is_some() != b.is_some(),
+    }
+}
+
+/// The diff of the two states: `state_diff` when given, else computed.
+fn state_changes(r: &PairRecord, state_diff: Option<Vec<DiffEntry>>) -> Vec<DiffEntry> {
+    let root = || JsonPath::root("state");
+    match (&r.source.state, &r.variant.state) {
+        (Some(_), Some(_)) if state_diff.is_some() => state_diff.unwrap_or_default(),
+        (Some(a), Some(b)) => diff::diff_values(&root(), a, b),
+        (Some(a), None) => vec![DiffEntry {
+            path: root(),
+            change: Change::Removed { before: a.clone() },
+        }],
+        (None, Some(b)) => vec![DiffEntry {
+            path: root(),
+            change: Change::Added { after: b.clone() },
+        }],
+        (None, None) => Vec::new(),
+    }
+}
+
 /// An `allowed_changes` entry as paths; a bare key also names a state field.
 fn allowed_paths(s: &str) -> Vec<JsonPath> {
     let mut out = Vec::new();
@@ -411,45 +725,108 @@ fn allowed_paths(s: &str) -> Vec<JsonPath> {
     out
 }
 
-fn judge_validity(r: &PairRecord, c: &Changes) -> Validity {
-    let has_payload = r.source.state.is_some()
+/// Pair validity, compactly (see [`Validity`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ValidityCode {
+    Valid,
+    Invalid,
+    Undeclared,
+    NotRecorded,
+}
+
+impl ValidityCode {
+    /// The name used in queries and exports.
+    pub fn name(self) -> &'static str {
+        match self {
+            ValidityCode::Valid => "valid",
+            ValidityCode::Invalid => "invalid",
+            ValidityCode::Undeclared => "undeclared",
+            ValidityCode::NotRecorded => "not-recorded",
+        }
+    }
+}
+
+impl Validity {
+    /// The validity without its list of paths.
+    pub fn code(&self) -> ValidityCode {
+        match self {
+            Validity::Valid => ValidityCode::Valid,
+            Validity::Invalid { .. } => ValidityCode::Invalid,
+            Validity::Undeclared => ValidityCode::Undeclared,
+            Validity::NotRecorded => ValidityCode::NotRecorded,
+        }
+    }
+}
+
+/// Whether either side records a question or a state.
+fn has_payload(r: &PairRecord) -> bool {
+    r.source.state.is_some()
         || r.variant.state.is_some()
         || r.source.question.is_some()
-        || r.variant.question.is_some();
-    if !has_payload {
-        return Validity::NotRecorded;
-    }
-    if r.allowed_changes.is_none() {
-        return Validity::Undeclared;
-    }
-    if c.unexpected.is_empty() {
-        Validity::Valid
+        || r.variant.question.is_some()
+}
+
+/// Validity: nothing to compare, nothing declared, or whether some change
+/// was not declared (`undeclared` is asked only when it matters).
+fn validity_code(r: &PairRecord, undeclared: impl FnOnce() -> bool) -> ValidityCode {
+    if !has_payload(r) {
+        ValidityCode::NotRecorded
+    } else if r.allowed_changes.is_none() {
+        ValidityCode::Undeclared
+    } else if undeclared() {
+        ValidityCode::Invalid
     } else {
-        Validity::Invalid {
+        ValidityCode::Valid
+    }
+}
+
+fn judge_validity(r: &PairRecord, c: &Changes) -> Validity {
+    match validity_code(r, || !c.unexpected.is_empty()) {
+        ValidityCode::NotRecorded => Validity::NotRecorded,
+        ValidityCode::Undeclared => Validity::Undeclared,
+        ValidityCode::Valid => Validity::Valid,
+        ValidityCode::Invalid => Validity::Invalid {
             unexpected: c.unexpected.clone(),
-        }
+        },
     }
 }
 
 /// The transformation name when neither the file nor the payloads say.
 pub const NOT_RECORDED: &str = "not recorded";
 
+/// The transformation as recorded, else inferred from the diff; and whether
+/// it was inferred.
+fn transformation_of<'a>(
+    r: &'a PairRecord,
+    question_changed: bool,
+    state: &[DiffEntry],
+) -> (&'a str, bool) {
+    match &r.transformation {
+        Some(t) => (t, false),
+        None => {
+            let name = infer_transformation(r, question_changed, state);
+            // Nothing to infer from is not an inference.
+            (name, name != NOT_RECORDED)
+        }
+    }
+}
+
 /// Name the transformation from what the diff shows.
-fn infer_transformation(r: &PairRecord, c: &Changes) -> &'static str {
-    let has_payload = r.source.state.is_some()
-        || r.variant.state.is_some()
-        || r.source.question.is_some()
-        || r.variant.question.is_some();
-    if !has_payload {
+fn infer_transformation(
+    r: &PairRecord,
+    question_changed: bool,
+    state: &[DiffEntry],
+) -> &'static str {
+    if !has_payload(r) {
         return NOT_RECORDED;
     }
-    let state_changed = !c.state.is_empty();
-    match (c.question_changed, state_changed) {
+    let state_changed = !state.is_empty();
+    match (question_changed, state_changed) {
         (false, false) => "identical",
         (true, false) => "question-wording",
         (true, true) => "question-and-state",
         (false, true) => {
-            let all = |f: fn(&Change) -> bool| c.state.iter().all(|e| f(&e.change));
+            let all = |f: fn(&Change) -> bool| state.iter().all(|e| f(&e.change));
             if all(|ch| matches!(ch, Change::Added { .. })) {
                 "add-field"
             } else if all(|ch| matches!(ch, Change::Removed { .. })) {

@@ -7,8 +7,8 @@
 //! — but a drift many times the margin is not; otherwise the kind of change
 //! decides (question wording, irrelevant fields, removed or added evidence).
 
-use super::derive::{Derived, Status, Validity};
-use super::diff::{self, Change};
+use super::derive::{Derived, Lean, Status, Validity, ValidityCode};
+use super::diff::{self, Change, DiffEntry, JsonPath};
 use super::model::{PairRecord, fmt_num};
 
 /// A suggested category id and the short reason for it.
@@ -36,205 +36,331 @@ pub const BOUNDARY_DRIFT_FACTOR: f64 = 3.0;
 
 /// Suggest a category for a failed pair; `None` for pairs that did not fail.
 pub fn suggest(r: &PairRecord, d: &Derived) -> Option<Suggestion> {
-    suggest_with(r, d, true)
+    let rule = decide(r, &Basis::of(d))?;
+    let category = rule.category();
+    debug_assert!(CATEGORIES.contains(&category), "{category}");
+    Some(Suggestion {
+        category,
+        reason: reason(r, d, &rule),
+    })
 }
 
-/// Only the category [`suggest`] would give, skipping the costlier parts of
-/// the reason (the word diff of two questions): what the index stores.
+/// Only the category [`suggest`] would give, without its reason.
 pub fn suggest_category(r: &PairRecord, d: &Derived) -> Option<&'static str> {
-    suggest_with(r, d, false).map(|s| s.category)
+    decide(r, &Basis::of(d)).map(|rule| rule.category())
 }
 
-fn suggest_with(r: &PairRecord, d: &Derived, detailed: bool) -> Option<Suggestion> {
-    if !d.status.is_failure() {
+/// The category [`suggest`] would give, from the lean derivation the index
+/// computes: the same rules, without any reason or path string.
+pub fn lean_category(r: &PairRecord, l: &Lean) -> Option<&'static str> {
+    let basis = Basis {
+        status: l.status,
+        invalid: l.validity == ValidityCode::Invalid,
+        transformation: l.transformation(r),
+        question_changed: l.question_changed,
+        state: &l.state,
+        dp: l.dp,
+        source_margin: l.source_margin,
+        near_boundary: l.near_boundary,
+    };
+    decide(r, &basis).map(|rule| rule.category())
+}
+
+/// What the rules look at, from a full or a lean derivation.
+struct Basis<'a> {
+    status: Status,
+    invalid: bool,
+    transformation: &'a str,
+    question_changed: bool,
+    state: &'a [DiffEntry],
+    dp: Option<f64>,
+    source_margin: Option<f64>,
+    near_boundary: Option<bool>,
+}
+
+impl<'a> Basis<'a> {
+    fn of(d: &'a Derived) -> Self {
+        Basis {
+            status: d.status,
+            invalid: matches!(d.validity, Validity::Invalid { .. }),
+            transformation: &d.transformation.name,
+            question_changed: d.changes.question_changed,
+            state: &d.changes.state,
+            dp: d.dp,
+            source_margin: d.source_margin,
+            near_boundary: d.near_boundary,
+        }
+    }
+}
+
+/// The rule that decided a suggestion, with what its reason names.
+#[derive(Debug, Clone, Copy)]
+enum Rule<'a> {
+    ServiceError,
+    InvalidPair,
+    /// A near-threshold source and a drift small next to its margin.
+    Boundary {
+        margin: f64,
+        min: f64,
+    },
+    /// The runner's own reason names the decision boundary.
+    RecordedBoundary(&'a str),
+    EvidenceRemoved(&'a DiffEntry),
+    /// An evidence-ablation transformation, and its first removal if any.
+    EvidenceAblation(Option<&'a DiffEntry>),
+    /// An evidence-contrast transformation, and its first change if any.
+    EvidenceContrast(Option<&'a DiffEntry>),
+    QuestionOnly,
+    QuestionTransformation,
+    /// The first change of the state.
+    FieldChange(&'a DiffEntry),
+    StateNoise,
+    NearBoundary,
+    NoChange,
+}
+
+impl Rule<'_> {
+    fn category(&self) -> &'static str {
+        match self {
+            Rule::ServiceError => "service-error",
+            Rule::InvalidPair => "invalid-pair",
+            Rule::Boundary { .. } | Rule::RecordedBoundary(_) | Rule::NearBoundary => "boundary",
+            Rule::EvidenceRemoved(_) | Rule::EvidenceAblation(_) => "missing-evidence",
+            Rule::EvidenceContrast(_) => "conflicting-evidence",
+            Rule::QuestionOnly | Rule::QuestionTransformation | Rule::NoChange => {
+                "ambiguous-contract"
+            }
+            Rule::FieldChange(_) | Rule::StateNoise => "distractor",
+        }
+    }
+}
+
+/// The rules, in their fixed order; `None` for pairs that did not fail.
+fn decide<'a>(r: &'a PairRecord, b: &Basis<'a>) -> Option<Rule<'a>> {
+    use std::cmp::Ordering::{Equal, Greater};
+    if !b.status.is_failure() {
         return None;
     }
-    let s = |category: &'static str, reason: String| {
-        debug_assert!(CATEGORIES.contains(&category), "{category}");
-        Some(Suggestion { category, reason })
-    };
-    if d.status == Status::ServiceError {
-        let (side, phrase) = match (r.variant.failure_phrase(), r.source.failure_phrase()) {
-            (Some(v), _) => ("variant", v),
-            (None, Some(s)) => ("source", s),
-            (None, None) => ("a request", "failed".to_string()),
-        };
-        return s("service-error", format!("{side} {phrase}"));
+    if b.status == Status::ServiceError {
+        return Some(Rule::ServiceError);
     }
     // A single result with no variant (another tool's unpaired row): its
     // only change is expected against actual, which says nothing about why.
     if r.transformation.as_deref() == Some(super::formats::UNPAIRED) {
         return None;
     }
-    if let Validity::Invalid { unexpected } = &d.validity {
-        let more = if unexpected.len() > 1 {
-            format!(" (+{} more)", unexpected.len() - 1)
-        } else {
-            String::new()
-        };
-        return s(
-            "invalid-pair",
-            format!("undeclared change: {}{more}", unexpected[0]),
-        );
+    if b.invalid {
+        return Some(Rule::InvalidPair);
     }
-    if let Some(b) = boundary(r, d) {
-        return Some(b);
+    // Boundary sensitivity: a near-threshold source, and a drift that is
+    // small next to the margin (a drift many times the margin is a real effect).
+    if let (Some(m), Some(min)) = (b.source_margin, r.minimum_boundary_margin)
+        && !matches!(m.partial_cmp(&min), Some(Greater | Equal))
+    {
+        let drift = b.dp.map(f64::abs).unwrap_or(0.0);
+        let allowed = (BOUNDARY_DRIFT_FACTOR * m).max(min);
+        if !matches!(drift.partial_cmp(&allowed), Some(Greater)) {
+            return Some(Rule::Boundary { margin: m, min });
+        }
     }
     // Without a policy the margin cannot be computed, but the reference
     // runner says so in its reasons.
-    if d.source_margin.is_none()
+    if b.source_margin.is_none()
         && let Some(reason) = r
             .reasons
             .iter()
-            .find(|x| x.to_ascii_lowercase().contains("decision boundary"))
+            .find(|x| contains_ignore_case(x, "decision boundary"))
     {
-        return s(
-            "boundary",
-            format!(
-                "recorded: {}",
-                super::text::inert_line(reason.trim_end_matches('.'))
-            ),
-        );
+        return Some(Rule::RecordedBoundary(reason));
     }
-    let fam = r.family.as_deref().unwrap_or("").to_ascii_lowercase();
-    let tr = d.transformation.name.to_ascii_lowercase();
-    let c = &d.changes;
-    let state_changes: Vec<&diff::DiffEntry> = c.state.iter().collect();
+    let fam = r.family.as_deref().unwrap_or("");
+    let tr = b.transformation;
+    let removed = |e: &&DiffEntry| matches!(e.change, Change::Removed { .. });
 
     // Evidence removed or added is judged before generic field changes.
-    let evidence = |e: &&diff::DiffEntry| {
-        let p = e.path.to_string().to_ascii_lowercase();
-        p.contains("evidence") || p.contains("source") || p.contains("proof")
-    };
-    if let Some(e) = state_changes
+    if let Some(e) = b
+        .state
         .iter()
-        .find(|e| evidence(e) && matches!(e.change, Change::Removed { .. }))
+        .find(|e| removed(e) && mentions_evidence(&e.path))
     {
-        return s("missing-evidence", format!("evidence removed: {}", e.path));
+        return Some(Rule::EvidenceRemoved(e));
     }
-    if tr.contains("remove-evidence") || fam == "evidence-ablation" {
-        let what = state_changes
-            .iter()
-            .find(|e| matches!(e.change, Change::Removed { .. }))
-            .map(|e| format!("evidence removed: {}", e.path))
-            .unwrap_or_else(|| "evidence ablation: the variant lacks source evidence".into());
-        return s("missing-evidence", what);
+    if contains_ignore_case(tr, "remove-evidence") || fam.eq_ignore_ascii_case("evidence-ablation")
+    {
+        return Some(Rule::EvidenceAblation(b.state.iter().find(removed)));
     }
-    if tr.contains("evidence") || fam == "evidence-contrast" {
-        let what = state_changes
-            .iter()
-            .find(|e| !matches!(e.change, Change::Reordered { .. }))
-            .map(|e| match &e.change {
-                Change::Added { .. } => format!("new evidence {} added", e.path),
-                _ => format!("evidence changed at {}", e.path),
-            })
-            .unwrap_or_else(|| "evidence contrast".into());
-        let moved =
-            d.dp.map(|x| {
-                if x < 0.0 {
-                    format!(" and p fell by {}", fmt3(-x))
-                } else {
-                    format!(" and p rose by {}", fmt3(x))
-                }
-            })
-            .unwrap_or_default();
-        return s("conflicting-evidence", format!("{what}{moved}"));
+    if contains_ignore_case(tr, "evidence") || fam.eq_ignore_ascii_case("evidence-contrast") {
+        return Some(Rule::EvidenceContrast(
+            b.state
+                .iter()
+                .find(|e| !matches!(e.change, Change::Reordered { .. })),
+        ));
     }
-    if c.question_changed && state_changes.is_empty() {
-        let (Some(a), Some(b)) = (&r.source.question, &r.variant.question) else {
-            return s("ambiguous-contract", "only the question changed".into());
-        };
-        let words = if detailed {
-            diff::changed_words(a, b)
-        } else {
-            Vec::new()
-        };
-        let detail = words
-            .first()
-            .map(|(x, y)| {
+    if b.question_changed && b.state.is_empty() {
+        return Some(Rule::QuestionOnly);
+    }
+    if fam.eq_ignore_ascii_case("question")
+        || contains_ignore_case(tr, "paraphrase")
+        || contains_ignore_case(tr, "question")
+        || contains_ignore_case(tr, "typo")
+    {
+        return Some(Rule::QuestionTransformation);
+    }
+    if let Some(e) = b.state.first() {
+        return Some(Rule::FieldChange(e));
+    }
+    if fam.eq_ignore_ascii_case("state-noise")
+        || contains_ignore_case(tr, "irrelevant")
+        || contains_ignore_case(tr, "field")
+        || contains_ignore_case(tr, "reorder")
+    {
+        return Some(Rule::StateNoise);
+    }
+    if b.near_boundary == Some(true) {
+        return Some(Rule::NearBoundary);
+    }
+    Some(Rule::NoChange)
+}
+
+/// The reason for a rule's suggestion, in words.
+fn reason(r: &PairRecord, d: &Derived, rule: &Rule) -> String {
+    match *rule {
+        Rule::ServiceError => {
+            let (side, phrase) = match (r.variant.failure_phrase(), r.source.failure_phrase()) {
+                (Some(v), _) => ("variant", v),
+                (None, Some(s)) => ("source", s),
+                (None, None) => ("a request", "failed".to_string()),
+            };
+            format!("{side} {phrase}")
+        }
+        Rule::InvalidPair => {
+            let unexpected: &[String] = match &d.validity {
+                Validity::Invalid { unexpected } => unexpected,
+                _ => &[],
+            };
+            let more = if unexpected.len() > 1 {
+                format!(" (+{} more)", unexpected.len() - 1)
+            } else {
+                String::new()
+            };
+            let first = unexpected.first().map(String::as_str).unwrap_or_default();
+            format!("undeclared change: {first}{more}")
+        }
+        Rule::Boundary { margin, min } => {
+            if d.flip == Some(true) {
                 format!(
-                    " (\"{}\" → \"{}\")",
-                    super::text::inert_line(&clip(x, 24)),
-                    super::text::inert_line(&clip(y, 24))
+                    "source margin {} < {} and the route flipped",
+                    fmt3(margin),
+                    fmt_num(min)
                 )
-            })
-            .unwrap_or_default();
-        return s(
-            "ambiguous-contract",
-            format!("only the question changed{detail}"),
-        );
-    }
-    if fam == "question"
-        || tr.contains("paraphrase")
-        || tr.contains("question")
-        || tr.contains("typo")
-    {
-        return s(
-            "ambiguous-contract",
-            format!("question transformation `{}`", d.transformation.name),
-        );
-    }
-    if let Some(e) = state_changes.first() {
-        let reason = match &e.change {
+            } else {
+                format!("source margin {} < {}", fmt3(margin), fmt_num(min))
+            }
+        }
+        Rule::RecordedBoundary(reason) => format!(
+            "recorded: {}",
+            super::text::inert_line(reason.trim_end_matches('.'))
+        ),
+        Rule::EvidenceRemoved(e) => format!("evidence removed: {}", e.path),
+        Rule::EvidenceAblation(e) => e
+            .map(|e| format!("evidence removed: {}", e.path))
+            .unwrap_or_else(|| "evidence ablation: the variant lacks source evidence".into()),
+        Rule::EvidenceContrast(e) => {
+            let what = e
+                .map(|e| match &e.change {
+                    Change::Added { .. } => format!("new evidence {} added", e.path),
+                    _ => format!("evidence changed at {}", e.path),
+                })
+                .unwrap_or_else(|| "evidence contrast".into());
+            let moved =
+                d.dp.map(|x| {
+                    if x < 0.0 {
+                        format!(" and p fell by {}", fmt3(-x))
+                    } else {
+                        format!(" and p rose by {}", fmt3(x))
+                    }
+                })
+                .unwrap_or_default();
+            format!("{what}{moved}")
+        }
+        Rule::QuestionOnly => {
+            let (Some(a), Some(b)) = (&r.source.question, &r.variant.question) else {
+                return "only the question changed".into();
+            };
+            let detail = diff::changed_words(a, b)
+                .first()
+                .map(|(x, y)| {
+                    format!(
+                        " (\"{}\" → \"{}\")",
+                        super::text::inert_line(&clip(x, 24)),
+                        super::text::inert_line(&clip(y, 24))
+                    )
+                })
+                .unwrap_or_default();
+            format!("only the question changed{detail}")
+        }
+        Rule::QuestionTransformation => {
+            format!("question transformation `{}`", d.transformation.name)
+        }
+        Rule::FieldChange(e) => match &e.change {
             Change::Added { .. } => format!("irrelevant field {} added", e.path),
             Change::Removed { .. } => format!("field {} removed", e.path),
             Change::Reordered { .. } => format!("keys reordered at {}", e.path),
             Change::Changed { .. } => format!("value changed at {}", e.path),
-        };
-        return s("distractor", reason);
+        },
+        Rule::StateNoise => format!("state-noise transformation `{}`", d.transformation.name),
+        Rule::NearBoundary => format!(
+            "source margin {} is under the minimum {}",
+            fmt3(d.source_margin.unwrap_or(0.0)),
+            fmt_num(r.minimum_boundary_margin.unwrap_or(0.0))
+        ),
+        Rule::NoChange => "no payload change recorded; the contract is the usual suspect".into(),
     }
-    if fam == "state-noise"
-        || tr.contains("irrelevant")
-        || tr.contains("field")
-        || tr.contains("reorder")
-    {
-        return s(
-            "distractor",
-            format!("state-noise transformation `{}`", d.transformation.name),
-        );
-    }
-    if d.near_boundary == Some(true) {
-        return s(
-            "boundary",
-            format!(
-                "source margin {} is under the minimum {}",
-                fmt3(d.source_margin.unwrap_or(0.0)),
-                fmt_num(r.minimum_boundary_margin.unwrap_or(0.0))
-            ),
-        );
-    }
-    s(
-        "ambiguous-contract",
-        "no payload change recorded; the contract is the usual suspect".into(),
-    )
 }
 
-/// Boundary sensitivity: a near-threshold source, and a drift that is small
-/// next to the margin (a drift many times the margin is a real effect).
-fn boundary(r: &PairRecord, d: &Derived) -> Option<Suggestion> {
-    let m = d.source_margin?;
-    let min = r.minimum_boundary_margin?;
-    if m >= min {
-        return None;
+/// Whether `hay` contains `needle` (lowercase ASCII), ignoring ASCII case:
+/// `hay.to_ascii_lowercase().contains(needle)` without the copy.
+fn contains_ignore_case(hay: &str, needle: &str) -> bool {
+    let n = needle.as_bytes();
+    n.is_empty()
+        || hay
+            .as_bytes()
+            .windows(n.len())
+            .any(|w| w.eq_ignore_ascii_case(n))
+}
+
+/// Whether a path, as displayed and ignoring ASCII case, mentions evidence,
+/// a source or a proof. The displayed form is streamed through a small
+/// window rather than built.
+fn mentions_evidence(path: &JsonPath) -> bool {
+    use std::fmt::Write as _;
+    struct Window {
+        last: [u8; 8],
+        found: bool,
     }
-    let drift = d.dp.map(f64::abs).unwrap_or(0.0);
-    let allowed = (BOUNDARY_DRIFT_FACTOR * m).max(min);
-    if drift > allowed {
-        return None;
+    impl std::fmt::Write for Window {
+        fn write_str(&mut self, s: &str) -> std::fmt::Result {
+            for &b in s.as_bytes() {
+                self.last.copy_within(1.., 0);
+                self.last[7] = b.to_ascii_lowercase();
+                if self.last.ends_with(b"evidence")
+                    || self.last.ends_with(b"source")
+                    || self.last.ends_with(b"proof")
+                {
+                    self.found = true;
+                    // Stop formatting: the answer is known.
+                    return Err(std::fmt::Error);
+                }
+            }
+            Ok(())
+        }
     }
-    let reason = if d.flip == Some(true) {
-        format!(
-            "source margin {} < {} and the route flipped",
-            fmt3(m),
-            fmt_num(min)
-        )
-    } else {
-        format!("source margin {} < {}", fmt3(m), fmt_num(min))
+    let mut w = Window {
+        last: [0; 8],
+        found: false,
     };
-    Some(Suggestion {
-        category: "boundary",
-        reason,
-    })
+    let _ = write!(w, "{path}");
+    w.found
 }
 
 fn fmt3(x: f64) -> String {
@@ -257,6 +383,51 @@ mod tests {
     use crate::core::derive::derive;
     use crate::core::model::Outcome;
     use serde_json::json;
+
+    /// A path with keys that may be plain, quoted, mixed case or carry
+    /// control characters, and indices.
+    fn path() -> impl proptest::strategy::Strategy<Value = JsonPath> {
+        use proptest::prelude::*;
+        let seg = prop_oneof![
+            "[a-zA-Z_][a-zA-Z0-9_-]{0,6}".prop_map(diff::Seg::Key),
+            proptest::sample::select(vec![
+                "EviDence",
+                "my source",
+                "e\u{e}vidence",
+                "e\u{8e}VIDENCE",
+                "pro\nof",
+                "sour\"ce",
+                "ev\\idence",
+                "x.proof",
+                "évidence",
+                "proofs",
+            ])
+            .prop_map(|k| diff::Seg::Key(k.to_string())),
+            (0..12usize).prop_map(diff::Seg::Index),
+        ];
+        proptest::collection::vec(seg, 0..5).prop_map(JsonPath)
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn mentions_evidence_reads_the_displayed_path(p in path()) {
+            let shown = p.to_string().to_ascii_lowercase();
+            let expected =
+                shown.contains("evidence") || shown.contains("source") || shown.contains("proof");
+            proptest::prop_assert_eq!(mentions_evidence(&p), expected, "{}", p);
+        }
+
+        #[test]
+        fn contains_ignore_case_is_lowercase_contains(
+            hay in "[a-zA-Zé -]{0,12}(Evidence|TYPO|field)?[a-zA-Z -]{0,4}",
+            needle in proptest::sample::select(vec!["evidence", "typo", "field", "decision boundary", ""]),
+        ) {
+            proptest::prop_assert_eq!(
+                contains_ignore_case(&hay, needle),
+                hay.to_ascii_lowercase().contains(needle)
+            );
+        }
+    }
 
     #[test]
     fn categories_are_the_default_taxonomy() {
