@@ -8,6 +8,7 @@
 //! Everything here is pure and terminal-free: rendering (and making text inert) is the
 //! caller's job.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fmt::{self, Write as _};
 use std::time::{Duration, Instant};
@@ -248,7 +249,7 @@ pub(crate) trait Tree<'a>: Copy {
     /// [`canon_text`] of the value.
     fn canon_text(self) -> String;
     /// The value as an element `id` (a string or a number).
-    fn as_id(self) -> Option<ElementId>;
+    fn as_id(self) -> Option<ElementId<'a>>;
     /// The value itself, for the entries that carry it.
     fn value(self) -> Value;
 }
@@ -299,9 +300,9 @@ impl<'a> Tree<'a> for &'a Value {
         canon_text(self)
     }
 
-    fn as_id(self) -> Option<ElementId> {
+    fn as_id(self) -> Option<ElementId<'a>> {
         match self {
-            Value::String(s) => Some(ElementId::string(s)),
+            Value::String(s) => Some(ElementId::string(Cow::Borrowed(s))),
             Value::Number(n) => Some(ElementId::number(n)),
             _ => None,
         }
@@ -483,47 +484,39 @@ impl<'a> Walk<'a, '_> {
         &mut self,
         x: &[T],
         y: &[T],
-        ix: &[ElementId],
-        iy: &[ElementId],
+        ix: &[ElementId<'_>],
+        iy: &[ElementId<'_>],
         depth: usize,
     ) {
-        let pos_x: HashMap<&str, usize> = ix
-            .iter()
-            .enumerate()
-            .map(|(i, id)| (id.key.as_str(), i))
-            .collect();
-        let pos_y: HashMap<&str, usize> = iy
-            .iter()
-            .enumerate()
-            .map(|(i, id)| (id.key.as_str(), i))
-            .collect();
+        let pos_x = Positions::of(ix);
+        let pos_y = Positions::of(iy);
 
         // As for object keys: a reorder is reported only when it is the whole story.
         let reordered_only = x.len() == y.len()
-            && !ix.iter().zip(iy).all(|(p, q)| p.key == q.key)
+            && !ix.iter().zip(iy).all(|(p, q)| p.key() == q.key())
             && ix.iter().zip(x).all(|(id, v)| {
                 pos_y
-                    .get(id.key.as_str())
-                    .and_then(|&j| y.get(j))
+                    .get(id.key())
+                    .and_then(|j| y.get(j))
                     .is_some_and(|w| v.canon_eq(*w))
             });
         if reordered_only {
-            let labels =
-                |ids: &[ElementId]| ids.iter().map(|id| id.label.clone()).collect::<Vec<_>>();
+            let labels = |ids: &[ElementId<'_>]| {
+                ids.iter()
+                    .map(|id| id.label.to_string())
+                    .collect::<Vec<_>>()
+            };
             self.reordered(labels(ix).into_iter(), labels(iy).into_iter());
             return;
         }
         for (i, (id, v)) in ix.iter().zip(x).enumerate() {
-            match pos_y
-                .get(id.key.as_str())
-                .and_then(|&j| Some((j, y.get(j)?)))
-            {
+            match pos_y.get(id.key()).and_then(|j| Some((j, y.get(j)?))) {
                 Some((j, w)) => self.below(Step::Index(i), Step::Index(j), *v, *w, depth),
                 None => self.removed(Step::Index(i), *v),
             }
         }
         for (j, (id, w)) in iy.iter().zip(y).enumerate() {
-            if !pos_x.contains_key(id.key.as_str()) {
+            if pos_x.get(id.key()).is_none() {
                 self.added(Step::Index(j), *w);
             }
         }
@@ -603,40 +596,86 @@ impl<'a> Walk<'a, '_> {
     }
 }
 
-/// An element's `id`: `key` matches across sides (1 and 1.0 match, "1" and 1 do not),
+/// An element's `id`: its key matches across sides (1 and 1.0 match, "1" and 1 do not),
 /// `label` is what a reorder lists.
-pub(crate) struct ElementId {
-    key: String,
-    label: String,
+pub(crate) struct ElementId<'a> {
+    number: bool,
+    /// A string id's text, a number's canonical text.
+    text: Cow<'a, str>,
+    label: Cow<'a, str>,
 }
 
-impl ElementId {
-    pub(crate) fn string(s: &str) -> ElementId {
+impl<'a> ElementId<'a> {
+    pub(crate) fn string(s: Cow<'a, str>) -> ElementId<'a> {
         ElementId {
-            key: format!("s:{s}"),
-            label: s.to_string(),
+            number: false,
+            label: s.clone(),
+            text: s,
         }
     }
 
-    pub(crate) fn number(n: &Number) -> ElementId {
+    pub(crate) fn number(n: &Number) -> ElementId<'a> {
         ElementId {
-            key: format!("n:{}", canon_number(n)),
-            label: n.to_string(),
+            number: true,
+            text: Cow::Owned(canon_number(n)),
+            label: Cow::Owned(n.to_string()),
+        }
+    }
+
+    fn key(&self) -> (bool, &str) {
+        (self.number, &self.text)
+    }
+}
+
+/// Where each id sits in its array: found by a walk in a short array, by a
+/// table in a long one.
+enum Positions<'i> {
+    Few(&'i [ElementId<'i>]),
+    Many(HashMap<(bool, &'i str), usize>),
+}
+
+impl<'i> Positions<'i> {
+    const FEW: usize = 16;
+
+    fn of(ids: &'i [ElementId<'i>]) -> Self {
+        if ids.len() <= Self::FEW {
+            Positions::Few(ids)
+        } else {
+            Positions::Many(
+                ids.iter()
+                    .enumerate()
+                    .map(|(i, id)| (id.key(), i))
+                    .collect(),
+            )
+        }
+    }
+
+    fn get(&self, key: (bool, &str)) -> Option<usize> {
+        match self {
+            Positions::Few(ids) => ids.iter().position(|id| id.key() == key),
+            Positions::Many(m) => m.get(&key).copied(),
         }
     }
 }
 
 /// The ids of an array whose elements are all objects with a unique string or numeric
 /// `id`; `None` when id matching would be ambiguous or impossible.
-fn element_ids<'a, T: Tree<'a>>(xs: &[T]) -> Option<Vec<ElementId>> {
-    let mut seen = HashSet::new();
-    let mut ids = Vec::with_capacity(xs.len());
+fn element_ids<'a, T: Tree<'a>>(xs: &[T]) -> Option<Vec<ElementId<'a>>> {
+    let mut ids: Vec<ElementId<'a>> = Vec::with_capacity(xs.len());
+    let mut seen: Option<HashSet<(bool, Cow<'a, str>)>> = None;
     for x in xs {
         if x.class() != Class::Object {
             return None;
         }
         let id = x.get("id")?.as_id()?;
-        if !seen.insert(id.key.clone()) {
+        let repeated = if ids.len() < Positions::FEW {
+            ids.iter().any(|p| p.key() == id.key())
+        } else {
+            let seen = seen
+                .get_or_insert_with(|| ids.iter().map(|p| (p.number, p.text.clone())).collect());
+            !seen.insert((id.number, id.text.clone()))
+        };
+        if repeated {
             return None;
         }
         ids.push(id);

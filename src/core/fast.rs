@@ -1225,8 +1225,23 @@ fn diff_states<'a>(
 /// where they lie in the line (see [`Raw`]), and the entries carry no
 /// values, which the index does not keep.
 fn diff_members(x: &[Member<'_>], y: &[Member<'_>]) -> Option<Vec<DiffEntry>> {
+    thread_local! {
+        static NODES: std::cell::Cell<Vec<Node>> = const { std::cell::Cell::new(Vec::new()) };
+    }
+    // The nodes' buffer is kept for the thread's next line.
+    let mut nodes = NODES.take();
+    let out = diff_members_in(x, y, &mut nodes);
+    nodes.clear();
+    NODES.set(nodes);
+    out
+}
+
+fn diff_members_in(
+    x: &[Member<'_>],
+    y: &[Member<'_>],
+    nodes: &mut Vec<Node>,
+) -> Option<Vec<DiffEntry>> {
     let root = JsonPath::root("state");
-    let mut nodes = Vec::new();
     // A reorder is reported only when it is the whole story.
     let same_order = x.len() == y.len() && x.iter().zip(y).all(|(a, b)| a.0 == b.0);
     if !same_order && x.len() == y.len() {
@@ -1234,7 +1249,7 @@ fn diff_members(x: &[Member<'_>], y: &[Member<'_>]) -> Option<Vec<DiffEntry>> {
         for (k, v) in x {
             match find(y, k) {
                 Some(w) if w == *v => {}
-                Some(w) if texts_equal(v, w, &mut nodes)? => {}
+                Some(w) if texts_equal(v, w, nodes)? => {}
                 _ => {
                     all_equal = false;
                     break;
@@ -1255,7 +1270,7 @@ fn diff_members(x: &[Member<'_>], y: &[Member<'_>]) -> Option<Vec<DiffEntry>> {
     for (k, v) in x {
         match find(y, k) {
             Some(w) if w == *v => {}
-            Some(w) => out.extend(diff_texts(&root.key(k), v, w, &mut nodes)?),
+            Some(w) => out.extend(diff_texts(&root.key(k), v, w, nodes)?),
             None => out.push(DiffEntry {
                 path: root.key(k),
                 change: Change::Removed {
@@ -1567,9 +1582,9 @@ impl<'a> diff::Tree<'a> for Raw<'a> {
         diff::canon_text(&self.value())
     }
 
-    fn as_id(self) -> Option<diff::ElementId> {
+    fn as_id(self) -> Option<diff::ElementId<'a>> {
         match self.node().kind {
-            Kind::Str | Kind::Esc => Some(diff::ElementId::string(&self.string()?)),
+            Kind::Str | Kind::Esc => Some(diff::ElementId::string(self.string()?)),
             Kind::Num => Some(diff::ElementId::number(&self.number()?)),
             _ => None,
         }
