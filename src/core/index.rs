@@ -1375,6 +1375,8 @@ fn index_files(
     let mut st = IndexState {
         interned: Interner::default(),
         triples: HashMap::default(),
+        last: [NO_SYM; Field::COUNT],
+        last_triple: None,
         batch: Batch::default(),
         bytes_read: 0,
         tx,
@@ -1476,10 +1478,32 @@ impl Interner {
     }
 }
 
+/// The interned fields of a row, each with its own memo of the last value.
+#[derive(Clone, Copy)]
+enum Field {
+    Contract,
+    Schema,
+    Model,
+    Case,
+    Variant,
+    Transformation,
+    Family,
+}
+
+impl Field {
+    const COUNT: usize = 7;
+}
+
 pub(crate) struct IndexState {
     interned: Interner,
     /// The id of each (contract, schema, model) triple seen.
     triples: FxMap<[Sym; 3], u32>,
+    /// Each field's id in the row before: neighbouring rows mostly repeat
+    /// their case, versions, family and transformation, and comparing with
+    /// the last one is cheaper than a look-up in a large table.
+    last: [Sym; Field::COUNT],
+    /// The triple of the row before, and its id.
+    last_triple: Option<([Sym; 3], u32)>,
     batch: Batch,
     bytes_read: u64,
     tx: Sender<Batch>,
@@ -1487,16 +1511,35 @@ pub(crate) struct IndexState {
 }
 
 impl IndexState {
-    fn intern(&mut self, s: Option<&str>) -> Sym {
+    fn intern(&mut self, field: Field, s: Option<&str>) -> Sym {
         let Some(s) = s else { return NO_SYM };
+        let last = self.last[field as usize];
+        if last != NO_SYM {
+            let Interner { text, ends, .. } = &self.interned;
+            if Interner::at(text, ends, last) == s {
+                return last;
+            }
+        }
         let (id, new) = self.interned.intern(s);
         if new {
             self.batch.strings.push(s.into());
         }
+        self.last[field as usize] = id;
         id
     }
 
     fn versions(&mut self, triple: [Sym; 3]) -> u32 {
+        if let Some((last, id)) = self.last_triple
+            && last == triple
+        {
+            return id;
+        }
+        let id = self.versions_of(triple);
+        self.last_triple = Some((triple, id));
+        id
+    }
+
+    fn versions_of(&mut self, triple: [Sym; 3]) -> u32 {
         let next = self.triples.len() as u32;
         let id = *self.triples.entry(triple).or_insert(next);
         if id == next {
@@ -1562,9 +1605,9 @@ impl IndexState {
                 }
                 let s = &d.summary;
                 let versions = [
-                    self.intern(d.contract.as_ref().map(|t| t.get(buf))),
-                    self.intern(d.schema.as_ref().map(|t| t.get(buf))),
-                    self.intern(d.model.as_ref().map(|t| t.get(buf))),
+                    self.intern(Field::Contract, d.contract.as_ref().map(|t| t.get(buf))),
+                    self.intern(Field::Schema, d.schema.as_ref().map(|t| t.get(buf))),
+                    self.intern(Field::Model, d.model.as_ref().map(|t| t.get(buf))),
                 ];
                 let row = PairRow {
                     loc: Loc::new(
@@ -1573,10 +1616,11 @@ impl IndexState {
                         line.offset + d.trim_start as u64,
                         u32::try_from(d.body_len).unwrap_or(u32::MAX),
                     ),
-                    case: self.intern(Some(d.case.get(buf))),
-                    variant: self.intern(Some(d.variant.get(buf))),
-                    transformation: self.intern(Some(d.transformation.as_ref())),
-                    family: self.intern(d.family.as_deref()),
+                    case: self.intern(Field::Case, Some(d.case.get(buf))),
+                    variant: self.intern(Field::Variant, Some(d.variant.get(buf))),
+                    transformation: self
+                        .intern(Field::Transformation, Some(d.transformation.as_ref())),
+                    family: self.intern(Field::Family, d.family.as_deref()),
                     dp: s.dp,
                     dc: s.dc,
                     margin: s.margin,
@@ -1609,12 +1653,15 @@ pub(crate) struct Line {
     overlong: Option<u64>,
 }
 
-/// What one line gave.
+/// What one line gave. Nearly every line is a row, so the row is held in
+/// place: boxing it would cost an allocation per line to save space on the
+/// rare blank or problem.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum LineOut {
     Blank,
     Problem(ProblemKind, String),
-    Row(Box<RowData>),
+    Row(RowData),
 }
 
 /// A string of a row: a span of the chunk it was read from, or its own copy
@@ -1986,7 +2033,7 @@ pub(crate) fn process_line(buf: &[u8], line: &Line, max_line: usize, mode: Parse
         }
     };
     let out = match mode {
-        ParseMode::Fast => fast_row(buf, body).map(|d| LineOut::Row(Box::new(d))),
+        ParseMode::Fast => fast_row(buf, body).map(LineOut::Row),
         ParseMode::Slow => None,
     };
     let mut out = out.unwrap_or_else(|| slow_row(body, line.terminated));
@@ -2115,7 +2162,7 @@ fn slow_row(body: &str, terminated: bool) -> LineOut {
     }
     let summary = summarize(&record, &d);
     let transformation = transformation_name(&mut record, &d);
-    LineOut::Row(Box::new(RowData {
+    LineOut::Row(RowData {
         trim_start: 0,
         body_len: 0,
         case: Text::Owned(std::mem::take(&mut record.case_id)),
@@ -2128,7 +2175,7 @@ fn slow_row(body: &str, terminated: bool) -> LineOut {
         model: record.model_id.take().map(Text::Owned),
         summary,
         warnings,
-    }))
+    })
 }
 
 /// The path of the first key an object of `json` repeats (`source.state.a`,
