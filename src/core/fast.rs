@@ -1246,8 +1246,8 @@ fn diff_members_in(
     let same_order = x.len() == y.len() && x.iter().zip(y).all(|(a, b)| a.0 == b.0);
     if !same_order && x.len() == y.len() {
         let mut all_equal = true;
-        for (k, v) in x {
-            match find(y, k) {
+        for (i, (k, v)) in x.iter().enumerate() {
+            match find(y, k, i) {
                 Some(w) if w == *v => {}
                 Some(w) if texts_equal(v, w, nodes)? => {}
                 _ => {
@@ -1267,8 +1267,8 @@ fn diff_members_in(
         }
     }
     let mut out = Vec::new();
-    for (k, v) in x {
-        match find(y, k) {
+    for (i, (k, v)) in x.iter().enumerate() {
+        match find(y, k, i) {
             Some(w) if w == *v => {}
             Some(w) => out.extend(diff_texts(&root.key(k), v, w, nodes)?),
             None => out.push(DiffEntry {
@@ -1279,8 +1279,8 @@ fn diff_members_in(
             }),
         }
     }
-    for (k, _) in y {
-        if find(x, k).is_none() {
+    for (j, (k, _)) in y.iter().enumerate() {
+        if find(x, k, j).is_none() {
             out.push(DiffEntry {
                 path: root.key(k),
                 change: Change::Added { after: Value::Null },
@@ -1294,9 +1294,17 @@ fn diff_members_in(
 /// declines escaped keys) and its raw value.
 type Member<'a> = (&'a str, &'a str);
 
-/// The raw value of key `k` in `m`.
-fn find<'a>(m: &[Member<'a>], k: &str) -> Option<&'a str> {
-    m.iter().find(|(mk, _)| *mk == k).map(|(_, v)| *v)
+/// The raw value of key `k` in `m`, looked for first at `near` and its
+/// neighbours (the other state's members mostly sit where they did, or one
+/// place off after a member was added or removed).
+fn find<'a>(m: &[Member<'a>], k: &str, near: usize) -> Option<&'a str> {
+    let around = [near, near.wrapping_sub(1), near + 1];
+    around
+        .iter()
+        .filter_map(|&i| m.get(i))
+        .chain(m.iter())
+        .find(|(mk, _)| *mk == k)
+        .map(|(_, v)| *v)
 }
 
 fn full(v: &str) -> Option<Value> {
