@@ -1424,7 +1424,11 @@ impl std::hash::Hasher for FxHasher {
     }
 
     fn finish(&self) -> u64 {
-        self.0
+        // The multiplications mix upwards only: the low bits, which pick
+        // the bucket, would hardly depend on the first bytes of a string
+        // (ids such as `case-000120` and `case-000210` would crowd into
+        // few buckets). The rotation brings the well-mixed high bits down.
+        self.0.rotate_left(26)
     }
 }
 
