@@ -1389,42 +1389,31 @@ fn lay_out_at(b: &[u8], i: &mut usize, nodes: &mut Vec<Node>, key: (u32, u32)) -
         len: 0,
     };
     nodes.push(node);
-    let (open, close) = match *b.get(start)? {
+    // An object or an array is read on below, up to its closing byte.
+    let (kind, close) = match *b.get(start)? {
         b'"' => {
             let (kind, end) = string_end(b, start)?;
-            node.kind = kind;
             *i = end;
-            (false, b'"')
+            (kind, None)
         }
-        b'{' => {
-            node.kind = Kind::Obj;
-            (true, b'}')
-        }
-        b'[' => {
-            node.kind = Kind::Arr;
-            (true, b']')
-        }
-        b't' => {
-            node.kind = Kind::True;
-            *i += 4;
-            (false, b't')
-        }
-        b'f' => {
-            node.kind = Kind::False;
-            *i += 5;
-            (false, b'f')
-        }
-        b'n' => {
-            *i += 4;
-            (false, b'n')
+        b'{' => (Kind::Obj, Some(b'}')),
+        b'[' => (Kind::Arr, Some(b']')),
+        literal @ (b't' | b'f' | b'n') => {
+            let (kind, len) = match literal {
+                b't' => (Kind::True, 4),
+                b'f' => (Kind::False, 5),
+                _ => (Kind::Null, 4),
+            };
+            *i += len;
+            (kind, None)
         }
         _ => {
-            node.kind = Kind::Num;
             *i = number_token(b, start)?.end;
-            (false, b'0')
+            (Kind::Num, None)
         }
     };
-    if open {
+    node.kind = kind;
+    if let Some(close) = close {
         *i += 1;
         let mut last = NONE;
         loop {
