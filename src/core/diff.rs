@@ -322,14 +322,27 @@ pub(crate) fn diff_trees<'a, T: Tree<'a>>(
     b: T,
     values: bool,
 ) -> Vec<DiffEntry> {
+    diff_trees_at(root, None, a, b, values)
+}
+
+/// [`diff_trees`] of two values found under `key` at `root` on both sides
+/// (`root.key(key)` without building it first).
+pub(crate) fn diff_trees_at<'a, T: Tree<'a>>(
+    root: &JsonPath,
+    key: Option<&'a str>,
+    a: T,
+    b: T,
+    values: bool,
+) -> Vec<DiffEntry> {
+    let steps = || key.map(Step::Key).into_iter().collect::<Vec<_>>();
     let mut walk = Walk {
         root,
-        a: Vec::new(),
-        b: Vec::new(),
+        a: steps(),
+        b: steps(),
         values,
         out: Vec::new(),
     };
-    walk.diff(a, b, 0);
+    walk.diff(a, b, usize::from(key.is_some()));
     walk.out
 }
 
