@@ -531,17 +531,19 @@ pub fn lean(r: &PairRecord, state_diff: Option<Vec<DiffEntry>>) -> Lean {
 /// Whether some change the variant made is not declared in
 /// `allowed_changes` (what fills [`Changes::unexpected`]).
 fn any_unexpected(r: &PairRecord, question_changed: bool, state: &[DiffEntry]) -> bool {
-    let covered = |path: Changed| {
-        r.allowed_changes
-            .iter()
-            .flatten()
-            .any(|s| allowed_covers(s, path))
-    };
-    (question_changed && !covered(Changed::Question))
+    (question_changed && !permitted(r, Changed::Question))
         || state
             .iter()
             .filter(|e| !matches!(e.change, Change::Reordered { .. }))
-            .any(|e| !covered(Changed::Path(&e.path.0)))
+            .any(|e| !permitted(r, Changed::Path(&e.path.0)))
+}
+
+/// Whether some entry of `allowed_changes` permits a change at `path`.
+fn permitted(r: &PairRecord, path: Changed) -> bool {
+    r.allowed_changes
+        .iter()
+        .flatten()
+        .any(|s| allowed_covers(s, path))
 }
 
 /// A changed path: the question, or a place in the state.
@@ -656,28 +658,20 @@ fn compute_changes(r: &PairRecord, state_diff: Option<Vec<DiffEntry>>) -> Change
         state: state_changes(r, state_diff),
         ..Changes::default()
     };
-    let allowed: Vec<JsonPath> = r
-        .allowed_changes
-        .iter()
-        .flatten()
-        .flat_map(|s| allowed_paths(s))
-        .collect();
-    let mut changed: Vec<JsonPath> = Vec::new();
+    let mut sort = |name: String, path: Changed| {
+        if permitted(r, path) {
+            c.permitted.push(name);
+        } else {
+            c.unexpected.push(name);
+        }
+    };
     if c.question_changed {
-        changed.push(JsonPath::root("question"));
+        sort("question".to_string(), Changed::Question);
     }
     for e in &c.state {
         // A reorder keeps every canonical value, so it is not a change of facts.
         if !matches!(e.change, Change::Reordered { .. }) {
-            changed.push(e.path.clone());
-        }
-    }
-    for p in changed {
-        let name = p.to_string();
-        if allowed.iter().any(|a| a.is_prefix_of(&p)) {
-            c.permitted.push(name);
-        } else {
-            c.unexpected.push(name);
+            sort(e.path.to_string(), Changed::Path(&e.path.0));
         }
     }
     c
