@@ -134,15 +134,10 @@ pub fn term(field: &str, value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::index::{OpenOptions, load_run};
 
     #[test]
     fn counts_add_up_and_terms_parse() {
-        let idx = load_run(
-            &["sample-runs/support-urgency.jsonl".into()],
-            &OpenOptions::default(),
-        )
-        .unwrap();
+        let idx = crate::core::index::sample::sample();
         let rows: Vec<u32> = (0..idx.rows.len() as u32).collect();
         let f = facets(&idx, &rows, None);
         assert_eq!(f.len(), 5);

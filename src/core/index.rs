@@ -2324,6 +2324,21 @@ pub fn human_bytes(n: u64) -> String {
     format!("{x:.1} {}", UNITS[u])
 }
 
+/// The sample run the tests of the core and the list open.
+#[cfg(test)]
+pub(crate) mod sample {
+    use super::{OpenOptions, RunIndex, load_run};
+
+    pub(crate) const SAMPLE: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/sample-runs/support-urgency.jsonl"
+    );
+
+    pub(crate) fn sample() -> RunIndex {
+        load_run(&[SAMPLE.to_string()], &OpenOptions::default()).expect("the sample run opens")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1872,14 +1872,7 @@ mod tests {
     use std::io::Write;
     use std::time::Instant;
 
-    const SAMPLE: &str = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/sample-runs/support-urgency.jsonl"
-    );
-
-    fn sample() -> RunIndex {
-        load_run(&[SAMPLE.to_string()], &OpenOptions::default()).expect("the sample run opens")
-    }
+    use crate::core::index::sample::{SAMPLE, sample};
 
     fn all_rows(index: &RunIndex) -> Vec<u32> {
         (0..index.rows.len() as u32).collect()

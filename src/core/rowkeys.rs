@@ -237,14 +237,7 @@ mod tests {
     use crate::core::annotations::{AnnotationSource, Change};
     use crate::core::index::{OpenOptions, load_run};
 
-    const SAMPLE: &str = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/sample-runs/support-urgency.jsonl"
-    );
-
-    fn sample() -> RunIndex {
-        load_run(&[SAMPLE.to_string()], &OpenOptions::default()).expect("the sample opens")
-    }
+    use crate::core::index::sample::{SAMPLE, sample};
 
     /// Each row's key from a full parse of its line.
     fn truth(index: &RunIndex) -> Vec<RecordKey> {

@@ -1564,11 +1564,7 @@ mod tests {
 
     #[test]
     fn sample_run_totals_add_up() {
-        let path = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/sample-runs/support-urgency.jsonl"
-        );
-        let index = load_run(&[path.to_string()], &OpenOptions::default()).unwrap();
+        let index = crate::core::index::sample::sample();
         let rows: Vec<u32> = (0..index.rows.len() as u32).collect();
         let failures = index
             .rows

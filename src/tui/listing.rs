@@ -359,18 +359,15 @@ pub fn build_items(
 mod tests {
     use super::*;
     use crate::core::annotations::AnnotationStore;
-    use crate::core::index::{Batch, Loc, OpenOptions, PairRow, load_run};
+    use crate::core::index::{Batch, Loc, PairRow};
     use std::cmp::Ordering;
 
-    const SAMPLE: &str = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/sample-runs/support-urgency.jsonl"
-    );
+    use crate::core::index::sample::sample;
 
     /// `n` rows cloned from the sample with shuffled case names, repeated
     /// and missing numbers, so every key has ties and "not recorded" values.
     fn synthetic(n: usize) -> RunIndex {
-        let base = load_run(&[SAMPLE.to_string()], &OpenOptions::default()).expect("sample");
+        let base = sample();
         let mut strings: Vec<Box<str>> = base.strings().to_vec();
         let first_case = strings.len() as Sym;
         let cases = n.div_ceil(7);
