@@ -217,10 +217,8 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
         return;
     }
     if let Some((case, rows)) = app.selected_case() {
-        f.render_widget(
-            Paragraph::new(case_lines(app, case, rows, inner.width as usize, t)),
-            inner,
-        );
+        let lines = case_lines(app, case, rows, inner.width as usize, t);
+        super::lines::draw(f.buffer_mut(), inner, &lines);
         return;
     }
     let Some(d) = app
@@ -237,12 +235,20 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
         return;
     };
     // The triage lines wrap to the pane, so a narrow one still shows them whole.
-    let mut lines = header_lines(app, inner.width as usize, t);
+    let header = header_lines(app, inner.width as usize, t);
     let doc = d.doc.lines(app.detail_mode);
-    let room = (inner.height as usize).saturating_sub(lines.len());
+    let room = (inner.height as usize).saturating_sub(header.len());
     let start = app.detail_scroll.min(doc.len().saturating_sub(1));
-    lines.extend(doc.iter().skip(start).take(room).cloned());
-    f.render_widget(Paragraph::new(lines), inner);
+    super::lines::draw(f.buffer_mut(), inner, &header);
+    if room > 0 {
+        let below = Rect {
+            y: inner.y + header.len() as u16,
+            height: room as u16,
+            ..inner
+        };
+        let shown = &doc[start.min(doc.len())..(start + room).min(doc.len())];
+        super::lines::draw(f.buffer_mut(), below, shown);
+    }
     if doc.len() > room && room > 0 {
         let pct = ((start + room).min(doc.len()) * 100) / doc.len().max(1);
         let tag = format!(" {}% ", pct);

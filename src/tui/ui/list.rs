@@ -4,7 +4,7 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph};
+use ratatui::widgets::{Block, Borders};
 
 use crate::core::derive::Status;
 use crate::core::index::{PairRow, flags};
@@ -198,7 +198,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
         let row = &app.index.rows[row_idx as usize];
         lines.push(row_line(app, row_idx, row, &c, base, t, w));
     }
-    f.render_widget(Paragraph::new(lines), inner);
+    super::lines::draw(f.buffer_mut(), inner, &lines);
 }
 
 fn row_line(

@@ -7,6 +7,7 @@
 //! prompts) are drawn last, over the main screen.
 
 mod detail;
+mod lines;
 mod list;
 mod overlay;
 mod status;
