@@ -16,7 +16,10 @@
 //! The two states are compared as raw bytes; when the second side's state
 //! is byte-identical to the first's it is not scanned again (a complete JSON
 //! value ends where its text ends, so equal text is an equal, equally valid
-//! value). When they differ, members of the second state whose text repeats
+//! value). A state object whose text repeats the one the same side had on
+//! the thread's previous line (the lines of one case share their source
+//! state) is recalled the same way, with its members, and not scanned
+//! either. When they differ, members of the second state whose text repeats
 //! the first's are stepped over the same way, and only members whose text
 //! differs are diffed: laid out where they lie in the line (`Raw`) and
 //! walked by the same diff as parsed values (`diff::Tree`), so no value is
@@ -245,6 +248,63 @@ struct Scratch {
     /// The members of each side's state, when it is an object scanned here.
     members: [Vec<MemberSpan>; 2],
     state_is_object: [bool; 2],
+    /// The state object each side last scanned, kept from line to line.
+    memo: [StateMemo; 2],
+}
+
+/// A state object scanned on an earlier line: its text, the depth it was
+/// read at, and its members' spans counted from its start. The lines of a
+/// case repeat its source state, one line per variant; a state whose text
+/// begins the same way at the same depth is the same valid object (it ends
+/// with its closing brace), with the same members, and is not scanned again.
+#[derive(Default)]
+struct StateMemo {
+    text: Vec<u8>,
+    depth: usize,
+    members: Vec<MemberSpan>,
+}
+
+impl StateMemo {
+    /// If the object at `b[start..]` is this one, its members, placed at
+    /// `start`, are added to `out`, and its length is returned.
+    fn recall(
+        &self,
+        b: &[u8],
+        start: usize,
+        depth: usize,
+        out: &mut Vec<MemberSpan>,
+    ) -> Option<usize> {
+        if self.text.is_empty() || self.depth != depth || !b[start..].starts_with(&self.text) {
+            return None;
+        }
+        let at = u32::try_from(start).ok()?;
+        out.extend(
+            self.members
+                .iter()
+                .map(|&(ks, ke, vs, ve)| (ks + at, ke + at, vs + at, ve + at)),
+        );
+        Some(self.text.len())
+    }
+
+    /// Keep the object `b[start..end]`, read at `depth`, with its members.
+    fn keep(
+        &mut self,
+        b: &[u8],
+        (start, end): (usize, usize),
+        depth: usize,
+        members: &[MemberSpan],
+    ) {
+        let at = start as u32;
+        self.text.clear();
+        self.text.extend_from_slice(&b[start..end]);
+        self.depth = depth;
+        self.members.clear();
+        self.members.extend(
+            members
+                .iter()
+                .map(|&(ks, ke, vs, ve)| (ks - at, ke - at, vs - at, ve - at)),
+        );
+    }
 }
 
 impl Scratch {
@@ -579,6 +639,12 @@ impl<'a> Scan<'a, '_> {
         if self.peek()? != b'{' {
             return self.value(depth);
         }
+        self.s.state_is_object[w] = true;
+        let sc = &mut *self.s;
+        if let Some(len) = sc.memo[w].recall(b, start, depth, &mut sc.members[w]) {
+            self.i = start + len;
+            return Some(Kind::Obj);
+        }
         let other = self.s.state_is_object[1 - w];
         self.object(depth + 1, |s, (ks, ke), d| {
             let vs = s.i;
@@ -589,7 +655,8 @@ impl<'a> Scan<'a, '_> {
             s.s.members[w].push(span);
             Some(())
         })?;
-        self.s.state_is_object[w] = true;
+        let sc = &mut *self.s;
+        sc.memo[w].keep(b, (start, self.i), depth, &sc.members[w]);
         Some(Kind::Obj)
     }
 

@@ -2972,6 +2972,35 @@ mod tests {
                 assert_agrees(&line);
             }
 
+            /// Lines that repeat earlier lines' states, at other offsets and
+            /// on either side: read on one thread, one after another, as the
+            /// loader reads a case's lines, a state recalled from an earlier
+            /// line reads as the slow path reads it.
+            #[test]
+            fn states_repeated_from_line_to_line_read_as_the_slow_path_reads_them(
+                (a, b) in edited_states(),
+                steps in proptest::collection::vec((0..4u8, 0..40usize, any::<bool>()), 1..6),
+            ) {
+                for (pick, pad, swap) in steps {
+                    let (src, var) = match pick {
+                        0 => (&a, &a),
+                        1 => (&a, &b),
+                        2 => (&b, &a),
+                        _ => (&b, &b),
+                    };
+                    let case = "c".repeat(pad + 1);
+                    let sides = if swap {
+                        format!(r#""variant":{{"state":{var}}},"source":{{"state":{src}}}"#)
+                    } else {
+                        format!(r#""source":{{"state":{src}}},"variant":{{"state":{var}}}"#)
+                    };
+                    let line = format!(
+                        r#"{{"case_id":"{case}","variant_id":"v","allowed_changes":["state.a"],{sides}}}"#
+                    );
+                    assert_agrees(&line);
+                }
+            }
+
             /// A variant state that repeats some of the source's members.
             #[test]
             fn shared_state_members_read_as_the_slow_path_reads_them(
