@@ -895,6 +895,18 @@ pub fn parse_fast(line: &str) -> Option<Fast<'_>> {
     })
 }
 
+/// Forget the states this thread's scans keep from line to line, so that
+/// what follows reads as if on a fresh thread (for the fuzz targets, whose
+/// inputs must each reproduce alone).
+#[doc(hidden)]
+pub fn forget_states() {
+    SCRATCH.with(|c| {
+        if let Ok(mut s) = c.try_borrow_mut() {
+            s.memo = Default::default();
+        }
+    });
+}
+
 /// Whether the structural scan alone accepts `line`, for
 /// `examples/stages.rs`.
 #[doc(hidden)]
