@@ -1423,6 +1423,19 @@ impl std::hash::Hasher for FxHasher {
         self.write(&[i]);
     }
 
+    fn write_u32(&mut self, i: u32) {
+        self.write_u64(u64::from(i));
+    }
+
+    fn write_u64(&mut self, i: u64) {
+        const K: u64 = 0x517c_c1b7_2722_0a95;
+        self.0 = (self.0.rotate_left(5) ^ i).wrapping_mul(K);
+    }
+
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64);
+    }
+
     fn finish(&self) -> u64 {
         // The multiplications mix upwards only: the low bits, which pick
         // the bucket, would hardly depend on the first bytes of a string

@@ -21,7 +21,7 @@ use serde::Serialize;
 
 use super::annotations::AnnotationStore;
 use super::derive::Status;
-use super::index::{ExpKind, NO_SYM, PairRow, RunIndex, Sym, ValidityCode, flags};
+use super::index::{ExpKind, FxMap, NO_SYM, PairRow, RunIndex, Sym, ValidityCode, flags};
 use super::model::fmt_num;
 use super::text::inert_line;
 
@@ -261,12 +261,15 @@ fn median(values: &[f64]) -> Option<f64> {
     if v.is_empty() {
         return None;
     }
-    v.sort_by(f64::total_cmp);
-    let mid = v.len() / 2;
-    Some(if v.len() % 2 == 1 {
-        v[mid]
+    // The middle value in place, without sorting the rest (a million
+    // pairs are summarised at once): what precedes it is no larger.
+    let (mid, odd) = (v.len() / 2, v.len() % 2 == 1);
+    let (below, &mut m, _) = v.select_nth_unstable_by(mid, f64::total_cmp);
+    Some(if odd {
+        m
     } else {
-        (v[mid - 1] + v[mid]) / 2.0
+        let lower = below.iter().copied().max_by(f64::total_cmp).unwrap_or(m);
+        (lower + m) / 2.0
     })
 }
 
@@ -386,17 +389,95 @@ impl Acc {
 /// What one source case showed.
 #[derive(Debug, Default, Clone, Copy)]
 struct CaseAcc {
+    /// Its rows among those summarised.
+    rows: u32,
     failed: bool,
     flipped: bool,
     routes_known: bool,
 }
 
-/// What the trials of one (case, variant, model) showed.
-#[derive(Debug, Default, Clone, Copy)]
-struct TrialAcc {
-    seen: u64,
-    passed: bool,
-    failed: bool,
+/// The cases seen, by slot: an interned id is its own slot (ids are dense),
+/// and any other (a row without a case) gets one past them.
+struct Cases {
+    acc: Vec<CaseAcc>,
+    interned: usize,
+    others: FxMap<Sym, usize>,
+}
+
+impl Cases {
+    fn new(index: &RunIndex) -> Cases {
+        let interned = index.strings().len();
+        Cases {
+            acc: vec![CaseAcc::default(); interned],
+            interned,
+            others: FxMap::default(),
+        }
+    }
+
+    fn slot(&mut self, case: Sym) -> usize {
+        if (case as usize) < self.interned {
+            return case as usize;
+        }
+        let acc = &mut self.acc;
+        *self.others.entry(case).or_insert_with(|| {
+            acc.push(CaseAcc::default());
+            acc.len() - 1
+        })
+    }
+}
+
+/// How many trials — (case, variant, model) — were run more than once, and
+/// how many of those both passed and failed. The rows are put in buckets by
+/// case (`cases` counts each case's rows), so each trial is looked for among
+/// its case's few rows instead of in a table of every trial.
+fn repeated_trials(index: &RunIndex, rows: &[u32], cases: &Cases) -> (u64, u64) {
+    let slot = |case: Sym| {
+        if (case as usize) < cases.interned {
+            case as usize
+        } else {
+            cases.others[&case]
+        }
+    };
+    let mut start = Vec::with_capacity(cases.acc.len() + 1);
+    let mut total = 0u32;
+    for c in &cases.acc {
+        start.push(total);
+        total += c.rows;
+    }
+    start.push(total);
+    let mut next = start.clone();
+    let mut bucketed = vec![0u32; total as usize];
+    for &i in rows {
+        if let Some(row) = index.rows.get(i as usize) {
+            let s = slot(row.case);
+            bucketed[next[s] as usize] = i;
+            next[s] += 1;
+        }
+    }
+    let (mut repeated, mut inconsistent) = (0u64, 0u64);
+    let mut trials: Vec<(Sym, Sym, Status)> = Vec::new();
+    for w in start.windows(2) {
+        let ids = &bucketed[w[0] as usize..w[1] as usize];
+        if ids.len() < 2 {
+            continue;
+        }
+        trials.clear();
+        trials.extend(ids.iter().map(|&i| {
+            let r = &index.rows[i as usize];
+            (r.variant, index.model(r), r.status())
+        }));
+        trials.sort_unstable_by_key(|t| (t.0, t.1));
+        for run in trials.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
+            if run.len() > 1 {
+                repeated += 1;
+                let has = |s: Status| run.iter().any(|t| t.2 == s);
+                if has(Status::Pass) && has(Status::Fail) {
+                    inconsistent += 1;
+                }
+            }
+        }
+    }
+    (repeated, inconsistent)
 }
 
 /// The |Δp| bucket of a magnitude in millionths.
@@ -423,12 +504,13 @@ pub fn summarize(
     by: GroupBy,
 ) -> Summary {
     let mut overall = Acc::default();
-    let mut groups: HashMap<&str, Acc> = HashMap::new();
+    // Keys are short names: FxHash, not SipHash; the cases are in a table
+    // by id (see `Cases`).
+    let mut groups: FxMap<&str, Acc> = FxMap::default();
     let mut matrix = [[0u64; 3]; 3];
     let mut histogram = [0u64; BUCKETS];
-    let mut categories: HashMap<&str, HashMap<&str, u64>> = HashMap::new();
-    let mut cases: HashMap<Sym, CaseAcc> = HashMap::new();
-    let mut trials: HashMap<(Sym, Sym, Sym), TrialAcc> = HashMap::new();
+    let mut categories: FxMap<&str, FxMap<&str, u64>> = FxMap::default();
+    let mut cases = Cases::new(index);
     let mut pairs_with_repetition = 0u64;
     let mut max_repetition = 0u32;
 
@@ -458,7 +540,9 @@ pub fn summarize(
                 .or_default() += 1;
         }
 
-        let c = cases.entry(row.case).or_default();
+        let at = cases.slot(row.case);
+        let c = &mut cases.acc[at];
+        c.rows += 1;
         c.failed |= row.status().is_failure();
         c.routes_known |= both_routes(row);
         c.flipped |= both_routes(row) && row.has(flags::FLIP);
@@ -467,12 +551,6 @@ pub fn summarize(
             pairs_with_repetition += 1;
             max_repetition = max_repetition.max(row.repetition);
         }
-        let t = trials
-            .entry((row.case, row.variant, index.model(row)))
-            .or_default();
-        t.seen += 1;
-        t.passed |= row.status() == Status::Pass;
-        t.failed |= row.status() == Status::Fail;
     }
 
     let mut groups: Vec<GroupStats> = groups
@@ -509,8 +587,9 @@ pub fn summarize(
         total(b).cmp(&total(a)).then_with(|| a.0.cmp(&b.0))
     });
 
-    let count = |f: fn(&CaseAcc) -> bool| cases.values().filter(|c| f(c)).count() as u64;
-    let n_cases = cases.len() as u64;
+    let count =
+        |f: fn(&CaseAcc) -> bool| cases.acc.iter().filter(|c| c.rows > 0 && f(c)).count() as u64;
+    let n_cases = count(|_| true);
     let failing_cases = count(|c| c.failed);
     let flipping_cases = count(|c| c.flipped);
     let case_level = CaseLevel {
@@ -521,11 +600,7 @@ pub fn summarize(
         flipping_case_rate: wilson(flipping_cases, count(|c| c.routes_known)),
     };
 
-    let repeated_pair_ids = trials.values().filter(|t| t.seen > 1).count() as u64;
-    let inconsistent_pair_ids = trials
-        .values()
-        .filter(|t| t.seen > 1 && t.passed && t.failed)
-        .count() as u64;
+    let (repeated_pair_ids, inconsistent_pair_ids) = repeated_trials(index, rows, &cases);
     let repetition = (repeated_pair_ids > 0 || max_repetition > 0).then_some(Repetition {
         pairs_with_repetition,
         max_repetition,
@@ -1426,6 +1501,50 @@ mod tests {
         let s = summarize(&empty, &[0, 1], None, GroupBy::Case);
         assert_eq!(s.pairs, 0);
         assert_eq!(conclusion(&empty, &[0, 1], &s), ["No pairs to summarise."]);
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Trials found case by case count as a table of every trial counts
+        /// them, for any rows in any order.
+        #[test]
+        fn repeated_trials_count_as_a_table_of_trials_does(
+            lines in proptest::collection::vec((0..4u8, 0..3u8, 0..2u8, proptest::bool::ANY), 1..40),
+            pick in proptest::collection::vec(proptest::prelude::any::<proptest::sample::Index>(), 0..50),
+        ) {
+            let text: String = lines
+                .iter()
+                .map(|&(c, v, m, pass)| {
+                    let drift = if pass { 0.31 } else { 0.6 };
+                    let mut l = pair(&format!("c{c}"), &format!("v{v}"), Some("question"), "paraphrase", INVARIANT, (0.3, 0.8), (drift, 0.8));
+                    l["model_id"] = json!(format!("m{m}"));
+                    format!("{l}\n")
+                })
+                .collect();
+            let mut f = tempfile::NamedTempFile::new().unwrap();
+            f.write_all(text.as_bytes()).unwrap();
+            let index = load_run(&[f.path().to_string_lossy().to_string()], &OpenOptions::default()).unwrap();
+            // Some rows in any order, and an index past the end.
+            let mut rows: Vec<u32> = pick.iter().map(|i| i.index(lines.len()) as u32).collect();
+            rows.sort_unstable();
+            rows.dedup();
+            let mut order: Vec<u32> = rows.iter().rev().copied().collect();
+            order.push(lines.len() as u32 + 5);
+            let mut table: HashMap<(Sym, Sym, Sym), (u64, bool, bool)> = HashMap::new();
+            for &i in &order {
+                if let Some(r) = index.rows.get(i as usize) {
+                    let t = table.entry((r.case, r.variant, index.model(r))).or_default();
+                    t.0 += 1;
+                    t.1 |= r.status() == Status::Pass;
+                    t.2 |= r.status() == Status::Fail;
+                }
+            }
+            let repeated = table.values().filter(|t| t.0 > 1).count() as u64;
+            let inconsistent = table.values().filter(|t| t.0 > 1 && t.1 && t.2).count() as u64;
+            let s = summarize(&index, &order, None, GroupBy::Family);
+            let got = s.repetition.map_or((0, 0), |r| (r.repeated_pair_ids, r.inconsistent_pair_ids));
+            proptest::prop_assert_eq!(got, (repeated, inconsistent));
+        }
     }
 
     #[test]
