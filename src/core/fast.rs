@@ -646,6 +646,9 @@ impl<'a> Scan<'a, '_> {
             return Some(Kind::Obj);
         }
         let other = self.s.state_is_object[1 - w];
+        // A side may spell its state twice (a line the fast path declines
+        // later): only this object's members are kept.
+        let first = self.s.members[w].len();
         self.object(depth + 1, |s, (ks, ke), d| {
             let vs = s.i;
             if !(other && s.same_as_other(w, (ks, ke))) {
@@ -656,7 +659,7 @@ impl<'a> Scan<'a, '_> {
             Some(())
         })?;
         let sc = &mut *self.s;
-        sc.memo[w].keep(b, (start, self.i), depth, &sc.members[w]);
+        sc.memo[w].keep(b, (start, self.i), depth, &sc.members[w][first..]);
         Some(Kind::Obj)
     }
 

@@ -2559,6 +2559,18 @@ mod tests {
         fast.is_some()
     }
 
+    /// A side with two spellings of its state (the slow path reads one, the
+    /// fast path declines the line): the state kept for the next line is
+    /// the one scanned last, with its own members only, and a later line
+    /// whose state repeats it reads as the slow path reads it.
+    #[test]
+    fn a_side_with_two_states_keeps_only_the_last() {
+        let two = r#"{"case_id":"c","variant_id":"v","source":{"state":{"a":1,"b":2},"payload":{"c":3}},"variant":{"state":{"c":4}}}"#;
+        assert!(!assert_agrees(two), "declined: two spellings of one field");
+        let again = r#"{"case_id":"c","variant_id":"v","allowed_changes":["state.c"],"source":{"state":{"c":3}},"variant":{"state":{"c":4,"d":5}}}"#;
+        assert!(assert_agrees(again), "declined: {again}");
+    }
+
     /// A variant state member whose text begins with the source's is read
     /// in full, not stepped over: the fast path takes these lines and agrees.
     #[test]
