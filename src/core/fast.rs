@@ -252,6 +252,9 @@ struct Scratch {
     memo: [StateMemo; 2],
 }
 
+/// The largest state object kept from line to line.
+const MEMO_MAX: usize = 64 * 1024;
+
 /// A state object scanned on an earlier line: its text, the depth it was
 /// read at, and its members' spans counted from its start. The lines of a
 /// case repeat its source state, one line per variant; a state whose text
@@ -286,7 +289,9 @@ impl StateMemo {
         Some(self.text.len())
     }
 
-    /// Keep the object `b[start..end]`, read at `depth`, with its members.
+    /// Keep the object `b[start..end]`, read at `depth`, with its members;
+    /// one over [`MEMO_MAX`] bytes is not kept (nor is the one before), so
+    /// that a run of huge states does not leave a copy on every thread.
     fn keep(
         &mut self,
         b: &[u8],
@@ -294,6 +299,10 @@ impl StateMemo {
         depth: usize,
         members: &[MemberSpan],
     ) {
+        if end - start > MEMO_MAX {
+            *self = StateMemo::default();
+            return;
+        }
         let at = start as u32;
         self.text.clear();
         self.text.extend_from_slice(&b[start..end]);
@@ -1771,6 +1780,22 @@ mod tests {
     }
 
     /// Every special byte at every offset, across the 8-byte steps.
+    #[test]
+    fn huge_states_are_not_kept_from_line_to_line() {
+        let small = br#"{"a":1}"#;
+        let mut m = StateMemo::default();
+        m.keep(small, (0, small.len()), 3, &[(2, 3, 5, 6)]);
+        let mut out = Vec::new();
+        assert_eq!(m.recall(br#"xx{"a":1}"#, 2, 3, &mut out), Some(small.len()));
+        assert_eq!(out, [(4, 5, 7, 8)]);
+        // Not at another depth.
+        assert_eq!(m.recall(small, 0, 4, &mut out), None);
+        let big = format!(r#"{{"a":"{}"}}"#, "x".repeat(MEMO_MAX));
+        m.keep(big.as_bytes(), (0, big.len()), 3, &[]);
+        assert_eq!(m.text.capacity(), 0, "the small one is let go too");
+        assert_eq!(m.recall(big.as_bytes(), 0, 3, &mut out), None);
+    }
+
     #[test]
     fn strings_end_at_every_offset() {
         for len in 0..48 {
