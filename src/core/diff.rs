@@ -514,12 +514,10 @@ impl<'a> Walk<'a, '_> {
                     .is_some_and(|w| v.canon_eq(*w))
             });
         if reordered_only {
-            let labels = |ids: &[ElementId<'_>]| {
-                ids.iter()
-                    .map(|id| id.label.to_string())
-                    .collect::<Vec<_>>()
-            };
-            self.reordered(labels(ix).into_iter(), labels(iy).into_iter());
+            self.reordered(
+                ix.iter().map(|id| id.label.to_string()),
+                iy.iter().map(|id| id.label.to_string()),
+            );
             return;
         }
         for (i, (id, v)) in ix.iter().zip(x).enumerate() {

@@ -1462,10 +1462,7 @@ struct Node {
 /// Lay out the value `text` (scanned, so valid) in `nodes`: the index of
 /// its node, or `None` past [`MAX_CHILDREN`] or [`MAX_NODES`].
 fn lay_out(text: &str, nodes: &mut Vec<Node>) -> Option<u32> {
-    let b = text.as_bytes();
-    let mut i = 0;
-    let at = lay_out_at(b, &mut i, nodes, (0, 0))?;
-    Some(at)
+    lay_out_at(text.as_bytes(), &mut 0, nodes, (0, 0))
 }
 
 fn skip_ws(b: &[u8], i: &mut usize) {
@@ -1779,7 +1776,6 @@ mod tests {
         }
     }
 
-    /// Every special byte at every offset, across the 8-byte steps.
     #[test]
     fn huge_states_are_not_kept_from_line_to_line() {
         let small = br#"{"a":1}"#;
@@ -1796,6 +1792,7 @@ mod tests {
         assert_eq!(m.recall(big.as_bytes(), 0, 3, &mut out), None);
     }
 
+    /// Every special byte at every offset, across the 8-byte steps.
     #[test]
     fn strings_end_at_every_offset() {
         for len in 0..48 {

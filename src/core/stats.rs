@@ -414,15 +414,23 @@ impl Cases {
         }
     }
 
-    fn slot(&mut self, case: Sym) -> usize {
+    /// The slot of a case seen before.
+    fn find(&self, case: Sym) -> Option<usize> {
         if (case as usize) < self.interned {
-            return case as usize;
+            Some(case as usize)
+        } else {
+            self.others.get(&case).copied()
         }
-        let acc = &mut self.acc;
-        *self.others.entry(case).or_insert_with(|| {
-            acc.push(CaseAcc::default());
-            acc.len() - 1
-        })
+    }
+
+    /// The slot of a case, given one if it has none yet.
+    fn slot(&mut self, case: Sym) -> usize {
+        if let Some(at) = self.find(case) {
+            return at;
+        }
+        self.acc.push(CaseAcc::default());
+        self.others.insert(case, self.acc.len() - 1);
+        self.acc.len() - 1
     }
 }
 
@@ -431,13 +439,6 @@ impl Cases {
 /// case (`cases` counts each case's rows), so each trial is looked for among
 /// its case's few rows instead of in a table of every trial.
 fn repeated_trials(index: &RunIndex, rows: &[u32], cases: &Cases) -> (u64, u64) {
-    let slot = |case: Sym| {
-        if (case as usize) < cases.interned {
-            case as usize
-        } else {
-            cases.others[&case]
-        }
-    };
     let mut start = Vec::with_capacity(cases.acc.len() + 1);
     let mut total = 0u32;
     for c in &cases.acc {
@@ -448,8 +449,7 @@ fn repeated_trials(index: &RunIndex, rows: &[u32], cases: &Cases) -> (u64, u64) 
     let mut next = start.clone();
     let mut bucketed = vec![0u32; total as usize];
     for &i in rows {
-        if let Some(row) = index.rows.get(i as usize) {
-            let s = slot(row.case);
+        if let Some(s) = index.rows.get(i as usize).and_then(|r| cases.find(r.case)) {
             bucketed[next[s] as usize] = i;
             next[s] += 1;
         }

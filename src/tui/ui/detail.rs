@@ -246,7 +246,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
             height: room as u16,
             ..inner
         };
-        let shown = &doc[start.min(doc.len())..(start + room).min(doc.len())];
+        let shown = &doc[start..(start + room).min(doc.len())];
         super::lines::draw(f.buffer_mut(), below, shown);
     }
     if doc.len() > room && room > 0 {
