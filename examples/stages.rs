@@ -5,7 +5,8 @@
 //! cargo run --release --example stages -- bench/data/run-100k.jsonl [ROUNDS] [STAGE...]
 //! ```
 //!
-//! Stages: `utf8` (validation only), `scan` (the fast path's structural scan
+//! Stages: `utf8` (the standard library's validation), `simdutf8` (the
+//! loader's validation), `scan` (the fast path's structural scan
 //! alone), `parse` (the whole fast-path read, with the state diff), `row`
 //! (the row as the loader keeps it: read, derivation, suggestion, summary),
 //! and `serde` (serde_json skipping the line, `IgnoredAny`, for scale).
@@ -24,7 +25,7 @@ fn main() {
     let rounds: usize = args.next().and_then(|r| r.parse().ok()).unwrap_or(3);
     let mut stages: Vec<String> = args.collect();
     if stages.is_empty() {
-        stages = ["utf8", "scan", "parse", "row", "serde"]
+        stages = ["utf8", "simdutf8", "scan", "parse", "row", "serde"]
             .map(String::from)
             .to_vec();
     }
@@ -46,6 +47,12 @@ fn main() {
                 lines
                     .iter()
                     .filter(|l| std::str::from_utf8(l).is_ok())
+                    .count()
+            },
+            "simdutf8" => &|| {
+                lines
+                    .iter()
+                    .filter(|l| simdutf8::basic::from_utf8(l).is_ok())
                     .count()
             },
             "scan" => &|| texts.iter().filter(|l| fast::scan_only(l)).count(),
