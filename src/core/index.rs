@@ -1528,15 +1528,18 @@ pub(crate) struct IndexState {
 }
 
 impl IndexState {
-    fn intern(&mut self, field: Field, s: Option<&str>) -> Sym {
+    /// The id of `s` (bytes of a line validated as UTF-8, or of a string),
+    /// checked against the row before's first, which needs no decoding.
+    fn intern(&mut self, field: Field, s: Option<&[u8]>) -> Sym {
         let Some(s) = s else { return NO_SYM };
         let last = self.last[field as usize];
         if last != NO_SYM {
             let Interner { text, ends, .. } = &self.interned;
-            if Interner::at(text, ends, last) == s {
+            if Interner::at(text, ends, last).as_bytes() == s {
                 return last;
             }
         }
+        let s = std::str::from_utf8(s).unwrap_or("");
         let (id, new) = self.interned.intern(s);
         if new {
             self.batch.strings.push(s.into());
@@ -1622,9 +1625,9 @@ impl IndexState {
                 }
                 let s = &d.summary;
                 let versions = [
-                    self.intern(Field::Contract, d.contract.as_ref().map(|t| t.get(buf))),
-                    self.intern(Field::Schema, d.schema.as_ref().map(|t| t.get(buf))),
-                    self.intern(Field::Model, d.model.as_ref().map(|t| t.get(buf))),
+                    self.intern(Field::Contract, d.contract.as_ref().map(|t| t.bytes(buf))),
+                    self.intern(Field::Schema, d.schema.as_ref().map(|t| t.bytes(buf))),
+                    self.intern(Field::Model, d.model.as_ref().map(|t| t.bytes(buf))),
                 ];
                 let row = PairRow {
                     loc: Loc::new(
@@ -1633,11 +1636,11 @@ impl IndexState {
                         line.offset + d.trim_start as u64,
                         u32::try_from(d.body_len).unwrap_or(u32::MAX),
                     ),
-                    case: self.intern(Field::Case, Some(d.case.get(buf))),
-                    variant: self.intern(Field::Variant, Some(d.variant.get(buf))),
+                    case: self.intern(Field::Case, Some(d.case.bytes(buf))),
+                    variant: self.intern(Field::Variant, Some(d.variant.bytes(buf))),
                     transformation: self
-                        .intern(Field::Transformation, Some(d.transformation.as_ref())),
-                    family: self.intern(Field::Family, d.family.as_deref()),
+                        .intern(Field::Transformation, Some(d.transformation.as_bytes())),
+                    family: self.intern(Field::Family, d.family.as_deref().map(str::as_bytes)),
                     dp: s.dp,
                     dc: s.dc,
                     margin: s.margin,
@@ -1705,12 +1708,14 @@ impl Text {
     }
 
     fn get<'a>(&'a self, buf: &'a [u8]) -> &'a str {
+        std::str::from_utf8(self.bytes(buf)).unwrap_or("")
+    }
+
+    /// Its bytes; a span lies in a line that was validated as UTF-8.
+    fn bytes<'a>(&'a self, buf: &'a [u8]) -> &'a [u8] {
         match self {
-            Text::Span(s, l) => buf
-                .get(*s as usize..(*s + *l) as usize)
-                .and_then(|b| std::str::from_utf8(b).ok())
-                .unwrap_or(""),
-            Text::Owned(o) => o,
+            Text::Span(s, l) => buf.get(*s as usize..(*s + *l) as usize).unwrap_or(b""),
+            Text::Owned(o) => o.as_bytes(),
         }
     }
 }
