@@ -398,9 +398,28 @@ impl<'a> Scan<'a, '_> {
         self.b.get(self.i).copied()
     }
 
-    /// JSON whitespace, as serde_json skips it.
-    #[inline]
+    /// JSON whitespace, as serde_json skips it. Most lines have none: one
+    /// comparison tells.
+    #[inline(always)]
     fn ws(&mut self) {
+        if self.b.get(self.i).is_some_and(|&c| c <= b' ') {
+            self.blanks();
+        }
+    }
+
+    /// The byte at `self.i` once whitespace is skipped.
+    #[inline(always)]
+    fn token(&mut self) -> Option<u8> {
+        let c = *self.b.get(self.i)?;
+        if c > b' ' {
+            return Some(c);
+        }
+        self.blanks();
+        self.peek()
+    }
+
+    #[inline(never)]
+    fn blanks(&mut self) {
         while let Some(b' ' | b'\n' | b'\t' | b'\r') = self.b.get(self.i) {
             self.i += 1;
         }
@@ -465,15 +484,13 @@ impl<'a> Scan<'a, '_> {
             return None;
         }
         self.i += 1;
-        self.ws();
-        if self.peek()? == b']' {
+        if self.token()? == b']' {
             self.i += 1;
             return Some(());
         }
         loop {
             self.value(depth)?;
-            self.ws();
-            match self.peek()? {
+            match self.token()? {
                 b',' => {
                     self.i += 1;
                     self.ws();
@@ -498,8 +515,7 @@ impl<'a> Scan<'a, '_> {
             return None;
         }
         self.i += 1;
-        self.ws();
-        if self.peek()? == b'}' {
+        if self.token()? == b'}' {
             self.i += 1;
             return Some(());
         }
@@ -509,7 +525,7 @@ impl<'a> Scan<'a, '_> {
         // others.
         let mut seen = 0u64;
         loop {
-            if self.peek()? != b'"' {
+            if self.token()? != b'"' {
                 return None;
             }
             let ks = self.i + 1;
@@ -533,19 +549,14 @@ impl<'a> Scan<'a, '_> {
             self.s
                 .keys
                 .push((p, u32::try_from(ks).ok()?, u32::try_from(ke).ok()?));
-            self.ws();
-            if self.peek()? != b':' {
+            if self.token()? != b':' {
                 return None;
             }
             self.i += 1;
             self.ws();
             member(self, (ks, ke), depth)?;
-            self.ws();
-            match self.peek()? {
-                b',' => {
-                    self.i += 1;
-                    self.ws();
-                }
+            match self.token()? {
+                b',' => self.i += 1,
                 b'}' => {
                     self.i += 1;
                     self.s.keys.truncate(base);
@@ -712,7 +723,7 @@ impl<'a> Scan<'a, '_> {
 /// characters, unknown escapes, bad `\u` digits; and, to stay clear of
 /// serde_json's surrogate rules, any `\u` surrogate that is not a high one
 /// followed by a low one.
-#[inline]
+#[inline(always)]
 fn string_end(b: &[u8], i: usize) -> Option<(Kind, usize)> {
     let mut j = i + 1;
     let mut kind = Kind::Str;
