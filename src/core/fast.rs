@@ -247,6 +247,10 @@ struct Scratch {
     expectation: [Option<Val>; N_EXP],
     /// The members of each side's state, when it is an object scanned here.
     members: [Vec<MemberSpan>; 2],
+    /// For each of those members, the index of the other side's member with
+    /// the same key and text ([`NONE`] if there is none, or it was not
+    /// looked for): the diff need not compare them again.
+    twins: [Vec<u32>; 2],
     state_is_object: [bool; 2],
     /// The state object each side last scanned, kept from line to line.
     memo: [StateMemo; 2],
@@ -326,6 +330,8 @@ impl Scratch {
         self.expectation = [None; N_EXP];
         self.members[0].clear();
         self.members[1].clear();
+        self.twins[0].clear();
+        self.twins[1].clear();
         self.state_is_object = [false; 2];
     }
 
@@ -662,6 +668,8 @@ impl<'a> Scan<'a, '_> {
         self.s.state_is_object[w] = true;
         let sc = &mut *self.s;
         if let Some(len) = sc.memo[w].recall(b, start, depth, &mut sc.members[w]) {
+            let n = sc.members[w].len();
+            sc.twins[w].resize(n, NONE);
             self.i = start + len;
             return Some(Kind::Obj);
         }
@@ -671,11 +679,17 @@ impl<'a> Scan<'a, '_> {
         let first = self.s.members[w].len();
         self.object(depth + 1, |s, (ks, ke), d| {
             let vs = s.i;
-            if !(other && s.same_as_other(w, (ks, ke))) {
+            let twin = if other {
+                s.same_as_other(w, (ks, ke))
+            } else {
+                None
+            };
+            if twin.is_none() {
                 s.value(d)?;
             }
             let span = (ks as u32, ke as u32, vs as u32, s.i as u32);
             s.s.members[w].push(span);
+            s.s.twins[w].push(twin.unwrap_or(NONE));
             Some(())
         })?;
         let sc = &mut *self.s;
@@ -689,20 +703,20 @@ impl<'a> Scan<'a, '_> {
     /// JSON at the same depth, so an identical text is an identical, valid
     /// value, provided it ends where the other's ended: objects, arrays
     /// and strings end with their text, and a number or literal must be
-    /// followed by what may follow a member's value.
-    fn same_as_other(&mut self, w: usize, (ks, ke): (usize, usize)) -> bool {
+    /// followed by what may follow a member's value. Gives that member's
+    /// index.
+    fn same_as_other(&mut self, w: usize, (ks, ke): (usize, usize)) -> Option<u32> {
         let b = self.b;
         let key = &b[ks..ke];
         let others = &self.s.members[1 - w];
         let at = self.s.members[w].len();
-        let same_key = |&&(oks, oke, _, _): &&MemberSpan| &b[oks as usize..oke as usize] == key;
-        let found = others
-            .get(at)
-            .filter(same_key)
-            .or_else(|| others.iter().find(same_key));
-        let Some(&(_, _, ovs, ove)) = found else {
-            return false;
+        let same_key = |&(oks, oke, _, _): &MemberSpan| &b[oks as usize..oke as usize] == key;
+        let found = match others.get(at) {
+            Some(m) if same_key(m) => Some(at),
+            _ => others.iter().position(same_key),
         };
+        let o = found?;
+        let (_, _, ovs, ove) = others[o];
         let text = &b[ovs as usize..ove as usize];
         let end = self.i + text.len();
         let delimited = match text.first() {
@@ -711,9 +725,9 @@ impl<'a> Scan<'a, '_> {
         };
         if delimited && b[self.i..].starts_with(text) {
             self.i = end;
-            true
+            u32::try_from(o).ok()
         } else {
-            false
+            None
         }
     }
 }
@@ -1055,19 +1069,13 @@ fn read<'a>(line: &'a str, s: &mut Scratch) -> Option<Fast<'a>> {
         }
     }
     let members = |w: usize| {
-        s.state_is_object[w].then(|| {
-            s.members[w]
-                .iter()
-                .map(|&(ks, ke, vs, ve)| {
-                    (
-                        &line[ks as usize..ke as usize],
-                        &line[vs as usize..ve as usize],
-                    )
-                })
-                .collect::<Vec<Member<'_>>>()
+        s.state_is_object[w].then(|| Members {
+            line,
+            spans: &s.members[w],
+            twins: &s.twins[w],
         })
     };
-    let (a, b, state_diff) = diff_states(line, states[0], states[1], members)?;
+    let (a, b, state_diff) = diff_states(line, states[0], states[1], [members(0), members(1)])?;
     source.state = a;
     variant.state = b;
     rec.source = source;
@@ -1288,11 +1296,11 @@ fn expectation(r: &Reader<'_>, e: &[Option<Val>; N_EXP]) -> Option<Option<Expect
 /// the members whose text differs. `None` when a state cannot be parsed.
 type States = (Option<Value>, Option<Value>, Option<Vec<DiffEntry>>);
 
-fn diff_states<'a>(
-    line: &'a str,
+fn diff_states(
+    line: &str,
     a: Option<Val>,
     b: Option<Val>,
-    members: impl Fn(usize) -> Option<Vec<Member<'a>>>,
+    members: [Option<Members<'_>>; 2],
 ) -> Option<States> {
     let both_null = || (Some(Value::Null), Some(Value::Null));
     let text = |v: Val| &line[v.start as usize..v.end as usize];
@@ -1302,9 +1310,9 @@ fn diff_states<'a>(
             let (x, y) = both_null();
             Some((x, y, Some(Vec::new())))
         }
-        (Some(a), Some(b)) => match (members(0), members(1)) {
-            (Some(x), Some(y)) => {
-                let d = diff_members(&x, &y)?;
+        (Some(a), Some(b)) => match members {
+            [Some(x), Some(y)] => {
+                let d = diff_members(x, y)?;
                 let (x, y) = both_null();
                 Some((x, y, Some(d)))
             }
@@ -1326,7 +1334,7 @@ fn diff_states<'a>(
 /// built: members whose text is equal are skipped, the others are diffed
 /// where they lie in the line (see [`Raw`]), and the entries carry no
 /// values, which the index does not keep.
-fn diff_members(x: &[Member<'_>], y: &[Member<'_>]) -> Option<Vec<DiffEntry>> {
+fn diff_members(x: Members<'_>, y: Members<'_>) -> Option<Vec<DiffEntry>> {
     thread_local! {
         static NODES: std::cell::Cell<Vec<Node>> = const { std::cell::Cell::new(Vec::new()) };
     }
@@ -1339,18 +1347,23 @@ fn diff_members(x: &[Member<'_>], y: &[Member<'_>]) -> Option<Vec<DiffEntry>> {
 }
 
 fn diff_members_in(
-    x: &[Member<'_>],
-    y: &[Member<'_>],
+    x: Members<'_>,
+    y: Members<'_>,
     nodes: &mut Vec<Node>,
 ) -> Option<Vec<DiffEntry>> {
-    let root = JsonPath::root("state");
+    // Built only when some member differs.
+    let mut root: Option<JsonPath> = None;
+    let (nx, ny) = (x.spans.len(), y.spans.len());
     // A reorder is reported only when it is the whole story.
-    let same_order = x.len() == y.len() && x.iter().zip(y).all(|(a, b)| a.0 == b.0);
-    if !same_order && x.len() == y.len() {
+    let same_order = nx == ny
+        && (0..nx)
+            .all(|i| x.twins[i] == i as u32 || y.twins[i] == i as u32 || x.key(i) == y.key(i));
+    if !same_order && nx == ny {
         let mut all_equal = true;
-        for (i, (k, v)) in x.iter().enumerate() {
-            match find(y, k, i) {
-                Some(w) if w == *v => {}
+        for i in 0..nx {
+            let v = x.value(i);
+            match y.find(x.key(i), i) {
+                Some(w) if w == v => {}
                 Some(w) if texts_equal(v, w, nodes)? => {}
                 _ => {
                     all_equal = false;
@@ -1360,7 +1373,7 @@ fn diff_members_in(
         }
         if all_equal {
             return Some(vec![DiffEntry {
-                path: root,
+                path: JsonPath::root("state"),
                 change: Change::Reordered {
                     before: Vec::new(),
                     after: Vec::new(),
@@ -1368,23 +1381,28 @@ fn diff_members_in(
             }]);
         }
     }
+    // Members the scan found with a twin (same key, same text) in the other
+    // state have nothing to report; the others are looked up.
+    let (px, py) = x.paired(y);
     let mut out = Vec::new();
-    for (i, (k, v)) in x.iter().enumerate() {
-        match find(y, k, i) {
-            Some(w) if w == *v => {}
-            Some(w) => out.extend(diff_texts(&root, Some(k), v, w, nodes)?),
+    for i in (0..nx).filter(|&i| !bit(px, i)) {
+        let (k, v) = (x.key(i), x.value(i));
+        match y.find(k, i) {
+            Some(w) if w == v => {}
+            Some(w) => out.extend(diff_texts(state_root(&mut root), Some(k), v, w, nodes)?),
             None => out.push(DiffEntry {
-                path: root.key(k),
+                path: state_root(&mut root).key(k),
                 change: Change::Removed {
                     before: Value::Null,
                 },
             }),
         }
     }
-    for (j, (k, _)) in y.iter().enumerate() {
-        if find(x, k, j).is_none() {
+    for j in (0..ny).filter(|&j| !bit(py, j)) {
+        let k = y.key(j);
+        if x.find(k, j).is_none() {
             out.push(DiffEntry {
-                path: root.key(k),
+                path: state_root(&mut root).key(k),
                 change: Change::Added { after: Value::Null },
             });
         }
@@ -1392,21 +1410,64 @@ fn diff_members_in(
     Some(out)
 }
 
-/// One member of a `state` object: its key (never escaped: the scanner
-/// declines escaped keys) and its raw value.
-type Member<'a> = (&'a str, &'a str);
+/// The members of one side's `state` object as the scan recorded them:
+/// keys (never escaped: the scanner declines escaped keys) and raw values.
+#[derive(Clone, Copy)]
+struct Members<'a> {
+    line: &'a str,
+    spans: &'a [MemberSpan],
+    twins: &'a [u32],
+}
 
-/// The raw value of key `k` in `m`, looked for first at `near` and its
-/// neighbours (the other state's members mostly sit where they did, or one
-/// place off after a member was added or removed).
-fn find<'a>(m: &[Member<'a>], k: &str, near: usize) -> Option<&'a str> {
-    let around = [near, near.wrapping_sub(1), near + 1];
-    around
-        .iter()
-        .filter_map(|&i| m.get(i))
-        .chain(m.iter())
-        .find(|(mk, _)| *mk == k)
-        .map(|(_, v)| *v)
+impl<'a> Members<'a> {
+    fn key(&self, i: usize) -> &'a str {
+        let (ks, ke, _, _) = self.spans[i];
+        &self.line[ks as usize..ke as usize]
+    }
+
+    fn value(&self, i: usize) -> &'a str {
+        let (_, _, vs, ve) = self.spans[i];
+        &self.line[vs as usize..ve as usize]
+    }
+
+    /// The raw value of key `k`, looked for first at `near` and its
+    /// neighbours (the other state's members mostly sit where they did, or
+    /// one place off after a member was added or removed).
+    fn find(&self, k: &str, near: usize) -> Option<&'a str> {
+        let n = self.spans.len();
+        [near, near.wrapping_sub(1), near + 1]
+            .into_iter()
+            .filter(|&i| i < n)
+            .chain(0..n)
+            .find(|&i| self.key(i) == k)
+            .map(|i| self.value(i))
+    }
+
+    /// Which members of `self` and of `other` (bit `i` for member `i`, up
+    /// to 128 members a side) have a twin on the other side.
+    fn paired(&self, other: Members<'_>) -> (u128, u128) {
+        let (mut a, mut b) = (0u128, 0u128);
+        let mark = |twins: &[u32], mine: &mut u128, theirs: &mut u128, n_theirs: usize| {
+            for (i, &t) in twins.iter().enumerate() {
+                if t != NONE && i < 128 && (t as usize) < n_theirs.min(128) {
+                    *mine |= 1 << i;
+                    *theirs |= 1 << t;
+                }
+            }
+        };
+        mark(self.twins, &mut a, &mut b, other.spans.len());
+        mark(other.twins, &mut b, &mut a, self.spans.len());
+        (a, b)
+    }
+}
+
+fn state_root(r: &mut Option<JsonPath>) -> &JsonPath {
+    r.get_or_insert_with(|| JsonPath::root("state"))
+}
+
+/// Whether bit `i` of `m` is set (none past 128).
+fn bit(m: u128, i: usize) -> bool {
+    i < 128 && (m >> i) & 1 == 1
 }
 
 fn full(v: &str) -> Option<Value> {
