@@ -51,6 +51,10 @@ pub struct Fast<'a> {
     pub contract: Option<Cow<'a, str>>,
     pub schema: Option<Cow<'a, str>>,
     pub model: Option<Cow<'a, str>>,
+    /// The family and transformation as the line spells them (also copied
+    /// into `record`).
+    pub family: Option<Cow<'a, str>>,
+    pub transformation: Option<Cow<'a, str>>,
     /// The pair as [`super::derive::derive`] needs it. Ids, label, versions,
     /// timestamp and extra fields are left out; equal questions are both
     /// empty and raw-equal states are both `null` (their diff is empty either
@@ -254,6 +258,56 @@ struct Scratch {
     state_is_object: [bool; 2],
     /// The state object each side last scanned, kept from line to line.
     memo: [StateMemo; 2],
+    /// The strings of the last record, given back by [`recycle`]: the next
+    /// record's are copied into them, which allocates nothing once they
+    /// are large enough.
+    spare: Spare,
+}
+
+#[derive(Default)]
+struct Spare {
+    family: String,
+    transformation: String,
+    allowed: Vec<String>,
+    reasons: Vec<String>,
+    questions: [String; 2],
+}
+
+/// `text` in `buf`'s allocation.
+fn refill(buf: &mut String, text: &str) -> String {
+    let mut b = std::mem::take(buf);
+    b.clear();
+    b.push_str(text);
+    b
+}
+
+/// Give a record made by [`parse_fast`] back, so that the thread's next
+/// record reuses its strings.
+pub fn recycle(mut r: PairRecord) {
+    SCRATCH.with(|c| {
+        if let Ok(mut s) = c.try_borrow_mut() {
+            let spare = &mut s.spare;
+            if let Some(f) = r.family.take() {
+                spare.family = f;
+            }
+            if let Some(t) = r.transformation.take() {
+                spare.transformation = t;
+            }
+            if let Some(a) = r.allowed_changes.take() {
+                spare.allowed = a;
+            }
+            spare.reasons = std::mem::take(&mut r.reasons);
+            for (q, side) in spare
+                .questions
+                .iter_mut()
+                .zip([&mut r.source, &mut r.variant])
+            {
+                if let Some(text) = side.question.take() {
+                    *q = text;
+                }
+            }
+        }
+    });
 }
 
 /// The largest state object kept from line to line.
@@ -987,13 +1041,20 @@ fn read<'a>(line: &'a str, s: &mut Scratch) -> Option<Fast<'a>> {
             }
         }
     }
+    let family = r.text(top[T_FAMILY])?;
+    let transformation = r.text(top[T_TRANSFORMATION])?;
+    let spare = &mut s.spare;
     let mut rec = PairRecord {
-        family: r.text(top[T_FAMILY])?.map(Cow::into_owned),
-        transformation: r.text(top[T_TRANSFORMATION])?.map(Cow::into_owned),
+        family: family.as_deref().map(|t| refill(&mut spare.family, t)),
+        transformation: transformation
+            .as_deref()
+            .map(|t| refill(&mut spare.transformation, t)),
         minimum_boundary_margin: r.number(top[T_MARGIN])?,
-        allowed_changes: r.strings(top[T_ALLOWED])?,
+        allowed_changes: r.strings(top[T_ALLOWED], &mut spare.allowed)?,
         passed: r.boolean(top[T_PASSED])?,
-        reasons: r.strings(top[T_REASONS])?.unwrap_or_default(),
+        reasons: r
+            .strings(top[T_REASONS], &mut spare.reasons)?
+            .unwrap_or_default(),
         repetition: r.number(top[T_REPETITION])?.and_then(|x| {
             (x >= 0.0 && x.fract() == 0.0 && x < u64::MAX as f64).then_some(x as u64)
         }),
@@ -1064,8 +1125,9 @@ fn read<'a>(line: &'a str, s: &mut Scratch) -> Option<Fast<'a>> {
             variant.question = Some(String::new());
         }
         (a, b) => {
-            source.question = a.map(Cow::into_owned);
-            variant.question = b.map(Cow::into_owned);
+            let [qa, qb] = &mut s.spare.questions;
+            source.question = a.map(|t| refill(qa, &t));
+            variant.question = b.map(|t| refill(qb, &t));
         }
     }
     let members = |w: usize| {
@@ -1086,6 +1148,8 @@ fn read<'a>(line: &'a str, s: &mut Scratch) -> Option<Fast<'a>> {
         contract,
         schema,
         model,
+        family,
+        transformation,
         record: rec,
         state_diff,
     })
@@ -1161,13 +1225,28 @@ impl<'a> Reader<'a> {
 
     /// A list of strings, or one string as a list of one (an item that is
     /// not a string would be shown as its JSON text: left to the slow path).
-    fn strings(&self, v: Option<Val>) -> Option<Option<Vec<String>>> {
+    /// A string or an array of strings, copied into `spare`'s strings.
+    fn strings(&self, v: Option<Val>, spare: &mut Vec<String>) -> Option<Option<Vec<String>>> {
         let v = match present(v) {
             None => return Some(None),
             Some(v) => v,
         };
+        let mut out = std::mem::take(spare);
+        let mut n = 0;
+        let mut push = |text: &str| {
+            match out.get_mut(n) {
+                Some(s) => {
+                    s.clear();
+                    s.push_str(text);
+                }
+                None => out.push(text.to_string()),
+            }
+            n += 1;
+        };
         if matches!(v.kind, Kind::Str | Kind::Esc) {
-            return Some(Some(vec![self.string(v)?.into_owned()]));
+            push(&self.string(v)?);
+            out.truncate(n);
+            return Some(Some(out));
         }
         if v.kind != Kind::Arr {
             return None;
@@ -1176,12 +1255,11 @@ impl<'a> Reader<'a> {
         let raw = self.raw(v);
         let b = raw.as_bytes();
         let item = Reader { line: raw };
-        let mut out = Vec::new();
         let mut i = 1;
         loop {
             match b.get(i)? {
                 b' ' | b'\n' | b'\t' | b'\r' | b',' => i += 1,
-                b']' => return Some(Some(out)),
+                b']' => break,
                 b'"' => {
                     let (kind, end) = string_end(b, i)?;
                     let text = item.string(Val {
@@ -1189,12 +1267,14 @@ impl<'a> Reader<'a> {
                         start: i as u32,
                         end: end as u32,
                     })?;
-                    out.push(text.into_owned());
+                    push(&text);
                     i = end;
                 }
                 _ => return None,
             }
         }
+        out.truncate(n);
+        Some(Some(out))
     }
 }
 
@@ -1277,7 +1357,7 @@ fn expectation(r: &Reader<'_>, e: &[Option<Val>; N_EXP]) -> Option<Option<Expect
         },
         "allowed-routes" | "allowedroutes" => {
             let mut routes = Vec::new();
-            for n in r.strings(e[E_ROUTES])?.iter().flatten() {
+            for n in r.strings(e[E_ROUTES], &mut Vec::new())?.iter().flatten() {
                 // An unknown route is a warning: the slow path reports it.
                 routes.push(route(n)?);
             }

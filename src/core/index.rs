@@ -1639,8 +1639,8 @@ impl IndexState {
                     case: self.intern(Field::Case, Some(d.case.bytes(buf))),
                     variant: self.intern(Field::Variant, Some(d.variant.bytes(buf))),
                     transformation: self
-                        .intern(Field::Transformation, Some(d.transformation.as_bytes())),
-                    family: self.intern(Field::Family, d.family.as_deref().map(str::as_bytes)),
+                        .intern(Field::Transformation, Some(d.transformation.bytes(buf))),
+                    family: self.intern(Field::Family, d.family.as_ref().map(|t| t.bytes(buf))),
                     dp: s.dp,
                     dc: s.dc,
                     margin: s.margin,
@@ -1690,6 +1690,7 @@ pub(crate) enum LineOut {
 enum Text {
     Span(u32, u32),
     Owned(String),
+    Static(&'static str),
 }
 
 impl Text {
@@ -1716,6 +1717,7 @@ impl Text {
         match self {
             Text::Span(s, l) => buf.get(*s as usize..(*s + *l) as usize).unwrap_or(b""),
             Text::Owned(o) => o.as_bytes(),
+            Text::Static(s) => s.as_bytes(),
         }
     }
 }
@@ -1728,8 +1730,8 @@ pub(crate) struct RowData {
     body_len: usize,
     case: Text,
     variant: Text,
-    transformation: Cow<'static, str>,
-    family: Option<String>,
+    transformation: Text,
+    family: Option<Text>,
     suggestion: Option<&'static str>,
     contract: Option<Text>,
     schema: Option<Text>,
@@ -2105,8 +2107,8 @@ fn describe_row(d: &RowData, buf: &[u8]) -> String {
         d.body_len,
         d.case.get(buf),
         d.variant.get(buf),
-        d.transformation,
-        d.family,
+        d.transformation.get(buf),
+        opt(&d.family),
         d.suggestion,
         opt(&d.contract),
         opt(&d.schema),
@@ -2124,14 +2126,20 @@ fn fast_row(buf: &[u8], body: &str) -> Option<RowData> {
     let d = super::derive::lean(&f.record, f.state_diff.take());
     let suggestion = super::suggest::lean_category(&f.record, &d);
     let summary = summarize(&f.record, &d);
-    let transformation = transformation_name(&mut f.record, &d);
+    // The record's strings are spans of the line here: the record goes back
+    // to the fast path, whose buffers the next line reuses.
+    let transformation = match d.inferred_transformation {
+        Some(name) => Text::Static(name),
+        None => Text::of(buf, f.transformation.unwrap_or_default()),
+    };
+    super::fast::recycle(f.record);
     Some(RowData {
         trim_start: 0,
         body_len: 0,
         case: Text::of(buf, f.case_id),
         variant: Text::of(buf, f.variant_id),
         transformation,
-        family: f.record.family.take(),
+        family: f.family.map(|s| Text::of(buf, s)),
         suggestion,
         contract: f.contract.map(|s| Text::of(buf, s)),
         schema: f.schema.map(|s| Text::of(buf, s)),
@@ -2143,10 +2151,10 @@ fn fast_row(buf: &[u8], body: &str) -> Option<RowData> {
 
 /// The transformation name of a row: the record's (taken from it), else the
 /// inferred one, which needs no copy.
-fn transformation_name(record: &mut PairRecord, d: &super::derive::Lean) -> Cow<'static, str> {
+fn transformation_name(record: &mut PairRecord, d: &super::derive::Lean) -> Text {
     match d.inferred_transformation {
-        Some(name) => Cow::Borrowed(name),
-        None => Cow::Owned(record.transformation.take().unwrap_or_default()),
+        Some(name) => Text::Static(name),
+        None => Text::Owned(record.transformation.take().unwrap_or_default()),
     }
 }
 
@@ -2193,7 +2201,7 @@ fn slow_row(body: &str, terminated: bool) -> LineOut {
         case: Text::Owned(std::mem::take(&mut record.case_id)),
         variant: Text::Owned(std::mem::take(&mut record.variant_id)),
         transformation,
-        family: record.family.take(),
+        family: record.family.take().map(Text::Owned),
         suggestion,
         contract: record.contract_version.take().map(Text::Owned),
         schema: record.state_schema_version.take().map(Text::Owned),
