@@ -948,29 +948,28 @@ fn short_decimal(token: &[u8]) -> Option<f64> {
         (b'-', rest) => (true, rest),
         _ => (false, token),
     };
-    let mut m: u64 = 0;
-    let mut n = 0usize;
-    let mut scale: Option<usize> = None;
-    for &c in digits {
-        match c {
-            b'0'..=b'9' => {
-                n += 1;
-                if n > 15 {
-                    return None;
-                }
-                m = m * 10 + u64::from(c - b'0');
-                if let Some(k) = &mut scale {
-                    *k += 1;
-                }
-            }
-            b'.' if scale.is_none() => scale = Some(0),
-            _ => return None,
-        }
-    }
-    if n == 0 {
+    // Fifteen digits and a point at most, so `m` stays under 10^16.
+    if digits.len() > 16 {
         return None;
     }
-    let x = m as f64 / POW10[scale.unwrap_or(0)];
+    let mut m: u64 = 0;
+    let mut dot: Option<usize> = None;
+    for (i, &c) in digits.iter().enumerate() {
+        let d = c.wrapping_sub(b'0');
+        if d < 10 {
+            m = m * 10 + u64::from(d);
+        } else if c == b'.' && dot.is_none() {
+            dot = Some(i);
+        } else {
+            return None;
+        }
+    }
+    let n = digits.len() - usize::from(dot.is_some());
+    if n == 0 || n > 15 {
+        return None;
+    }
+    let scale = dot.map_or(0, |i| digits.len() - 1 - i);
+    let x = m as f64 / POW10[scale];
     Some(if negative { -x } else { x })
 }
 
@@ -1224,8 +1223,8 @@ impl<'a> Reader<'a> {
     }
 
     /// A list of strings, or one string as a list of one (an item that is
-    /// not a string would be shown as its JSON text: left to the slow path).
-    /// A string or an array of strings, copied into `spare`'s strings.
+    /// not a string would be shown as its JSON text: left to the slow path),
+    /// copied into `spare`'s strings.
     fn strings(&self, v: Option<Val>, spare: &mut Vec<String>) -> Option<Option<Vec<String>>> {
         let v = match present(v) {
             None => return Some(None),
