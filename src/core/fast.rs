@@ -318,26 +318,51 @@ const MEMO_MAX: usize = 64 * 1024;
 /// case repeat its source state, one line per variant; a state whose text
 /// begins the same way at the same depth is the same valid object (it ends
 /// with its closing brace), with the same members, and is not scanned again.
+///
+/// A side whose states keep changing (the variant's, in most runs) would
+/// pay a copy and a failed comparison on every line: after
+/// [`MEMO_MISSES`] misses in a row the memo rests for [`MEMO_REST`] lines,
+/// neither compared nor kept, then tries again.
 #[derive(Default)]
 struct StateMemo {
     text: Vec<u8>,
     depth: usize,
     members: Vec<MemberSpan>,
+    /// Misses in a row, and lines left to rest.
+    misses: u32,
+    resting: u32,
 }
+
+const MEMO_MISSES: u32 = 8;
+const MEMO_REST: u32 = 64;
 
 impl StateMemo {
     /// If the object at `b[start..]` is this one, its members, placed at
     /// `start`, are added to `out`, and its length is returned.
     fn recall(
-        &self,
+        &mut self,
         b: &[u8],
         start: usize,
         depth: usize,
         out: &mut Vec<MemberSpan>,
     ) -> Option<usize> {
-        if self.text.is_empty() || self.depth != depth || !b[start..].starts_with(&self.text) {
+        if self.resting > 0 {
+            self.resting -= 1;
             return None;
         }
+        if self.text.is_empty() {
+            return None;
+        }
+        if self.depth != depth || !b[start..].starts_with(&self.text) {
+            self.misses += 1;
+            if self.misses >= MEMO_MISSES {
+                self.misses = 0;
+                self.resting = MEMO_REST;
+                self.text.clear();
+            }
+            return None;
+        }
+        self.misses = 0;
         let at = u32::try_from(start).ok()?;
         out.extend(
             self.members
@@ -357,6 +382,9 @@ impl StateMemo {
         depth: usize,
         members: &[MemberSpan],
     ) {
+        if self.resting > 0 {
+            return;
+        }
         if end - start > MEMO_MAX {
             *self = StateMemo::default();
             return;
@@ -1941,6 +1969,30 @@ mod tests {
         m.keep(big.as_bytes(), (0, big.len()), 3, &[]);
         assert_eq!(m.text.capacity(), 0, "the small one is let go too");
         assert_eq!(m.recall(big.as_bytes(), 0, 3, &mut out), None);
+    }
+
+    #[test]
+    fn a_memo_that_keeps_missing_rests_then_tries_again() {
+        let (a, b) = (br#"{"a":1}"#, br#"{"a":2}"#);
+        let mut m = StateMemo::default();
+        let mut out = Vec::new();
+        // Each line keeps a state the next one does not repeat.
+        for i in 0..MEMO_MISSES {
+            m.keep(if i % 2 == 0 { a } else { b }, (0, 7), 3, &[]);
+            let next = if i % 2 == 0 { b } else { a };
+            assert_eq!(m.recall(next, 0, 3, &mut out), None);
+        }
+        // Resting: the repeat is not seen, and nothing is kept.
+        m.keep(a, (0, 7), 3, &[]);
+        assert!(m.text.is_empty());
+        for _ in 0..MEMO_REST {
+            assert_eq!(m.recall(a, 0, 3, &mut out), None);
+        }
+        // Then it keeps and recalls again; a hit clears the misses.
+        m.keep(a, (0, 7), 3, &[]);
+        assert_eq!(m.recall(a, 0, 3, &mut out), Some(7));
+        assert_eq!(m.misses, 0);
+        assert!(out.is_empty());
     }
 
     /// Every special byte at every offset, across the 8-byte steps.
