@@ -15,8 +15,6 @@
 //! skipped, never unwrapped. `docs/statistics.md` defines every metric and
 //! its denominator for users.
 
-use std::collections::HashMap;
-
 use serde::Serialize;
 
 use super::annotations::AnnotationStore;
@@ -363,6 +361,27 @@ impl Acc {
         }
     }
 
+    fn merge(&mut self, o: Acc) {
+        if self.pairs == 0 {
+            *self = o;
+            return;
+        }
+        self.pairs += o.pairs;
+        self.failures += o.failures;
+        self.with_routes += o.with_routes;
+        self.flips += o.flips;
+        self.invariant_trials += o.invariant_trials;
+        self.invariant_violations += o.invariant_violations;
+        self.boundary += o.boundary;
+        self.boundary_with_routes += o.boundary_with_routes;
+        self.boundary_flips += o.boundary_flips;
+        self.service_errors += o.service_errors;
+        self.invalid += o.invalid;
+        self.abs_dp.extend(o.abs_dp);
+        self.abs_dc.extend(o.abs_dc);
+        self.classified += o.classified;
+    }
+
     fn finish(self, name: &str) -> GroupStats {
         GroupStats {
             name: name.to_string(),
@@ -506,7 +525,10 @@ pub fn summarize(
     let mut overall = Acc::default();
     // Keys are short names: FxHash, not SipHash; the cases are in a table
     // by id (see `Cases`).
-    let mut groups: FxMap<&str, Acc> = FxMap::default();
+    // Groups by interned id (one look-up of a number per row), named at
+    // the end; categories by name.
+    let mut by_id: FxMap<Sym, Acc> = FxMap::default();
+    let mut by_name: FxMap<&str, Acc> = FxMap::default();
     let mut matrix = [[0u64; 3]; 3];
     let mut histogram = [0u64; BUCKETS];
     let mut categories: FxMap<&str, FxMap<&str, u64>> = FxMap::default();
@@ -517,14 +539,16 @@ pub fn summarize(
     for row in rows.iter().filter_map(|&i| index.rows.get(i as usize)) {
         let category = index.failure_category(store, row);
         overall.add(row, category);
-        let group = match by {
-            GroupBy::Transformation => sym_name(index, row.transformation),
-            GroupBy::Family => sym_name(index, row.family),
-            GroupBy::Case => sym_name(index, row.case),
-            GroupBy::Category if row.status().is_failure() => category.unwrap_or(UNCLASSIFIED),
-            GroupBy::Category => PASSED,
+        let acc = match by {
+            GroupBy::Transformation => by_id.entry(row.transformation).or_default(),
+            GroupBy::Family => by_id.entry(row.family).or_default(),
+            GroupBy::Case => by_id.entry(row.case).or_default(),
+            GroupBy::Category if row.status().is_failure() => {
+                by_name.entry(category.unwrap_or(UNCLASSIFIED)).or_default()
+            }
+            GroupBy::Category => by_name.entry(PASSED).or_default(),
         };
-        groups.entry(group).or_default().add(row, category);
+        acc.add(row, category);
 
         if let (Some(s), Some(v)) = (row.source_route(), row.variant_route()) {
             matrix[usize::from(s.rank()).min(2)][usize::from(v.rank()).min(2)] += 1;
@@ -553,6 +577,10 @@ pub fn summarize(
         }
     }
 
+    let mut groups = by_name;
+    for (id, acc) in by_id {
+        groups.entry(sym_name(index, id)).or_default().merge(acc);
+    }
     let mut groups: Vec<GroupStats> = groups
         .into_iter()
         .map(|(name, acc)| acc.finish(name))
@@ -736,23 +764,38 @@ pub fn conclusion(index: &RunIndex, rows: &[u32], s: &Summary) -> Vec<String> {
         ));
     }
 
-    // Route flips and stability per transformation, read from the rows.
-    let mut flips: HashMap<&str, Flips> = HashMap::new();
-    let mut per_transformation: HashMap<&str, (u64, u64)> = HashMap::new();
+    // Route flips and stability per transformation, read from the rows:
+    // counted by interned id, then by name.
+    let mut flips_by_id: FxMap<Sym, Flips> = FxMap::default();
+    let mut per_id: FxMap<Sym, (u64, u64)> = FxMap::default();
     for row in rows.iter().filter_map(|&i| index.rows.get(i as usize)) {
-        let name = sym_name(index, row.transformation);
-        let t = per_transformation.entry(name).or_default();
+        let flip = both_routes(row) && row.has(flags::FLIP);
+        let t = per_id.entry(row.transformation).or_default();
         t.0 += 1;
-        if row.status().is_failure() || (both_routes(row) && row.has(flags::FLIP)) {
+        if flip || row.status().is_failure() {
             t.1 += 1;
         }
-        if both_routes(row) && row.has(flags::FLIP) {
-            let f = flips.entry(name).or_default();
+        if flip {
+            let f = flips_by_id.entry(row.transformation).or_default();
             f.n += 1;
             f.failed += u64::from(row.status() == Status::Fail);
             f.passed += u64::from(row.status() == Status::Pass);
             f.margins.extend(micros(row.margin));
         }
+    }
+    let mut flips: FxMap<&str, Flips> = FxMap::default();
+    for (id, f) in flips_by_id {
+        let into = flips.entry(sym_name(index, id)).or_default();
+        into.n += f.n;
+        into.failed += f.failed;
+        into.passed += f.passed;
+        into.margins.extend(f.margins);
+    }
+    let mut per_transformation: FxMap<&str, (u64, u64)> = FxMap::default();
+    for (id, (n, bad)) in per_id {
+        let into = per_transformation.entry(sym_name(index, id)).or_default();
+        into.0 += n;
+        into.1 += bad;
     }
     let mut flips: Vec<(&str, Flips)> = flips.into_iter().collect();
     flips.sort_by(|a, b| b.1.n.cmp(&a.1.n).then_with(|| a.0.cmp(b.0)));
@@ -921,6 +964,7 @@ mod tests {
     use crate::core::index::{OpenOptions, load_run};
     use crate::core::model::Route;
     use serde_json::{Value, json};
+    use std::collections::HashMap;
     use std::io::Write;
 
     fn close(a: Option<f64>, b: f64) -> bool {
@@ -1180,6 +1224,42 @@ mod tests {
             rows,
             _dir: dir,
         }
+    }
+
+    /// Groups are counted by interned id and named at the end: a family
+    /// spelled like the placeholder of a missing one is the same group.
+    #[test]
+    fn groups_of_one_name_are_one_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("run.jsonl");
+        let mut f = std::fs::File::create(&run).unwrap();
+        for (i, family) in [Some(NOT_RECORDED), None, Some("x"), None]
+            .iter()
+            .enumerate()
+        {
+            let mut l = json!({"case_id": format!("c{i}"), "variant_id": "v", "passed": i % 2 == 0,
+                "source": {"probability": 0.1 * i as f64}, "variant": {"probability": 0.5}});
+            if let Some(fam) = family {
+                l["family"] = json!(fam);
+            }
+            writeln!(f, "{l}").unwrap();
+        }
+        drop(f);
+        let index = load_run(
+            &[run.to_string_lossy().to_string()],
+            &OpenOptions::default(),
+        )
+        .unwrap();
+        let s = summarize(&index, &[0, 1, 2, 3], None, GroupBy::Family);
+        let names: Vec<(&str, u64, u64)> = s
+            .groups
+            .iter()
+            .map(|g| (g.name.as_str(), g.pairs, g.failures))
+            .collect();
+        assert_eq!(names, [(NOT_RECORDED, 3, 2), ("x", 1, 0)]);
+        let nr = &s.groups[0];
+        // |Δp| of 0.5, 0.4 and 0.2: the median and maximum of all three.
+        assert_eq!((nr.median_abs_dp, nr.max_abs_dp), (Some(0.4), Some(0.5)));
     }
 
     #[test]
