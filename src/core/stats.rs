@@ -249,8 +249,13 @@ fn widen(x: f32) -> Option<f64> {
 
 /// A stored `f32` magnitude in whole millionths.
 fn micros(x: f32) -> Option<u64> {
+    widen(x).map(in_micros)
+}
+
+/// A `widen`ed value's magnitude in whole millionths.
+fn in_micros(v: f64) -> u64 {
     // `as` saturates, and |x| of a finite f32 is far below u64::MAX millionths anyway.
-    widen(x).map(|v| (v.abs() * MICRO).round() as u64)
+    (v.abs() * MICRO).round() as u64
 }
 
 /// The median of the finite values; the mean of the two middle ones for an even count.
@@ -313,7 +318,8 @@ struct Acc {
 }
 
 impl Acc {
-    fn add(&mut self, row: &PairRow, category: Option<&str>) {
+    /// Count `row`, whose |Δp| and |Δc| `widen`ed are `dp` and `dc`.
+    fn add(&mut self, row: &PairRow, category: Option<&str>, (dp, dc): (Option<f64>, Option<f64>)) {
         self.pairs += 1;
         let failed = row.status().is_failure();
         if failed {
@@ -353,10 +359,10 @@ impl Acc {
             Status::Invalid => self.invalid += 1,
             _ => {}
         }
-        if let Some(d) = widen(row.dp) {
+        if let Some(d) = dp {
             self.abs_dp.push(d.abs());
         }
-        if let Some(d) = widen(row.dc) {
+        if let Some(d) = dc {
             self.abs_dc.push(d.abs());
         }
     }
@@ -522,60 +528,50 @@ pub fn summarize(
     store: Option<&AnnotationStore>,
     by: GroupBy,
 ) -> Summary {
-    let mut overall = Acc::default();
-    // Keys are short names: FxHash, not SipHash; the cases are in a table
-    // by id (see `Cases`).
-    // Groups by interned id (one look-up of a number per row), named at
-    // the end; categories by name.
-    let mut by_id: FxMap<Sym, Acc> = FxMap::default();
-    let mut by_name: FxMap<&str, Acc> = FxMap::default();
-    let mut matrix = [[0u64; 3]; 3];
-    let mut histogram = [0u64; BUCKETS];
-    let mut categories: FxMap<&str, FxMap<&str, u64>> = FxMap::default();
-    let mut cases = Cases::new(index);
-    let mut pairs_with_repetition = 0u64;
-    let mut max_repetition = 0u32;
+    summarize_on(index, rows, store, by, rows.len() >= PARALLEL_SUMMARY_ROWS)
+}
 
-    for row in rows.iter().filter_map(|&i| index.rows.get(i as usize)) {
-        let category = index.failure_category(store, row);
-        overall.add(row, category);
-        let acc = match by {
-            GroupBy::Transformation => by_id.entry(row.transformation).or_default(),
-            GroupBy::Family => by_id.entry(row.family).or_default(),
-            GroupBy::Case => by_id.entry(row.case).or_default(),
-            GroupBy::Category if row.status().is_failure() => {
-                by_name.entry(category.unwrap_or(UNCLASSIFIED)).or_default()
-            }
-            GroupBy::Category => by_name.entry(PASSED).or_default(),
+/// [`summarize`], with the cases and repeated trials counted on a second
+/// thread while this one counts the rest when `two_threads`.
+fn summarize_on(
+    index: &RunIndex,
+    rows: &[u32],
+    store: Option<&AnnotationStore>,
+    by: GroupBy,
+    two_threads: bool,
+) -> Summary {
+    let case_level = || {
+        let cases = count_cases(index, rows);
+        let trials = repeated_trials(index, rows, &cases);
+        (cases, trials)
+    };
+    let (rest, (cases, (repeated_pair_ids, inconsistent_pair_ids))) =
+        if two_threads {
+            std::thread::scope(|scope| {
+                match std::thread::Builder::new().spawn_scoped(scope, case_level) {
+                    Ok(h) => {
+                        let rest = count_rest(index, rows, store, by);
+                        match h.join() {
+                            Ok(c) => (rest, c),
+                            Err(e) => std::panic::resume_unwind(e),
+                        }
+                    }
+                    Err(_) => (count_rest(index, rows, store, by), case_level()),
+                }
+            })
+        } else {
+            (count_rest(index, rows, store, by), case_level())
         };
-        acc.add(row, category);
-
-        if let (Some(s), Some(v)) = (row.source_route(), row.variant_route()) {
-            matrix[usize::from(s.rank()).min(2)][usize::from(v.rank()).min(2)] += 1;
-        }
-        if let Some(m) = micros(row.dp) {
-            histogram[bucket_of(m)] += 1;
-        }
-        if row.status().is_failure() {
-            *categories
-                .entry(sym_name(index, row.transformation))
-                .or_default()
-                .entry(category.unwrap_or(UNCLASSIFIED))
-                .or_default() += 1;
-        }
-
-        let at = cases.slot(row.case);
-        let c = &mut cases.acc[at];
-        c.rows += 1;
-        c.failed |= row.status().is_failure();
-        c.routes_known |= both_routes(row);
-        c.flipped |= both_routes(row) && row.has(flags::FLIP);
-
-        if row.repetition != u32::MAX {
-            pairs_with_repetition += 1;
-            max_repetition = max_repetition.max(row.repetition);
-        }
-    }
+    let Rest {
+        overall,
+        by_id,
+        by_name,
+        matrix,
+        histogram,
+        categories,
+        pairs_with_repetition,
+        max_repetition,
+    } = rest;
 
     let mut groups = by_name;
     for (id, acc) in by_id {
@@ -628,7 +624,6 @@ pub fn summarize(
         flipping_case_rate: wilson(flipping_cases, count(|c| c.routes_known)),
     };
 
-    let (repeated_pair_ids, inconsistent_pair_ids) = repeated_trials(index, rows, &cases);
     let repetition = (repeated_pair_ids > 0 || max_repetition > 0).then_some(Repetition {
         pairs_with_repetition,
         max_repetition,
@@ -655,6 +650,99 @@ pub fn summarize(
         case_level,
         repetition,
     }
+}
+
+/// Summaries over this many rows count their cases on a second thread.
+const PARALLEL_SUMMARY_ROWS: usize = 100_000;
+
+/// What [`summarize`] counts row by row, besides the cases.
+struct Rest<'a> {
+    overall: Acc,
+    by_id: FxMap<Sym, Acc>,
+    by_name: FxMap<&'a str, Acc>,
+    matrix: [[u64; 3]; 3],
+    histogram: [u64; BUCKETS],
+    categories: FxMap<&'a str, FxMap<&'a str, u64>>,
+    pairs_with_repetition: u64,
+    max_repetition: u32,
+}
+
+fn count_rest<'a>(
+    index: &'a RunIndex,
+    rows: &[u32],
+    store: Option<&'a AnnotationStore>,
+    by: GroupBy,
+) -> Rest<'a> {
+    let mut overall = Acc::default();
+    // Groups by interned id (one look-up of a number per row), named at
+    // the end; categories by name.
+    let mut by_id: FxMap<Sym, Acc> = FxMap::default();
+    let mut by_name: FxMap<&str, Acc> = FxMap::default();
+    let mut matrix = [[0u64; 3]; 3];
+    let mut histogram = [0u64; BUCKETS];
+    let mut categories: FxMap<&str, FxMap<&str, u64>> = FxMap::default();
+    let mut pairs_with_repetition = 0u64;
+    let mut max_repetition = 0u32;
+
+    for row in rows.iter().filter_map(|&i| index.rows.get(i as usize)) {
+        let category = index.failure_category(store, row);
+        // Rounded once for every count that reads them.
+        let deltas = (widen(row.dp), widen(row.dc));
+        overall.add(row, category, deltas);
+        let acc = match by {
+            GroupBy::Transformation => by_id.entry(row.transformation).or_default(),
+            GroupBy::Family => by_id.entry(row.family).or_default(),
+            GroupBy::Case => by_id.entry(row.case).or_default(),
+            GroupBy::Category if row.status().is_failure() => {
+                by_name.entry(category.unwrap_or(UNCLASSIFIED)).or_default()
+            }
+            GroupBy::Category => by_name.entry(PASSED).or_default(),
+        };
+        acc.add(row, category, deltas);
+
+        if let (Some(s), Some(v)) = (row.source_route(), row.variant_route()) {
+            matrix[usize::from(s.rank()).min(2)][usize::from(v.rank()).min(2)] += 1;
+        }
+        if let Some(d) = deltas.0 {
+            histogram[bucket_of(in_micros(d))] += 1;
+        }
+        if row.status().is_failure() {
+            *categories
+                .entry(sym_name(index, row.transformation))
+                .or_default()
+                .entry(category.unwrap_or(UNCLASSIFIED))
+                .or_default() += 1;
+        }
+
+        if row.repetition != u32::MAX {
+            pairs_with_repetition += 1;
+            max_repetition = max_repetition.max(row.repetition);
+        }
+    }
+    Rest {
+        overall,
+        by_id,
+        by_name,
+        matrix,
+        histogram,
+        categories,
+        pairs_with_repetition,
+        max_repetition,
+    }
+}
+
+/// Each case's rows, and whether any failed, had both routes, flipped.
+fn count_cases(index: &RunIndex, rows: &[u32]) -> Cases {
+    let mut cases = Cases::new(index);
+    for row in rows.iter().filter_map(|&i| index.rows.get(i as usize)) {
+        let at = cases.slot(row.case);
+        let c = &mut cases.acc[at];
+        c.rows += 1;
+        c.failed |= row.status().is_failure();
+        c.routes_known |= both_routes(row);
+        c.flipped |= both_routes(row) && row.has(flags::FLIP);
+    }
+    cases
 }
 
 /// "1 pair", "3 pairs".
@@ -1948,6 +2036,8 @@ mod tests {
                     index.rows[i].versions = index.versions_id([NO_SYM, NO_SYM, model]);
                 }
                 let s = summarize(&index, &picks, None, by);
+                // Counted on two threads, the same summary.
+                prop_assert_eq!(&summarize_on(&index, &picks, None, by, true), &s);
                 let valid = picks.iter().filter(|&&i| (i as usize) < index.rows.len()).count();
                 prop_assert_eq!(s.pairs, valid as u64);
                 prop_assert_eq!(s.groups.iter().map(|g| g.pairs).sum::<u64>(), s.pairs);
