@@ -59,7 +59,7 @@ pub struct Fast<'a> {
     /// timestamp and extra fields are left out; equal questions are both
     /// empty and raw-equal states are both `null` (their diff is empty either
     /// way); states that differ keep only their differing members.
-    pub record: PairRecord,
+    pub record: Box<PairRecord>,
     /// The diff of the two states, when they were diffed from their raw
     /// text (both states are then `null` placeholders in `record`): where
     /// each change is and its kind, without the values, which the index
@@ -258,54 +258,29 @@ struct Scratch {
     state_is_object: [bool; 2],
     /// The state object each side last scanned, kept from line to line.
     memo: [StateMemo; 2],
-    /// The strings of the last record, given back by [`recycle`]: the next
-    /// record's are copied into them, which allocates nothing once they
-    /// are large enough.
-    spare: Spare,
+    /// The last record, given back by [`recycle`]: the next one is written
+    /// over it in place, into the strings it holds, so that a line neither
+    /// allocates a record nor moves one about.
+    spare: Option<Box<PairRecord>>,
 }
 
-#[derive(Default)]
-struct Spare {
-    family: String,
-    transformation: String,
-    allowed: Vec<String>,
-    reasons: Vec<String>,
-    questions: [String; 2],
-}
-
-/// `text` in `buf`'s allocation.
-fn refill(buf: &mut String, text: &str) -> String {
-    let mut b = std::mem::take(buf);
-    b.clear();
-    b.push_str(text);
-    b
+/// Set `slot` to `text`, in the string it holds if any.
+fn set_text(slot: &mut Option<String>, text: Option<&str>) {
+    match (slot.as_mut(), text) {
+        (Some(buf), Some(t)) => {
+            buf.clear();
+            buf.push_str(t);
+        }
+        (_, t) => *slot = t.map(str::to_owned),
+    }
 }
 
 /// Give a record made by [`parse_fast`] back, so that the thread's next
-/// record reuses its strings.
-pub fn recycle(mut r: PairRecord) {
+/// record is written over it.
+pub fn recycle(r: Box<PairRecord>) {
     SCRATCH.with(|c| {
         if let Ok(mut s) = c.try_borrow_mut() {
-            let spare = &mut s.spare;
-            if let Some(f) = r.family.take() {
-                spare.family = f;
-            }
-            if let Some(t) = r.transformation.take() {
-                spare.transformation = t;
-            }
-            if let Some(a) = r.allowed_changes.take() {
-                spare.allowed = a;
-            }
-            spare.reasons = std::mem::take(&mut r.reasons);
-            for (q, side) in spare
-                .questions
-                .iter_mut()
-                .zip([&mut r.source, &mut r.variant])
-            {
-                if let Some(text) = side.question.take() {
-                    *q = text;
-                }
-            }
+            s.spare = Some(r);
         }
     });
 }
@@ -1070,23 +1045,20 @@ fn read<'a>(line: &'a str, s: &mut Scratch) -> Option<Fast<'a>> {
     }
     let family = r.text(top[T_FAMILY])?;
     let transformation = r.text(top[T_TRANSFORMATION])?;
-    let spare = &mut s.spare;
-    let mut rec = PairRecord {
-        family: family.as_deref().map(|t| refill(&mut spare.family, t)),
-        transformation: transformation
-            .as_deref()
-            .map(|t| refill(&mut spare.transformation, t)),
-        minimum_boundary_margin: r.number(top[T_MARGIN])?,
-        allowed_changes: r.strings(top[T_ALLOWED], &mut spare.allowed)?,
-        passed: r.boolean(top[T_PASSED])?,
-        reasons: r
-            .strings(top[T_REASONS], &mut spare.reasons)?
-            .unwrap_or_default(),
-        repetition: r.number(top[T_REPETITION])?.and_then(|x| {
-            (x >= 0.0 && x.fract() == 0.0 && x < u64::MAX as f64).then_some(x as u64)
-        }),
-        ..PairRecord::default()
-    };
+    // Every field the fast path reads is written below, on every line; the
+    // others keep their defaults (the fast path never sets them).
+    let mut rec = s.spare.take().unwrap_or_default();
+    set_text(&mut rec.family, family.as_deref());
+    set_text(&mut rec.transformation, transformation.as_deref());
+    rec.minimum_boundary_margin = r.number(top[T_MARGIN])?;
+    let mut allowed = rec.allowed_changes.take().unwrap_or_default();
+    rec.allowed_changes = r.strings(top[T_ALLOWED], &mut allowed)?;
+    rec.passed = r.boolean(top[T_PASSED])?;
+    let mut reasons = std::mem::take(&mut rec.reasons);
+    rec.reasons = r.strings(top[T_REASONS], &mut reasons)?.unwrap_or_default();
+    rec.repetition = r
+        .number(top[T_REPETITION])?
+        .and_then(|x| (x >= 0.0 && x.fract() == 0.0 && x < u64::MAX as f64).then_some(x as u64));
     let contract = r.text(top[T_CONTRACT])?;
     let schema = r.text(top[T_SCHEMA])?;
     let model = r.text(top[T_MODEL])?;
@@ -1121,40 +1093,38 @@ fn read<'a>(line: &'a str, s: &mut Scratch) -> Option<Fast<'a>> {
     };
     let src_route = r.route(top[T_SOURCE_ROUTE])?;
     let var_route = r.route(top[T_VARIANT_ROUTE])?;
-    let mut sides = [Side::default(), Side::default()];
     let mut questions = [None, None];
     let mut states = [None, None];
-    for (w, slot) in [(0, T_SOURCE), (1, T_VARIANT)] {
+    for (w, slot, route) in [(0, T_SOURCE, src_route), (1, T_VARIANT, var_route)] {
+        let out = if w == 0 {
+            &mut rec.source
+        } else {
+            &mut rec.variant
+        };
         match present(top[slot]) {
             Some(v) if v.kind == Kind::Obj => {
-                let (side, state, question) = side(&r, &s.side[w], &s.response[w])?;
-                sides[w] = side;
+                let (state, question) = side(&r, &s.side[w], &s.response[w], out)?;
                 states[w] = state;
                 questions[w] = question;
             }
             Some(_) => return None,
-            None => {}
+            None => clear_side(out),
         }
-    }
-    let [mut source, mut variant] = sides;
-    if source.route.is_none() {
-        source.route = src_route;
-    }
-    if variant.route.is_none() {
-        variant.route = var_route;
+        if out.route.is_none() {
+            out.route = route;
+        }
     }
     // Only equality of the questions matters to the derivation, and their
     // words only when they differ.
     let [src_q, var_q] = questions;
     match (src_q, var_q) {
         (Some(a), Some(b)) if a == b => {
-            source.question = Some(String::new());
-            variant.question = Some(String::new());
+            set_text(&mut rec.source.question, Some(""));
+            set_text(&mut rec.variant.question, Some(""));
         }
         (a, b) => {
-            let [qa, qb] = &mut s.spare.questions;
-            source.question = a.map(|t| refill(qa, &t));
-            variant.question = b.map(|t| refill(qb, &t));
+            set_text(&mut rec.source.question, a.as_deref());
+            set_text(&mut rec.variant.question, b.as_deref());
         }
     }
     let members = |w: usize| {
@@ -1165,10 +1135,8 @@ fn read<'a>(line: &'a str, s: &mut Scratch) -> Option<Fast<'a>> {
         })
     };
     let (a, b, state_diff) = diff_states(line, states[0], states[1], [members(0), members(1)])?;
-    source.state = a;
-    variant.state = b;
-    rec.source = source;
-    rec.variant = variant;
+    rec.source.state = a;
+    rec.variant.state = b;
     Some(Fast {
         case_id,
         variant_id,
@@ -1180,6 +1148,19 @@ fn read<'a>(line: &'a str, s: &mut Scratch) -> Option<Fast<'a>> {
         record: rec,
         state_diff,
     })
+}
+
+/// A side the line does not have, as the slow path leaves it.
+fn clear_side(out: &mut Side) {
+    out.question = None;
+    out.state = None;
+    out.probability = None;
+    out.confidence = None;
+    out.route = None;
+    out.outcome = None;
+    out.error = None;
+    out.latency_ms = None;
+    out.decision = None;
 }
 
 /// A field that is recorded: present and not `null`.
@@ -1326,11 +1307,14 @@ fn outcome(s: &str) -> Outcome {
     }
 }
 
+/// Write the side read from `slots` into `out` (its question and state are
+/// left to the caller, who gets them).
 fn side<'a>(
     r: &Reader<'a>,
     slots: &[Option<Val>; N_SIDE],
     response: &[Option<Val>; 2],
-) -> Option<(Side, Option<Val>, Option<Cow<'a, str>>)> {
+    out: &mut Side,
+) -> Option<(Option<Val>, Option<Cow<'a, str>>)> {
     let (p, c) = match present(slots[S_RESPONSE]) {
         Some(v) if v.kind == Kind::Obj => (r.unit(response[0])?, r.unit(response[1])?),
         Some(_) => return None,
@@ -1345,18 +1329,14 @@ fn side<'a>(
         Some(c) => Some(c),
         None => r.unit(slots[S_CONFIDENCE])?,
     };
-    let side = Side {
-        question: None,
-        state: None,
-        probability,
-        confidence,
-        route: r.route(slots[S_ROUTE])?,
-        outcome: r.text(slots[S_OUTCOME])?.map(|o| outcome(&o)),
-        error: r.text(slots[S_ERROR])?.map(Cow::into_owned),
-        latency_ms: r.number(slots[S_LATENCY])?,
-        decision: r.text(slots[S_DECISION])?.map(Cow::into_owned),
-    };
-    Some((side, present(slots[S_STATE]), r.text(slots[S_QUESTION])?))
+    out.probability = probability;
+    out.confidence = confidence;
+    out.route = r.route(slots[S_ROUTE])?;
+    out.outcome = r.text(slots[S_OUTCOME])?.map(|o| outcome(&o));
+    set_text(&mut out.error, r.text(slots[S_ERROR])?.as_deref());
+    out.latency_ms = r.number(slots[S_LATENCY])?;
+    set_text(&mut out.decision, r.text(slots[S_DECISION])?.as_deref());
+    Some((present(slots[S_STATE]), r.text(slots[S_QUESTION])?))
 }
 
 fn expectation(r: &Reader<'_>, e: &[Option<Val>; N_EXP]) -> Option<Option<Expectation>> {
@@ -1969,6 +1949,24 @@ mod tests {
         m.keep(big.as_bytes(), (0, big.len()), 3, &[]);
         assert_eq!(m.text.capacity(), 0, "the small one is let go too");
         assert_eq!(m.recall(big.as_bytes(), 0, 3, &mut out), None);
+    }
+
+    /// A record written over the line before's keeps none of its fields.
+    #[test]
+    fn a_recycled_record_keeps_nothing_of_the_line_before() {
+        let full = r#"{"case_id":"c","variant_id":"v","family":"f","transformation":"t","minimum_boundary_margin":0.1,"allowed_changes":["state.a"],"passed":false,"reasons":["r1","r2"],"repetition":2,"policy":{"review_threshold":0.5,"action_threshold":0.9},"expectation":{"kind":"invariant","max_probability_drift":0.1},"source":{"question":"q","state":{"a":1},"probability":0.2,"confidence":0.9,"route":"pass","outcome":"ok","error":"e","latency_ms":5,"decision":"hold"},"variant":{"question":"q2","state":{"a":2},"probability":0.6,"route":"review","error":"e2","decision":"x"}}"#;
+        for bare in [
+            r#"{"case_id":"c","variant_id":"v2"}"#,
+            r#"{"case_id":"c","variant_id":"v3","source":{"probability":0.1},"variant":{"probability":0.2}}"#,
+            r#"{"case_id":"c","variant_id":"v4","reasons":"one","source":{"question":"q"},"variant":{"question":"q"}}"#,
+        ] {
+            SCRATCH.with(|c| c.borrow_mut().spare = None);
+            let want = format!("{:?}", parse_fast(bare).expect(bare).record);
+            let f = parse_fast(full).expect("full");
+            recycle(f.record);
+            let got = format!("{:?}", parse_fast(bare).expect(bare).record);
+            assert_eq!(got, want, "{bare}");
+        }
     }
 
     #[test]
