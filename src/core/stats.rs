@@ -545,23 +545,22 @@ fn summarize_on(
         let trials = repeated_trials(index, rows, &cases);
         (cases, trials)
     };
-    let (rest, (cases, (repeated_pair_ids, inconsistent_pair_ids))) =
-        if two_threads {
-            std::thread::scope(|scope| {
-                match std::thread::Builder::new().spawn_scoped(scope, case_level) {
-                    Ok(h) => {
-                        let rest = count_rest(index, rows, store, by);
-                        match h.join() {
-                            Ok(c) => (rest, c),
-                            Err(e) => std::panic::resume_unwind(e),
-                        }
+    let (rest, (cases, (repeated_pair_ids, inconsistent_pair_ids))) = if two_threads {
+        std::thread::scope(|scope| {
+            match std::thread::Builder::new().spawn_scoped(scope, case_level) {
+                Ok(h) => {
+                    let rest = count_rest(index, rows, store, by);
+                    match h.join() {
+                        Ok(c) => (rest, c),
+                        Err(e) => std::panic::resume_unwind(e),
                     }
-                    Err(_) => (count_rest(index, rows, store, by), case_level()),
                 }
-            })
-        } else {
-            (count_rest(index, rows, store, by), case_level())
-        };
+                Err(_) => (count_rest(index, rows, store, by), case_level()),
+            }
+        })
+    } else {
+        (count_rest(index, rows, store, by), case_level())
+    };
     let Rest {
         overall,
         by_id,
