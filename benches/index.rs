@@ -87,8 +87,8 @@ fn per_line(c: &mut Criterion) {
         b.iter(|| {
             let mut n = 0;
             for l in &lines {
-                if let Some(mut f) = triage::core::fast::parse_fast(l) {
-                    let d = triage::core::derive::derive_with(&f.record, f.state_diff.take());
+                if let Some(f) = triage::core::fast::parse_fast(l) {
+                    let d = triage::core::derive::derive_with(&f.record, f.state_diff.made(l));
                     n += usize::from(
                         triage::core::suggest::suggest_category(&f.record, &d).is_some(),
                     );

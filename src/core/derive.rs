@@ -479,6 +479,30 @@ impl Lean {
 
 /// The facts of [`derive_with`] that the index keeps, without their words.
 pub fn lean(r: &PairRecord, state_diff: Option<Vec<DiffEntry>>) -> Lean {
+    lean_with(r, false, || state_diff, true)
+}
+
+/// [`lean`], with the state's diff (`diff`, as `lean` takes it) made only
+/// when something reads it: the validity, unless `covered` says that
+/// `allowed_changes` permits every state member that differs as a whole
+/// (see [`member_permitted`]); a transformation the record does not name;
+/// a failure's suggestion. When nothing does, [`Lean::state`] is empty.
+pub fn lean_on(
+    r: &PairRecord,
+    covered: bool,
+    diff: impl FnOnce() -> Option<Vec<DiffEntry>>,
+) -> Lean {
+    lean_with(r, covered, diff, false)
+}
+
+/// [`lean_on`]; with `always`, the state's changes are made whatever reads
+/// them.
+fn lean_with(
+    r: &PairRecord,
+    covered: bool,
+    diff: impl FnOnce() -> Option<Vec<DiffEntry>>,
+    always: bool,
+) -> Lean {
     let n = numbers(r);
     let route_mismatch = route_mismatch(r.source.route, n.computed_source_route)
         || route_mismatch(r.variant.route, n.computed_variant_route);
@@ -494,16 +518,26 @@ pub fn lean(r: &PairRecord, state_diff: Option<Vec<DiffEntry>>) -> Lean {
     let (verdict, runner_disagrees) = verdict(r.passed, checked_pass);
 
     let question_changed = question_changed(r);
-    let state = state_changes(r, state_diff);
-    let validity = validity_code(r, || any_unexpected(r, question_changed, &state));
+    let mut diff = Some(diff);
+    let mut state: Option<Vec<DiffEntry>> = None;
+    let validity = validity_code(r, || {
+        (question_changed && !permitted(r, Changed::Question))
+            || (!covered && state_unexpected(r, changes_of(r, &mut state, &mut diff)))
+    });
     let invalid = validity == ValidityCode::Invalid;
     let (inferred_transformation, inferred) = match &r.transformation {
         Some(_) => (None, false),
         None => {
-            let name = infer_transformation(r, question_changed, &state);
+            let name =
+                infer_transformation(r, question_changed, changes_of(r, &mut state, &mut diff));
             (Some(name), name != NOT_RECORDED)
         }
     };
+    let status = status_of(invalid, service_error, verdict);
+    // The suggestion reads the changes of a failure only.
+    if always || status.is_failure() {
+        changes_of(r, &mut state, &mut diff);
+    }
     Lean {
         dp: n.dp,
         dc: n.dc,
@@ -513,7 +547,7 @@ pub fn lean(r: &PairRecord, state_diff: Option<Vec<DiffEntry>>) -> Lean {
         variant_margin: n.variant_margin,
         near_boundary: n.near_boundary,
         flip: n.flip,
-        status: status_of(invalid, service_error, verdict),
+        status,
         validity,
         inferred_transformation,
         inferred,
@@ -524,18 +558,32 @@ pub fn lean(r: &PairRecord, state_diff: Option<Vec<DiffEntry>>) -> Lean {
         passed_mismatch: runner_disagrees.is_some(),
         route_mismatch,
         question_changed,
-        state,
+        state: state.unwrap_or_default(),
     }
 }
 
-/// Whether some change the variant made is not declared in
-/// `allowed_changes` (what fills [`Changes::unexpected`]).
-fn any_unexpected(r: &PairRecord, question_changed: bool, state: &[DiffEntry]) -> bool {
-    (question_changed && !permitted(r, Changed::Question))
-        || state
-            .iter()
-            .filter(|e| !matches!(e.change, Change::Reordered { .. }))
-            .any(|e| !permitted(r, Changed::Path(&e.path.0)))
+/// The state's changes, made from `diff` the first time they are asked for.
+fn changes_of<'s, F: FnOnce() -> Option<Vec<DiffEntry>>>(
+    r: &PairRecord,
+    state: &'s mut Option<Vec<DiffEntry>>,
+    diff: &mut Option<F>,
+) -> &'s [DiffEntry] {
+    state.get_or_insert_with(|| state_changes(r, diff.take().and_then(|f| f())))
+}
+
+/// Whether `allowed_changes` permits every change inside the state member
+/// `key` (a change at `state.<key>` or below it): some entry names it or a
+/// path above it.
+pub fn member_permitted(r: &PairRecord, key: &str) -> bool {
+    permitted(r, Changed::Member(key))
+}
+
+/// Whether some change of the state is not declared in `allowed_changes`.
+fn state_unexpected(r: &PairRecord, state: &[DiffEntry]) -> bool {
+    state
+        .iter()
+        .filter(|e| !matches!(e.change, Change::Reordered { .. }))
+        .any(|e| !permitted(r, Changed::Path(&e.path.0)))
 }
 
 /// Whether some entry of `allowed_changes` permits a change at `path`.
@@ -551,6 +599,8 @@ fn permitted(r: &PairRecord, path: Changed) -> bool {
 enum Changed<'a> {
     Question,
     Path(&'a [diff::Seg]),
+    /// `state.<key>`.
+    Member(&'a str),
 }
 
 impl Changed<'_> {
@@ -562,6 +612,11 @@ impl Changed<'_> {
                 diff::Seg::Key(k) => Some(k.as_str()),
                 diff::Seg::Index(_) => None,
             }),
+            Changed::Member(k) => match i {
+                0 => Some(Some("state")),
+                1 => Some(Some(k)),
+                _ => None,
+            },
         }
     }
 
@@ -570,6 +625,12 @@ impl Changed<'_> {
             (Changed::Path(segs), _) => segs.get(i) == Some(seg),
             (Changed::Question, diff::Seg::Key(k)) => i == 0 && k == "question",
             (Changed::Question, diff::Seg::Index(_)) => false,
+            (Changed::Member(k), diff::Seg::Key(s)) => match i {
+                0 => s == "state",
+                1 => s == k,
+                _ => false,
+            },
+            (Changed::Member(_), diff::Seg::Index(_)) => false,
         }
     }
 }
@@ -1029,6 +1090,66 @@ pub(crate) mod tests {
         assert_eq!(derive(&r).validity, Validity::Valid);
         r.allowed_changes = None;
         assert_eq!(derive(&r).validity, Validity::Undeclared);
+    }
+
+    /// An entry permits a whole state member when it names the member or
+    /// a path above it, however it is spelled; one below it does not.
+    #[test]
+    fn members_permitted_whole() {
+        let mut r = pair(0.3, 0.3);
+        for (entry, evidence, a) in [
+            ("state", true, true),
+            ("state.evidence", true, false),
+            ("evidence", true, false),
+            (" evidence ", true, false),
+            ("state.evidence.text", false, false),
+            ("evidence[0]", false, false),
+            ("question", false, false),
+            ("a", false, true),
+        ] {
+            r.allowed_changes = Some(vec![entry.into()]);
+            assert_eq!(member_permitted(&r, "evidence"), evidence, "{entry:?}");
+            assert_eq!(member_permitted(&r, "a"), a, "{entry:?}");
+        }
+        r.allowed_changes = None;
+        assert!(!member_permitted(&r, "a"));
+    }
+
+    /// The lazy derivation agrees with the eager one, and makes the diff
+    /// only when something reads it.
+    #[test]
+    fn the_state_is_diffed_only_when_read() {
+        let mut r = pair(0.3, 0.31);
+        r.source.state = Some(json!({"a": 1, "theme": "light"}));
+        r.variant.state = Some(json!({"a": 1, "theme": "dark"}));
+        r.transformation = Some("theme".into());
+        r.allowed_changes = Some(vec!["state.theme".into()]);
+        let eager = lean(&r, None);
+        assert_eq!(eager.validity, ValidityCode::Valid);
+        assert_eq!(eager.status, Status::Pass);
+        // A passing pair whose changed member is permitted whole: no diff.
+        let lazy = lean_on(&r, true, || panic!("diffed"));
+        assert_eq!(
+            (lazy.status, lazy.validity, lazy.state.len()),
+            (Status::Pass, ValidityCode::Valid, 0)
+        );
+        // Not covered: the validity needs the diff.
+        let mut asked = false;
+        let lazy = lean_on(&r, false, || {
+            asked = true;
+            None
+        });
+        assert!(asked);
+        assert_eq!((lazy.status, lazy.validity), (eager.status, eager.validity));
+        // A failure's suggestion reads it, covered or not.
+        let mut f = pair(0.3, 0.8);
+        f.source.state = r.source.state.clone();
+        f.variant.state = r.variant.state.clone();
+        f.allowed_changes = r.allowed_changes.clone();
+        let lazy = lean_on(&f, true, || None);
+        assert_eq!(lazy.status, Status::Fail);
+        assert_eq!(lazy.state, lean(&f, None).state);
+        assert_eq!(lazy.state.len(), 1);
     }
 
     #[test]

@@ -60,11 +60,11 @@ pub struct Fast<'a> {
     /// empty and raw-equal states are both `null` (their diff is empty either
     /// way); states that differ keep only their differing members.
     pub record: Box<PairRecord>,
-    /// The diff of the two states, when they were diffed from their raw
-    /// text (both states are then `null` placeholders in `record`): where
-    /// each change is and its kind, without the values, which the index
-    /// does not keep (the detail view diffs the parsed pair again).
-    pub state_diff: Option<Vec<DiffEntry>>,
+    /// The diff of the two states, when it is made from their raw text
+    /// (both states are then `null` placeholders in `record`): where each
+    /// change is and its kind, without the values, which the index does
+    /// not keep (the detail view diffs the parsed pair again).
+    pub state_diff: Diff,
 }
 
 /// serde_json refuses a 128th nested object or array.
@@ -1134,7 +1134,17 @@ fn read<'a>(line: &'a str, s: &mut Scratch) -> Option<Fast<'a>> {
             twins: &s.twins[w],
         })
     };
-    let (a, b, state_diff) = diff_states(line, states[0], states[1], [members(0), members(1)])?;
+    // Only a whole member that `allowed_changes` names can make the diff
+    // needless for the validity.
+    let declared = rec.allowed_changes.is_some();
+    let permitted = |k: &str| declared && super::derive::member_permitted(&rec, k);
+    let (a, b, state_diff) = diff_states(
+        line,
+        states[0],
+        states[1],
+        [members(0), members(1)],
+        permitted,
+    )?;
     rec.source.state = a;
     rec.variant.state = b;
     Some(Fast {
@@ -1379,40 +1389,98 @@ fn expectation(r: &Reader<'_>, e: &[Option<Val>; N_EXP]) -> Option<Option<Expect
 }
 
 /// The two states, and their diff when it was computed here: raw-equal
-/// states have none; two objects are diffed member by member, parsing only
-/// the members whose text differs. `None` when a state cannot be parsed.
-type States = (Option<Value>, Option<Value>, Option<Vec<DiffEntry>>);
+/// states have none; two objects that differ are left for [`state_diff`]
+/// (`Diff::Later`). `None` when a state cannot be parsed.
+type States = (Option<Value>, Option<Value>, Diff);
+
+/// The diff of the two states, as [`diff_states`] leaves it.
+#[derive(Debug)]
+pub enum Diff {
+    /// Made here (the entries), or left to the derivation, which diffs the
+    /// parsed states (`None`).
+    Done(Option<Vec<DiffEntry>>),
+    /// Two objects that differ, to be diffed member by member by
+    /// [`state_diff`] if something reads the diff. `covered`: every member
+    /// that differs is permitted whole by the record's `allowed_changes`.
+    Later { covered: bool },
+}
 
 fn diff_states(
     line: &str,
     a: Option<Val>,
     b: Option<Val>,
     members: [Option<Members<'_>>; 2],
+    permitted: impl Fn(&str) -> bool,
 ) -> Option<States> {
     let both_null = || (Some(Value::Null), Some(Value::Null));
     let text = |v: Val| &line[v.start as usize..v.end as usize];
     match (a.map(text), b.map(text)) {
-        (None, None) => Some((None, None, None)),
+        (None, None) => Some((None, None, Diff::Done(None))),
         (Some(a), Some(b)) if a == b => {
             let (x, y) = both_null();
-            Some((x, y, Some(Vec::new())))
+            Some((x, y, Diff::Done(Some(Vec::new()))))
         }
         (Some(a), Some(b)) => match members {
             [Some(x), Some(y)] => {
-                let d = diff_members(x, y)?;
+                let covered = members_covered(x, y, permitted);
                 let (x, y) = both_null();
-                Some((x, y, Some(d)))
+                Some((x, y, Diff::Later { covered }))
             }
-            _ => Some((Some(full(a)?), Some(full(b)?), None)),
+            _ => Some((Some(full(a)?), Some(full(b)?), Diff::Done(None))),
         },
         (a, b) => {
             let one = |v: Option<&str>| match v {
                 Some(v) => full(v).map(Some),
                 None => Some(None),
             };
-            Some((one(a)?, one(b)?, None))
+            Some((one(a)?, one(b)?, Diff::Done(None)))
         }
     }
+}
+
+impl Diff {
+    /// The entries, made now if they were left for later (see
+    /// [`state_diff`]: `line` is the line the thread read last).
+    pub fn made(self, line: &str) -> Option<Vec<DiffEntry>> {
+        match self {
+            Diff::Done(d) => d,
+            Diff::Later { .. } => state_diff(line),
+        }
+    }
+}
+
+/// Whether every member that differs between the two states (changed,
+/// removed or added) is `permitted` whole.
+fn members_covered(x: Members<'_>, y: Members<'_>, permitted: impl Fn(&str) -> bool) -> bool {
+    let (px, py) = x.paired(y);
+    let changed = (0..x.spans.len()).filter(|&i| !bit(px, i)).all(|i| {
+        let k = x.key(i);
+        y.find(k, i) == Some(x.value(i)) || permitted(k)
+    });
+    changed
+        && (0..y.spans.len()).filter(|&j| !bit(py, j)).all(|j| {
+            let k = y.key(j);
+            x.find(k, j).is_some() || permitted(k)
+        })
+}
+
+/// The diff of the two states of the line this thread read last, which
+/// [`parse_fast`] left for later ([`Diff::Later`]); `None` if it cannot be
+/// made (the line is then read the slow way). Call it before the thread
+/// reads another line.
+pub fn state_diff(line: &str) -> Option<Vec<DiffEntry>> {
+    SCRATCH.with(|c| {
+        let s = c.try_borrow().ok()?;
+        if !(s.state_is_object[0] && s.state_is_object[1]) {
+            return None;
+        }
+        let side = |w: usize| Members {
+            line,
+            spans: &s.members[w],
+            twins: &s.twins[w],
+        };
+        diff_members(side(0), side(1))
+    })
 }
 
 /// [`diff::diff_values`] of two `state` objects, from their members' raw
