@@ -523,8 +523,20 @@ impl<'a> Scan<'a, '_> {
         Some(Kind::Num)
     }
 
-    /// Any value at `self.i`, inside `depth` open objects and arrays.
+    /// Any value at `self.i`, inside `depth` open objects and arrays: a
+    /// string in place (the most common value, and the cheapest), anything
+    /// else in [`Self::nested`].
+    #[inline(always)]
     fn value(&mut self, depth: usize) -> Option<Kind> {
+        match self.peek()? {
+            b'"' => self.string(),
+            _ => self.nested(depth),
+        }
+    }
+
+    /// A value other than a string (see [`Self::value`]).
+    #[inline(never)]
+    fn nested(&mut self, depth: usize) -> Option<Kind> {
         match self.peek()? {
             b'"' => self.string(),
             b'{' => {
