@@ -540,7 +540,7 @@ impl<'a> Scan<'a, '_> {
         match self.peek()? {
             b'"' => self.string(),
             b'{' => {
-                self.object(depth + 1, |s, _, d| s.value(d).map(drop))?;
+                self.object(depth + 1, |s, _, d| s.value(d).map(|_| false))?;
                 Some(Kind::Obj)
             }
             b'[' => {
@@ -581,10 +581,12 @@ impl<'a> Scan<'a, '_> {
 
     /// An object at `self.i`, the `depth`-th open container. `member` reads
     /// each value (at `self.i`, whitespace skipped), given its key's span
-    /// and `depth`. Refuses repeated and escaped keys.
+    /// and `depth`, and says whether the key names a field it [`Self::put`]
+    /// in a slot: `put` refuses a second one. Any other key is compared
+    /// here with the object's others. Refuses repeated and escaped keys.
     fn object<F>(&mut self, depth: usize, mut member: F) -> Option<()>
     where
-        F: FnMut(&mut Self, (usize, usize), usize) -> Option<()>,
+        F: FnMut(&mut Self, (usize, usize), usize) -> Option<bool>,
     {
         if depth > MAX_DEPTH {
             return None;
@@ -608,28 +610,32 @@ impl<'a> Scan<'a, '_> {
                 return None;
             }
             let ke = self.i - 1;
-            let b = self.b;
-            let key = &b[ks..ke];
-            let p = key_prefix(b, ks, ke);
-            let bit = 1u64
-                << ((p ^ (p >> 29) ^ key.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58);
-            if seen & bit != 0 {
-                for &(q, s, e) in &self.s.keys[base..] {
-                    if q == p && &b[s as usize..e as usize] == key {
-                        return None;
-                    }
-                }
-            }
-            seen |= bit;
-            self.s
-                .keys
-                .push((p, u32::try_from(ks).ok()?, u32::try_from(ke).ok()?));
             if self.token()? != b':' {
                 return None;
             }
             self.i += 1;
             self.ws();
-            member(self, (ks, ke), depth)?;
+            // A key that names a field the scan records is refused twice by
+            // `put`; the others are looked for among the object's keys.
+            if !member(self, (ks, ke), depth)? {
+                let b = self.b;
+                let key = &b[ks..ke];
+                let p = key_prefix(b, ks, ke);
+                let bit = 1u64
+                    << ((p ^ (p >> 29) ^ key.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                        >> 58);
+                if seen & bit != 0 {
+                    for &(q, s, e) in &self.s.keys[base..] {
+                        if q == p && &b[s as usize..e as usize] == key {
+                            return None;
+                        }
+                    }
+                }
+                seen |= bit;
+                self.s
+                    .keys
+                    .push((p, u32::try_from(ks).ok()?, u32::try_from(ke).ok()?));
+            }
             match self.token()? {
                 b',' => self.i += 1,
                 b'}' => {
@@ -664,7 +670,7 @@ impl<'a> Scan<'a, '_> {
         }
         self.object(1, |s, (ks, ke), d| {
             let Some(slot) = top_slot(&s.b[ks..ke]) else {
-                return s.value(d).map(drop);
+                return s.value(d).map(|_| false);
             };
             let start = s.i;
             let kind = match (slot, s.peek()?) {
@@ -674,7 +680,7 @@ impl<'a> Scan<'a, '_> {
                 (T_EXPECTATION, b'{') => s.fields(d + 1, Target::Expectation)?,
                 _ => s.value(d)?,
             };
-            Self::put(&mut s.s.top[slot], kind, start, s.i)
+            Self::put(&mut s.s.top[slot], kind, start, s.i).map(|()| true)
         })?;
         self.ws();
         (self.i == self.b.len()).then_some(())
@@ -692,8 +698,8 @@ impl<'a> Scan<'a, '_> {
             let start = s.i;
             let kind = s.value(d)?;
             match slot {
-                Some(slot) => Self::put(&mut s.s.slots(t)[slot], kind, start, s.i),
-                None => Some(()),
+                Some(slot) => Self::put(&mut s.s.slots(t)[slot], kind, start, s.i).map(|()| true),
+                None => Some(false),
             }
         })?;
         Some(Kind::Obj)
@@ -703,7 +709,7 @@ impl<'a> Scan<'a, '_> {
     fn side(&mut self, depth: usize, w: usize) -> Option<Kind> {
         self.object(depth, |s, (ks, ke), d| {
             let Some(slot) = side_slot(&s.b[ks..ke]) else {
-                return s.value(d).map(drop);
+                return s.value(d).map(|_| false);
             };
             let start = s.i;
             let kind = match (slot, s.peek()?) {
@@ -711,7 +717,7 @@ impl<'a> Scan<'a, '_> {
                 (S_RESPONSE, b'{') => s.fields(d + 1, Target::Response(w))?,
                 _ => s.value(d)?,
             };
-            Self::put(&mut s.s.side[w][slot], kind, start, s.i)
+            Self::put(&mut s.s.side[w][slot], kind, start, s.i).map(|()| true)
         })?;
         Some(Kind::Obj)
     }
@@ -759,7 +765,7 @@ impl<'a> Scan<'a, '_> {
             let span = (ks as u32, ke as u32, vs as u32, s.i as u32);
             s.s.members[w].push(span);
             s.s.twins[w].push(twin.unwrap_or(NONE));
-            Some(())
+            Some(false)
         })?;
         let sc = &mut *self.s;
         sc.memo[w].keep(b, (start, self.i), depth, &sc.members[w][first..]);
