@@ -1459,10 +1459,10 @@ struct Interner {
 }
 
 impl Interner {
-    fn hash(s: &str) -> u64 {
+    fn hash(s: &[u8]) -> u64 {
         use std::hash::Hasher;
         let mut h = FxHasher::default();
-        h.write(s.as_bytes());
+        h.write(s);
         h.finish()
     }
 
@@ -1475,21 +1475,27 @@ impl Interner {
 
     /// The id of `s`, and whether it was new.
     fn intern(&mut self, s: &str) -> (Sym, bool) {
+        self.intern_bytes(s.as_bytes()).unwrap_or((NO_SYM, false))
+    }
+
+    /// The id of the UTF-8 text `s`, looked up by its bytes (decoded only
+    /// when it is new), and whether it was new; `None` if it is not UTF-8.
+    fn intern_bytes(&mut self, s: &[u8]) -> Option<(Sym, bool)> {
         use hashbrown::hash_table::Entry;
         let Interner { text, ends, table } = self;
         let entry = table.entry(
             Self::hash(s),
-            |&id| Self::at(text, ends, id) == s,
-            |&id| Self::hash(Self::at(text, ends, id)),
+            |&id| Self::at(text, ends, id).as_bytes() == s,
+            |&id| Self::hash(Self::at(text, ends, id).as_bytes()),
         );
         match entry {
-            Entry::Occupied(e) => (*e.get(), false),
+            Entry::Occupied(e) => Some((*e.get(), false)),
             Entry::Vacant(e) => {
                 let id = ends.len() as Sym;
-                text.push_str(s);
+                text.push_str(std::str::from_utf8(s).ok()?);
                 ends.push(text.len());
                 e.insert(id);
-                (id, true)
+                Some((id, true))
             }
         }
     }
@@ -1539,10 +1545,14 @@ impl IndexState {
                 return last;
             }
         }
-        let s = std::str::from_utf8(s).unwrap_or("");
-        let (id, new) = self.interned.intern(s);
+        // The bytes are of a line validated as UTF-8.
+        let (id, new) = match self.interned.intern_bytes(s) {
+            Some(found) => found,
+            None => self.interned.intern(""),
+        };
         if new {
-            self.batch.strings.push(s.into());
+            let Interner { text, ends, .. } = &self.interned;
+            self.batch.strings.push(Interner::at(text, ends, id).into());
         }
         self.last[field as usize] = id;
         id
