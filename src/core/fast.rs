@@ -262,7 +262,12 @@ struct Scratch {
     /// over it in place, into the strings it holds, so that a line neither
     /// allocates a record nor moves one about.
     spare: Option<Box<PairRecord>>,
+    /// Spare strings for the record's lists (reasons, allowed changes),
+    /// whose lengths vary from line to line; at most [`POOL_MAX`].
+    pool: Vec<String>,
 }
+
+const POOL_MAX: usize = 64;
 
 /// Set `slot` to `text`, in the string it holds if any.
 fn set_text(slot: &mut Option<String>, text: Option<&str>) {
@@ -1069,11 +1074,13 @@ fn read<'a>(line: &'a str, s: &mut Scratch) -> Option<Fast<'a>> {
     set_text(&mut rec.family, family.as_deref());
     set_text(&mut rec.transformation, transformation.as_deref());
     rec.minimum_boundary_margin = r.number(top[T_MARGIN])?;
-    let mut allowed = rec.allowed_changes.take().unwrap_or_default();
-    rec.allowed_changes = r.strings(top[T_ALLOWED], &mut allowed)?;
+    let allowed = rec.allowed_changes.take().unwrap_or_default();
+    rec.allowed_changes = r.strings(top[T_ALLOWED], allowed, &mut s.pool)?;
     rec.passed = r.boolean(top[T_PASSED])?;
-    let mut reasons = std::mem::take(&mut rec.reasons);
-    rec.reasons = r.strings(top[T_REASONS], &mut reasons)?.unwrap_or_default();
+    let reasons = std::mem::take(&mut rec.reasons);
+    rec.reasons = r
+        .strings(top[T_REASONS], reasons, &mut s.pool)?
+        .unwrap_or_default();
     rec.repetition = r
         .number(top[T_REPETITION])?
         .and_then(|x| (x >= 0.0 && x.fract() == 0.0 && x < u64::MAX as f64).then_some(x as u64));
@@ -1262,26 +1269,36 @@ impl<'a> Reader<'a> {
     /// A list of strings, or one string as a list of one (an item that is
     /// not a string would be shown as its JSON text: left to the slow path),
     /// copied into `spare`'s strings.
-    fn strings(&self, v: Option<Val>, spare: &mut Vec<String>) -> Option<Option<Vec<String>>> {
+    /// `out` is the list to fill (its strings go back to `pool` first), and
+    /// `pool` the thread's spare strings, written over before any is
+    /// allocated.
+    fn strings(
+        &self,
+        v: Option<Val>,
+        mut out: Vec<String>,
+        pool: &mut Vec<String>,
+    ) -> Option<Option<Vec<String>>> {
+        for s in out.drain(..) {
+            if pool.len() < POOL_MAX {
+                pool.push(s);
+            }
+        }
         let v = match present(v) {
             None => return Some(None),
             Some(v) => v,
         };
-        let mut out = std::mem::take(spare);
-        let mut n = 0;
         let mut push = |text: &str| {
-            match out.get_mut(n) {
-                Some(s) => {
+            out.push(match pool.pop() {
+                Some(mut s) => {
                     s.clear();
                     s.push_str(text);
+                    s
                 }
-                None => out.push(text.to_string()),
-            }
-            n += 1;
+                None => text.to_string(),
+            });
         };
         if matches!(v.kind, Kind::Str | Kind::Esc) {
             push(&self.string(v)?);
-            out.truncate(n);
             return Some(Some(out));
         }
         if v.kind != Kind::Arr {
@@ -1309,7 +1326,6 @@ impl<'a> Reader<'a> {
                 _ => return None,
             }
         }
-        out.truncate(n);
         Some(Some(out))
     }
 }
@@ -1392,7 +1408,11 @@ fn expectation(r: &Reader<'_>, e: &[Option<Val>; N_EXP]) -> Option<Option<Expect
         },
         "allowed-routes" | "allowedroutes" => {
             let mut routes = Vec::new();
-            for n in r.strings(e[E_ROUTES], &mut Vec::new())?.iter().flatten() {
+            for n in r
+                .strings(e[E_ROUTES], Vec::new(), &mut Vec::new())?
+                .iter()
+                .flatten()
+            {
                 // An unknown route is a warning: the slow path reports it.
                 routes.push(route(n)?);
             }
