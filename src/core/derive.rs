@@ -463,7 +463,8 @@ pub struct Lean {
     pub route_mismatch: bool,
     /// [`Changes::question_changed`].
     pub question_changed: bool,
-    /// [`Changes::state`].
+    /// [`Changes::state`]; from [`lean_on`], empty unless something read it
+    /// (the validity, an inferred transformation, a failure's suggestion).
     pub state: Vec<DiffEntry>,
 }
 
