@@ -1431,7 +1431,7 @@ fn expectation(r: &Reader<'_>, e: &[Option<Val>; N_EXP]) -> Option<Option<Expect
 /// (`Diff::Later`). `None` when a state cannot be parsed.
 type States = (Option<Value>, Option<Value>, Diff);
 
-/// The diff of the two states, as [`diff_states`] leaves it.
+/// The diff of the two states, as the fast path leaves it.
 #[derive(Debug)]
 pub enum Diff {
     /// Made here (the entries), or left to the derivation, which diffs the
