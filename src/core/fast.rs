@@ -790,6 +790,23 @@ impl<'a> Scan<'a, '_> {
         let key = &b[ks..ke];
         let others = &self.s.members[1 - w];
         let at = self.s.members[w].len();
+        // Most often the member in the same place, key and value written
+        // alike: one comparison from the key's opening quote to the value's
+        // end (the same length up to the value means the same key).
+        if let Some(&(oks, _, ovs, ove)) = others.get(at)
+            && ovs - oks == (self.i - ks) as u32
+        {
+            let text = &b[oks as usize - 1..ove as usize];
+            let end = ks - 1 + text.len();
+            let delimited = match b.get(ovs as usize) {
+                Some(b'{' | b'[' | b'"') => true,
+                _ => matches!(b.get(end), Some(b',' | b'}' | b' ' | b'\n' | b'\t' | b'\r')),
+            };
+            if delimited && b[ks - 1..].starts_with(text) {
+                self.i = end;
+                return u32::try_from(at).ok();
+            }
+        }
         let same_key = |&(oks, oke, _, _): &MemberSpan| &b[oks as usize..oke as usize] == key;
         let found = match others.get(at) {
             Some(m) if same_key(m) => Some(at),
