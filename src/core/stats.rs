@@ -561,19 +561,8 @@ fn summarize_on(
     } else {
         (count_rest(index, rows, store, by), case_level())
     };
-    let Rest {
-        overall,
-        by_id,
-        by_name,
-        matrix,
-        histogram,
-        categories,
-        pairs_with_repetition,
-        max_repetition,
-    } = rest;
-
-    let mut groups = by_name;
-    for (id, acc) in by_id {
+    let mut groups = rest.by_name;
+    for (id, acc) in rest.by_id {
         groups.entry(sym_name(index, id)).or_default().merge(acc);
     }
     let mut groups: Vec<GroupStats> = groups
@@ -586,7 +575,8 @@ fn summarize_on(
             .then_with(|| a.name.cmp(&b.name))
     });
 
-    let dp_histogram = histogram
+    let dp_histogram = rest
+        .histogram
         .iter()
         .enumerate()
         .map(|(i, &count)| Bucket {
@@ -596,7 +586,8 @@ fn summarize_on(
         })
         .collect();
 
-    let mut categories_by_transformation: Vec<(String, Vec<(String, u64)>)> = categories
+    let mut categories_by_transformation: Vec<(String, Vec<(String, u64)>)> = rest
+        .categories
         .into_iter()
         .map(|(t, cats)| {
             let mut cats: Vec<(String, u64)> =
@@ -623,14 +614,14 @@ fn summarize_on(
         flipping_case_rate: wilson(flipping_cases, count(|c| c.routes_known)),
     };
 
-    let repetition = (repeated_pair_ids > 0 || max_repetition > 0).then_some(Repetition {
-        pairs_with_repetition,
-        max_repetition,
+    let repetition = (repeated_pair_ids > 0 || rest.max_repetition > 0).then_some(Repetition {
+        pairs_with_repetition: rest.pairs_with_repetition,
+        max_repetition: rest.max_repetition,
         repeated_pair_ids,
         inconsistent_pair_ids,
     });
 
-    let overall = overall.finish("all");
+    let overall = rest.overall.finish("all");
     Summary {
         pairs: overall.pairs,
         failures: overall.failures,
@@ -643,7 +634,7 @@ fn summarize_on(
         by,
         overall,
         groups,
-        route_matrix: matrix,
+        route_matrix: rest.matrix,
         dp_histogram,
         categories_by_transformation,
         case_level,
