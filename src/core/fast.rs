@@ -798,11 +798,7 @@ impl<'a> Scan<'a, '_> {
         {
             let text = &b[oks as usize - 1..ove as usize];
             let end = ks - 1 + text.len();
-            let delimited = match b.get(ovs as usize) {
-                Some(b'{' | b'[' | b'"') => true,
-                _ => matches!(b.get(end), Some(b',' | b'}' | b' ' | b'\n' | b'\t' | b'\r')),
-            };
-            if delimited && b[ks - 1..].starts_with(text) {
+            if ends_at(b, b[ovs as usize], end) && b[ks - 1..].starts_with(text) {
                 self.i = end;
                 return u32::try_from(at).ok();
             }
@@ -816,17 +812,23 @@ impl<'a> Scan<'a, '_> {
         let (_, _, ovs, ove) = others[o];
         let text = &b[ovs as usize..ove as usize];
         let end = self.i + text.len();
-        let delimited = match text.first() {
-            Some(b'{' | b'[' | b'"') => true,
-            _ => matches!(b.get(end), Some(b',' | b'}' | b' ' | b'\n' | b'\t' | b'\r')),
-        };
-        if delimited && b[self.i..].starts_with(text) {
+        if ends_at(b, b[ovs as usize], end) && b[self.i..].starts_with(text) {
             self.i = end;
             u32::try_from(o).ok()
         } else {
             None
         }
     }
+}
+
+/// Whether a member's value that begins with `first`, copied from valid
+/// text, would end at `b[end]` as it ended there: objects, arrays and
+/// strings end with their text; a number or literal must be followed by
+/// what may follow a member's value.
+#[inline]
+fn ends_at(b: &[u8], first: u8, end: usize) -> bool {
+    matches!(first, b'{' | b'[' | b'"')
+        || matches!(b.get(end), Some(b',' | b'}' | b' ' | b'\n' | b'\t' | b'\r'))
 }
 
 /// The kind of the string whose opening quote is `b[i]`, and where it ends
@@ -1150,7 +1152,8 @@ fn read<'a>(line: &'a str, s: &mut Scratch) -> Option<Fast<'a>> {
                 questions[w] = question;
             }
             Some(_) => return None,
-            None => clear_side(out),
+            // A side the line does not have, as the slow path leaves it.
+            None => *out = Side::default(),
         }
         if out.route.is_none() {
             out.route = route;
@@ -1200,19 +1203,6 @@ fn read<'a>(line: &'a str, s: &mut Scratch) -> Option<Fast<'a>> {
         record: rec,
         state_diff,
     })
-}
-
-/// A side the line does not have, as the slow path leaves it.
-fn clear_side(out: &mut Side) {
-    out.question = None;
-    out.state = None;
-    out.probability = None;
-    out.confidence = None;
-    out.route = None;
-    out.outcome = None;
-    out.error = None;
-    out.latency_ms = None;
-    out.decision = None;
 }
 
 /// A field that is recorded: present and not `null`.
@@ -1284,8 +1274,7 @@ impl<'a> Reader<'a> {
     }
 
     /// A list of strings, or one string as a list of one (an item that is
-    /// not a string would be shown as its JSON text: left to the slow path),
-    /// copied into `spare`'s strings.
+    /// not a string would be shown as its JSON text: left to the slow path).
     /// `out` is the list to fill (its strings go back to `pool` first), and
     /// `pool` the thread's spare strings, written over before any is
     /// allocated.

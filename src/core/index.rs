@@ -2151,10 +2151,8 @@ fn fast_row(buf: &[u8], body: &str) -> Option<RowData> {
     let summary = summarize(&f.record, &d);
     // The record's strings are spans of the line here: the record goes back
     // to the fast path, whose buffers the next line reuses.
-    let transformation = match d.inferred_transformation {
-        Some(name) => Text::Static(name),
-        None => Text::of(buf, f.transformation.unwrap_or_default()),
-    };
+    let transformation =
+        transformation_name(&d, Text::of(buf, f.transformation.unwrap_or_default()));
     super::fast::recycle(f.record);
     Some(RowData {
         trim_start: 0,
@@ -2172,12 +2170,12 @@ fn fast_row(buf: &[u8], body: &str) -> Option<RowData> {
     })
 }
 
-/// The transformation name of a row: the record's (taken from it), else the
-/// inferred one, which needs no copy.
-fn transformation_name(record: &mut PairRecord, d: &super::derive::Lean) -> Text {
+/// The transformation name of a row: the one `recorded`, else the inferred
+/// one, which needs no copy.
+fn transformation_name(d: &super::derive::Lean, recorded: Text) -> Text {
     match d.inferred_transformation {
         Some(name) => Text::Static(name),
-        None => Text::Owned(record.transformation.take().unwrap_or_default()),
+        None => recorded,
     }
 }
 
@@ -2217,7 +2215,8 @@ fn slow_row(body: &str, terminated: bool) -> LineOut {
         ));
     }
     let summary = summarize(&record, &d);
-    let transformation = transformation_name(&mut record, &d);
+    let recorded = Text::Owned(record.transformation.take().unwrap_or_default());
+    let transformation = transformation_name(&d, recorded);
     LineOut::Row(RowData {
         trim_start: 0,
         body_len: 0,
