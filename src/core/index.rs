@@ -1872,49 +1872,28 @@ fn index_one(
     // A buffer to reuse, and the previous chunk still to be interned.
     let mut spare: Vec<u8> = Vec::new();
     let mut pending: Option<Parsed> = None;
-    // File offset of buf[0], the next line number, and the chunk size to aim for.
+    // File offset of buf[0], and the chunk size to aim for.
     let mut base: u64 = 0;
-    let mut line_no: u64 = 1;
     let mut target = FIRST_CHUNK;
-    // A line over the limit being skipped: where it started and its length so far.
-    let mut skipping: Option<(u64, u64)> = None;
     let mut eof = false;
     st.bytes_read += fill(&mut *reader, &mut buf, &mut filled, target, &mut eof)?;
+    let mut split = Split {
+        line_no: 1,
+        skipping: None,
+        max_line,
+    };
+    let (mut lines, mut pos) = split.lines(&buf[..filled], base, eof);
     loop {
-        let data = &buf[..filled];
-        let mut lines: Vec<Line> = Vec::new();
-        let mut pos = 0usize;
-        for nl in memchr::memchr_iter(b'\n', data) {
-            if let Some((start, len)) = skipping.take() {
-                let total = len + nl as u64;
-                lines.push(overlong_line(line_no, start, total));
-            } else {
-                lines.push(line_at(line_no, base, pos, nl, true, max_line));
-            }
-            line_no += 1;
-            pos = nl + 1;
-        }
-        let rest = filled - pos;
-        if eof && rest > 0 {
-            if let Some((start, len)) = skipping.take() {
-                lines.push(overlong_line(line_no, start, len + rest as u64));
-            } else {
-                lines.push(line_at(line_no, base, pos, filled, false, max_line));
-            }
-            pos = filled;
-        } else if eof && let Some((start, len)) = skipping.take() {
-            lines.push(overlong_line(line_no, start, len));
-        }
         // Keep the partial last line for the next chunk; a line over the
         // limit is dropped as it streams by, keeping only its start and length.
         let mut next = std::mem::take(&mut spare);
         let rest = filled - pos;
-        let mut next_filled = if let Some((_, len)) = skipping.as_mut() {
+        let mut next_filled = if let Some((_, len)) = split.skipping.as_mut() {
             *len += rest as u64;
             base += filled as u64;
             0
         } else if rest > max_line {
-            skipping = Some((base + pos as u64, rest as u64));
+            split.skipping = Some((base + pos as u64, rest as u64));
             base += filled as u64;
             0
         } else {
@@ -1931,8 +1910,9 @@ fn index_one(
         let want = next_filled + target;
         let mut next_eof = false;
         let mut read: io::Result<u64> = Ok(0);
+        let mut next_lines = (Vec::new(), 0);
         // Parse this chunk while the previous one is interned and sent and
-        // the next one is read.
+        // the next one is read and cut into lines.
         let (data, lines_ref) = (&buf[..], &lines);
         let mut outs = Vec::new();
         let mut recycled = None;
@@ -1954,6 +1934,9 @@ fn index_one(
                     want,
                     &mut next_eof,
                 );
+                if read.is_ok() {
+                    next_lines = split.lines(&next[..next_filled], base, next_eof);
+                }
             }
         });
         if let Some(b) = recycled {
@@ -1982,11 +1965,60 @@ fn index_one(
         buf = next;
         filled = next_filled;
         eof = next_eof;
+        (lines, pos) = next_lines;
     }
     if let Some(p) = pending.take() {
         st.push_all(file_idx, display, p);
     }
     Ok(())
+}
+
+/// Where the cutting of a file into lines stands between chunks.
+struct Split {
+    /// The next line's number (from 1).
+    line_no: u64,
+    /// A line over the limit being skipped: where it started and its length
+    /// so far.
+    skipping: Option<(u64, u64)>,
+    max_line: usize,
+}
+
+impl Split {
+    /// The whole lines of `data`, a chunk that starts at file offset `base`
+    /// (all of it when the file ends there: `eof`), and where the partial
+    /// line after them starts.
+    fn lines(&mut self, data: &[u8], base: u64, eof: bool) -> (Vec<Line>, usize) {
+        let mut lines = Vec::new();
+        let mut pos = 0usize;
+        for nl in memchr::memchr_iter(b'\n', data) {
+            if let Some((start, len)) = self.skipping.take() {
+                lines.push(overlong_line(self.line_no, start, len + nl as u64));
+            } else {
+                lines.push(line_at(self.line_no, base, pos, nl, true, self.max_line));
+            }
+            self.line_no += 1;
+            pos = nl + 1;
+        }
+        let rest = data.len() - pos;
+        if eof && rest > 0 {
+            if let Some((start, len)) = self.skipping.take() {
+                lines.push(overlong_line(self.line_no, start, len + rest as u64));
+            } else {
+                lines.push(line_at(
+                    self.line_no,
+                    base,
+                    pos,
+                    data.len(),
+                    false,
+                    self.max_line,
+                ));
+            }
+            pos = data.len();
+        } else if eof && let Some((start, len)) = self.skipping.take() {
+            lines.push(overlong_line(self.line_no, start, len));
+        }
+        (lines, pos)
+    }
 }
 
 /// A chunk and its parsed lines, waiting to be interned.
