@@ -920,7 +920,9 @@ pub fn open_run_with(
     let handle = std::thread::Builder::new()
         .name("triage-index".into())
         .spawn(move || {
-            let mut st = index_files(inputs, max, mode, tx);
+            // On a worker of the pool, whose scopes then run in place: the
+            // chunk loop hands nothing to another thread between chunks.
+            let mut st = rayon::scope(|_| index_files(inputs, max, mode, tx));
             if !tails.is_empty() {
                 super::follow::follow(&mut st, tails, max, mode, &stop_flag);
             }
