@@ -237,6 +237,71 @@ enum Target {
 /// One member of a `state` object: the spans of its key (unquoted) and value.
 type MemberSpan = (u32, u32, u32, u32);
 
+/// The objects whose keys name slots: the top level, each side, each
+/// side's response, the policy and the expectation.
+const SH_TOP: usize = 0;
+const SH_SIDE: usize = 1;
+const SH_RESPONSE: usize = 3;
+const SH_POLICY: usize = 5;
+const SH_EXPECTATION: usize = 6;
+const N_SHAPES: usize = 7;
+
+/// How a kind of object names its slots, and which of its shapes it is.
+type Keyed = (usize, fn(&[u8]) -> Option<usize>);
+
+/// A key as the thread's last line wrote it, at one place in one kind of
+/// object: the text from its opening quote through the colon after its
+/// closing one (at most 32 bytes, zeros after), and the slot it names.
+#[derive(Clone, Copy)]
+struct Key {
+    text: [u128; 2],
+    mask: [u128; 2],
+    len: u8,
+    slot: Option<u8>,
+}
+
+impl Key {
+    /// The key written at `b[i..i + len]`, `"name":` with nothing between
+    /// its closing quote and the colon; `None` when it is longer than 32
+    /// bytes.
+    fn new(b: &[u8], i: usize, len: usize, slot: Option<usize>) -> Option<Key> {
+        if len > 32 {
+            return None;
+        }
+        let mut text = [0u8; 32];
+        text[..len].copy_from_slice(&b[i..i + len]);
+        let ones = |n: usize| match n {
+            0 => 0,
+            16.. => u128::MAX,
+            n => (1u128 << (8 * n)) - 1,
+        };
+        let half = |h: usize| {
+            u128::from_le_bytes(text[16 * h..16 * h + 16].try_into().unwrap_or_default())
+        };
+        Some(Key {
+            text: [half(0), half(1)],
+            mask: [ones(len), ones(len.saturating_sub(16))],
+            len: len as u8,
+            slot: slot.and_then(|s| u8::try_from(s).ok()),
+        })
+    }
+
+    /// Whether `b[i..]` begins with this key's text; compared sixteen bytes
+    /// at a time, so it needs 32 bytes after `i` (16 for a short key).
+    #[inline(always)]
+    fn at(&self, b: &[u8], i: usize) -> bool {
+        let word = |at: usize| {
+            b.get(at..at + 16)
+                .map(|w| u128::from_le_bytes(w.try_into().unwrap_or_default()))
+        };
+        let Some(first) = word(i) else { return false };
+        if (first ^ self.text[0]) & self.mask[0] != 0 {
+            return false;
+        }
+        self.len <= 16 || word(i + 16).is_some_and(|w| (w ^ self.text[1]) & self.mask[1] == 0)
+    }
+}
+
 /// What a scan records; kept per thread so that a line allocates nothing
 /// for it once the buffers have grown.
 #[derive(Default)]
@@ -265,6 +330,10 @@ struct Scratch {
     /// Spare strings for the record's lists (reasons, allowed changes),
     /// whose lengths vary from line to line; at most [`POOL_MAX`].
     pool: Vec<String>,
+    /// The keys of each kind of keyed object, in the order the thread's
+    /// last line wrote them (see [`Key`]): a key written the same way at
+    /// the same place is taken whole, neither scanned nor looked up.
+    shapes: [Vec<Key>; N_SHAPES],
 }
 
 const POOL_MAX: usize = 64;
@@ -545,7 +614,7 @@ impl<'a> Scan<'a, '_> {
         match self.peek()? {
             b'"' => self.string(),
             b'{' => {
-                self.object(depth + 1, |s, _, d| s.value(d).map(|_| false))?;
+                self.object(depth + 1, None, |s, _, _, d| s.value(d).map(|_| false))?;
                 Some(Kind::Obj)
             }
             b'[' => {
@@ -585,13 +654,14 @@ impl<'a> Scan<'a, '_> {
     }
 
     /// An object at `self.i`, the `depth`-th open container. `member` reads
-    /// each value (at `self.i`, whitespace skipped), given its key's span
-    /// and `depth`, and says whether the key names a field it [`Self::put`]
-    /// in a slot: `put` refuses a second one. Any other key is compared
-    /// here with the object's others. Refuses repeated and escaped keys.
-    fn object<F>(&mut self, depth: usize, mut member: F) -> Option<()>
+    /// each value (at `self.i`, whitespace skipped), given the slot its key
+    /// names (for a `keyed` object: see [`Keyed`]), its key's span and
+    /// `depth`, and says whether the key names a field it [`Self::put`] in
+    /// a slot: `put` refuses a second one. Any other key is compared here
+    /// with the object's others. Refuses repeated and escaped keys.
+    fn object<F>(&mut self, depth: usize, keyed: Option<Keyed>, mut member: F) -> Option<()>
     where
-        F: FnMut(&mut Self, (usize, usize), usize) -> Option<bool>,
+        F: FnMut(&mut Self, Option<usize>, (usize, usize), usize) -> Option<bool>,
     {
         if depth > MAX_DEPTH {
             return None;
@@ -606,23 +676,48 @@ impl<'a> Scan<'a, '_> {
         // length: only a key whose bit is already set is compared with the
         // others.
         let mut seen = 0u64;
+        let mut n = 0usize;
         loop {
             if self.token()? != b'"' {
                 return None;
             }
-            let ks = self.i + 1;
-            if self.string()? != Kind::Str {
-                return None;
-            }
-            let ke = self.i - 1;
-            if self.token()? != b':' {
-                return None;
-            }
-            self.i += 1;
+            // A key written as the last line wrote the one at this place
+            // is that valid, plain key followed by its colon.
+            let known = keyed.and_then(|(shape, _)| {
+                let k = *self.s.shapes[shape].get(n)?;
+                k.at(self.b, self.i).then_some(k)
+            });
+            let (ks, ke, slot) = match known {
+                Some(k) => {
+                    let ks = self.i + 1;
+                    self.i += usize::from(k.len);
+                    (ks, self.i - 2, k.slot.map(usize::from))
+                }
+                None => {
+                    let ks = self.i + 1;
+                    if self.string()? != Kind::Str {
+                        return None;
+                    }
+                    let ke = self.i - 1;
+                    if self.token()? != b':' {
+                        return None;
+                    }
+                    self.i += 1;
+                    match keyed {
+                        Some((shape, lookup)) => {
+                            let slot = lookup(&self.b[ks..ke]);
+                            self.learn(shape, n, (ks - 1, self.i), slot);
+                            (ks, ke, slot)
+                        }
+                        None => (ks, ke, None),
+                    }
+                }
+            };
+            n += 1;
             self.ws();
             // A key that names a field the scan records is refused twice by
             // `put`; the others are looked for among the object's keys.
-            if !member(self, (ks, ke), depth)? {
+            if !member(self, slot, (ks, ke), depth)? {
                 let b = self.b;
                 let key = &b[ks..ke];
                 let p = key_prefix(b, ks, ke);
@@ -653,6 +748,21 @@ impl<'a> Scan<'a, '_> {
         }
     }
 
+    /// Keep the key at `b[start..end]` (opening quote to colon), the `n`th
+    /// of an object of kind `shape`, for the next line; only one whose
+    /// colon follows its closing quote is kept.
+    #[inline(never)]
+    fn learn(&mut self, shape: usize, n: usize, (start, end): (usize, usize), slot: Option<usize>) {
+        let keys = &mut self.s.shapes[shape];
+        if n > keys.len() || n >= 64 || self.b[end - 2] != b'"' {
+            return;
+        }
+        if let Some(k) = Key::new(self.b, start, end - start, slot) {
+            keys.truncate(n);
+            keys.push(k);
+        }
+    }
+
     /// Store `v` in `slot`; a slot already filled is two spellings of one
     /// field (the slow path reads one of them): refused.
     fn put(slot: &mut Option<Val>, kind: Kind, start: usize, end: usize) -> Option<()> {
@@ -673,8 +783,8 @@ impl<'a> Scan<'a, '_> {
         if self.peek()? != b'{' {
             return None;
         }
-        self.object(1, |s, (ks, ke), d| {
-            let Some(slot) = top_slot(&s.b[ks..ke]) else {
+        self.object(1, Some((SH_TOP, top_slot)), |s, slot, _, d| {
+            let Some(slot) = slot else {
                 return s.value(d).map(|_| false);
             };
             let start = s.i;
@@ -693,13 +803,12 @@ impl<'a> Scan<'a, '_> {
 
     /// A small object whose known members go to `t`'s slots.
     fn fields(&mut self, depth: usize, t: Target) -> Option<Kind> {
-        self.object(depth, |s, (ks, ke), d| {
-            let key = &s.b[ks..ke];
-            let slot = match t {
-                Target::Policy => policy_slot(key),
-                Target::Expectation => expectation_slot(key),
-                Target::Response(_) => response_slot(key),
-            };
+        let keyed: Keyed = match t {
+            Target::Policy => (SH_POLICY, policy_slot),
+            Target::Expectation => (SH_EXPECTATION, expectation_slot),
+            Target::Response(w) => (SH_RESPONSE + w, response_slot),
+        };
+        self.object(depth, Some(keyed), |s, slot, _, d| {
             let start = s.i;
             let kind = s.value(d)?;
             match slot {
@@ -712,8 +821,8 @@ impl<'a> Scan<'a, '_> {
 
     /// `source` (`w` 0) or `variant` (`w` 1).
     fn side(&mut self, depth: usize, w: usize) -> Option<Kind> {
-        self.object(depth, |s, (ks, ke), d| {
-            let Some(slot) = side_slot(&s.b[ks..ke]) else {
+        self.object(depth, Some((SH_SIDE + w, side_slot)), |s, slot, _, d| {
+            let Some(slot) = slot else {
                 return s.value(d).map(|_| false);
             };
             let start = s.i;
@@ -757,7 +866,7 @@ impl<'a> Scan<'a, '_> {
         // A side may spell its state twice (a line the fast path declines
         // later): only this object's members are kept.
         let first = self.s.members[w].len();
-        self.object(depth + 1, |s, (ks, ke), d| {
+        self.object(depth + 1, None, |s, _, (ks, ke), d| {
             let vs = s.i;
             let twin = if other {
                 s.same_as_other(w, (ks, ke))
@@ -1038,6 +1147,7 @@ pub fn forget_states() {
     SCRATCH.with(|c| {
         if let Ok(mut s) = c.try_borrow_mut() {
             s.memo = Default::default();
+            s.shapes = Default::default();
         }
     });
 }
@@ -2078,6 +2188,76 @@ mod tests {
             recycle(f.record);
             let got = format!("{:?}", parse_fast(bare).expect(bare).record);
             assert_eq!(got, want, "{bare}");
+        }
+    }
+
+    /// A key taken whole because the line before wrote the same bytes at
+    /// that place reads as it reads on a fresh thread: any other key, a
+    /// blank before the colon, an escape, a repeat is seen for what it is.
+    #[test]
+    fn keys_taken_from_the_line_before_are_those_keys() {
+        let before = r#"{"case_id":"c","variant_id":"v","label":"l","x":1,"y":2,"family":"f","minimum_boundary_margin":0.1,"policy":{"review_threshold":0.5,"action_threshold":0.9},"expectation":{"kind":"invariant","max_probability_drift":0.1},"source":{"question":"q","state":{"a":1},"response":{"probability":0.2,"confidence":0.9},"route":"pass"},"variant":{"question":"q","state":{"a":2},"response":{"probability":0.6,"confidence":0.8},"route":"review"},"repetition":2}"#;
+        // Each line, and whether it reads otherwise than `before` (the
+        // label is not read; `review` is a spelling of `review_threshold`).
+        let lines = [
+            (before.to_string(), false),
+            (before.replace(r#""label":"#, r#""labelx":"#), false),
+            (before.replace(r#""label":"#, r#""labe":"#), false),
+            (before.replace(r#""label":"#, r#""label" :"#), false),
+            (
+                before.replace(r#""review_threshold""#, r#""review""#),
+                false,
+            ),
+            (before.replace(r#""case_id":"#, r#""case\u005fid":"#), true),
+            (
+                before.replace(r#""variant_id":"v""#, r#""case_id":"c""#),
+                true,
+            ),
+            (before.replace(r#""y":2"#, r#""x":2"#), true),
+            (
+                before.replace("minimum_boundary_margin", "minimum_boundary_margix"),
+                true,
+            ),
+            (
+                before.replace("minimum_boundary_margin", "minimum_boundary_marginal"),
+                true,
+            ),
+            (
+                before.replace("max_probability_drift", "max_confidence_drift"),
+                true,
+            ),
+            (
+                before.replace(r#""probability":0.6"#, r#""probabilitx":0.6"#),
+                true,
+            ),
+            (
+                before.replace(
+                    r#""confidence":0.8"#,
+                    r#""confidence":0.8,"confidence":0.8"#,
+                ),
+                true,
+            ),
+            (
+                before.replace(r#""repetition":2}"#, r#""repetitiom":2}"#),
+                true,
+            ),
+            (before.replace(r#","repetition":2}"#, "}"), true),
+        ];
+        let read = |line: &str| format!("{:?}", parse_fast(line).map(|f| (f.record, f.state_diff)));
+        forget_states();
+        let base = read(before);
+        for (line, differs) in &lines {
+            forget_states();
+            let fresh = read(line);
+            assert_eq!(fresh != base, *differs, "{line}");
+            forget_states();
+            read(before);
+            assert_eq!(read(line), fresh, "{line}");
+            // And the other way about: the changed line teaches, the
+            // line before is read after it.
+            forget_states();
+            read(line);
+            assert_eq!(read(before), base, "after {line}");
         }
     }
 
