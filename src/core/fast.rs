@@ -1039,39 +1039,40 @@ pub(crate) struct NumberToken {
 
 /// The number token at `b[start]`; `None` if the grammar is broken there.
 pub(crate) fn number_token(b: &[u8], start: usize) -> Option<NumberToken> {
+    // Past a run of digits from `j`.
     let digits = |mut j: usize| {
-        while b.get(j).is_some_and(u8::is_ascii_digit) {
+        while j < b.len() && b[j].is_ascii_digit() {
             j += 1;
         }
         j
     };
-    let mut j = start;
-    if b.get(j) == Some(&b'-') {
-        j += 1;
-    }
+    let mut j = start + usize::from(b.get(start) == Some(&b'-'));
     let int_start = j;
-    match b.get(j)? {
+    match *b.get(j)? {
         b'0' => j += 1,
-        b'1'..=b'9' => j = digits(j),
+        b'1'..=b'9' => j = digits(j + 1),
         _ => return None,
     }
     let int_digits = j - int_start;
-    if b.get(j) == Some(&b'.') {
-        if !b.get(j + 1)?.is_ascii_digit() {
-            return None;
+    let mut exponent = false;
+    if j < b.len() {
+        if b[j] == b'.' {
+            if !b.get(j + 1)?.is_ascii_digit() {
+                return None;
+            }
+            j = digits(j + 2);
         }
-        j = digits(j + 1);
-    }
-    let exponent = matches!(b.get(j), Some(b'e' | b'E'));
-    if exponent {
-        j += 1;
-        if matches!(b.get(j), Some(b'+' | b'-')) {
+        if j < b.len() && b[j] | 0x20 == b'e' {
+            exponent = true;
             j += 1;
+            if matches!(b.get(j), Some(b'+' | b'-')) {
+                j += 1;
+            }
+            if !b.get(j)?.is_ascii_digit() {
+                return None;
+            }
+            j = digits(j + 1);
         }
-        if !b.get(j)?.is_ascii_digit() {
-            return None;
-        }
-        j = digits(j);
     }
     Some(NumberToken {
         end: j,
@@ -1098,31 +1099,41 @@ fn short_decimal(token: &[u8]) -> Option<f64> {
     const POW10: [f64; 16] = [
         1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
     ];
-    let (negative, digits) = match token.split_first()? {
-        (b'-', rest) => (true, rest),
-        _ => (false, token),
-    };
+    let negative = token.first() == Some(&b'-');
+    let digits = &token[usize::from(negative)..];
     // Fifteen digits and a point at most, so `m` stays under 10^16.
     if digits.len() > 16 {
         return None;
     }
     let mut m: u64 = 0;
-    let mut dot: Option<usize> = None;
-    for (i, &c) in digits.iter().enumerate() {
-        let d = c.wrapping_sub(b'0');
-        if d < 10 {
-            m = m * 10 + u64::from(d);
-        } else if c == b'.' && dot.is_none() {
-            dot = Some(i);
-        } else {
+    let mut i = 0;
+    // The integer part, then the fraction's digits after one point.
+    while i < digits.len() && digits[i].is_ascii_digit() {
+        m = m * 10 + u64::from(digits[i] - b'0');
+        i += 1;
+    }
+    let mut scale = 0;
+    let point = i < digits.len();
+    if point {
+        if digits[i] != b'.' {
             return None;
         }
+        let point = i;
+        i += 1;
+        while i < digits.len() {
+            let d = digits[i].wrapping_sub(b'0');
+            if d >= 10 {
+                return None;
+            }
+            m = m * 10 + u64::from(d);
+            i += 1;
+        }
+        scale = i - point - 1;
     }
-    let n = digits.len() - usize::from(dot.is_some());
+    let n = digits.len() - usize::from(point);
     if n == 0 || n > 15 {
         return None;
     }
-    let scale = dot.map_or(0, |i| digits.len() - 1 - i);
     let x = m as f64 / POW10[scale];
     Some(if negative { -x } else { x })
 }
