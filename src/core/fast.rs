@@ -56,7 +56,8 @@ pub struct Fast<'a> {
     pub family: Option<Cow<'a, str>>,
     pub transformation: Option<Cow<'a, str>>,
     /// The pair as [`super::derive::derive`] needs it. Ids, label, versions,
-    /// timestamp and extra fields are left out; equal questions are both
+    /// timestamp and extra fields are left out (its field warnings, a
+    /// probability or confidence out of range, are kept); equal questions are both
     /// empty and raw-equal states are both `null` (their diff is empty either
     /// way); states that differ keep only their differing members.
     pub record: Box<PairRecord>,
@@ -1260,15 +1261,22 @@ fn read<'a>(line: &'a str, s: &mut Scratch) -> Option<Fast<'a>> {
     let var_route = r.route(top[T_VARIANT_ROUTE])?;
     let mut questions = [None, None];
     let mut states = [None, None];
+    // The only field warnings a line read here can have: a probability or
+    // confidence outside [0, 1], in the slow path's words and order.
+    rec.field_warnings.clear();
     for (w, slot, route) in [(0, T_SOURCE, src_route), (1, T_VARIANT, var_route)] {
-        let out = if w == 0 {
-            &mut rec.source
+        let (out, prefix) = if w == 0 {
+            (&mut rec.source, "source.")
         } else {
-            &mut rec.variant
+            (&mut rec.variant, "variant.")
         };
         match present(top[slot]) {
             Some(v) if v.kind == Kind::Obj => {
-                let (state, question) = side(&r, &s.side[w], &s.response[w], out)?;
+                let warn = Warn {
+                    prefix,
+                    out: &mut rec.field_warnings,
+                };
+                let (state, question) = side(&r, &s.side[w], &s.response[w], out, warn)?;
                 states[w] = state;
                 questions[w] = question;
             }
@@ -1370,12 +1378,40 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// A probability or confidence in [0, 1].
-    fn unit(&self, v: Option<Val>) -> Option<Option<f64>> {
+    /// A probability or confidence in [0, 1]; one outside is not
+    /// recorded, with the slow path's warning (its field is `warn`'s
+    /// prefix, `within`, and the key as the line spells it).
+    fn unit(&self, v: Option<Val>, warn: &mut Warn<'_>, within: &str) -> Option<Option<f64>> {
         match self.number(v)? {
-            Some(x) if !(0.0..=1.0).contains(&x) => None,
+            Some(x) if !(0.0..=1.0).contains(&x) => {
+                let key = self.key_of(v?)?;
+                warn.out.push(format!(
+                    "`{}{within}{key}` is {x}, outside [0, 1]; treated as not recorded",
+                    warn.prefix
+                ));
+                Some(None)
+            }
             other => Some(other),
         }
+    }
+
+    /// The key of the member whose value is `v`: the scan refuses keys
+    /// with escapes, so the key is the text between the two quotes before
+    /// the colon before `v`.
+    fn key_of(&self, v: Val) -> Option<&'a str> {
+        let b = self.line.as_bytes();
+        let blank = |c: &u8| matches!(c, b' ' | b'\n' | b'\t' | b'\r');
+        let mut end = v.start as usize;
+        while end > 0 && blank(&b[end - 1]) {
+            end -= 1;
+        }
+        end = end.checked_sub(1).filter(|&e| b[e] == b':')?;
+        while end > 0 && blank(&b[end - 1]) {
+            end -= 1;
+        }
+        let close = end.checked_sub(1).filter(|&e| b[e] == b'"')?;
+        let open = b[..close].iter().rposition(|&c| c == b'"')?;
+        self.line.get(open + 1..close)
     }
 
     fn boolean(&self, v: Option<Val>) -> Option<Option<bool>> {
@@ -1480,25 +1516,35 @@ fn outcome(s: &str) -> Outcome {
 
 /// Write the side read from `slots` into `out` (its question and state are
 /// left to the caller, who gets them).
+/// Where a side's field warnings go, and the prefix of their fields.
+struct Warn<'w> {
+    prefix: &'static str,
+    out: &'w mut Vec<String>,
+}
+
 fn side<'a>(
     r: &Reader<'a>,
     slots: &[Option<Val>; N_SIDE],
     response: &[Option<Val>; 2],
     out: &mut Side,
+    mut warn: Warn<'_>,
 ) -> Option<(Option<Val>, Option<Cow<'a, str>>)> {
     let (p, c) = match present(slots[S_RESPONSE]) {
-        Some(v) if v.kind == Kind::Obj => (r.unit(response[0])?, r.unit(response[1])?),
+        Some(v) if v.kind == Kind::Obj => (
+            r.unit(response[0], &mut warn, "response.")?,
+            r.unit(response[1], &mut warn, "response.")?,
+        ),
         Some(_) => return None,
         None => (None, None),
     };
     // Bare rows put the response fields on the side itself.
     let probability = match p {
         Some(p) => Some(p),
-        None => r.unit(slots[S_PROBABILITY])?,
+        None => r.unit(slots[S_PROBABILITY], &mut warn, "")?,
     };
     let confidence = match c {
         Some(c) => Some(c),
-        None => r.unit(slots[S_CONFIDENCE])?,
+        None => r.unit(slots[S_CONFIDENCE], &mut warn, "")?,
     };
     out.probability = probability;
     out.confidence = confidence;
@@ -2187,7 +2233,7 @@ mod tests {
     /// A record written over the line before's keeps none of its fields.
     #[test]
     fn a_recycled_record_keeps_nothing_of_the_line_before() {
-        let full = r#"{"case_id":"c","variant_id":"v","family":"f","transformation":"t","minimum_boundary_margin":0.1,"allowed_changes":["state.a"],"passed":false,"reasons":["r1","r2"],"repetition":2,"policy":{"review_threshold":0.5,"action_threshold":0.9},"expectation":{"kind":"invariant","max_probability_drift":0.1},"source":{"question":"q","state":{"a":1},"probability":0.2,"confidence":0.9,"route":"pass","outcome":"ok","error":"e","latency_ms":5,"decision":"hold"},"variant":{"question":"q2","state":{"a":2},"probability":0.6,"route":"review","error":"e2","decision":"x"}}"#;
+        let full = r#"{"case_id":"c","variant_id":"v","family":"f","transformation":"t","minimum_boundary_margin":0.1,"allowed_changes":["state.a"],"passed":false,"reasons":["r1","r2"],"repetition":2,"policy":{"review_threshold":0.5,"action_threshold":0.9},"expectation":{"kind":"invariant","max_probability_drift":0.1},"source":{"question":"q","state":{"a":1},"probability":0.2,"confidence":0.9,"route":"pass","outcome":"ok","error":"e","latency_ms":5,"decision":"hold"},"variant":{"question":"q2","state":{"a":2},"probability":0.6,"confidence":1.5,"route":"review","error":"e2","decision":"x"}}"#;
         for bare in [
             r#"{"case_id":"c","variant_id":"v2"}"#,
             r#"{"case_id":"c","variant_id":"v3","source":{"probability":0.1},"variant":{"probability":0.2}}"#,

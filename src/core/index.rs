@@ -2187,6 +2187,12 @@ fn fast_row(buf: &[u8], body: &str) -> Option<RowData> {
     // to the fast path, whose buffers the next line reuses.
     let transformation =
         transformation_name(&d, Text::of(buf, f.transformation.unwrap_or_default()));
+    let warnings = f
+        .record
+        .field_warnings
+        .iter()
+        .map(|w| format!("{} / {}: {w}", f.case_id, f.variant_id))
+        .collect();
     super::fast::recycle(f.record);
     Some(RowData {
         trim_start: 0,
@@ -2200,7 +2206,7 @@ fn fast_row(buf: &[u8], body: &str) -> Option<RowData> {
         schema: f.schema.map(|s| Text::of(buf, s)),
         model: f.model.map(|s| Text::of(buf, s)),
         summary,
-        warnings: Vec::new(),
+        warnings,
     })
 }
 
@@ -2722,7 +2728,6 @@ mod tests {
             r#","passed":"no"}"#,
             r#","family":5}"#,
             r#","source":{"state":{"a":1}},"variant":"x"}"#,
-            r#","source":{"response":{"probability":1.5}}}"#,
             r#","policy":{"review":0.5}}"#,
             r#","reasons":[1]}"#,
         ]
@@ -2749,6 +2754,11 @@ mod tests {
             r#","expectation":{"kind":"not_less_urgent","max_probability_drift":"unread"}}"#,
             r#","source":{"response":{"p":0.5},"p":"unread","state":"s"},"variant":{"state":"s"}}"#,
             " , \"source\" : { \"state\" : { \"a\" : [ 1 , 2 ] } } , \"variant\" : { \"state\" : { \"a\" : [ 1 , 3 ] } } }",
+            // Probabilities and confidences outside [0, 1]: not recorded,
+            // with a warning each, the side's own fields read instead.
+            r#","source":{"response":{"probability":1.5}}}"#,
+            r#","source":{"response":{"noul":-0.25,"c":7},"probability":0.4,"confidence":2},"variant":{"response":{"p" : 1e3}}}"#,
+            " ,\"variant\":{\"probability\"\t:\r 1.0000001,\"confidence\":-0}}",
         ]
         .iter()
         .map(|tail| format!("{head}{tail}"))
