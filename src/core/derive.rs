@@ -649,6 +649,12 @@ fn allowed_covers(entry: &str, path: Changed) -> bool {
         (s, s.len() != entry.len() && is_dotted(s))
     };
     if dotted {
+        // `state.<key>` as a path: `state` covers it, and so do `<key>` and
+        // `state.<key>` when the key is one segment.
+        if let Changed::Member(k) = path {
+            return s == "state"
+                || (!k.contains('.') && (s == k || s.strip_prefix("state.") == Some(k)));
+        }
         let first = s.split_at(dot(s).unwrap_or(s.len())).0;
         let first_is_root = first == "state" || first == "question";
         (!first_is_root && path.key(0) == Some(Some("state")) && dotted_prefix(s, path, 1))
@@ -1114,6 +1120,24 @@ pub(crate) mod tests {
         }
         r.allowed_changes = None;
         assert!(!member_permitted(&r, "a"));
+    }
+
+    proptest::proptest! {
+        /// A member of the state is covered as its path `state.<key>` is.
+        #[test]
+        fn a_member_is_covered_as_its_path_is(
+            entry in "( ?(state|question|a|b-c|a\\.b|\\[0\\]|\\[\"a\"\\]|\\.|x y|_1)){1,4} ?",
+            key in "(state|a|b-c|a\\.b|x y|_1|\\[0\\]|)",
+        ) {
+            let entry = entry.replace(' ', if entry.len() % 2 == 0 { "" } else { " " });
+            let entry = entry.trim_start_matches('.');
+            let path = [diff::Seg::Key("state".into()), diff::Seg::Key(key.clone())];
+            proptest::prop_assert_eq!(
+                allowed_covers(entry, Changed::Member(&key)),
+                allowed_covers(entry, Changed::Path(&path)),
+                "{:?} {:?}", entry, key
+            );
+        }
     }
 
     /// The lazy derivation agrees with the eager one, and makes the diff
