@@ -1377,7 +1377,7 @@ fn index_files(
     let mut st = IndexState {
         interned: Interner::default(),
         triples: HashMap::default(),
-        last: [NO_SYM; Field::COUNT],
+        recent: [[NO_SYM; RECENT]; Field::COUNT],
         last_triple: None,
         batch: Batch::default(),
         bytes_read: 0,
@@ -1468,6 +1468,15 @@ impl Interner {
         h.finish()
     }
 
+    /// The bytes of the string with id `id` in `text` (no check of char
+    /// boundaries: for comparisons).
+    #[inline(always)]
+    fn bytes_at<'a>(text: &'a str, ends: &[usize], id: Sym) -> &'a [u8] {
+        let i = id as usize;
+        let start = if i == 0 { 0 } else { ends[i - 1] };
+        &text.as_bytes()[start..ends[i]]
+    }
+
     /// The string with id `id` in `text`.
     fn at<'a>(text: &'a str, ends: &[usize], id: Sym) -> &'a str {
         let i = id as usize;
@@ -1487,8 +1496,8 @@ impl Interner {
         let Interner { text, ends, table } = self;
         let entry = table.entry(
             Self::hash(s),
-            |&id| Self::at(text, ends, id).as_bytes() == s,
-            |&id| Self::hash(Self::at(text, ends, id).as_bytes()),
+            |&id| Self::bytes_at(text, ends, id) == s,
+            |&id| Self::hash(Self::bytes_at(text, ends, id)),
         );
         match entry {
             Entry::Occupied(e) => Some((*e.get(), false)),
@@ -1519,14 +1528,36 @@ impl Field {
     const COUNT: usize = 7;
 }
 
+/// Recent ids kept per field.
+const RECENT: usize = 64;
+
+/// The slot of `s` among a field's [`RECENT`] ids: a hash of its length
+/// and of its first and last eight bytes (where ids of one run differ).
+#[inline]
+fn recent_slot(s: &[u8]) -> usize {
+    let n = s.len();
+    let word = |w: &[u8]| u64::from_le_bytes(w.try_into().unwrap_or_default());
+    let (head, tail) = if n >= 8 {
+        (word(&s[..8]), word(&s[n - 8..]))
+    } else {
+        let mut b = [0u8; 8];
+        b[..n].copy_from_slice(s);
+        (u64::from_le_bytes(b), 0)
+    };
+    let h = (head ^ tail.rotate_left(29) ^ n as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (h >> (64 - RECENT.trailing_zeros())) as usize
+}
+
 pub(crate) struct IndexState {
     interned: Interner,
     /// The id of each (contract, schema, model) triple seen.
     triples: FxMap<[Sym; 3], u32>,
-    /// Each field's id in the row before: neighbouring rows mostly repeat
-    /// their case, versions, family and transformation, and comparing with
-    /// the last one is cheaper than a look-up in a large table.
-    last: [Sym; Field::COUNT],
+    /// Each field's recent ids, one per slot chosen by the text's length
+    /// and ends (see [`recent_slot`]): neighbouring rows mostly repeat
+    /// their case, versions, family and transformation, or cycle through a
+    /// few variant ids, and one comparison with the id in the slot is
+    /// cheaper than a look-up in the table of every string.
+    recent: [[Sym; RECENT]; Field::COUNT],
     /// The triple of the row before, and its id.
     last_triple: Option<([Sym; 3], u32)>,
     batch: Batch,
@@ -1537,14 +1568,16 @@ pub(crate) struct IndexState {
 
 impl IndexState {
     /// The id of `s` (bytes of a line validated as UTF-8, or of a string),
-    /// checked against the row before's first, which needs no decoding.
+    /// checked against the field's recent id in its slot first, which needs
+    /// no decoding.
+    #[inline]
     fn intern(&mut self, field: Field, s: Option<&[u8]>) -> Sym {
         let Some(s) = s else { return NO_SYM };
-        let last = self.last[field as usize];
-        if last != NO_SYM {
+        let slot = &mut self.recent[field as usize][recent_slot(s)];
+        if *slot != NO_SYM {
             let Interner { text, ends, .. } = &self.interned;
-            if Interner::at(text, ends, last).as_bytes() == s {
-                return last;
+            if Interner::bytes_at(text, ends, *slot) == s {
+                return *slot;
             }
         }
         // The bytes are of a line validated as UTF-8.
@@ -1556,7 +1589,7 @@ impl IndexState {
             let Interner { text, ends, .. } = &self.interned;
             self.batch.strings.push(Interner::at(text, ends, id).into());
         }
-        self.last[field as usize] = id;
+        *slot = id;
         id
     }
 
@@ -2452,6 +2485,28 @@ mod tests {
     }
 
     const GOOD: &str = r#"{"case_id":"c1","variant_id":"v1","passed":false,"reasons":["x"]}"#;
+
+    /// Ids that share a recent slot, of one length, are told apart by their
+    /// text, row after row.
+    #[test]
+    fn ids_sharing_a_recent_slot_keep_their_own_names() {
+        let first = "case-0000";
+        let twin = (1..100_000)
+            .map(|i| format!("case-{i:04}"))
+            .find(|c| {
+                c.len() == first.len() && recent_slot(c.as_bytes()) == recent_slot(first.as_bytes())
+            })
+            .expect("two ids in one slot");
+        let text: String = (0..6)
+            .map(|i| {
+                let case = if i % 2 == 0 { first } else { &twin };
+                format!("{{\"case_id\":\"{case}\",\"variant_id\":\"v\",\"passed\":true}}\n")
+            })
+            .collect();
+        let idx = load_bytes(text.as_bytes());
+        let cases: Vec<&str> = idx.rows.iter().map(|r| idx.str(r.case)).collect();
+        assert_eq!(cases, [first, &twin, first, &twin, first, &twin]);
+    }
 
     #[test]
     fn bad_lines_become_problems_and_the_rest_opens() {
