@@ -288,14 +288,19 @@ impl Key {
     }
 
     /// Whether `b[i..]` begins with this key's text; compared sixteen bytes
-    /// at a time, so it needs 32 bytes after `i` (16 for a short key).
+    /// at a time where they are there.
     #[inline(always)]
     fn at(&self, b: &[u8], i: usize) -> bool {
         let word = |at: usize| {
             b.get(at..at + 16)
                 .map(|w| u128::from_le_bytes(w.try_into().unwrap_or_default()))
         };
-        let Some(first) = word(i) else { return false };
+        let Some(first) = word(i) else {
+            // Near the line's end: byte by byte.
+            let n = usize::from(self.len);
+            let text = self.text[0].to_le_bytes();
+            return n <= 16 && b.get(i..i + n) == Some(&text[..n]);
+        };
         if (first ^ self.text[0]) & self.mask[0] != 0 {
             return false;
         }
@@ -331,10 +336,22 @@ struct Scratch {
     /// Spare strings for the record's lists (reasons, allowed changes),
     /// whose lengths vary from line to line; at most [`POOL_MAX`].
     pool: Vec<String>,
-    /// The keys of each kind of keyed object, in the order the thread's
-    /// last line wrote them (see [`Key`]): a key written the same way at
-    /// the same place is taken whole, neither scanned nor looked up.
-    shapes: [Vec<Key>; N_SHAPES],
+    /// For each kind of keyed object, the key that last followed each key
+    /// (by its [`after`] code) on this thread (see [`Key`]): a key written
+    /// as the one that came after the same key last time is taken whole,
+    /// neither scanned nor looked up. Keyed on what came before rather than
+    /// on the place, so that lines with and without an optional field
+    /// share all the other keys.
+    shapes: [[Option<Key>; AFTER]; N_SHAPES],
+}
+
+/// The codes of what a key follows: the object's opening brace (0), a key
+/// naming slot `s` (`s + 1`), or a key naming none.
+const AFTER: usize = N_TOP + 2;
+
+/// The [`AFTER`] code of a key naming `slot`.
+fn after(slot: Option<usize>) -> usize {
+    slot.map_or(AFTER - 1, |s| (s + 1).min(AFTER - 1))
 }
 
 const POOL_MAX: usize = 64;
@@ -677,15 +694,15 @@ impl<'a> Scan<'a, '_> {
         // length: only a key whose bit is already set is compared with the
         // others.
         let mut seen = 0u64;
-        let mut n = 0usize;
+        let mut prev = 0usize;
         loop {
             if self.token()? != b'"' {
                 return None;
             }
-            // A key written as the last line wrote the one at this place
-            // is that valid, plain key followed by its colon.
+            // A key written as the one that followed the same key last
+            // time is that valid, plain key followed by its colon.
             let known = keyed.and_then(|(shape, _)| {
-                let k = *self.s.shapes[shape].get(n)?;
+                let k = self.s.shapes[shape][prev]?;
                 k.at(self.b, self.i).then_some(k)
             });
             let (ks, ke, slot) = match known {
@@ -707,14 +724,14 @@ impl<'a> Scan<'a, '_> {
                     match keyed {
                         Some((shape, lookup)) => {
                             let slot = lookup(&self.b[ks..ke]);
-                            self.learn(shape, n, (ks - 1, self.i), slot);
+                            self.learn(shape, prev, (ks - 1, self.i), slot);
                             (ks, ke, slot)
                         }
                         None => (ks, ke, None),
                     }
                 }
             };
-            n += 1;
+            prev = after(slot);
             self.ws();
             // A key that names a field the scan records is refused twice by
             // `put`; the others are looked for among the object's keys.
@@ -749,18 +766,19 @@ impl<'a> Scan<'a, '_> {
         }
     }
 
-    /// Keep the key at `b[start..end]` (opening quote to colon), the `n`th
-    /// of an object of kind `shape`, for the next line; only one whose
-    /// colon follows its closing quote is kept.
+    /// Keep the key at `b[start..end]` (opening quote to colon), which
+    /// followed the key coded `prev` in an object of kind `shape`, for the
+    /// next time; only one whose colon follows its closing quote is kept.
     #[inline(never)]
-    fn learn(&mut self, shape: usize, n: usize, (start, end): (usize, usize), slot: Option<usize>) {
-        let keys = &mut self.s.shapes[shape];
-        if n > keys.len() || n >= 64 || self.b[end - 2] != b'"' {
-            return;
-        }
-        if let Some(k) = Key::new(self.b, start, end - start, slot) {
-            keys.truncate(n);
-            keys.push(k);
+    fn learn(
+        &mut self,
+        shape: usize,
+        prev: usize,
+        (start, end): (usize, usize),
+        slot: Option<usize>,
+    ) {
+        if self.b[end - 2] == b'"' {
+            self.s.shapes[shape][prev] = Key::new(self.b, start, end - start, slot);
         }
     }
 
@@ -2248,9 +2266,10 @@ mod tests {
         }
     }
 
-    /// A key taken whole because the line before wrote the same bytes at
-    /// that place reads as it reads on a fresh thread: any other key, a
-    /// blank before the colon, an escape, a repeat is seen for what it is.
+    /// A key taken whole because the line before wrote the same bytes after
+    /// the same key reads as it reads on a fresh thread: any other key, a
+    /// blank before the colon, an escape, a repeat is seen for what it is,
+    /// and a field more or less leaves the keys after it known.
     #[test]
     fn keys_taken_from_the_line_before_are_those_keys() {
         let before = r#"{"case_id":"c","variant_id":"v","label":"l","x":1,"y":2,"family":"f","minimum_boundary_margin":0.1,"policy":{"review_threshold":0.5,"action_threshold":0.9},"expectation":{"kind":"invariant","max_probability_drift":0.1},"source":{"question":"q","state":{"a":1},"response":{"probability":0.2,"confidence":0.9},"route":"pass"},"variant":{"question":"q","state":{"a":2},"response":{"probability":0.6,"confidence":0.8},"route":"review"},"repetition":2}"#;
@@ -2261,6 +2280,11 @@ mod tests {
             (before.replace(r#""label":"#, r#""labelx":"#), false),
             (before.replace(r#""label":"#, r#""labe":"#), false),
             (before.replace(r#""label":"#, r#""label" :"#), false),
+            (before.replace(r#""label":"l","#, ""), false),
+            (
+                before.replace(r#""label":"l","#, r#""label":"l","z":0,"#),
+                false,
+            ),
             (
                 before.replace(r#""review_threshold""#, r#""review""#),
                 false,
