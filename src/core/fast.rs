@@ -533,6 +533,34 @@ fn key_prefix(b: &[u8], ks: usize, ke: usize) -> u64 {
     }
 }
 
+/// The first eight bytes of the key `b[ks..ke]` (see [`key_prefix`]),
+/// and its bit among an object's keys.
+#[inline]
+fn key_bit(b: &[u8], ks: usize, ke: usize) -> (u64, u64) {
+    let p = key_prefix(b, ks, ke);
+    let h = (p ^ (p >> 29) ^ (ke - ks) as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (p, 1u64 << (h >> 58))
+}
+
+/// How many bytes `a` and `b` share from their starts.
+fn common_prefix(a: &[u8], b: &[u8]) -> usize {
+    let n = a.len().min(b.len());
+    let mut i = 0;
+    while i + 16 <= n {
+        let x = u128::from_le_bytes(a[i..i + 16].try_into().unwrap_or_default());
+        let y = u128::from_le_bytes(b[i..i + 16].try_into().unwrap_or_default());
+        if x != y {
+            return i + ((x ^ y).trailing_zeros() / 8) as usize;
+        }
+        i += 16;
+    }
+    i + a[i..n]
+        .iter()
+        .zip(&b[i..n])
+        .take_while(|(x, y)| x == y)
+        .count()
+}
+
 fn hex4(b: &[u8]) -> Option<u16> {
     let mut v = 0u16;
     for &c in b.get(..4)? {
@@ -677,7 +705,7 @@ impl<'a> Scan<'a, '_> {
     /// `depth`, and says whether the key names a field it [`Self::put`] in
     /// a slot: `put` refuses a second one. Any other key is compared here
     /// with the object's others. Refuses repeated and escaped keys.
-    fn object<F>(&mut self, depth: usize, keyed: Option<Keyed>, mut member: F) -> Option<()>
+    fn object<F>(&mut self, depth: usize, keyed: Option<Keyed>, member: F) -> Option<()>
     where
         F: FnMut(&mut Self, Option<usize>, (usize, usize), usize) -> Option<bool>,
     {
@@ -690,10 +718,24 @@ impl<'a> Scan<'a, '_> {
             return Some(());
         }
         let base = self.s.keys.len();
-        // One bit per key of this object, chosen by its first bytes and
-        // length: only a key whose bit is already set is compared with the
-        // others.
-        let mut seen = 0u64;
+        self.members(depth, keyed, (base, 0), member)
+    }
+
+    /// The members of an object from the one at `self.i` on (see
+    /// [`Self::object`]); `base` is where the object's keys start in
+    /// `keys`, and `seen` their bits (one per key, chosen by its first
+    /// bytes and length: only a key whose bit is already set is compared
+    /// with the others).
+    fn members<F>(
+        &mut self,
+        depth: usize,
+        keyed: Option<Keyed>,
+        (base, mut seen): (usize, u64),
+        mut member: F,
+    ) -> Option<()>
+    where
+        F: FnMut(&mut Self, Option<usize>, (usize, usize), usize) -> Option<bool>,
+    {
         let mut prev = 0usize;
         loop {
             if self.token()? != b'"' {
@@ -738,10 +780,7 @@ impl<'a> Scan<'a, '_> {
             if !member(self, slot, (ks, ke), depth)? {
                 let b = self.b;
                 let key = &b[ks..ke];
-                let p = key_prefix(b, ks, ke);
-                let bit = 1u64
-                    << ((p ^ (p >> 29) ^ key.len() as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
-                        >> 58);
+                let (p, bit) = key_bit(b, ks, ke);
                 if seen & bit != 0 {
                     for &(q, s, e) in &self.s.keys[base..] {
                         if q == p && &b[s as usize..e as usize] == key {
@@ -885,7 +924,7 @@ impl<'a> Scan<'a, '_> {
         // A side may spell its state twice (a line the fast path declines
         // later): only this object's members are kept.
         let first = self.s.members[w].len();
-        self.object(depth + 1, None, |s, _, (ks, ke), d| {
+        let member = |s: &mut Self, _, (ks, ke): (usize, usize), d| {
             let vs = s.i;
             let twin = if other {
                 s.same_as_other(w, (ks, ke))
@@ -899,10 +938,74 @@ impl<'a> Scan<'a, '_> {
             s.s.members[w].push(span);
             s.s.twins[w].push(twin.unwrap_or(NONE));
             Some(false)
-        })?;
+        };
+        let resumed = match self.s.side[1 - w][S_STATE] {
+            Some(o) if other && first == 0 && o.kind == Kind::Obj => {
+                self.take_leading(w, o, depth + 1)
+            }
+            _ => None,
+        };
+        match resumed {
+            // After the members taken, at what follows the last one.
+            Some(keys) => match self.token()? {
+                b',' => {
+                    self.i += 1;
+                    self.members(depth + 1, None, keys, member)?;
+                }
+                b'}' => {
+                    self.i += 1;
+                    self.s.keys.truncate(keys.0);
+                }
+                _ => return None,
+            },
+            None => self.object(depth + 1, None, member)?,
+        }
         let sc = &mut *self.s;
         sc.memo[w].keep(b, (start, self.i), depth, &sc.members[w][first..]);
         Some(Kind::Obj)
+    }
+
+    /// The leading members of the state object at `self.i`, side `w`'s,
+    /// taken from the other side's state `o` (scanned before, an object at
+    /// the same depth) where the two texts are the same: each member whose
+    /// text, and the byte after it, lie within what the two share from
+    /// their starts is that same valid member, with distinct keys, and the
+    /// twin of the other's member in its place. Records them as the scan
+    /// would, leaves `self.i` after the last, and gives the object's keys'
+    /// start in `keys` and their bits (see [`Self::members`]); `None`,
+    /// with nothing done, when not even the first member is shared.
+    fn take_leading(&mut self, w: usize, o: Val, depth: usize) -> Option<(usize, u64)> {
+        if depth > MAX_DEPTH {
+            return None;
+        }
+        let b = self.b;
+        let (os, oe) = (o.start as usize, o.end as usize);
+        let start = self.i;
+        let shared = os + common_prefix(&b[os..oe], &b[start..]);
+        let others = &self.s.members[1 - w];
+        // A member is taken if the byte after its value is shared too.
+        let taken = others
+            .iter()
+            .take_while(|m| (m.3 as usize) < shared && (m.3 as usize) < oe)
+            .count();
+        if taken == 0 {
+            return None;
+        }
+        let shift = u32::try_from(start.checked_sub(os)?).ok()?;
+        u32::try_from(b.len()).ok()?;
+        let base = self.s.keys.len();
+        let mut seen = 0u64;
+        for m in 0..taken {
+            let (ks, ke, vs, ve) = self.s.members[1 - w][m];
+            let (ks, ke) = ((ks + shift) as usize, (ke + shift) as usize);
+            let (p, bit) = key_bit(b, ks, ke);
+            seen |= bit;
+            self.s.keys.push((p, ks as u32, ke as u32));
+            self.s.members[w].push((ks as u32, ke as u32, vs + shift, ve + shift));
+            self.s.twins[w].push(m as u32);
+        }
+        self.i = (self.s.members[1 - w][taken - 1].3 + shift) as usize;
+        Some((base, seen))
     }
 
     /// Whether the value at `self.i`, of the state member keyed `key`, has

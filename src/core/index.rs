@@ -2692,6 +2692,46 @@ mod tests {
         fast.is_some()
     }
 
+    /// A variant state whose text begins as the source's reads its leading
+    /// members from the source's: each state below, as the variant's, is
+    /// read as the slow path reads it, or declined where it must be.
+    #[test]
+    fn a_variant_state_that_begins_as_the_source_reads_as_the_slow_path() {
+        let source = r#"{"a":1,"b":"x","c":[1,2],"d":{"e":1},"t":true}"#;
+        for (variant, accepted) in [
+            (r#"{"a":1,"b":"x","c":[1,2],"d":{"e":1},"t":false}"#, true),
+            (r#"{"a":1,"b":"x","c":[1,2],"d":{"e":2},"t":true}"#, true),
+            (r#"{"a":1,"b":"x","c":[1,2,3],"d":{"e":1},"t":true}"#, true),
+            (
+                r#"{"a":1,"b":"x","c":[1,2],"d":{"e":1},"t":true,"f":0}"#,
+                true,
+            ),
+            (r#"{"a":1,"b":"x","c":[1,2],"d":{"e":1}}"#, true),
+            (r#"{"a":1,"b":"x","c":[1,2],"d":{"e":1} }"#, true),
+            (r#"{"a":1,"b":"x","c":[1,2],"d":{"e":1} ,"t":true}"#, true),
+            (
+                r#"{"a":1,"b":"x","g":null,"c":[1,2],"d":{"e":1},"t":true}"#,
+                true,
+            ),
+            (r#"{"a":12,"b":"x","c":[1,2],"d":{"e":1},"t":true}"#, true),
+            (r#"{"a":1.5,"b":"x"}"#, true),
+            (r#"{"a":1,"b":"xy","c":[1,2]}"#, true),
+            (r#"{"a":1,"b":"x","c":[1,2],"d":{"e":1},"t":true1}"#, false),
+            (r#"{"a":1,"b":"x","c":[1,2],"a":2}"#, false),
+            (r#"{"a":1,"b":"x","c":[1,2],"d":{"e":1},"b":"x"}"#, false),
+            (r#"{"a":1,"b":"x","c":[1,2],"d":{"e":1},"t":true,}"#, false),
+            (r#"{"a":1,"b":"x","c":[1,2]"#, false),
+        ] {
+            for allowed in ["", r#","allowed_changes":["state.t","state.f"]"#] {
+                let line = format!(
+                    r#"{{"case_id":"c","variant_id":"v"{allowed},"source":{{"state":{source}}},"variant":{{"state":{variant}}}}}"#
+                );
+                super::super::fast::forget_states();
+                assert_eq!(assert_agrees(&line), accepted, "{line}");
+            }
+        }
+    }
+
     /// A side with two spellings of its state (the slow path reads one, the
     /// fast path declines the line): the state kept for the next line is
     /// the one scanned last, with its own members only, and a later line
