@@ -329,6 +329,12 @@ struct Scratch {
     state_is_object: [bool; 2],
     /// The state object each side last scanned, kept from line to line.
     memo: [StateMemo; 2],
+    /// The policy and expectation objects the thread last scanned, which
+    /// most lines repeat word for word (see [`SmallMemo`]).
+    small: [SmallMemo; 2],
+    /// The entry of each small memo this line's object is in (recalled or
+    /// just kept), if any.
+    small_at: [Option<usize>; 2],
     /// The last record, given back by [`recycle`]: the next one is written
     /// over it in place, into the strings it holds, so that a line neither
     /// allocates a record nor moves one about.
@@ -398,6 +404,56 @@ struct StateMemo {
     /// Misses in a row, and lines left to rest.
     misses: u32,
     resting: u32,
+}
+
+/// Small keyed objects (policies, expectations) scanned on earlier lines,
+/// which later lines mostly repeat word for word: a few dozen kinds and
+/// drifts in a run. Each is kept in the slot its text hashes to, with the
+/// depth it was read at and its slots counted from its start. The same text
+/// at the same depth is the same valid object (it ends with its closing
+/// brace), with the same slots.
+#[derive(Default)]
+struct SmallMemo {
+    entries: Vec<SmallEntry>,
+}
+
+#[derive(Default)]
+struct SmallEntry {
+    text: Vec<u8>,
+    depth: usize,
+    slots: [Option<Val>; N_EXP],
+    /// What the object read as (kept for expectations): the same text
+    /// reads the same.
+    reading: Reading,
+}
+
+/// What an expectation kept in a [`SmallMemo`] read as, once read.
+#[derive(Default)]
+enum Reading {
+    #[default]
+    Unread,
+    /// The line was declined for it.
+    Declined,
+    Read(Option<Expectation>),
+}
+
+/// Entries per [`SmallMemo`] (a power of two), and the longest object kept.
+const SMALL_ENTRIES: usize = 128;
+const SMALL_MAX: usize = 512;
+
+/// The entry of [`SmallMemo`] that the object text `t` goes to: a hash of
+/// all of it (the objects of a run differ in a digit here and there).
+fn small_entry(t: &[u8]) -> usize {
+    let mut h = t.len() as u64;
+    let mut words = t.chunks_exact(8);
+    for w in &mut words {
+        let w = u64::from_le_bytes(w.try_into().unwrap_or_default());
+        h = (h.rotate_left(5) ^ w).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    for &c in words.remainder() {
+        h = (h.rotate_left(5) ^ u64::from(c)).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    (h >> (64 - SMALL_ENTRIES.trailing_zeros())) as usize
 }
 
 const MEMO_MISSES: u32 = 8;
@@ -482,6 +538,7 @@ impl Scratch {
         self.twins[0].clear();
         self.twins[1].clear();
         self.state_is_object = [false; 2];
+        self.small_at = [None; 2];
     }
 
     fn slots(&mut self, t: Target) -> &mut [Option<Val>] {
@@ -866,6 +923,18 @@ impl<'a> Scan<'a, '_> {
             Target::Expectation => (SH_EXPECTATION, expectation_slot),
             Target::Response(w) => (SH_RESPONSE + w, response_slot),
         };
+        // The policy and expectation mostly repeat the last line's.
+        let memo = match t {
+            Target::Policy => Some(0),
+            Target::Expectation => Some(1),
+            Target::Response(_) => None,
+        };
+        let start = self.i;
+        if let Some(m) = memo
+            && self.recall_small(m, t, depth).is_some()
+        {
+            return Some(Kind::Obj);
+        }
         self.object(depth, Some(keyed), |s, slot, _, d| {
             let start = s.i;
             let kind = s.value(d)?;
@@ -874,7 +943,93 @@ impl<'a> Scan<'a, '_> {
                 None => Some(false),
             }
         })?;
+        if let Some(m) = memo {
+            self.keep_small(m, t, depth, start);
+        }
         Some(Kind::Obj)
+    }
+
+    /// If the object at `self.i` is one small memo `m` keeps, its slots go
+    /// to `t`'s (all empty: a second one is left to the scan, which refuses
+    /// it) and `self.i` past it. The object is looked for as the text up to
+    /// the first closing brace: one without braces inside, the usual kind.
+    fn recall_small(&mut self, m: usize, t: Target, depth: usize) -> Option<()> {
+        let b = self.b;
+        let at = self.i;
+        let end = at + memchr::memchr(b'}', &b[at..b.len().min(at + SMALL_MAX)])? + 1;
+        let text = &b[at..end];
+        let sc = &mut *self.s;
+        let at_entry = small_entry(text);
+        let entry = sc.small[m].entries.get(at_entry)?;
+        if entry.text != text || entry.depth != depth {
+            return None;
+        }
+        let shift = u32::try_from(at).ok()?;
+        let slots = match t {
+            Target::Policy => &mut sc.policy[..],
+            Target::Expectation => &mut sc.expectation[..],
+            Target::Response(w) => &mut sc.response[w][..],
+        };
+        if slots.iter().any(Option::is_some) {
+            return None;
+        }
+        for (slot, kept) in slots.iter_mut().zip(&entry.slots) {
+            *slot = kept.map(|v| Val {
+                kind: v.kind,
+                start: v.start + shift,
+                end: v.end + shift,
+            });
+        }
+        sc.small_at[m] = Some(at_entry);
+        self.i = end;
+        Some(())
+    }
+
+    /// Keep the object just scanned from `start`, with `t`'s slots, in
+    /// small memo `m`.
+    fn keep_small(&mut self, m: usize, t: Target, depth: usize, start: usize) {
+        let (b, end) = (self.b, self.i);
+        if end - start > SMALL_MAX {
+            return;
+        }
+        let text = &b[start..end];
+        let sc = &mut *self.s;
+        let entries = &mut sc.small[m].entries;
+        if entries.is_empty() {
+            entries.resize_with(SMALL_ENTRIES, SmallEntry::default);
+        }
+        let at_entry = small_entry(text);
+        sc.small_at[m] = Some(at_entry);
+        let entry = &mut entries[at_entry];
+        entry.reading = Reading::Unread;
+        let slots = match t {
+            Target::Policy => &sc.policy[..],
+            Target::Expectation => &sc.expectation[..],
+            Target::Response(w) => &sc.response[w][..],
+        };
+        // Slots filled before this object (a line with two, which the fast
+        // path declines) are not this object's: it is not kept.
+        if slots
+            .iter()
+            .flatten()
+            .any(|v| (v.start as usize) < start || (v.end as usize) > end)
+        {
+            entry.text.clear();
+            sc.small_at[m] = None;
+            return;
+        }
+        let shift = start as u32;
+        entry.slots = [None; N_EXP];
+        for (kept, slot) in entry.slots.iter_mut().zip(slots) {
+            *kept = slot.map(|v| Val {
+                kind: v.kind,
+                start: v.start - shift,
+                end: v.end - shift,
+            });
+        }
+        entry.text.clear();
+        entry.text.extend_from_slice(text);
+        entry.depth = depth;
     }
 
     /// `source` (`w` 0) or `variant` (`w` 1).
@@ -1280,6 +1435,7 @@ pub fn forget_states() {
     SCRATCH.with(|c| {
         if let Ok(mut s) = c.try_borrow_mut() {
             s.memo = Default::default();
+            s.small = Default::default();
             s.shapes = Default::default();
         }
     });
@@ -1374,7 +1530,20 @@ fn read<'a>(line: &'a str, s: &mut Scratch) -> Option<Fast<'a>> {
         },
     };
     rec.expectation = match present(top[T_EXPECTATION]) {
-        Some(e) if e.kind == Kind::Obj => expectation(&r, &s.expectation)?,
+        Some(e) if e.kind == Kind::Obj => {
+            let kept = s.small_at[1].and_then(|at| s.small[1].entries.get_mut(at));
+            match kept.as_ref().map(|k| &k.reading) {
+                Some(Reading::Read(e)) => e.clone(),
+                Some(Reading::Declined) => return None,
+                _ => {
+                    let e = expectation(&r, &s.expectation);
+                    if let Some(k) = kept {
+                        k.reading = e.clone().map_or(Reading::Declined, Reading::Read);
+                    }
+                    e?
+                }
+            }
+        }
         Some(_) => return None,
         None => None,
     };

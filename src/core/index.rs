@@ -2692,6 +2692,129 @@ mod tests {
         fast.is_some()
     }
 
+    /// Policies and expectations are recalled from earlier lines' when
+    /// written alike, and read as the slow path reads them whatever came
+    /// before: alike, differing in a digit, with a brace in a string, read
+    /// twice, declined.
+    #[test]
+    fn repeated_policies_and_expectations_read_as_the_slow_path() {
+        let line = |policy: &str, expectation: &str| {
+            format!(
+                r#"{{"case_id":"c","variant_id":"v","policy":{policy},"expectation":{expectation},"source":{{"probability":0.5,"route":"review"}},"variant":{{"probability":0.95,"route":"action"}}}}"#
+            )
+        };
+        let p = r#"{"review_threshold":0.55,"action_threshold":0.9}"#;
+        let lines = [
+            (
+                line(p, r#"{"kind":"invariant","max_probability_drift":0.1}"#),
+                true,
+            ),
+            (
+                line(p, r#"{"kind":"invariant","max_probability_drift":0.1}"#),
+                true,
+            ),
+            (
+                line(p, r#"{"kind":"invariant","max_probability_drift":0.5}"#),
+                true,
+            ),
+            (
+                line(p, r#"{"kind":"invariant","max_probability_drift":0.1}"#),
+                true,
+            ),
+            (
+                line(
+                    r#"{"review_threshold":0.55,"action_threshold":0.95}"#,
+                    r#"{"kind":"invariant"}"#,
+                ),
+                true,
+            ),
+            // Two policies, the second with the other threshold only.
+            (
+                line(r#"{"review_threshold":0.55}"#, r#"{"kind":"invariant"}"#).replace(
+                    r#""expectation""#,
+                    r#""policy":{"action_threshold":0.9},"expectation""#,
+                ),
+                false,
+            ),
+            (
+                line(r#"{"action_threshold":0.9}"#, r#"{"kind":"invariant"}"#),
+                false,
+            ),
+            (
+                line(
+                    r#"{"review_threshold":0.95,"action_threshold":0.9}"#,
+                    r#"{"kind":"invariant"}"#,
+                ),
+                false,
+            ),
+            (
+                line(
+                    r#"{"review_threshold":0.95,"action_threshold":0.9}"#,
+                    r#"{"kind":"invariant"}"#,
+                ),
+                false,
+            ),
+            (
+                line(
+                    p,
+                    r#"{"kind":"allowed-routes","allowed_routes":["review","action"]}"#,
+                ),
+                true,
+            ),
+            (
+                line(
+                    p,
+                    r#"{"kind":"allowed-routes","allowed_routes":["review","action"]}"#,
+                ),
+                true,
+            ),
+            (
+                line(
+                    p,
+                    r#"{"kind":"allowed-routes","allowed_routes":["review","zzz"]}"#,
+                ),
+                false,
+            ),
+            (
+                line(
+                    p,
+                    r#"{"kind":"allowed-routes","allowed_routes":["review","zzz"]}"#,
+                ),
+                false,
+            ),
+            (
+                line(p, r#"{"kind":"odd}kind","max_probability_drift":0.1}"#),
+                true,
+            ),
+            (
+                line(p, r#"{"kind":"odd}kind","max_probability_drift":0.1}"#),
+                true,
+            ),
+            (
+                line(
+                    p,
+                    r#"{"kind":"invariant","max_probability_drift":0.1,"kind":"invariant"}"#,
+                ),
+                false,
+            ),
+            (
+                line(p, r#"{"kind":"invariant","max_probability_drift":0.1}"#).replace(
+                    r#""source""#,
+                    r#""expectation":{"kind":"invariant","max_probability_drift":0.1},"source""#,
+                ),
+                false,
+            ),
+            (
+                line(p, r#"{"kind":"invariant","max_probability_drift":0.1}"#),
+                true,
+            ),
+        ];
+        super::super::fast::forget_states();
+        for (line, accepted) in &lines {
+            assert_eq!(assert_agrees(line), *accepted, "{line}");
+        }
+    }
+
     /// A variant state whose text begins as the source's reads its leading
     /// members from the source's: each state below, as the variant's, is
     /// read as the slow path reads it, or declined where it must be.
