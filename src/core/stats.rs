@@ -525,7 +525,8 @@ pub fn summarize(
 }
 
 /// [`summarize`], with the cases and repeated trials counted on a second
-/// thread while this one counts the rest when `two_threads`.
+/// thread while this one counts the rest when `two_threads` (the second
+/// then helps with the rest).
 fn summarize_on(
     index: &RunIndex,
     rows: &[u32],
@@ -538,21 +539,32 @@ fn summarize_on(
         let trials = repeated_trials(index, rows, &cases);
         (cases, trials)
     };
+    // The rest is counted in chunks, by this thread from the start and by
+    // the second once it has counted the cases.
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let rest = || count_rest_from(&next, index, rows, store, by);
     let (rest, (cases, (repeated_pair_ids, inconsistent_pair_ids))) = if two_threads {
         std::thread::scope(|scope| {
-            match std::thread::Builder::new().spawn_scoped(scope, case_level) {
+            let second = || {
+                let cases = case_level();
+                (rest(), cases)
+            };
+            match std::thread::Builder::new().spawn_scoped(scope, second) {
                 Ok(h) => {
-                    let rest = count_rest(index, rows, store, by);
+                    let mut mine = rest();
                     match h.join() {
-                        Ok(c) => (rest, c),
+                        Ok((theirs, cases)) => {
+                            mine.merge(theirs);
+                            (mine, cases)
+                        }
                         Err(e) => std::panic::resume_unwind(e),
                     }
                 }
-                Err(_) => (count_rest(index, rows, store, by), case_level()),
+                Err(_) => (rest(), case_level()),
             }
         })
     } else {
-        (count_rest(index, rows, store, by), case_level())
+        (rest(), case_level())
     };
     let mut groups = rest.by_name;
     for (id, acc) in rest.by_id {
@@ -650,69 +662,125 @@ struct Rest<'a> {
     max_repetition: u32,
 }
 
-fn count_rest<'a>(
+impl<'a> Rest<'a> {
+    fn new() -> Rest<'a> {
+        Rest {
+            overall: Acc::default(),
+            by_id: FxMap::default(),
+            by_name: FxMap::default(),
+            matrix: [[0; 3]; 3],
+            histogram: [0; BUCKETS],
+            categories: FxMap::default(),
+            pairs_with_repetition: 0,
+            max_repetition: 0,
+        }
+    }
+
+    /// Count `rows`.
+    fn count(
+        &mut self,
+        index: &'a RunIndex,
+        rows: &[u32],
+        store: Option<&'a AnnotationStore>,
+        by: GroupBy,
+    ) {
+        // Groups by interned id (one look-up of a number per row), named at
+        // the end; categories by name.
+        for row in rows.iter().filter_map(|&i| index.rows.get(i as usize)) {
+            let category = index.failure_category(store, row);
+            // Rounded once for every count that reads them.
+            let deltas = (widen(row.dp), widen(row.dc));
+            self.overall.add(row, category, deltas);
+            let acc = match by {
+                GroupBy::Transformation => self.by_id.entry(row.transformation).or_default(),
+                GroupBy::Family => self.by_id.entry(row.family).or_default(),
+                GroupBy::Case => self.by_id.entry(row.case).or_default(),
+                GroupBy::Category if row.status().is_failure() => self
+                    .by_name
+                    .entry(category.unwrap_or(UNCLASSIFIED))
+                    .or_default(),
+                GroupBy::Category => self.by_name.entry(PASSED).or_default(),
+            };
+            acc.add(row, category, deltas);
+
+            if let (Some(s), Some(v)) = (row.source_route(), row.variant_route()) {
+                self.matrix[usize::from(s.rank()).min(2)][usize::from(v.rank()).min(2)] += 1;
+            }
+            if let Some(d) = deltas.0 {
+                self.histogram[bucket_of(in_micros(d))] += 1;
+            }
+            if row.status().is_failure() {
+                *self
+                    .categories
+                    .entry(sym_name(index, row.transformation))
+                    .or_default()
+                    .entry(category.unwrap_or(UNCLASSIFIED))
+                    .or_default() += 1;
+            }
+
+            if row.repetition != u32::MAX {
+                self.pairs_with_repetition += 1;
+                self.max_repetition = self.max_repetition.max(row.repetition);
+            }
+        }
+    }
+
+    /// Add what `o` counted.
+    fn merge(&mut self, o: Rest<'a>) {
+        self.overall.merge(o.overall);
+        for (id, acc) in o.by_id {
+            self.by_id.entry(id).or_default().merge(acc);
+        }
+        for (name, acc) in o.by_name {
+            self.by_name.entry(name).or_default().merge(acc);
+        }
+        for (mine, theirs) in self
+            .matrix
+            .iter_mut()
+            .flatten()
+            .zip(o.matrix.iter().flatten())
+        {
+            *mine += theirs;
+        }
+        for (mine, theirs) in self.histogram.iter_mut().zip(o.histogram) {
+            *mine += theirs;
+        }
+        for (t, cats) in o.categories {
+            let mine = self.categories.entry(t).or_default();
+            for (c, n) in cats {
+                *mine.entry(c).or_default() += n;
+            }
+        }
+        self.pairs_with_repetition += o.pairs_with_repetition;
+        self.max_repetition = self.max_repetition.max(o.max_repetition);
+    }
+}
+
+/// Rows counted at a time by each thread of [`summarize_on`] (a few in
+/// tests, so that both threads count some of a small run).
+const REST_CHUNK: usize = if cfg!(test) { 3 } else { 16_384 };
+
+/// Count `rows` in chunks taken from `next` (shared by the threads that
+/// count them), each thread into its own [`Rest`].
+fn count_rest_from<'a>(
+    next: &std::sync::atomic::AtomicUsize,
     index: &'a RunIndex,
     rows: &[u32],
     store: Option<&'a AnnotationStore>,
     by: GroupBy,
 ) -> Rest<'a> {
-    let mut overall = Acc::default();
-    overall.abs_dp.reserve(rows.len());
-    overall.abs_dc.reserve(rows.len());
-    // Groups by interned id (one look-up of a number per row), named at
-    // the end; categories by name.
-    let mut by_id: FxMap<Sym, Acc> = FxMap::default();
-    let mut by_name: FxMap<&str, Acc> = FxMap::default();
-    let mut matrix = [[0u64; 3]; 3];
-    let mut histogram = [0u64; BUCKETS];
-    let mut categories: FxMap<&str, FxMap<&str, u64>> = FxMap::default();
-    let mut pairs_with_repetition = 0u64;
-    let mut max_repetition = 0u32;
-
-    for row in rows.iter().filter_map(|&i| index.rows.get(i as usize)) {
-        let category = index.failure_category(store, row);
-        // Rounded once for every count that reads them.
-        let deltas = (widen(row.dp), widen(row.dc));
-        overall.add(row, category, deltas);
-        let acc = match by {
-            GroupBy::Transformation => by_id.entry(row.transformation).or_default(),
-            GroupBy::Family => by_id.entry(row.family).or_default(),
-            GroupBy::Case => by_id.entry(row.case).or_default(),
-            GroupBy::Category if row.status().is_failure() => {
-                by_name.entry(category.unwrap_or(UNCLASSIFIED)).or_default()
-            }
-            GroupBy::Category => by_name.entry(PASSED).or_default(),
-        };
-        acc.add(row, category, deltas);
-
-        if let (Some(s), Some(v)) = (row.source_route(), row.variant_route()) {
-            matrix[usize::from(s.rank()).min(2)][usize::from(v.rank()).min(2)] += 1;
+    let mut rest = Rest::new();
+    loop {
+        let at = next.fetch_add(REST_CHUNK, std::sync::atomic::Ordering::Relaxed);
+        if at >= rows.len() {
+            return rest;
         }
-        if let Some(d) = deltas.0 {
-            histogram[bucket_of(in_micros(d))] += 1;
-        }
-        if row.status().is_failure() {
-            *categories
-                .entry(sym_name(index, row.transformation))
-                .or_default()
-                .entry(category.unwrap_or(UNCLASSIFIED))
-                .or_default() += 1;
-        }
-
-        if row.repetition != u32::MAX {
-            pairs_with_repetition += 1;
-            max_repetition = max_repetition.max(row.repetition);
-        }
-    }
-    Rest {
-        overall,
-        by_id,
-        by_name,
-        matrix,
-        histogram,
-        categories,
-        pairs_with_repetition,
-        max_repetition,
+        rest.count(
+            index,
+            &rows[at..(at + REST_CHUNK).min(rows.len())],
+            store,
+            by,
+        );
     }
 }
 
