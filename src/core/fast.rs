@@ -250,9 +250,10 @@ const N_SHAPES: usize = 7;
 /// How a kind of object names its slots, and which of its shapes it is.
 type Keyed = (usize, fn(&[u8]) -> Option<usize>);
 
-/// A key as the thread's last line wrote it, at one place in one kind of
-/// object: the text from its opening quote through the colon after its
-/// closing one (at most 32 bytes, zeros after), and the slot it names.
+/// A key as the thread last wrote it after a given key in one kind of
+/// object (see `Scratch::shapes`): the text from its opening quote through
+/// the colon after its closing one (at most 32 bytes, zeros after), and the
+/// slot it names.
 #[derive(Clone, Copy)]
 struct Key {
     text: [u128; 2],
