@@ -97,6 +97,17 @@ struct Val {
     end: u32,
 }
 
+impl Val {
+    /// The same value in text moved from offset `from` to offset `to`.
+    fn moved(self, from: u32, to: u32) -> Val {
+        Val {
+            kind: self.kind,
+            start: self.start - from + to,
+            end: self.end - from + to,
+        }
+    }
+}
+
 // The fields the slow path reads, one slot per field whatever its spelling.
 const T_CASE: usize = 0;
 const T_VARIANT_ID: usize = 1;
@@ -919,17 +930,15 @@ impl<'a> Scan<'a, '_> {
 
     /// A small object whose known members go to `t`'s slots.
     fn fields(&mut self, depth: usize, t: Target) -> Option<Kind> {
-        let keyed: Keyed = match t {
-            Target::Policy => (SH_POLICY, policy_slot),
-            Target::Expectation => (SH_EXPECTATION, expectation_slot),
-            Target::Response(w) => (SH_RESPONSE + w, response_slot),
+        // The policy and expectation mostly repeat an earlier line's: kept
+        // in a small memo, unless their slots are filled already (a second
+        // one, which the scan below refuses).
+        let (keyed, memo): (Keyed, _) = match t {
+            Target::Policy => ((SH_POLICY, policy_slot), Some(0)),
+            Target::Expectation => ((SH_EXPECTATION, expectation_slot), Some(1)),
+            Target::Response(w) => ((SH_RESPONSE + w, response_slot), None),
         };
-        // The policy and expectation mostly repeat the last line's.
-        let memo = match t {
-            Target::Policy => Some(0),
-            Target::Expectation => Some(1),
-            Target::Response(_) => None,
-        };
+        let memo = memo.filter(|_| self.s.slots(t).iter().all(Option::is_none));
         let start = self.i;
         if let Some(m) = memo
             && self.recall_small(m, t, depth).is_some()
@@ -951,86 +960,54 @@ impl<'a> Scan<'a, '_> {
     }
 
     /// If the object at `self.i` is one small memo `m` keeps, its slots go
-    /// to `t`'s (all empty: a second one is left to the scan, which refuses
-    /// it) and `self.i` past it. The object is looked for as the text up to
-    /// the first closing brace: one without braces inside, the usual kind.
+    /// to `t`'s (all empty) and `self.i` past it. The object is looked for
+    /// as the text up to the first closing brace: one without braces
+    /// inside, the usual kind.
     fn recall_small(&mut self, m: usize, t: Target, depth: usize) -> Option<()> {
         let b = self.b;
         let at = self.i;
         let end = at + memchr::memchr(b'}', &b[at..b.len().min(at + SMALL_MAX)])? + 1;
         let text = &b[at..end];
-        let sc = &mut *self.s;
         let at_entry = small_entry(text);
-        let entry = sc.small[m].entries.get(at_entry)?;
+        let entry = self.s.small[m].entries.get(at_entry)?;
         if entry.text != text || entry.depth != depth {
             return None;
         }
-        let shift = u32::try_from(at).ok()?;
-        let slots = match t {
-            Target::Policy => &mut sc.policy[..],
-            Target::Expectation => &mut sc.expectation[..],
-            Target::Response(w) => &mut sc.response[w][..],
-        };
-        if slots.iter().any(Option::is_some) {
-            return None;
+        let kept = entry.slots;
+        let to = u32::try_from(at).ok()?;
+        for (slot, kept) in self.s.slots(t).iter_mut().zip(kept) {
+            *slot = kept.map(|v| v.moved(0, to));
         }
-        for (slot, kept) in slots.iter_mut().zip(&entry.slots) {
-            *slot = kept.map(|v| Val {
-                kind: v.kind,
-                start: v.start + shift,
-                end: v.end + shift,
-            });
-        }
-        sc.small_at[m] = Some(at_entry);
+        self.s.small_at[m] = Some(at_entry);
         self.i = end;
         Some(())
     }
 
-    /// Keep the object just scanned from `start`, with `t`'s slots, in
-    /// small memo `m`.
+    /// Keep the object just scanned from `start`, with `t`'s slots (all
+    /// filled by it), in small memo `m`.
     fn keep_small(&mut self, m: usize, t: Target, depth: usize, start: usize) {
         let (b, end) = (self.b, self.i);
         if end - start > SMALL_MAX {
             return;
         }
         let text = &b[start..end];
-        let sc = &mut *self.s;
-        let entries = &mut sc.small[m].entries;
+        let from = start as u32;
+        let mut slots = [None; N_EXP];
+        for (kept, slot) in slots.iter_mut().zip(self.s.slots(t).iter()) {
+            *kept = slot.map(|v| v.moved(from, 0));
+        }
+        let entries = &mut self.s.small[m].entries;
         if entries.is_empty() {
             entries.resize_with(SMALL_ENTRIES, SmallEntry::default);
         }
         let at_entry = small_entry(text);
-        sc.small_at[m] = Some(at_entry);
         let entry = &mut entries[at_entry];
-        entry.reading = Reading::Unread;
-        let slots = match t {
-            Target::Policy => &sc.policy[..],
-            Target::Expectation => &sc.expectation[..],
-            Target::Response(w) => &sc.response[w][..],
-        };
-        // Slots filled before this object (a line with two, which the fast
-        // path declines) are not this object's: it is not kept.
-        if slots
-            .iter()
-            .flatten()
-            .any(|v| (v.start as usize) < start || (v.end as usize) > end)
-        {
-            entry.text.clear();
-            sc.small_at[m] = None;
-            return;
-        }
-        let shift = start as u32;
-        entry.slots = [None; N_EXP];
-        for (kept, slot) in entry.slots.iter_mut().zip(slots) {
-            *kept = slot.map(|v| Val {
-                kind: v.kind,
-                start: v.start - shift,
-                end: v.end - shift,
-            });
-        }
         entry.text.clear();
         entry.text.extend_from_slice(text);
         entry.depth = depth;
+        entry.slots = slots;
+        entry.reading = Reading::Unread;
+        self.s.small_at[m] = Some(at_entry);
     }
 
     /// `source` (`w` 0) or `variant` (`w` 1).
@@ -1396,17 +1373,15 @@ fn short_decimal(token: &[u8]) -> Option<f64> {
         if digits[i] != b'.' {
             return None;
         }
-        let point = i;
-        i += 1;
-        while i < digits.len() {
-            let d = digits[i].wrapping_sub(b'0');
+        let fraction = &digits[i + 1..];
+        for &c in fraction {
+            let d = c.wrapping_sub(b'0');
             if d >= 10 {
                 return None;
             }
             m = m * 10 + u64::from(d);
-            i += 1;
         }
-        scale = i - point - 1;
+        scale = fraction.len();
     }
     let n = digits.len() - usize::from(point);
     if n == 0 || n > 15 {
@@ -1805,14 +1780,14 @@ fn outcome(s: &str) -> Outcome {
     }
 }
 
-/// Write the side read from `slots` into `out` (its question and state are
-/// left to the caller, who gets them).
 /// Where a side's field warnings go, and the prefix of their fields.
 struct Warn<'w> {
     prefix: &'static str,
     out: &'w mut Vec<String>,
 }
 
+/// Write the side read from `slots` into `out` (its question and state are
+/// left to the caller, who gets them), its warnings to `warn`.
 fn side<'a>(
     r: &Reader<'a>,
     slots: &[Option<Val>; N_SIDE],

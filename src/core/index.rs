@@ -1468,20 +1468,23 @@ impl Interner {
         h.finish()
     }
 
+    /// Where the string with id `id` lies in `text`.
+    #[inline(always)]
+    fn span(ends: &[usize], id: Sym) -> std::ops::Range<usize> {
+        let i = id as usize;
+        (if i == 0 { 0 } else { ends[i - 1] })..ends[i]
+    }
+
     /// The bytes of the string with id `id` in `text` (no check of char
     /// boundaries: for comparisons).
     #[inline(always)]
     fn bytes_at<'a>(text: &'a str, ends: &[usize], id: Sym) -> &'a [u8] {
-        let i = id as usize;
-        let start = if i == 0 { 0 } else { ends[i - 1] };
-        &text.as_bytes()[start..ends[i]]
+        &text.as_bytes()[Self::span(ends, id)]
     }
 
     /// The string with id `id` in `text`.
     fn at<'a>(text: &'a str, ends: &[usize], id: Sym) -> &'a str {
-        let i = id as usize;
-        let start = if i == 0 { 0 } else { ends[i - 1] };
-        &text[start..ends[i]]
+        &text[Self::span(ends, id)]
     }
 
     /// The id of `s`, and whether it was new.

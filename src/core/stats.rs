@@ -311,8 +311,9 @@ struct Acc {
 }
 
 impl Acc {
-    /// Count `row`, whose |Δp| and |Δc| `widen`ed are `dp` and `dc`.
-    fn add(&mut self, row: &PairRow, category: Option<&str>, (dp, dc): (Option<f64>, Option<f64>)) {
+    /// Count `row`, whose |Δp| and |Δc| in millionths (see [`micros`]) are
+    /// `dp` and `dc`.
+    fn add(&mut self, row: &PairRow, category: Option<&str>, (dp, dc): (Option<u64>, Option<u64>)) {
         self.pairs += 1;
         let failed = row.status().is_failure();
         if failed {
@@ -352,12 +353,8 @@ impl Acc {
             Status::Invalid => self.invalid += 1,
             _ => {}
         }
-        if let Some(d) = dp {
-            self.abs_dp.push(in_micros(d));
-        }
-        if let Some(d) = dc {
-            self.abs_dc.push(in_micros(d));
-        }
+        self.abs_dp.extend(dp);
+        self.abs_dc.extend(dc);
     }
 
     fn merge(&mut self, o: Acc) {
@@ -651,6 +648,7 @@ fn summarize_on(
 const PARALLEL_SUMMARY_ROWS: usize = 100_000;
 
 /// What [`summarize`] counts row by row, besides the cases.
+#[derive(Default)]
 struct Rest<'a> {
     overall: Acc,
     by_id: FxMap<Sym, Acc>,
@@ -663,19 +661,6 @@ struct Rest<'a> {
 }
 
 impl<'a> Rest<'a> {
-    fn new() -> Rest<'a> {
-        Rest {
-            overall: Acc::default(),
-            by_id: FxMap::default(),
-            by_name: FxMap::default(),
-            matrix: [[0; 3]; 3],
-            histogram: [0; BUCKETS],
-            categories: FxMap::default(),
-            pairs_with_repetition: 0,
-            max_repetition: 0,
-        }
-    }
-
     /// Count `rows`.
     fn count(
         &mut self,
@@ -689,7 +674,7 @@ impl<'a> Rest<'a> {
         for row in rows.iter().filter_map(|&i| index.rows.get(i as usize)) {
             let category = index.failure_category(store, row);
             // Rounded once for every count that reads them.
-            let deltas = (widen(row.dp), widen(row.dc));
+            let deltas = (micros(row.dp), micros(row.dc));
             self.overall.add(row, category, deltas);
             let acc = match by {
                 GroupBy::Transformation => self.by_id.entry(row.transformation).or_default(),
@@ -707,7 +692,7 @@ impl<'a> Rest<'a> {
                 self.matrix[usize::from(s.rank()).min(2)][usize::from(v.rank()).min(2)] += 1;
             }
             if let Some(d) = deltas.0 {
-                self.histogram[bucket_of(in_micros(d))] += 1;
+                self.histogram[bucket_of(d)] += 1;
             }
             if row.status().is_failure() {
                 *self
@@ -769,7 +754,7 @@ fn count_rest_from<'a>(
     store: Option<&'a AnnotationStore>,
     by: GroupBy,
 ) -> Rest<'a> {
-    let mut rest = Rest::new();
+    let mut rest = Rest::default();
     loop {
         let at = next.fetch_add(REST_CHUNK, std::sync::atomic::Ordering::Relaxed);
         if at >= rows.len() {
