@@ -15,11 +15,10 @@
 //! that a line is read only for rows every other term accepts. Nothing is
 //! allocated per row unless a text term has to read the row's line.
 
-use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::hash::{BuildHasherDefault, Hasher};
 
 use memchr::memmem;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::annotations::{Annotation, AnnotationSource, AnnotationStore};
 use super::derive::Status;
@@ -911,17 +910,14 @@ impl Query {
     /// Filter row indices (into `ctx.index.rows`), preserving order.
     ///
     /// Indices past the end of the index are dropped. Large inputs are split
-    /// over the available cores.
+    /// over rayon's threads.
     pub fn filter(&self, ctx: &Context, rows: &[u32]) -> Vec<u32> {
-        let threads = std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-            .min(8);
-        self.filter_on(ctx, rows, threads)
+        self.filter_on(ctx, rows, rayon::current_num_threads().min(8))
     }
 
-    /// [`Query::filter`] on at most `threads` threads.
-    fn filter_on(&self, ctx: &Context, rows: &[u32], threads: usize) -> Vec<u32> {
+    /// [`Query::filter`] in at most `parts` parts, filtered in parallel.
+    fn filter_on(&self, ctx: &Context, rows: &[u32], parts: usize) -> Vec<u32> {
+        use rayon::prelude::*;
         let index = ctx.index;
         if self.is_empty() {
             return rows
@@ -932,56 +928,46 @@ impl Query {
         }
         let env = AnnEnv::for_filter(ctx.store, self);
         let compiled = Compiled::new(self, index, true);
-        // Threads pay off only on large inputs; text terms wait on I/O, so split those sooner.
-        let per_thread = if compiled.has_text { 2_000 } else { 100_000 };
-        let chunks = threads.min(rows.len() / per_thread).max(1);
-        if chunks == 1 {
+        // Parts pay off only on large inputs; text terms wait on I/O, so split those sooner.
+        let per_part = if compiled.has_text {
+            PART_ROWS_TEXT
+        } else {
+            PART_ROWS
+        };
+        let parts = parts.min(rows.len() / per_part).max(1);
+        if parts == 1 {
             let mut c = compiled;
             return c.run(index, &env, rows);
         }
-        let size = rows.len().div_ceil(chunks);
+        let size = rows.len().div_ceil(parts);
         let env = &env;
-        std::thread::scope(|scope| {
-            let mut parts = rows.chunks(size);
-            let first = parts.next().unwrap_or_default();
-            // A part whose thread cannot start runs here instead.
-            let spawned: Vec<_> = parts
-                .map(|part| {
-                    let mut c = compiled.clone();
-                    let job = std::thread::Builder::new()
-                        .name("triage-query".into())
-                        .spawn_scoped(scope, move || c.run(index, env, part));
-                    (part, job)
-                })
-                .collect();
-            let mut c = compiled;
-            let mut out = c.run(index, env, first);
-            for (part, job) in spawned {
-                match job {
-                    Ok(h) => match h.join() {
-                        Ok(found) => out.extend(found),
-                        Err(p) => std::panic::resume_unwind(p),
-                    },
-                    Err(_) => out.extend(c.run(index, env, part)),
-                }
-            }
-            out
-        })
+        let found: Vec<Vec<u32>> = rows
+            .par_chunks(size)
+            .map_init(|| compiled.clone(), |c, part| c.run(index, env, part))
+            .collect();
+        found.concat()
     }
 }
+
+/// The fewest rows per part when [`Query::filter`] splits a query without
+/// text terms (a few in tests, so that small runs are split).
+const PART_ROWS: usize = if cfg!(test) { 3 } else { 100_000 };
+
+/// [`PART_ROWS`] for a query with text terms, which wait on reading lines.
+const PART_ROWS_TEXT: usize = if cfg!(test) { 2 } else { 2_000 };
 
 /// Annotations as the evaluator sees them.
 struct AnnEnv<'a> {
     store: Option<&'a AnnotationStore>,
     /// Every live annotation by key (built for [`Query::filter`]); `None` means ask the store.
-    map: Option<FastMap<RecordKey, &'a Annotation>>,
+    map: Option<FxHashMap<RecordKey, &'a Annotation>>,
     /// Whether there may be any annotation at all.
     any: bool,
     /// One bit per value of a key's first two bytes: most unannotated keys
     /// are ruled out here without hashing (keys are digests, so this is even).
     seen: Vec<u64>,
     /// The case ids that have annotations (built for [`Query::filter`] when `stale` is used).
-    cases: Option<FastSet<&'a str>>,
+    cases: Option<FxHashSet<&'a str>>,
 }
 
 impl<'a> AnnEnv<'a> {
@@ -1008,7 +994,7 @@ impl<'a> AnnEnv<'a> {
                 cases: None,
             };
         };
-        let map: FastMap<RecordKey, &Annotation> =
+        let map: FxHashMap<RecordKey, &Annotation> =
             s.all().into_iter().map(|a| (a.key, a)).collect();
         let stale = q.terms.iter().any(|t| {
             matches!(
@@ -1068,41 +1054,6 @@ impl<'a> AnnEnv<'a> {
 fn key_bucket(k: &RecordKey) -> usize {
     usize::from(u16::from_le_bytes([k.0[0], k.0[1]]))
 }
-
-/// A cheap hasher for record keys (already digests) and short ids.
-#[derive(Default, Clone, Copy)]
-struct FastHasher(u64);
-
-impl FastHasher {
-    fn add(&mut self, x: u64) {
-        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-impl Hasher for FastHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for chunk in bytes.chunks(8) {
-            let mut b = [0u8; 8];
-            b[..chunk.len()].copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(b));
-        }
-    }
-
-    fn write_u8(&mut self, n: u8) {
-        self.add(u64::from(n));
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type FastMap<K, V> = HashMap<K, V, BuildHasherDefault<FastHasher>>;
-type FastSet<K> = HashSet<K, BuildHasherDefault<FastHasher>>;
 
 /// A case-insensitive pattern where `*` matches any run of characters.
 #[derive(Debug, Clone)]
@@ -1869,6 +1820,7 @@ mod tests {
     use crate::core::annotations::Change;
     use crate::core::index::{Batch, Loc, OpenOptions, load_run};
     use proptest::prelude::*;
+    use std::collections::HashMap;
     use std::io::Write;
     use std::time::Instant;
 
@@ -1889,6 +1841,12 @@ mod tests {
             .filter(|&i| query.matches(ctx, &ctx.index.rows[i as usize]))
             .collect();
         assert_eq!(got, one_by_one, "filter and matches disagree on {q}");
+        // Split in several parts (a few rows each in tests), the same rows.
+        let parts = query.filter_on(ctx, &rows, 4);
+        assert_eq!(
+            parts, one_by_one,
+            "filter in parts and matches disagree on {q}"
+        );
         got
     }
 

@@ -15,11 +15,12 @@
 //! skipped, never unwrapped. `docs/statistics.md` defines every metric and
 //! its denominator for users.
 
+use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use super::annotations::AnnotationStore;
 use super::derive::Status;
-use super::index::{ExpKind, FxMap, NO_SYM, PairRow, RunIndex, Sym, ValidityCode, flags};
+use super::index::{ExpKind, NO_SYM, PairRow, RunIndex, Sym, ValidityCode, flags};
 use super::model::fmt_num;
 use super::text::inert_line;
 
@@ -373,8 +374,8 @@ impl Acc {
         self.boundary_flips += o.boundary_flips;
         self.service_errors += o.service_errors;
         self.invalid += o.invalid;
-        self.abs_dp.extend(o.abs_dp);
-        self.abs_dc.extend(o.abs_dc);
+        extend_larger(&mut self.abs_dp, o.abs_dp);
+        extend_larger(&mut self.abs_dc, o.abs_dc);
         self.classified += o.classified;
     }
 
@@ -416,7 +417,7 @@ struct CaseAcc {
 struct Cases {
     acc: Vec<CaseAcc>,
     interned: usize,
-    others: FxMap<Sym, usize>,
+    others: FxHashMap<Sym, usize>,
 }
 
 impl Cases {
@@ -425,7 +426,7 @@ impl Cases {
         Cases {
             acc: vec![CaseAcc::default(); interned],
             interned,
-            others: FxMap::default(),
+            others: FxHashMap::default(),
         }
     }
 
@@ -508,6 +509,15 @@ fn by_count_then_name<T: Ord>(v: &mut [(T, u64)]) {
     v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
 }
 
+/// Add `other` to `v`, copying the shorter of the two: the values are
+/// read only as a multiset (maxima and medians), so their order is free.
+fn extend_larger(v: &mut Vec<u64>, mut other: Vec<u64>) {
+    if other.len() > v.len() {
+        std::mem::swap(v, &mut other);
+    }
+    v.extend(other);
+}
+
 /// Summarise the given rows (indices into `index.rows`; out-of-range ones are skipped).
 ///
 /// `store` supplies reviewers' categories; without it every failure is
@@ -521,47 +531,27 @@ pub fn summarize(
     summarize_on(index, rows, store, by, rows.len() >= PARALLEL_SUMMARY_ROWS)
 }
 
-/// [`summarize`], with the cases and repeated trials counted on a second
-/// thread while this one counts the rest when `two_threads` (the second
-/// then helps with the rest).
+/// [`summarize`], counted on rayon's threads when `parallel`: the rows in
+/// chunks of [`REST_CHUNK`], each thread into its own [`Rest`], while one
+/// of them counts the cases and repeated trials.
 fn summarize_on(
     index: &RunIndex,
     rows: &[u32],
     store: Option<&AnnotationStore>,
     by: GroupBy,
-    two_threads: bool,
+    parallel: bool,
 ) -> Summary {
     let case_level = || {
         let cases = count_cases(index, rows);
         let trials = repeated_trials(index, rows, &cases);
         (cases, trials)
     };
-    // The rest is counted in chunks, by this thread from the start and by
-    // the second once it has counted the cases.
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let rest = || count_rest_from(&next, index, rows, store, by);
-    let (rest, (cases, (repeated_pair_ids, inconsistent_pair_ids))) = if two_threads {
-        std::thread::scope(|scope| {
-            let second = || {
-                let cases = case_level();
-                (rest(), cases)
-            };
-            match std::thread::Builder::new().spawn_scoped(scope, second) {
-                Ok(h) => {
-                    let mut mine = rest();
-                    match h.join() {
-                        Ok((theirs, cases)) => {
-                            mine.merge(theirs);
-                            (mine, cases)
-                        }
-                        Err(e) => std::panic::resume_unwind(e),
-                    }
-                }
-                Err(_) => (rest(), case_level()),
-            }
-        })
+    let (rest, (cases, (repeated_pair_ids, inconsistent_pair_ids))) = if parallel {
+        rayon::join(|| count_rest_parallel(index, rows, store, by), case_level)
     } else {
-        (rest(), case_level())
+        let mut rest = Rest::default();
+        rest.count(index, rows, store, by);
+        (rest, case_level())
     };
     let mut groups = rest.by_name;
     for (id, acc) in rest.by_id {
@@ -644,18 +634,18 @@ fn summarize_on(
     }
 }
 
-/// Summaries over this many rows count their cases on a second thread.
+/// Summaries over this many rows are counted on rayon's threads.
 const PARALLEL_SUMMARY_ROWS: usize = 100_000;
 
 /// What [`summarize`] counts row by row, besides the cases.
 #[derive(Default)]
 struct Rest<'a> {
     overall: Acc,
-    by_id: FxMap<Sym, Acc>,
-    by_name: FxMap<&'a str, Acc>,
+    by_id: FxHashMap<Sym, Acc>,
+    by_name: FxHashMap<&'a str, Acc>,
     matrix: [[u64; 3]; 3],
     histogram: [u64; BUCKETS],
-    categories: FxMap<&'a str, FxMap<&'a str, u64>>,
+    categories: FxHashMap<&'a str, FxHashMap<&'a str, u64>>,
     pairs_with_repetition: u64,
     max_repetition: u32,
 }
@@ -742,31 +732,30 @@ impl<'a> Rest<'a> {
 }
 
 /// Rows counted at a time by each thread of [`summarize_on`] (a few in
-/// tests, so that both threads count some of a small run).
+/// tests, so that a small run is counted in several chunks, by both threads).
 const REST_CHUNK: usize = if cfg!(test) { 3 } else { 16_384 };
 
-/// Count `rows` in chunks taken from `next` (shared by the threads that
-/// count them), each thread into its own [`Rest`].
-fn count_rest_from<'a>(
-    next: &std::sync::atomic::AtomicUsize,
+/// Count `rows` in chunks of [`REST_CHUNK`] on rayon's threads, each into
+/// its own [`Rest`], then add those up.
+fn count_rest_parallel<'a>(
     index: &'a RunIndex,
     rows: &[u32],
     store: Option<&'a AnnotationStore>,
     by: GroupBy,
 ) -> Rest<'a> {
-    let mut rest = Rest::default();
-    loop {
-        let at = next.fetch_add(REST_CHUNK, std::sync::atomic::Ordering::Relaxed);
-        if at >= rows.len() {
-            return rest;
-        }
-        rest.count(
-            index,
-            &rows[at..(at + REST_CHUNK).min(rows.len())],
-            store,
-            by,
-        );
-    }
+    use rayon::prelude::*;
+    rows.par_chunks(REST_CHUNK)
+        // In tests every chunk is a job of its own, so the adding up is
+        // tested however many threads there are.
+        .with_max_len(if cfg!(test) { 1 } else { usize::MAX })
+        .fold(Rest::default, |mut rest, chunk| {
+            rest.count(index, chunk, store, by);
+            rest
+        })
+        .reduce(Rest::default, |mut a, b| {
+            a.merge(b);
+            a
+        })
 }
 
 /// Each case's rows, and whether any failed, had both routes, flipped.
@@ -892,8 +881,8 @@ pub fn conclusion(index: &RunIndex, rows: &[u32], s: &Summary) -> Vec<String> {
 
     // Route flips and stability per transformation, read from the rows:
     // counted by interned id, then by name.
-    let mut flips_by_id: FxMap<Sym, Flips> = FxMap::default();
-    let mut per_id: FxMap<Sym, (u64, u64)> = FxMap::default();
+    let mut flips_by_id: FxHashMap<Sym, Flips> = FxHashMap::default();
+    let mut per_id: FxHashMap<Sym, (u64, u64)> = FxHashMap::default();
     for row in rows.iter().filter_map(|&i| index.rows.get(i as usize)) {
         let flip = both_routes(row) && row.has(flags::FLIP);
         let t = per_id.entry(row.transformation).or_default();
@@ -909,7 +898,7 @@ pub fn conclusion(index: &RunIndex, rows: &[u32], s: &Summary) -> Vec<String> {
             f.margins.extend(micros(row.margin));
         }
     }
-    let mut flips: FxMap<&str, Flips> = FxMap::default();
+    let mut flips: FxHashMap<&str, Flips> = FxHashMap::default();
     for (id, f) in flips_by_id {
         let into = flips.entry(sym_name(index, id)).or_default();
         into.n += f.n;
@@ -917,7 +906,7 @@ pub fn conclusion(index: &RunIndex, rows: &[u32], s: &Summary) -> Vec<String> {
         into.passed += f.passed;
         into.margins.extend(f.margins);
     }
-    let mut per_transformation: FxMap<&str, (u64, u64)> = FxMap::default();
+    let mut per_transformation: FxHashMap<&str, (u64, u64)> = FxHashMap::default();
     for (id, (n, bad)) in per_id {
         let into = per_transformation.entry(sym_name(index, id)).or_default();
         into.0 += n;
@@ -2105,7 +2094,7 @@ mod tests {
                     index.rows[i].versions = index.versions_id([NO_SYM, NO_SYM, model]);
                 }
                 let s = summarize(&index, &picks, None, by);
-                // Counted on two threads, the same summary.
+                // Counted in chunks on rayon's threads, the same summary.
                 prop_assert_eq!(&summarize_on(&index, &picks, None, by, true), &s);
                 let valid = picks.iter().filter(|&&i| (i as usize) < index.rows.len()).count();
                 prop_assert_eq!(s.pairs, valid as u64);
