@@ -413,7 +413,7 @@ fn load_headless(
     load: &LoadArgs,
     config_path: Option<&Path>,
 ) -> Result<Loaded, String> {
-    let cfg = config::load(config_path)?;
+    let cfg = config::load(config_path).map_err(|e| e.to_string())?;
     load_with_config(runs, load, cfg)
 }
 
@@ -716,7 +716,7 @@ fn check_cmd(
 ) -> ExitCode {
     let cfg = match config::load(config_path) {
         Ok(c) => c,
-        Err(e) => return fail(&e),
+        Err(e) => return fail(&e.to_string()),
     };
     if let Err(e) = gates.validate(&cfg.taxonomy) {
         return fail(&format!("triage: {e}"));

@@ -142,7 +142,7 @@ fn fuzz_finds_stay_fixed() {
                     }
                 }
             }
-            Err(e) => assert!(e.contains("fuzz.toml"), "{e}"),
+            Err(e) => assert!(e.to_string().contains("fuzz.toml"), "{e}"),
         }
         if let Ok(km) = Keymap::from_toml(text, "fuzz.toml") {
             for (_, seq, _) in km.bindings() {

@@ -18,7 +18,7 @@ fuzz_target!(|text: &str| {
                 }
             }
         }
-        Err(e) => assert!(e.contains("fuzz.toml"), "{e}"),
+        Err(e) => assert!(e.to_string().contains("fuzz.toml"), "{e}"),
     }
     match Keymap::from_toml(text, "fuzz.toml") {
         Ok(km) => {

@@ -5,11 +5,13 @@
 //! and a bad taxonomy are refused with the file and line — there is never a
 //! silent fallback to defaults when a file exists but cannot be used.
 
+use std::fmt;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-use super::taxonomy::{Category, Taxonomy};
+use super::taxonomy::{Category, Taxonomy, TaxonomyError};
 
 /// Which colours to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Default)]
@@ -105,7 +107,7 @@ pub fn default_path() -> Option<PathBuf> {
 }
 
 /// Load the config: an explicit path must exist; the default path may not.
-pub fn load(explicit: Option<&Path>) -> Result<Config, String> {
+pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
     let path = match explicit {
         Some(p) => p.to_path_buf(),
         None => match default_path() {
@@ -114,8 +116,10 @@ pub fn load(explicit: Option<&Path>) -> Result<Config, String> {
         },
     };
     let shown = super::text::inert_line(&path.display().to_string());
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("triage: cannot read the config file {shown}: {e}"))?;
+    let text = std::fs::read_to_string(&path).map_err(|error| ConfigError::Read {
+        file: shown.clone(),
+        error,
+    })?;
     parse(&text, &shown).map(|mut c| {
         c.source = Some(path);
         c
@@ -123,15 +127,19 @@ pub fn load(explicit: Option<&Path>) -> Result<Config, String> {
 }
 
 /// Parse config text; errors name `file` and the line.
-pub fn parse(text: &str, file: &str) -> Result<Config, String> {
+pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
     let raw: ConfigFile = toml::from_str(text).map_err(|e| {
         let line = e
             .span()
             .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1)
             .unwrap_or(0);
         // One line per error: TOML's own messages may span several.
-        let msg = e.message().trim().replace('\n', "; ");
-        format!("triage: {file}:{line}: {msg}")
+        let message = e.message().trim().replace('\n', "; ");
+        ConfigError::Toml {
+            file: file.to_string(),
+            line,
+            message,
+        }
     })?;
     let mut cfg = Config {
         reviewer: raw.reviewer.filter(|r| !r.trim().is_empty()),
@@ -143,10 +151,11 @@ pub fn parse(text: &str, file: &str) -> Result<Config, String> {
             None => None,
             Some(n) if n >= 1 => Some(usize::try_from(n).unwrap_or(usize::MAX)),
             Some(n) => {
-                return Err(format!(
-                    "triage: {file}:{}: max_line_bytes = {n}; the line limit is at least 1 byte",
-                    top_level_line(text, "max_line_bytes")
-                ));
+                return Err(ConfigError::LineLimit {
+                    file: file.to_string(),
+                    line: top_level_line(text, "max_line_bytes"),
+                    value: n,
+                });
             }
         },
         text: text.to_string(),
@@ -162,11 +171,12 @@ pub fn parse(text: &str, file: &str) -> Result<Config, String> {
                 None | Some("") => None,
                 Some(k) if k.chars().count() == 1 => k.chars().next(),
                 Some(k) => {
-                    return Err(format!(
-                        "triage: {file}:{}: category `{}` has key \"{k}\"; a category key is one character",
-                        category_line(text, &c.id),
-                        c.id
-                    ));
+                    return Err(ConfigError::CategoryKey {
+                        file: file.to_string(),
+                        line: category_line(text, &c.id),
+                        id: c.id,
+                        key: k.to_string(),
+                    });
                 }
             };
             match cats.iter_mut().find(|x| x.id == c.id) {
@@ -189,10 +199,76 @@ pub fn parse(text: &str, file: &str) -> Result<Config, String> {
                 }),
             }
         }
-        cfg.taxonomy = Taxonomy::new(cats).map_err(|e| format!("triage: {file}: taxonomy: {e}"))?;
+        cfg.taxonomy = Taxonomy::new(cats).map_err(|error| ConfigError::Taxonomy {
+            file: file.to_string(),
+            error,
+        })?;
     }
     Ok(cfg)
 }
+
+/// Why [`load`] or [`parse`] refused a config file. Each names the file
+/// (as shown to the user) and, where it can, the line.
+#[derive(Debug)]
+pub enum ConfigError {
+    /// The file could not be read.
+    Read { file: String, error: io::Error },
+    /// Broken TOML, an unknown key or a value of the wrong type; `message`
+    /// is TOML's own, on one line.
+    Toml {
+        file: String,
+        line: usize,
+        message: String,
+    },
+    /// `max_line_bytes` is below 1.
+    LineLimit {
+        file: String,
+        line: usize,
+        value: u64,
+    },
+    /// A category's key is longer than one character.
+    CategoryKey {
+        file: String,
+        line: usize,
+        id: String,
+        key: String,
+    },
+    /// The categories do not make a taxonomy.
+    Taxonomy { file: String, error: TaxonomyError },
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfigError::Read { file, error } => {
+                write!(f, "triage: cannot read the config file {file}: {error}")
+            }
+            ConfigError::Toml {
+                file,
+                line,
+                message,
+            } => write!(f, "triage: {file}:{line}: {message}"),
+            ConfigError::LineLimit { file, line, value } => write!(
+                f,
+                "triage: {file}:{line}: max_line_bytes = {value}; the line limit is at least 1 byte"
+            ),
+            ConfigError::CategoryKey {
+                file,
+                line,
+                id,
+                key,
+            } => write!(
+                f,
+                "triage: {file}:{line}: category `{id}` has key \"{key}\"; a category key is one character"
+            ),
+            ConfigError::Taxonomy { file, error } => {
+                write!(f, "triage: {file}: taxonomy: {error}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for ConfigError {}
 
 /// The line of a top-level `key = ...` (0 when absent).
 pub fn top_level_line(text: &str, key: &str) -> usize {
@@ -268,7 +344,9 @@ mod tests {
 
     #[test]
     fn errors_name_file_and_line() {
-        let e = parse("reviewer = \"a\"\ncolour = \"red\"\n", "c.toml").unwrap_err();
+        let e = parse("reviewer = \"a\"\ncolour = \"red\"\n", "c.toml")
+            .unwrap_err()
+            .to_string();
         assert!(
             e.starts_with("triage: c.toml:2: unknown field `colour`"),
             "{e}"
@@ -277,17 +355,48 @@ mod tests {
             "[taxonomy]\n[[taxonomy.categories]]\nid = \"x\"\nkey = \"1\"\n",
             "c.toml",
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(
             e.contains("key `1` is given to both `ambiguous-contract` and `x`"),
             "{e}"
         );
-        let e = parse("theme = \"neon\"\n", "c.toml").unwrap_err();
+        let e = parse("theme = \"neon\"\n", "c.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.starts_with("triage: c.toml:1:"), "{e}");
-        let e = parse("[taxonomy\n", "c.toml").unwrap_err();
+        let e = parse("[taxonomy\n", "c.toml").unwrap_err().to_string();
         assert!(
             e.starts_with("triage: c.toml:1:") && !e.contains('\n'),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn errors_read_as_before() {
+        let msg = |text: &str| parse(text, "c.toml").unwrap_err().to_string();
+        assert_eq!(
+            msg("reviewer = \"a\"\nmax_line_bytes = 0\n"),
+            "triage: c.toml:2: max_line_bytes = 0; the line limit is at least 1 byte"
+        );
+        assert_eq!(
+            msg("[taxonomy]\n[[taxonomy.categories]]\nid = \"x\"\nkey = \"ab\"\n"),
+            "triage: c.toml:4: category `x` has key \"ab\"; a category key is one character"
+        );
+        assert_eq!(
+            msg("[taxonomy]\n[[taxonomy.categories]]\nid = \"x\"\nkey = \"1\"\n"),
+            "triage: c.toml: taxonomy: key `1` is given to both `ambiguous-contract` and `x`"
+        );
+        let dir = tempfile::tempdir().expect("temp dir");
+        let missing = dir.path().join("none.toml");
+        let e = load(Some(&missing)).unwrap_err().to_string();
+        let io = std::fs::read_to_string(&missing).unwrap_err();
+        assert_eq!(
+            e,
+            format!(
+                "triage: cannot read the config file {}: {io}",
+                missing.display()
+            )
         );
     }
 }

@@ -7,6 +7,8 @@
 //! config; an annotation whose category is no longer listed is kept and shown
 //! as unknown.
 
+use std::fmt;
+
 use serde::{Deserialize, Serialize};
 
 /// One failure category.
@@ -89,23 +91,24 @@ impl Default for Taxonomy {
 }
 
 impl Taxonomy {
-    /// Build a taxonomy, rejecting duplicate ids or keys.
-    pub fn new(categories: Vec<Category>) -> Result<Taxonomy, String> {
+    /// Build a taxonomy, rejecting empty or duplicate ids and duplicate keys.
+    pub fn new(categories: Vec<Category>) -> Result<Taxonomy, TaxonomyError> {
         for (i, c) in categories.iter().enumerate() {
             if c.id.trim().is_empty() {
-                return Err(format!("category {} has an empty id", i + 1));
+                return Err(TaxonomyError::EmptyId { position: i + 1 });
             }
             for d in &categories[..i] {
                 if d.id == c.id {
-                    return Err(format!("category id `{}` is listed twice", c.id));
+                    return Err(TaxonomyError::DuplicateId { id: c.id.clone() });
                 }
-                if c.key.is_some() && d.key == c.key {
-                    return Err(format!(
-                        "key `{}` is given to both `{}` and `{}`",
-                        c.key.unwrap_or(' '),
-                        d.id,
-                        c.id
-                    ));
+                if let Some(key) = c.key
+                    && d.key == c.key
+                {
+                    return Err(TaxonomyError::DuplicateKey {
+                        key,
+                        first: d.id.clone(),
+                        second: c.id.clone(),
+                    });
                 }
             }
         }
@@ -128,6 +131,37 @@ impl Taxonomy {
     }
 }
 
+/// Why [`Taxonomy::new`] refused a list of categories.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TaxonomyError {
+    /// The category at this 1-based position has an empty (or blank) id.
+    EmptyId { position: usize },
+    /// Two categories have this id.
+    DuplicateId { id: String },
+    /// Two categories, `first` listed before `second`, have this key.
+    DuplicateKey {
+        key: char,
+        first: String,
+        second: String,
+    },
+}
+
+impl fmt::Display for TaxonomyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TaxonomyError::EmptyId { position } => {
+                write!(f, "category {position} has an empty id")
+            }
+            TaxonomyError::DuplicateId { id } => write!(f, "category id `{id}` is listed twice"),
+            TaxonomyError::DuplicateKey { key, first, second } => {
+                write!(f, "key `{key}` is given to both `{first}` and `{second}`")
+            }
+        }
+    }
+}
+
+impl std::error::Error for TaxonomyError {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,6 +179,34 @@ mod tests {
     fn duplicates_are_rejected() {
         let mut cats = Taxonomy::default().categories;
         cats[1].key = Some('1');
-        assert!(Taxonomy::new(cats).unwrap_err().contains("key `1`"));
+        assert!(
+            Taxonomy::new(cats)
+                .unwrap_err()
+                .to_string()
+                .contains("key `1`")
+        );
+    }
+
+    #[test]
+    fn errors_read_as_before() {
+        let cat = |id: &str, key: Option<char>| Category {
+            id: id.to_string(),
+            name: id.to_string(),
+            key,
+            description: String::new(),
+        };
+        let msg = |cats| Taxonomy::new(cats).unwrap_err().to_string();
+        assert_eq!(
+            msg(vec![cat("a", None), cat(" ", None)]),
+            "category 2 has an empty id"
+        );
+        assert_eq!(
+            msg(vec![cat("a", None), cat("a", None)]),
+            "category id `a` is listed twice"
+        );
+        assert_eq!(
+            msg(vec![cat("a", Some('x')), cat("b", Some('x'))]),
+            "key `x` is given to both `a` and `b`"
+        );
     }
 }
