@@ -71,7 +71,7 @@ struct Cli {
 
 /// `--format NAME` for reading a run: a known format, or a message listing them.
 fn parse_run_format(s: &str) -> Result<RunFormat, String> {
-    s.parse()
+    s.parse::<RunFormat>().map_err(|e| e.to_string())
 }
 
 #[derive(Subcommand, Debug)]

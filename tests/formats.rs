@@ -282,7 +282,8 @@ fn unknown_files_say_what_was_tried() {
         Format::Promptfoo,
         &mut Vec::new(),
     )
-    .unwrap_err();
+    .unwrap_err()
+    .to_string();
     assert!(
         err.contains("log.json") && err.contains("promptfoo"),
         "{err}"

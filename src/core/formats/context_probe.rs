@@ -11,7 +11,9 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::{Format, Sink, Sniff, Unpaired, json_lines, json_num, pick, pick_bool, pick_str};
+use super::{
+    ConvertError, Format, Sink, Sniff, Unpaired, json_lines, json_num, pick, pick_bool, pick_str,
+};
 
 const CASE: &[&str] = &["case_id", "caseId", "case"];
 const WORDING: &[&str] = &[
@@ -328,7 +330,7 @@ fn split_prompt(p: &str) -> (Option<String>, Option<Value>) {
     (Some(p.to_string()), None)
 }
 
-pub(super) fn convert(text: &str, sink: &mut Sink) -> Result<(), String> {
+pub(super) fn convert(text: &str, sink: &mut Sink) -> Result<(), ConvertError> {
     let rows = json_lines(text, sink);
     if rows.is_empty() {
         return Err("no trial rows; expected one JSON object per trial line".into());

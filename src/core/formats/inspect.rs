@@ -10,7 +10,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Format, Row, Sink, Sniff, as_text, pick, pick_str, write_paired};
+use super::{ConvertError, Format, Row, Sink, Sniff, as_text, pick, pick_str, write_paired};
 
 pub(super) fn sniff(s: &Sniff) -> Result<(), String> {
     if s.zip {
@@ -50,7 +50,7 @@ fn is_log(o: &Map<String, Value>) -> bool {
         && (o.contains_key("samples") || o.contains_key("status"))
 }
 
-pub(super) fn convert(text: &str, sink: &mut Sink) -> Result<(), String> {
+pub(super) fn convert(text: &str, sink: &mut Sink) -> Result<(), ConvertError> {
     let doc: Value = serde_json::from_str(text.trim_start())
         .map_err(|e| format!("not a JSON document ({e}); expected an Inspect JSON log"))?;
     let Value::Object(log) = doc else {
@@ -70,7 +70,7 @@ pub(super) fn is_zip(bytes: &[u8]) -> bool {
 /// Convert an `.eval` archive: `header.json` is the log without its
 /// samples, each `samples/*.json` one sample. They are put together in the
 /// JSON log's order (by epoch, then id) and converted like a JSON log.
-pub(super) fn convert_archive(bytes: &[u8], sink: &mut Sink) -> Result<(), String> {
+pub(super) fn convert_archive(bytes: &[u8], sink: &mut Sink) -> Result<(), ConvertError> {
     let bad = |e: zip::result::ZipError| format!("not a readable .eval archive ({e})");
     let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(bad)?;
     let mut header: Option<Map<String, Value>> = None;
@@ -135,7 +135,7 @@ fn unpack(
     Ok(out)
 }
 
-fn convert_log(log: Map<String, Value>, sink: &mut Sink) -> Result<(), String> {
+fn convert_log(log: Map<String, Value>, sink: &mut Sink) -> Result<(), ConvertError> {
     if !is_log(&log) {
         return Err("expected an Inspect JSON log: no eval.task".into());
     }

@@ -71,9 +71,9 @@ impl fmt::Display for Format {
 }
 
 impl FromStr for Format {
-    type Err = String;
+    type Err = UnknownFormat;
 
-    fn from_str(s: &str) -> Result<Format, String> {
+    fn from_str(s: &str) -> Result<Format, UnknownFormat> {
         let norm = s.trim().to_ascii_lowercase().replace(['_', ' '], "-");
         Ok(match norm.as_str() {
             "native" | "triage" | "jsonl" => Format::Native,
@@ -82,15 +82,33 @@ impl FromStr for Format {
             "inspect" | "inspect-ai" | "inspectai" => Format::Inspect,
             "multivon" | "multivon-eval" => Format::Multivon,
             _ => {
-                return Err(format!(
-                    "unknown format '{}'; known formats: {}",
-                    crate::core::text::inert_line(s),
-                    Format::ALL.map(|f| f.name()).join(", ")
-                ));
+                return Err(UnknownFormat {
+                    given: s.to_string(),
+                });
             }
         })
     }
 }
+
+/// A `--format` name that names no [`Format`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownFormat {
+    /// The name as given.
+    pub given: String,
+}
+
+impl fmt::Display for UnknownFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown format '{}'; known formats: {}",
+            crate::core::text::inert_line(&self.given),
+            Format::ALL.map(|f| f.name()).join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownFormat {}
 
 /// What [`detect`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -192,9 +210,17 @@ pub struct ConvertReport {
 ///
 /// [`Format::Native`] is copied through unchanged. Errors name the file and
 /// what was expected.
-pub fn convert(path: &Path, format: Format, out: &mut dyn Write) -> Result<ConvertReport, String> {
+pub fn convert(
+    path: &Path,
+    format: Format,
+    out: &mut dyn Write,
+) -> Result<ConvertReport, ConvertError> {
     let shown = crate::core::text::inert_line(&path.display().to_string());
-    let bytes = read_all(path).map_err(|e| format!("{shown}: {e}"))?;
+    let in_file = |error: ConvertError| ConvertError::InFile {
+        file: shown.clone(),
+        error: Box::new(error),
+    };
+    let bytes = read_all(path).map_err(in_file)?;
     if format == Format::Inspect && inspect::is_zip(&bytes) {
         let mut sink = Sink {
             out,
@@ -203,20 +229,17 @@ pub fn convert(path: &Path, format: Format, out: &mut dyn Write) -> Result<Conve
                 ..ConvertReport::default()
             },
         };
-        inspect::convert_archive(&bytes, &mut sink).map_err(|e| format!("{shown}: {e}"))?;
-        sink.out
-            .flush()
-            .map_err(|e| format!("cannot write the converted run: {e}"))?;
+        inspect::convert_archive(&bytes, &mut sink).map_err(in_file)?;
+        sink.out.flush().map_err(ConvertError::Write)?;
         return Ok(sink.report);
     }
     let text = match std::str::from_utf8(&bytes) {
         Ok(t) => t.trim_start_matches('\u{feff}'),
         Err(e) => {
-            return Err(format!(
-                "{shown}: not UTF-8 text (byte {}); expected a {} file",
-                e.valid_up_to(),
-                format.name()
-            ));
+            return Err(in_file(ConvertError::NotUtf8 {
+                byte: e.valid_up_to(),
+                format,
+            }));
         }
     };
     let mut sink = Sink {
@@ -230,7 +253,7 @@ pub fn convert(path: &Path, format: Format, out: &mut dyn Write) -> Result<Conve
         Format::Native => {
             sink.out
                 .write_all(text.as_bytes())
-                .map_err(|e| format!("cannot write the converted run: {e}"))?;
+                .map_err(ConvertError::Write)?;
             sink.report.rows = text.lines().filter(|l| !l.trim().is_empty()).count();
             sink.report.records = sink.report.rows;
             sink.report.pairs = sink.report.rows;
@@ -241,11 +264,70 @@ pub fn convert(path: &Path, format: Format, out: &mut dyn Write) -> Result<Conve
         Format::Inspect => inspect::convert(text, &mut sink),
         Format::Multivon => multivon::convert(text, &mut sink),
     };
-    res.map_err(|e| format!("{shown}: {e}"))?;
-    sink.out
-        .flush()
-        .map_err(|e| format!("cannot write the converted run: {e}"))?;
+    res.map_err(in_file)?;
+    sink.out.flush().map_err(ConvertError::Write)?;
     Ok(sink.report)
+}
+
+/// Why [`convert`] (or a converter writing through a [`Sink`]) failed.
+#[derive(Debug)]
+pub enum ConvertError {
+    /// The file does not exist.
+    NotFound,
+    /// The file cannot be read.
+    Unreadable(std::io::Error),
+    /// The file is gzip data that does not decompress.
+    Decompress(std::io::Error),
+    /// The file is not UTF-8 text from this byte on.
+    NotUtf8 { byte: usize, format: Format },
+    /// The content does not fit the format: what was found, and what was
+    /// expected (each converter says it in its own words).
+    Content(String),
+    /// A converted record could not be serialised.
+    Serialize(serde_json::Error),
+    /// The converted run could not be written.
+    Write(std::io::Error),
+    /// One of the others, about the file shown as `file`.
+    InFile {
+        file: String,
+        error: Box<ConvertError>,
+    },
+}
+
+impl fmt::Display for ConvertError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConvertError::NotFound => f.write_str("does not exist"),
+            ConvertError::Unreadable(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                f.write_str("cannot read it: permission denied")
+            }
+            ConvertError::Unreadable(e) => write!(f, "cannot read it: {e}"),
+            ConvertError::Decompress(e) => write!(f, "cannot decompress it: {e}"),
+            ConvertError::NotUtf8 { byte, format } => write!(
+                f,
+                "not UTF-8 text (byte {byte}); expected a {} file",
+                format.name()
+            ),
+            ConvertError::Content(why) => f.write_str(why),
+            ConvertError::Serialize(e) => write!(f, "cannot serialize a converted record: {e}"),
+            ConvertError::Write(e) => write!(f, "cannot write the converted run: {e}"),
+            ConvertError::InFile { file, error } => write!(f, "{file}: {error}"),
+        }
+    }
+}
+
+impl std::error::Error for ConvertError {}
+
+impl From<String> for ConvertError {
+    fn from(why: String) -> ConvertError {
+        ConvertError::Content(why)
+    }
+}
+
+impl From<&str> for ConvertError {
+    fn from(why: &str) -> ConvertError {
+        ConvertError::Content(why.to_string())
+    }
 }
 
 /// Where converters write their records; counts them as it goes.
@@ -256,17 +338,16 @@ pub struct Sink<'a> {
 
 impl Sink<'_> {
     /// Write one native record (one line).
-    pub fn record(&mut self, rec: Value) -> Result<(), String> {
+    pub fn record(&mut self, rec: Value) -> Result<(), ConvertError> {
         let paired = rec.get("transformation").and_then(Value::as_str) != Some(UNPAIRED);
         if rec.get("passed") == Some(&Value::Bool(false)) {
             self.report.failures += 1;
         }
-        let line = serde_json::to_string(&rec)
-            .map_err(|e| format!("cannot serialize a converted record: {e}"))?;
+        let line = serde_json::to_string(&rec).map_err(ConvertError::Serialize)?;
         self.out
             .write_all(line.as_bytes())
             .and_then(|_| self.out.write_all(b"\n"))
-            .map_err(|e| format!("cannot write the converted run: {e}"))?;
+            .map_err(ConvertError::Write)?;
         self.report.records += 1;
         if paired {
             self.report.pairs += 1;
@@ -388,17 +469,15 @@ fn gunzip_prefix(b: &[u8]) -> Vec<u8> {
     out
 }
 
-fn read_all(path: &Path) -> Result<Vec<u8>, String> {
+fn read_all(path: &Path) -> Result<Vec<u8>, ConvertError> {
     let mut bytes = std::fs::read(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => "does not exist".to_string(),
-        std::io::ErrorKind::PermissionDenied => "cannot read it: permission denied".to_string(),
-        _ => format!("cannot read it: {e}"),
+        std::io::ErrorKind::NotFound => ConvertError::NotFound,
+        _ => ConvertError::Unreadable(e),
     })?;
     if is_gzip(&bytes) {
         let mut d = flate2::read::MultiGzDecoder::new(&bytes[..]);
         let mut out = Vec::new();
-        d.read_to_end(&mut out)
-            .map_err(|e| format!("cannot decompress it: {e}"))?;
+        d.read_to_end(&mut out).map_err(ConvertError::Decompress)?;
         bytes = out;
     }
     Ok(bytes)
@@ -664,7 +743,7 @@ impl Row {
 /// `base_id` names another row of the same group becomes a pair with that
 /// row as its source; a row that is nobody's base and has no base is
 /// written unpaired. Rows are written in input order.
-pub fn write_paired(rows: Vec<Row>, format: Format, sink: &mut Sink) -> Result<(), String> {
+pub fn write_paired(rows: Vec<Row>, format: Format, sink: &mut Sink) -> Result<(), ConvertError> {
     use std::collections::{BTreeMap, BTreeSet};
     let groups: BTreeSet<&str> = rows.iter().map(|r| r.group.as_str()).collect();
     let several_groups = groups.len() > 1;
@@ -842,7 +921,20 @@ mod tests {
             assert_eq!(f.name().parse::<Format>(), Ok(f));
         }
         assert_eq!("Inspect_AI".parse::<Format>(), Ok(Format::Inspect));
-        assert!("csv".parse::<Format>().unwrap_err().contains("promptfoo"));
+        assert!(
+            "csv"
+                .parse::<Format>()
+                .unwrap_err()
+                .to_string()
+                .contains("promptfoo")
+        );
+        assert_eq!(
+            "c\u{1b}sv".parse::<Format>().unwrap_err().to_string(),
+            format!(
+                "unknown format '{}'; known formats: native, context-probe, promptfoo, inspect, multivon",
+                crate::core::text::inert_line("c\u{1b}sv")
+            )
+        );
     }
 
     #[test]
@@ -857,5 +949,69 @@ mod tests {
     fn native_line_is_detected() {
         let d = detect(b"{\"case_id\":\"a\",\"variant_id\":\"b\"}\n");
         assert_eq!(d.format, Some(Format::Native));
+    }
+
+    #[test]
+    fn convert_errors_read_as_before() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = |name: &str| dir.path().join(name);
+        let shown = |name: &str| path(name).display().to_string();
+        let err = |name: &str, format| {
+            convert(&path(name), format, &mut Vec::new())
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            err("none.json", Format::Promptfoo),
+            format!("{}: does not exist", shown("none.json"))
+        );
+        std::fs::write(path("bytes.json"), b"a\xff").expect("write");
+        assert_eq!(
+            err("bytes.json", Format::Promptfoo),
+            format!(
+                "{}: not UTF-8 text (byte 1); expected a promptfoo file",
+                shown("bytes.json")
+            )
+        );
+        std::fs::write(path("empty.json"), b"[]").expect("write");
+        assert_eq!(
+            err("empty.json", Format::Promptfoo),
+            format!(
+                "{}: no promptfoo results (objects with testCase and provider)",
+                shown("empty.json")
+            )
+        );
+        std::fs::write(path("bad.gz"), b"\x1f\x8b\x08\x00").expect("write");
+        assert!(
+            err("bad.gz", Format::Native)
+                .starts_with(&format!("{}: cannot decompress it: ", shown("bad.gz")))
+        );
+
+        /// A writer whose disk is full.
+        struct Full;
+        impl Write for Full {
+            fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+                Err(std::io::Error::other("disk full"))
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        std::fs::write(path("run.jsonl"), b"{}\n").expect("write");
+        let e = convert(&path("run.jsonl"), Format::Native, &mut Full).unwrap_err();
+        assert_eq!(e.to_string(), "cannot write the converted run: disk full");
+        let denied = std::io::Error::from(std::io::ErrorKind::PermissionDenied);
+        assert_eq!(
+            ConvertError::Unreadable(denied).to_string(),
+            "cannot read it: permission denied"
+        );
+        let other = std::io::Error::other("bad sector");
+        assert_eq!(
+            ConvertError::Unreadable(other).to_string(),
+            "cannot read it: bad sector"
+        );
+        let json = serde_json::from_str::<Value>("{").unwrap_err();
+        let expected = format!("cannot serialize a converted record: {json}");
+        assert_eq!(ConvertError::Serialize(json).to_string(), expected);
     }
 }

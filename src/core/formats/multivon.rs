@@ -14,7 +14,8 @@
 use serde_json::{Map, Value, json};
 
 use super::{
-    Format, Row, Sink, Sniff, as_text, expectation_kind, json_lines, pick, pick_str, write_paired,
+    ConvertError, Format, Row, Sink, Sniff, as_text, expectation_kind, json_lines, pick, pick_str,
+    write_paired,
 };
 
 const VALIDATION: &str = "multivon.variant-validation/";
@@ -55,7 +56,7 @@ pub(super) fn sniff(s: &Sniff) -> Result<(), String> {
     Err("no multivon schema (multivon.variant-validation/v1, multivon.case-manifest/v1, multivon.report/v2)".into())
 }
 
-pub(super) fn convert(text: &str, sink: &mut Sink) -> Result<(), String> {
+pub(super) fn convert(text: &str, sink: &mut Sink) -> Result<(), ConvertError> {
     let docs: Vec<Map<String, Value>> = match serde_json::from_str::<Value>(text.trim_start()) {
         Ok(Value::Object(o)) => vec![o],
         Ok(Value::Array(a)) => a

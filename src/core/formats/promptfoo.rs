@@ -9,7 +9,9 @@
 
 use serde_json::{Map, Value, json};
 
-use super::{Format, Row, Sink, Sniff, as_text, json_lines, pick, pick_str, write_paired};
+use super::{
+    ConvertError, Format, Row, Sink, Sniff, as_text, json_lines, pick, pick_str, write_paired,
+};
 
 pub(super) fn sniff(s: &Sniff) -> Result<(), String> {
     if let Some(o) = s.line_object() {
@@ -50,7 +52,7 @@ fn results_of(o: &Map<String, Value>) -> Option<&Vec<Value>> {
     }
 }
 
-pub(super) fn convert(text: &str, sink: &mut Sink) -> Result<(), String> {
+pub(super) fn convert(text: &str, sink: &mut Sink) -> Result<(), ConvertError> {
     let trimmed = text.trim_start();
     let results: Vec<Map<String, Value>> = match serde_json::from_str::<Value>(trimmed) {
         Ok(Value::Object(mut o)) if !is_result(&o) => {
