@@ -273,13 +273,16 @@ fn main() -> ExitCode {
             output,
             force,
             format,
-        }) => done(triage::core::apply::apply(
-            Path::new(&run),
-            annotations.as_deref(),
-            &output,
-            force,
-            format,
-        )),
+        }) => done(
+            triage::core::apply::apply(
+                Path::new(&run),
+                annotations.as_deref(),
+                &output,
+                force,
+                format,
+            )
+            .map_err(|e| e.to_string()),
+        ),
         Some(Command::Config {
             what: ConfigCommand::Path,
         }) => match cli.config.or_else(config::default_path) {
@@ -969,7 +972,8 @@ fn open_store(
     explicit: Option<&Path>,
     reviewer: &str,
 ) -> Result<(AnnotationStore, Option<String>), String> {
-    let (path, fallback) = annotations::journal_path_for(run, explicit)?;
+    let (path, fallback) =
+        annotations::journal_path_for(run, explicit).map_err(|e| e.to_string())?;
     let store = AnnotationStore::open(&path, reviewer).map_err(|e| e.to_string())?;
     let mut notice = None;
     if fallback || run == Path::new("-") {

@@ -1182,7 +1182,10 @@ fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
 /// is writable (tested by creating and removing a probe file, since permission
 /// bits lie about ACLs, read-only mounts and root); else
 /// `<data dir>/runs/<16 hex of sha256(canonical absolute run path)>.triage.jsonl`.
-pub fn journal_path_for(run: &Path, explicit: Option<&Path>) -> Result<(PathBuf, bool), String> {
+pub fn journal_path_for(
+    run: &Path,
+    explicit: Option<&Path>,
+) -> Result<(PathBuf, bool), JournalPathError> {
     if let Some(path) = explicit {
         return Ok((path.to_path_buf(), false));
     }
@@ -1191,21 +1194,56 @@ pub fn journal_path_for(run: &Path, explicit: Option<&Path>) -> Result<(PathBuf,
         return Ok((with_suffix(run, ".triage.jsonl"), false));
     }
     let dirs = directories::ProjectDirs::from("", "", "triage").ok_or_else(|| {
-        format!(
-            "{} is not writable and there is no data folder to keep annotations in (is HOME set?) — pass --annotations PATH",
-            folder.display()
-        )
+        JournalPathError::NoDataFolder {
+            folder: folder.to_path_buf(),
+        }
     })?;
     let dir = dirs.data_dir().join("runs");
-    fs::create_dir_all(&dir).map_err(|e| {
-        format!(
-            "{} is not writable, and neither is {}: {e} — pass --annotations PATH",
-            folder.display(),
-            dir.display()
-        )
+    fs::create_dir_all(&dir).map_err(|error| JournalPathError::DataFolderNotWritable {
+        folder: folder.to_path_buf(),
+        data: dir.clone(),
+        error,
     })?;
     Ok((dir.join(format!("{}.triage.jsonl", run_digest(run))), true))
 }
+
+/// Why [`journal_path_for`] found no place for the journal: the run's
+/// folder is not writable, and neither is the fallback.
+#[derive(Debug)]
+pub enum JournalPathError {
+    /// There is no data folder on this system (no home directory).
+    NoDataFolder { folder: PathBuf },
+    /// The data folder's `runs` folder cannot be created.
+    DataFolderNotWritable {
+        folder: PathBuf,
+        data: PathBuf,
+        error: io::Error,
+    },
+}
+
+impl fmt::Display for JournalPathError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            JournalPathError::NoDataFolder { folder } => write!(
+                f,
+                "{} is not writable and there is no data folder to keep annotations in (is HOME set?) — pass --annotations PATH",
+                folder.display()
+            ),
+            JournalPathError::DataFolderNotWritable {
+                folder,
+                data,
+                error,
+            } => write!(
+                f,
+                "{} is not writable, and neither is {}: {error} — pass --annotations PATH",
+                folder.display(),
+                data.display()
+            ),
+        }
+    }
+}
+
+impl std::error::Error for JournalPathError {}
 
 /// 16 hex digits of the SHA-256 of the run's canonical absolute path.
 fn run_digest(run: &Path) -> String {
@@ -1911,6 +1949,27 @@ mod tests {
         assert_eq!(digest.len(), 16);
         assert!(digest.bytes().all(|b| b.is_ascii_hexdigit()));
         assert_eq!(digest, run_digest(&dir.path().join(".").join("run.jsonl")));
+    }
+
+    #[test]
+    fn journal_path_errors_read_as_before() {
+        let folder = PathBuf::from("/runs");
+        assert_eq!(
+            JournalPathError::NoDataFolder {
+                folder: folder.clone()
+            }
+            .to_string(),
+            "/runs is not writable and there is no data folder to keep annotations in (is HOME set?) — pass --annotations PATH"
+        );
+        assert_eq!(
+            JournalPathError::DataFolderNotWritable {
+                folder,
+                data: PathBuf::from("/data/runs"),
+                error: io::Error::other("read-only"),
+            }
+            .to_string(),
+            "/runs is not writable, and neither is /data/runs: read-only — pass --annotations PATH"
+        );
     }
 
     #[test]

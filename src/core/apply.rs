@@ -10,15 +10,18 @@
 //! written out as the native records the viewer annotated, each with its
 //! `origin`.
 
+use std::fmt;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::annotations::{AnnotationSource, AnnotationStore, StoreOpenError, journal_path_for};
+use super::annotations::{
+    AnnotationSource, AnnotationStore, JournalPathError, StoreOpenError, journal_path_for,
+};
 use super::derive::derive;
-use super::formats::{self, Format};
+use super::formats::{self, ConvertError, Format};
 use super::key::record_key;
 use super::record::map_record;
 use super::suggest::suggest;
@@ -30,35 +33,43 @@ pub fn apply(
     out: &Path,
     force: bool,
     format: Option<Format>,
-) -> Result<String, String> {
+) -> Result<String, ApplyError> {
     let shown = super::text::inert_line(&run.display().to_string());
-    let meta = std::fs::metadata(run).map_err(|e| format!("triage: cannot open '{shown}': {e}"))?;
+    let open = |error| ApplyError::Open {
+        run: shown.clone(),
+        error,
+    };
+    let read = |error| ApplyError::Read {
+        run: shown.clone(),
+        error,
+    };
+    let convert = |error| ApplyError::Convert {
+        run: shown.clone(),
+        error,
+    };
+    let meta = std::fs::metadata(run).map_err(open)?;
     if meta.is_dir() {
-        return Err(format!("triage: '{shown}' is a directory; pass a run file"));
+        return Err(ApplyError::IsDirectory { run: shown.clone() });
     }
     if let (Ok(a), Ok(b)) = (std::fs::canonicalize(run), std::fs::canonicalize(out))
         && a == b
     {
-        return Err(
-            "triage: OUT is the run file itself; triage never modifies a run — choose another path"
-                .into(),
-        );
+        return Err(ApplyError::OutIsRun);
     }
     if out.exists() && !force {
-        return Err(format!(
-            "triage: '{}' exists; pass --force to overwrite it",
-            super::text::inert_line(&out.display().to_string())
-        ));
+        return Err(ApplyError::OutExists {
+            out: super::text::inert_line(&out.display().to_string()),
+        });
     }
-    let (journal, _) = journal_path_for(run, annotations)?;
+    let (journal, _) = journal_path_for(run, annotations).map_err(ApplyError::JournalPath)?;
     // A run nobody has annotated yet is copied unchanged.
     let store = match AnnotationStore::read(&journal) {
         Ok(s) => Some(s),
         Err(StoreOpenError::NotFound { .. }) => None,
-        Err(e) => return Err(e.to_string()),
+        Err(e) => return Err(ApplyError::Journal(e)),
     };
 
-    let mut input = File::open(run).map_err(|e| format!("triage: cannot open '{shown}': {e}"))?;
+    let mut input = File::open(run).map_err(open)?;
     let format = match format {
         Some(f) => f,
         None => {
@@ -66,36 +77,32 @@ pub fn apply(
             (&input)
                 .take(formats::DETECT_HEAD_BYTES as u64)
                 .read_to_end(&mut head)
-                .map_err(|e| format!("triage: cannot read '{shown}': {e}"))?;
+                .map_err(read)?;
             formats::detect(&head).format.unwrap_or(Format::Native)
         }
     };
     // Another tool's results: the records the viewer annotated are the converted ones.
     let _converted = if format == Format::Native {
-        input
-            .seek(SeekFrom::Start(0))
-            .map_err(|e| format!("triage: cannot read '{shown}': {e}"))?;
+        input.seek(SeekFrom::Start(0)).map_err(read)?;
         None
     } else {
-        let mut tmp = tempfile::NamedTempFile::new()
-            .map_err(|e| format!("triage: cannot convert '{shown}': {e}"))?;
+        let mut tmp = tempfile::NamedTempFile::new().map_err(convert)?;
         {
             let mut w = BufWriter::new(tmp.as_file_mut());
-            formats::convert(run, format, &mut w).map_err(|e| format!("triage: {e}"))?;
-            w.flush()
-                .map_err(|e| format!("triage: cannot convert '{shown}': {e}"))?;
+            formats::convert(run, format, &mut w).map_err(ApplyError::Format)?;
+            w.flush().map_err(convert)?;
         }
-        input = tmp
-            .reopen()
-            .map_err(|e| format!("triage: cannot convert '{shown}': {e}"))?;
+        input = tmp.reopen().map_err(convert)?;
         Some(tmp)
     };
     let dir = out
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
-    let tmp = tempfile::NamedTempFile::new_in(dir)
-        .map_err(|e| format!("triage: cannot write in '{}': {e}", dir.display()))?;
+    let tmp = tempfile::NamedTempFile::new_in(dir).map_err(|error| ApplyError::WriteIn {
+        dir: dir.to_path_buf(),
+        error,
+    })?;
     let mut w = BufWriter::new(tmp.as_file());
     let mut reader = BufReader::new(input);
     let mut line = Vec::new();
@@ -104,7 +111,10 @@ pub fn apply(
         line.clear();
         let n = reader
             .read_until(b'\n', &mut line)
-            .map_err(|e| format!("triage: reading '{shown}': {e}"))?;
+            .map_err(|error| ApplyError::Reading {
+                run: shown.clone(),
+                error,
+            })?;
         if n == 0 {
             break;
         }
@@ -126,7 +136,6 @@ pub fn apply(
             let ann = store.as_ref()?.get(&key)?.clone();
             Some((v, ann))
         });
-        let write_err = |e: std::io::Error| format!("triage: writing the copy: {e}");
         match annotated {
             Some((mut v, ann)) => {
                 let suggested = map_record(v.clone())
@@ -145,26 +154,24 @@ pub fn apply(
                         }),
                     );
                 }
-                serde_json::to_writer(&mut w, &v)
-                    .map_err(|e| format!("triage: writing the copy: {e}"))?;
-                w.write_all(ending).map_err(write_err)?;
+                serde_json::to_writer(&mut w, &v).map_err(ApplyError::Serialize)?;
+                w.write_all(ending).map_err(ApplyError::Write)?;
                 applied += 1;
             }
-            None => w.write_all(&line).map_err(write_err)?,
+            None => w.write_all(&line).map_err(ApplyError::Write)?,
         }
     }
-    w.flush()
-        .map_err(|e| format!("triage: writing the copy: {e}"))?;
+    w.flush().map_err(ApplyError::Write)?;
     drop(w);
     // The copy gets the run's permissions, not the temp file's private 0600.
     tmp.as_file()
         .set_permissions(meta.permissions())
-        .map_err(|e| format!("triage: writing the copy: {e}"))?;
-    tmp.as_file()
-        .sync_all()
-        .map_err(|e| format!("triage: writing the copy: {e}"))?;
-    tmp.persist(out)
-        .map_err(|e| format!("triage: cannot write '{}': {}", out.display(), e.error))?;
+        .map_err(ApplyError::Write)?;
+    tmp.as_file().sync_all().map_err(ApplyError::Write)?;
+    tmp.persist(out).map_err(|e| ApplyError::Persist {
+        out: out.to_path_buf(),
+        error: e.error,
+    })?;
     let from = if format == Format::Native {
         String::new()
     } else {
@@ -174,4 +181,118 @@ pub fn apply(
         "wrote {}{from}: {applied} of {total} lines carry a triage object",
         out.display()
     ))
+}
+
+/// Why [`apply`] wrote no copy. `run` is the run's path as shown to the user.
+#[derive(Debug)]
+pub enum ApplyError {
+    /// The run cannot be opened.
+    Open { run: String, error: std::io::Error },
+    /// The run is a directory.
+    IsDirectory { run: String },
+    /// OUT is the run itself.
+    OutIsRun,
+    /// OUT exists and `--force` was not given; `out` as shown.
+    OutExists { out: String },
+    /// There is no place for the annotation journal.
+    JournalPath(JournalPathError),
+    /// The annotation journal cannot be read.
+    Journal(StoreOpenError),
+    /// The start of the run cannot be read (to detect its format).
+    Read { run: String, error: std::io::Error },
+    /// The run, in another tool's format, cannot be converted: a temporary file failed.
+    Convert { run: String, error: std::io::Error },
+    /// The run, in another tool's format, cannot be converted.
+    Format(ConvertError),
+    /// No temporary file can be made in OUT's folder.
+    WriteIn { dir: PathBuf, error: std::io::Error },
+    /// Reading the run's lines failed.
+    Reading { run: String, error: std::io::Error },
+    /// Writing the copy failed.
+    Write(std::io::Error),
+    /// An annotated record cannot be written into the copy.
+    Serialize(serde_json::Error),
+    /// The finished copy cannot be put at OUT.
+    Persist { out: PathBuf, error: std::io::Error },
+}
+
+impl fmt::Display for ApplyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ApplyError::Open { run, error } => write!(f, "triage: cannot open '{run}': {error}"),
+            ApplyError::IsDirectory { run } => {
+                write!(f, "triage: '{run}' is a directory; pass a run file")
+            }
+            ApplyError::OutIsRun => f.write_str(
+                "triage: OUT is the run file itself; triage never modifies a run — choose another path",
+            ),
+            ApplyError::OutExists { out } => {
+                write!(f, "triage: '{out}' exists; pass --force to overwrite it")
+            }
+            ApplyError::JournalPath(e) => write!(f, "{e}"),
+            ApplyError::Journal(e) => write!(f, "{e}"),
+            ApplyError::Read { run, error } => write!(f, "triage: cannot read '{run}': {error}"),
+            ApplyError::Convert { run, error } => {
+                write!(f, "triage: cannot convert '{run}': {error}")
+            }
+            ApplyError::Format(e) => write!(f, "triage: {e}"),
+            ApplyError::WriteIn { dir, error } => {
+                write!(f, "triage: cannot write in '{}': {error}", dir.display())
+            }
+            ApplyError::Reading { run, error } => write!(f, "triage: reading '{run}': {error}"),
+            ApplyError::Write(e) => write!(f, "triage: writing the copy: {e}"),
+            ApplyError::Serialize(e) => write!(f, "triage: writing the copy: {e}"),
+            ApplyError::Persist { out, error } => {
+                write!(f, "triage: cannot write '{}': {error}", out.display())
+            }
+        }
+    }
+}
+
+impl std::error::Error for ApplyError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_read_as_before() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let run = dir.path().join("run.jsonl");
+        let out = dir.path().join("out.jsonl");
+        let shown = |p: &Path| p.display().to_string();
+        let err = |run: &Path, out: &Path, force| {
+            apply(run, None, out, force, None).unwrap_err().to_string()
+        };
+        let io = std::fs::metadata(&run).unwrap_err();
+        assert_eq!(
+            err(&run, &out, false),
+            format!("triage: cannot open '{}': {io}", shown(&run))
+        );
+        assert_eq!(
+            err(dir.path(), &out, false),
+            format!(
+                "triage: '{}' is a directory; pass a run file",
+                shown(dir.path())
+            )
+        );
+        std::fs::write(&run, "{}\n").expect("write");
+        assert_eq!(
+            err(&run, &run, true),
+            "triage: OUT is the run file itself; triage never modifies a run — choose another path"
+        );
+        std::fs::write(&out, "").expect("write");
+        assert_eq!(
+            err(&run, &out, false),
+            format!(
+                "triage: '{}' exists; pass --force to overwrite it",
+                shown(&out)
+            )
+        );
+        let e = std::io::Error::other("disk full");
+        assert_eq!(
+            ApplyError::Write(e).to_string(),
+            "triage: writing the copy: disk full"
+        );
+    }
 }
