@@ -94,21 +94,39 @@ impl fmt::Display for Format {
 }
 
 impl FromStr for Format {
-    type Err = String;
+    type Err = UnknownFormat;
 
-    fn from_str(s: &str) -> Result<Format, String> {
+    fn from_str(s: &str) -> Result<Format, UnknownFormat> {
         match s.trim().to_ascii_lowercase().as_str() {
             "markdown" | "md" => Ok(Format::Markdown),
             "csv" => Ok(Format::Csv),
             "json" => Ok(Format::Json),
             "fixtures" | "jsonl" => Ok(Format::Fixtures),
-            _ => Err(format!(
-                "unknown format `{}`; use one of: markdown, csv, json, fixtures",
-                text::inert_line(s)
-            )),
+            _ => Err(UnknownFormat {
+                given: s.to_string(),
+            }),
         }
     }
 }
+
+/// An export format name that names no [`Format`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownFormat {
+    /// The name as given.
+    pub given: String,
+}
+
+impl fmt::Display for UnknownFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown format `{}`; use one of: markdown, csv, json, fixtures",
+            text::inert_line(&self.given)
+        )
+    }
+}
+
+impl std::error::Error for UnknownFormat {}
 
 /// What to export.
 #[derive(Debug, Clone, Default)]
@@ -1694,23 +1712,19 @@ pub struct Gates {
 
 impl Gates {
     /// Refuse gates that cannot be checked: an unknown category id, a rate outside 0–1.
-    pub fn validate(&self, taxonomy: &Taxonomy) -> Result<(), String> {
+    pub fn validate(&self, taxonomy: &Taxonomy) -> Result<(), GateError> {
         for c in &self.fail_on {
             if taxonomy.by_id(c).is_none() {
-                let ids: Vec<&str> = taxonomy.categories.iter().map(|c| c.id.as_str()).collect();
-                return Err(format!(
-                    "--fail-on: `{}` is not a category id; the valid ids are: {}",
-                    text::inert_line(c),
-                    ids.join(", ")
-                ));
+                return Err(GateError::UnknownCategory {
+                    id: c.clone(),
+                    valid: taxonomy.categories.iter().map(|c| c.id.clone()).collect(),
+                });
             }
         }
         if let Some(x) = self.max_failure_rate
             && !(0.0..=1.0).contains(&x)
         {
-            return Err(format!(
-                "--max-failure-rate: {x} is not a rate; give a fraction from 0 to 1, such as 0.25"
-            ));
+            return Err(GateError::NotARate { value: x });
         }
         Ok(())
     }
@@ -1721,6 +1735,34 @@ impl Gates {
             || self.max_failure_rate.is_some()
     }
 }
+
+/// Why [`Gates::validate`] refused a gate.
+#[derive(Debug, Clone, PartialEq)]
+pub enum GateError {
+    /// `--fail-on` names no category of the taxonomy, whose ids are `valid`.
+    UnknownCategory { id: String, valid: Vec<String> },
+    /// `--max-failure-rate` is outside 0–1 (or not a number).
+    NotARate { value: f64 },
+}
+
+impl fmt::Display for GateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GateError::UnknownCategory { id, valid } => write!(
+                f,
+                "--fail-on: `{}` is not a category id; the valid ids are: {}",
+                text::inert_line(id),
+                valid.join(", ")
+            ),
+            GateError::NotARate { value } => write!(
+                f,
+                "--max-failure-rate: {value} is not a rate; give a fraction from 0 to 1, such as 0.25"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for GateError {}
 
 /// The verdict of `triage check`.
 #[derive(Debug, Clone, PartialEq)]
@@ -1980,8 +2022,46 @@ mod tests {
             "xml"
                 .parse::<Format>()
                 .unwrap_err()
+                .to_string()
                 .contains("markdown, csv")
         );
+        assert_eq!(
+            "x\u{1b}ml".parse::<Format>().unwrap_err().to_string(),
+            format!(
+                "unknown format `{}`; use one of: markdown, csv, json, fixtures",
+                text::inert_line("x\u{1b}ml")
+            )
+        );
+    }
+
+    #[test]
+    fn gate_errors_read_as_before() {
+        let taxonomy = Taxonomy::default();
+        let gates = Gates {
+            fail_on: vec!["boundary".into(), "no\u{1b}pe".into()],
+            ..Gates::default()
+        };
+        assert_eq!(
+            gates.validate(&taxonomy).unwrap_err().to_string(),
+            format!(
+                "--fail-on: `{}` is not a category id; the valid ids are: ambiguous-contract, distractor, missing-evidence, conflicting-evidence, boundary, service-error, invalid-pair",
+                text::inert_line("no\u{1b}pe")
+            )
+        );
+        let gates = Gates {
+            max_failure_rate: Some(1.5),
+            ..Gates::default()
+        };
+        assert_eq!(
+            gates.validate(&taxonomy).unwrap_err().to_string(),
+            "--max-failure-rate: 1.5 is not a rate; give a fraction from 0 to 1, such as 0.25"
+        );
+        let gates = Gates {
+            fail_on: vec!["boundary".into()],
+            max_failure_rate: Some(0.25),
+            ..Gates::default()
+        };
+        assert_eq!(gates.validate(&taxonomy), Ok(()));
     }
 
     #[test]
