@@ -1,0 +1,772 @@
+use super::*;
+use proptest::prelude::*;
+use tempfile::TempDir;
+
+fn key(n: u8) -> RecordKey {
+    RecordKey([n; 16])
+}
+
+fn change(n: u8, case: &str, cat: Option<&str>, note: Option<&str>) -> Change {
+    Change {
+        key: key(n),
+        case_id: case.to_string(),
+        variant_id: "v1".to_string(),
+        category: cat.map(str::to_string),
+        note: note.map(str::to_string),
+        source: AnnotationSource::Manual,
+    }
+}
+
+fn journal(dir: &TempDir) -> PathBuf {
+    dir.path().join("run.jsonl.triage.jsonl")
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+fn event(n: u8, case: &str, cat: Option<&str>, note: Option<&str>) -> String {
+    let ann = Annotation {
+        key: key(n),
+        case_id: case.to_string(),
+        variant_id: "v1".to_string(),
+        category: cat.map(str::to_string),
+        note: note.map(str::to_string),
+        reviewer: "ann".to_string(),
+        at: "2026-01-01T00:00:00Z".to_string(),
+        source: AnnotationSource::Manual,
+    };
+    encode(&ann, None)
+}
+
+/// Root ignores file modes; permission tests cannot fail the way they mean to then.
+#[cfg(unix)]
+fn permissions_are_enforced(dir: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let probe = dir.join("mode-probe");
+    fs::write(&probe, "").unwrap();
+    fs::set_permissions(&probe, fs::Permissions::from_mode(0o444)).unwrap();
+    OpenOptions::new().append(true).open(&probe).is_err()
+}
+
+#[test]
+fn apply_get_undo_and_reopen() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut store = AnnotationStore::open(&path, "ann").unwrap();
+    assert_eq!(store.access(), &Access::ReadWrite);
+    assert_eq!(store.reviewer(), "ann");
+    assert_eq!(store.path(), path);
+
+    let prev = store
+        .apply(vec![
+            change(1, "c1", Some("boundary"), None),
+            change(2, "c2", None, Some("odd \"quote\"\nsecond line")),
+        ])
+        .unwrap();
+    assert_eq!(prev, vec![None, None]);
+    let a = store.get(&key(1)).unwrap();
+    assert_eq!(a.category.as_deref(), Some("boundary"));
+    assert_eq!(a.reviewer, "ann");
+    assert_eq!(a.at.len(), "2026-11-29T13:05:00Z".len());
+
+    // Change then undo: the previous value comes back and is audited as `prev`.
+    let before = store
+        .apply(vec![change(1, "c1", Some("distractor"), Some("n"))])
+        .unwrap();
+    let old = before[0].clone().unwrap();
+    assert_eq!(old.category.as_deref(), Some("boundary"));
+    store
+        .apply(vec![change(
+            1,
+            "c1",
+            old.category.as_deref(),
+            old.note.as_deref(),
+        )])
+        .unwrap();
+    assert_eq!(
+        store.get(&key(1)).unwrap().category.as_deref(),
+        Some("boundary")
+    );
+    assert_eq!(store.get(&key(1)).unwrap().note, None);
+    let last: serde_json::Value = serde_json::from_str(lines(&path).last().unwrap()).unwrap();
+    assert_eq!(last["prev"]["category"], "distractor");
+    assert_eq!(last["prev"]["note"], "n");
+    assert_eq!(store.pending(), 0);
+    drop(store);
+
+    let store = AnnotationStore::open(&path, "bob").unwrap();
+    assert_eq!(store.all().len(), 2);
+    assert_eq!(
+        store.get(&key(1)).unwrap().category.as_deref(),
+        Some("boundary")
+    );
+    assert_eq!(
+        store.get(&key(2)).unwrap().note.as_deref(),
+        Some("odd \"quote\"\nsecond line")
+    );
+    assert_eq!(store.get(&key(1)).unwrap().reviewer, "ann");
+    assert_eq!(store.skipped_lines(), (0, None));
+}
+
+#[test]
+fn event_has_the_documented_shape() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut store = AnnotationStore::open(&path, "ann").unwrap();
+    let mut c = change(7, "c", Some("boundary"), None);
+    c.source = AnnotationSource::Suggestion;
+    store.apply(vec![c]).unwrap();
+    let line = &lines(&path)[0];
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    let fields: Vec<&str> = v.as_object().unwrap().keys().map(|k| k.as_str()).collect();
+    assert_eq!(
+        fields,
+        [
+            "v",
+            "key",
+            "case_id",
+            "variant_id",
+            "category",
+            "note",
+            "reviewer",
+            "at",
+            "source",
+            "prev"
+        ]
+    );
+    assert_eq!(v["key"], "07".repeat(16));
+    assert_eq!(v["source"], "suggestion");
+    assert_eq!(v["note"], serde_json::Value::Null);
+    assert_eq!(v["prev"], serde_json::Value::Null);
+    // Annotation itself (de)serialises with the key as hex.
+    let ann = store.get(&key(7)).unwrap();
+    let json = serde_json::to_string(ann).unwrap();
+    assert!(json.contains(&"07".repeat(16)));
+    assert_eq!(&serde_json::from_str::<Annotation>(&json).unwrap(), ann);
+}
+
+#[test]
+fn replay_is_last_wins_and_a_null_event_clears() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let text = [
+        event(1, "c1", Some("a"), None),
+        event(2, "c2", Some("b"), None),
+        event(1, "c1", Some("c"), Some("x")),
+        event(2, "c2", None, None),
+        event(3, "c3", None, Some("only a note")),
+    ]
+    .join("\n");
+    fs::write(&path, text + "\n").unwrap();
+    let store = AnnotationStore::read(&path).unwrap();
+    assert_eq!(store.get(&key(1)).unwrap().category.as_deref(), Some("c"));
+    assert_eq!(store.get(&key(1)).unwrap().note.as_deref(), Some("x"));
+    assert!(store.get(&key(2)).is_none());
+    assert_eq!(store.get(&key(3)).unwrap().category, None);
+    let keys: Vec<RecordKey> = store.all().iter().map(|a| a.key).collect();
+    assert_eq!(keys, [key(1), key(3)]);
+    assert!(matches!(store.access(), Access::ReadOnly { .. }));
+}
+
+#[test]
+fn stale_and_orphans() {
+    let dir = TempDir::new().unwrap();
+    let mut store = AnnotationStore::open(&journal(&dir), "ann").unwrap();
+    store
+        .apply(vec![change(1, "c1", Some("old"), None)])
+        .unwrap();
+    store.apply(vec![change(2, "c2", Some("x"), None)]).unwrap();
+    store
+        .apply(vec![change(3, "c1", Some("newer"), None)])
+        .unwrap();
+
+    // The run now has c1/v1 under key 4: the newest other-key annotation is stale.
+    let stale = store.stale_for("c1", "v1", &key(4)).unwrap();
+    assert_eq!(stale.category.as_deref(), Some("newer"));
+    let stale = store.stale_for("c1", "v1", &key(3)).unwrap();
+    assert_eq!(stale.category.as_deref(), Some("old"));
+    assert!(store.stale_for("c2", "v1", &key(2)).is_none());
+    assert!(store.stale_for("zz", "v1", &key(2)).is_none());
+
+    let present: HashSet<RecordKey> = [key(4)].into();
+    let ids: HashSet<(String, String)> = [("c1".to_string(), "v1".to_string())].into();
+    let orphans: Vec<RecordKey> = store
+        .orphans(&present, &ids)
+        .iter()
+        .map(|a| a.key)
+        .collect();
+    assert_eq!(orphans, [key(2)]);
+    let all: Vec<RecordKey> = store
+        .orphans(&HashSet::new(), &HashSet::new())
+        .iter()
+        .map(|a| a.key)
+        .collect();
+    assert_eq!(all, [key(1), key(3), key(2)]);
+
+    // Clearing the newer one brings the older one back as the stale value.
+    store.apply(vec![change(3, "c1", None, None)]).unwrap();
+    let stale = store.stale_for("c1", "v1", &key(4)).unwrap();
+    assert_eq!(stale.category.as_deref(), Some("old"));
+}
+
+#[test]
+fn torn_last_line_is_skipped_then_compacted_away() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let good = event(1, "c1", Some("a"), None);
+    let torn = &event(2, "c2", Some("b"), None)[..40];
+    fs::write(&path, format!("{good}\n{torn}")).unwrap();
+
+    let read = AnnotationStore::read(&path).unwrap();
+    assert_eq!(read.skipped_lines(), (1, Some(2)));
+    assert_eq!(read.all().len(), 1);
+    drop(read);
+
+    let store = AnnotationStore::open(&path, "ann").unwrap();
+    assert_eq!(store.skipped_lines(), (1, Some(2)));
+    assert_eq!(lines(&path), [good]);
+}
+
+#[test]
+fn append_after_a_torn_line_starts_a_new_line() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut store = AnnotationStore::open(&path, "ann").unwrap();
+    store.apply(vec![change(1, "c1", Some("a"), None)]).unwrap();
+    // Half an event, as a crash mid-write would leave it.
+    let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+    f.write_all(&event(9, "c9", Some("z"), None).as_bytes()[..30])
+        .unwrap();
+    drop(f);
+    store.apply(vec![change(2, "c2", Some("b"), None)]).unwrap();
+    let text = lines(&path);
+    assert_eq!(text.len(), 3);
+    assert!(text[2].starts_with("{\"v\":1"));
+
+    let read = AnnotationStore::read(&path).unwrap();
+    assert_eq!(read.skipped_lines(), (1, Some(2)));
+    assert_eq!(read.all().len(), 2);
+}
+
+#[test]
+fn complete_final_line_without_newline_is_accepted() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    fs::write(&path, event(1, "c1", Some("a"), None)).unwrap();
+    let mut store = AnnotationStore::open(&path, "ann").unwrap();
+    assert_eq!(store.skipped_lines(), (0, None));
+    store.apply(vec![change(2, "c2", Some("b"), None)]).unwrap();
+    assert_eq!(lines(&path).len(), 2);
+    assert_eq!(AnnotationStore::read(&path).unwrap().all().len(), 2);
+}
+
+#[test]
+fn bad_lines_are_counted_and_newer_lines_survive() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let text = [
+        event(1, "c1", Some("a"), None),
+        "not json".to_string(),
+        event(2, "c2", Some("b"), None).replace(&"02".repeat(16), "xyz"),
+        String::new(),
+        r#"{"v":2,"id":"whatever a newer triage writes"}"#.to_string(),
+        event(3, "c3", Some("c"), None),
+    ]
+    .join("\n")
+        + "\n";
+    fs::write(&path, &text).unwrap();
+    let store = AnnotationStore::open(&path, "ann").unwrap();
+    assert_eq!(store.skipped_lines(), (3, Some(2)));
+    assert_eq!(store.all().len(), 2);
+    // A newer format's line must not be compacted away by an older triage.
+    assert_eq!(fs::read_to_string(&path).unwrap(), text);
+}
+
+#[test]
+fn a_file_that_is_not_a_journal_is_left_alone() {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join("run.jsonl");
+    let run = "{\"case_id\":\"c\",\"variant_id\":\"v\"}\n{\"case_id\":\"d\"}\n";
+    fs::write(&path, run).unwrap();
+    let err = AnnotationStore::open(&path, "ann").unwrap_err();
+    assert!(matches!(err, StoreOpenError::NotAJournal { line: 1, .. }));
+    assert!(err.to_string().contains("run.jsonl"));
+    assert_eq!(fs::read_to_string(&path).unwrap(), run);
+    assert!(matches!(
+        AnnotationStore::read(&path),
+        Err(StoreOpenError::NotAJournal { .. })
+    ));
+    // A journal torn in its very first write is still a journal.
+    fs::write(&path, &event(1, "c", Some("a"), None)[..20]).unwrap();
+    let store = AnnotationStore::open(&path, "ann").unwrap();
+    assert_eq!(store.skipped_lines(), (1, Some(1)));
+    assert_eq!(fs::read_to_string(&path).unwrap(), "");
+}
+
+#[test]
+fn compaction_keeps_exactly_the_live_annotations() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut store = AnnotationStore::open(&path, "ann").unwrap();
+    for round in 0..3 {
+        let cat = format!("cat{round}");
+        store
+            .apply((1..=5).map(|n| change(n, "c", Some(&cat), None)).collect())
+            .unwrap();
+    }
+    store
+        .apply(vec![
+            change(2, "c", None, None),
+            change(4, "c", None, Some("")),
+        ])
+        .unwrap();
+    assert_eq!(lines(&path).len(), 17);
+    store.compact().unwrap();
+    let text = lines(&path);
+    assert_eq!(text.len(), 3);
+    let mut keys = Vec::new();
+    for line in &text {
+        let Line::Event(ann, prev) = parse_line(line.as_bytes()) else {
+            panic!("unparseable compacted line {line}");
+        };
+        assert_eq!(ann.category.as_deref(), Some("cat2"));
+        assert_eq!(prev.unwrap().category.as_deref(), Some("cat1"));
+        keys.push(ann.key);
+    }
+    keys.sort();
+    assert_eq!(keys, [key(1), key(3), key(5)]);
+    assert!(
+        !dir.path()
+            .read_dir()
+            .unwrap()
+            .flatten()
+            .any(|e| { e.file_name().to_string_lossy().contains(".tmp-") })
+    );
+    drop(store);
+    let store = AnnotationStore::open(&path, "ann").unwrap();
+    assert_eq!(store.all().len(), 3);
+    assert!(store.get(&key(2)).is_none());
+}
+
+#[test]
+fn open_compacts_and_removes_leftover_temp_files() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let leftover = with_suffix(&path, ".tmp-4242");
+    fs::write(&leftover, "junk").unwrap();
+    let text = [
+        event(1, "c1", Some("a"), None),
+        event(1, "c1", Some("b"), None),
+    ]
+    .join("\n");
+    fs::write(&path, text).unwrap();
+    let store = AnnotationStore::open(&path, "ann").unwrap();
+    assert!(!leftover.exists());
+    assert_eq!(lines(&path).len(), 1);
+    assert_eq!(store.get(&key(1)).unwrap().category.as_deref(), Some("b"));
+}
+
+#[test]
+fn two_instances_share_one_journal_and_merge_each_others_decisions() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut first = AnnotationStore::open(&path, "ann").unwrap();
+    let mut second = AnnotationStore::open(&path, "bob").unwrap();
+    assert_eq!(first.access(), &Access::ReadWrite);
+    assert_eq!(second.access(), &Access::ReadWrite);
+
+    first.apply(vec![change(1, "c1", Some("a"), None)]).unwrap();
+    second
+        .apply(vec![change(2, "c2", Some("b"), None)])
+        .unwrap();
+    // The second saw the first's decision when it saved its own.
+    assert_eq!(second.get(&key(1)).unwrap().category.as_deref(), Some("a"));
+    assert_eq!(second.refresh().unwrap(), 1);
+    assert_eq!(second.refresh().unwrap(), 0);
+    assert!(first.get(&key(2)).is_none());
+    assert_eq!(first.refresh().unwrap(), 1);
+    assert_eq!(first.get(&key(2)).unwrap().reviewer, "bob");
+
+    // The same pair in both: the later save wins everywhere.
+    first.apply(vec![change(3, "c3", Some("x"), None)]).unwrap();
+    second
+        .apply(vec![change(3, "c3", Some("y"), None)])
+        .unwrap();
+    first.refresh().unwrap();
+    assert_eq!(first.get(&key(3)).unwrap().category.as_deref(), Some("y"));
+    assert_eq!(second.get(&key(3)).unwrap().category.as_deref(), Some("y"));
+
+    // A compaction by one keeps the other's decisions, and the other
+    // notices the new file and keeps appending to it.
+    first.compact().unwrap();
+    assert_eq!(lines(&path).len(), 3);
+    second
+        .apply(vec![change(4, "c4", None, Some("n"))])
+        .unwrap();
+    assert_eq!(second.refresh().unwrap(), 0);
+    assert_eq!(first.refresh().unwrap(), 1);
+    second.compact().unwrap();
+    first.apply(vec![change(1, "c1", None, None)]).unwrap();
+    assert_eq!(second.refresh().unwrap(), 1);
+    assert!(second.get(&key(1)).is_none());
+
+    drop(first);
+    drop(second);
+    let third = AnnotationStore::open(&path, "cy").unwrap();
+    let cats: Vec<_> = third
+        .all()
+        .iter()
+        .map(|a| (a.case_id.clone(), a.category.clone(), a.note.clone()))
+        .collect();
+    assert_eq!(
+        cats,
+        vec![
+            ("c2".to_string(), Some("b".to_string()), None),
+            ("c3".to_string(), Some("y".to_string()), None),
+            ("c4".to_string(), None, Some("n".to_string())),
+        ]
+    );
+    assert_eq!(third.skipped_lines(), (0, None));
+}
+
+#[test]
+fn a_save_waits_for_the_lock_and_then_lands_after_the_holder() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut store = AnnotationStore::open(&path, "ann").unwrap();
+    let holder = File::open(with_suffix(&path, ".lock")).unwrap();
+    holder.lock().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let waiter = std::thread::spawn(move || {
+        let r = store.apply(vec![change(1, "c1", Some("a"), None)]);
+        tx.send(()).unwrap();
+        (r.is_ok(), store)
+    });
+    // While the lock is held, the save does not write.
+    assert!(rx.recv_timeout(Duration::from_millis(200)).is_err());
+    assert_eq!(fs::read_to_string(&path).unwrap(), "");
+    fs::write(&path, format!("{}\n", event(2, "c2", Some("b"), None))).unwrap();
+    holder.unlock().unwrap();
+    let (ok, store) = waiter.join().unwrap();
+    assert!(ok);
+    assert_eq!(lines(&path).len(), 2);
+    assert_eq!(store.get(&key(2)).unwrap().category.as_deref(), Some("b"));
+    assert!(lines(&path)[1].contains(&key(1).to_string()));
+}
+
+#[test]
+fn a_save_that_cannot_get_the_lock_stays_pending() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut store = AnnotationStore::open(&path, "ann").unwrap();
+    let holder = File::open(with_suffix(&path, ".lock")).unwrap();
+    holder.lock().unwrap();
+    let lock = store.lock.take().unwrap();
+    assert!(lock_within(&lock, Duration::from_millis(50)).is_err());
+    store.lock = Some(lock);
+    holder.unlock().unwrap();
+    store.apply(vec![change(1, "c1", Some("a"), None)]).unwrap();
+    assert_eq!(store.pending(), 0);
+}
+
+#[cfg(unix)]
+#[test]
+fn read_only_journal_file_keeps_decisions_pending() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new().unwrap();
+    if !permissions_are_enforced(dir.path()) {
+        eprintln!("skipped: running with privileges that ignore file modes");
+        return;
+    }
+    let path = journal(&dir);
+    fs::write(&path, event(1, "c1", Some("a"), None) + "\n").unwrap();
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o444)).unwrap();
+    let mut store = AnnotationStore::open(&path, "ann").unwrap();
+    let err = store
+        .apply(vec![change(2, "c2", Some("b"), None)])
+        .unwrap_err();
+    assert!(matches!(err, SaveError::Io { pending: 1, .. }));
+    assert!(err.to_string().contains("make the file writable"));
+    assert!(store.pending() > 0);
+    assert!(store.get(&key(2)).is_some());
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o644)).unwrap();
+    store.retry_pending().unwrap();
+    assert_eq!(store.pending(), 0);
+    assert_eq!(AnnotationStore::read(&path).unwrap().all().len(), 2);
+}
+
+#[cfg(unix)]
+#[test]
+fn unwritable_folder_is_reported_as_not_writable() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new().unwrap();
+    if !permissions_are_enforced(dir.path()) {
+        eprintln!("skipped: running with privileges that ignore file modes");
+        return;
+    }
+    let locked = dir.path().join("locked");
+    fs::create_dir(&locked).unwrap();
+    fs::set_permissions(&locked, fs::Permissions::from_mode(0o555)).unwrap();
+    let run = locked.join("run.jsonl");
+    let err = AnnotationStore::open(&with_suffix(&run, ".triage.jsonl"), "ann").unwrap_err();
+    assert!(matches!(err, StoreOpenError::NotWritable { .. }));
+    assert!(!folder_writable(&locked));
+    fs::set_permissions(&locked, fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+#[test]
+fn failed_write_keeps_pending_and_a_retry_recovers() {
+    // Root can write anything, so break the journal by making it a folder.
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut store = AnnotationStore::open(&path, "ann").unwrap();
+    store.apply(vec![change(1, "c1", Some("a"), None)]).unwrap();
+    fs::remove_file(&path).unwrap();
+    fs::create_dir(&path).unwrap();
+    let err = store
+        .apply(vec![
+            change(2, "c2", Some("b"), None),
+            change(3, "c3", Some("c"), None),
+        ])
+        .unwrap_err();
+    assert!(matches!(err, SaveError::Io { pending: 2, .. }));
+    let msg = err.to_string();
+    assert!(msg.contains(&path.display().to_string()), "{msg}");
+    assert!(msg.contains("2 decisions are kept in memory"), "{msg}");
+    assert_eq!(store.pending(), 2);
+    assert!(store.compact().is_ok());
+    assert!(store.retry_pending().is_err());
+
+    // The journal is gone entirely now: the retry writes all that is known.
+    fs::remove_dir(&path).unwrap();
+    store.retry_pending().unwrap();
+    assert_eq!(store.pending(), 0);
+    drop(store);
+    let store = AnnotationStore::read(&path).unwrap();
+    assert_eq!(store.all().len(), 3);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn full_disk_keeps_pending_with_a_clear_message() {
+    let dev_full = Path::new("/dev/full");
+    if !dev_full.exists() {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut store = AnnotationStore::open(&path, "ann").unwrap();
+    fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink(dev_full, &path).unwrap();
+    let err = store
+        .apply(vec![change(1, "c1", Some("a"), None)])
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        msg.starts_with(&format!("cannot save to {}: ", path.display())),
+        "{msg}"
+    );
+    assert!(msg.contains("os error 28"), "{msg}");
+    assert!(msg.contains("1 decision is kept in memory"), "{msg}");
+    assert!(msg.ends_with("free space or quit with care"), "{msg}");
+    assert_eq!(store.pending(), 1);
+    fs::remove_file(&path).unwrap();
+    store.retry_pending().unwrap();
+    assert_eq!(lines(&path).len(), 1);
+}
+
+#[test]
+fn read_of_a_missing_journal_is_not_found() {
+    let dir = TempDir::new().unwrap();
+    let err = AnnotationStore::read(&journal(&dir)).unwrap_err();
+    assert!(matches!(err, StoreOpenError::NotFound { .. }));
+    let err = AnnotationStore::open(dir.path(), "ann").unwrap_err();
+    assert!(matches!(err, StoreOpenError::Io { .. }));
+}
+
+#[test]
+fn journal_path_prefers_explicit_then_sidecar() {
+    let dir = TempDir::new().unwrap();
+    let run = dir.path().join("run.jsonl");
+    fs::write(&run, "").unwrap();
+    let explicit = dir.path().join("elsewhere.jsonl");
+    assert_eq!(
+        journal_path_for(&run, Some(&explicit)).unwrap(),
+        (explicit, false)
+    );
+    assert_eq!(
+        journal_path_for(&run, None).unwrap(),
+        (dir.path().join("run.jsonl.triage.jsonl"), false)
+    );
+    assert_eq!(
+        dir.path().read_dir().unwrap().count(),
+        1,
+        "probe left behind"
+    );
+    let digest = run_digest(&run);
+    assert_eq!(digest.len(), 16);
+    assert!(digest.bytes().all(|b| b.is_ascii_hexdigit()));
+    assert_eq!(digest, run_digest(&dir.path().join(".").join("run.jsonl")));
+}
+
+#[test]
+fn journal_path_errors_read_as_before() {
+    let folder = PathBuf::from("/runs");
+    assert_eq!(
+        JournalPathError::NoDataFolder {
+            folder: folder.clone()
+        }
+        .to_string(),
+        "/runs is not writable and there is no data folder to keep annotations in (is HOME set?) — pass --annotations PATH"
+    );
+    assert_eq!(
+        JournalPathError::DataFolderNotWritable {
+            folder,
+            data: PathBuf::from("/data/runs"),
+            error: io::Error::other("read-only"),
+        }
+        .to_string(),
+        "/runs is not writable, and neither is /data/runs: read-only — pass --annotations PATH"
+    );
+}
+
+#[test]
+fn timestamps_are_rfc3339_utc_seconds() {
+    assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
+    assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
+    assert_eq!(rfc3339(1_700_000_000), "2023-11-14T22:13:20Z");
+    assert_eq!(rfc3339(1_795_957_500), "2026-11-29T13:05:00Z");
+    assert_eq!(rfc3339(4_107_542_399), "2100-02-28T23:59:59Z");
+    let now = now_rfc3339();
+    assert_eq!(now.len(), 20);
+    assert!(now.ends_with('Z') && now.as_bytes()[10] == b'T');
+}
+
+type Model = HashMap<RecordKey, (Option<String>, Option<String>, AnnotationSource)>;
+
+fn state(store: &AnnotationStore) -> Model {
+    store
+        .all()
+        .into_iter()
+        .map(|a| (a.key, (a.category.clone(), a.note.clone(), a.source)))
+        .collect()
+}
+
+fn maybe_text() -> impl Strategy<Value = Option<String>> {
+    prop::option::of("[a-z\"\\\\\n é]{0,5}")
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 48,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn reopened_store_equals_the_model(
+        batches in prop::collection::vec(
+            (
+                prop::collection::vec((0u8..5, maybe_text(), maybe_text(), any::<bool>()), 1..4),
+                any::<bool>(),
+            ),
+            1..10,
+        )
+    ) {
+        let dir = TempDir::new().unwrap();
+        let path = journal(&dir);
+        let mut model = Model::new();
+        let mut store = AnnotationStore::open(&path, "ann").unwrap();
+        for (batch, reopen) in batches {
+            let changes = batch
+                .into_iter()
+                .map(|(n, category, note, suggested)| {
+                    let source = if suggested {
+                        AnnotationSource::Suggestion
+                    } else {
+                        AnnotationSource::Manual
+                    };
+                    let (c, nt) = (non_empty(category.clone()), non_empty(note.clone()));
+                    if c.is_none() && nt.is_none() {
+                        model.remove(&key(n));
+                    } else {
+                        model.insert(key(n), (c, nt, source));
+                    }
+                    Change {
+                        key: key(n),
+                        case_id: format!("c{}", n % 3),
+                        variant_id: "v".to_string(),
+                        category,
+                        note,
+                        source,
+                    }
+                })
+                .collect();
+            store.apply(changes).unwrap();
+            prop_assert_eq!(&state(&store), &model);
+            if reopen {
+                drop(store);
+                store = AnnotationStore::open(&path, "ann").unwrap();
+                prop_assert_eq!(lines(&path).len(), model.len());
+            }
+        }
+        drop(store);
+        let store = AnnotationStore::open(&path, "ann").unwrap();
+        prop_assert_eq!(&state(&store), &model);
+        prop_assert_eq!(store.skipped_lines(), (0, None));
+        drop(store);
+        prop_assert_eq!(&state(&AnnotationStore::read(&path).unwrap()), &model);
+    }
+
+    #[test]
+    fn two_stores_interleaving_saves_and_compactions_lose_nothing(
+        ops in prop::collection::vec((any::<bool>(), 0u8..6, 0u8..4, maybe_text()), 1..24)
+    ) {
+        let dir = TempDir::new().unwrap();
+        let path = journal(&dir);
+        let mut stores = [
+            AnnotationStore::open(&path, "ann").unwrap(),
+            AnnotationStore::open(&path, "bob").unwrap(),
+        ];
+        let mut model = Model::new();
+        for (second, op, n, note) in ops {
+            let store = &mut stores[usize::from(second)];
+            match op {
+                0 => store.compact().unwrap(),
+                1 => {
+                    store.refresh().unwrap();
+                }
+                2 => {
+                    let reviewer = store.reviewer().to_string();
+                    *store = AnnotationStore::open(&path, &reviewer).unwrap();
+                }
+                _ => {
+                    let category = Some(format!("cat{op}"));
+                    let note = non_empty(note);
+                    model.insert(key(n), (category.clone(), note.clone(), AnnotationSource::Manual));
+                    store.apply(vec![Change {
+                        key: key(n),
+                        case_id: format!("c{n}"),
+                        variant_id: "v".to_string(),
+                        category,
+                        note,
+                        source: AnnotationSource::Manual,
+                    }]).unwrap();
+                }
+            }
+        }
+        for store in &mut stores {
+            store.refresh().unwrap();
+            prop_assert_eq!(&state(store), &model);
+        }
+        drop(stores);
+        let store = AnnotationStore::open(&path, "cy").unwrap();
+        prop_assert_eq!(&state(&store), &model);
+        prop_assert_eq!(store.skipped_lines(), (0, None));
+    }
+}
