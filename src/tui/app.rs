@@ -17,6 +17,7 @@ use crate::core::suggest::Suggestion;
 use crate::core::taxonomy::Taxonomy;
 
 use super::action::Action;
+pub use super::doc::DetailMode;
 use super::doc::DetailDoc;
 use super::input::{Jump, JumpTarget, LineInput};
 use super::listing::{Item, Ranks, Sort, build_items, sort_rows_with};
@@ -28,14 +29,6 @@ use crate::core::query::{self, Query, QueryError};
 pub enum Focus {
     List,
     Detail,
-}
-
-/// How the detail pane shows the pair.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum DetailMode {
-    Unified,
-    SideBySide,
-    Raw,
 }
 
 /// A bulk change waiting for the reviewer's y/n.
