@@ -8,11 +8,14 @@
 //! [`crate::tui::effects`] performs.
 //!
 //! - [`update`](fn@update): the delegating `match` on the open overlay;
-//! - [`main_screen`] and [`classify`]: the keys of the main screen;
+//! - `main_screen.rs` and `classify.rs`: the keys of the main screen;
 //! - [`overlay`]: one module per overlay, with its state, keys and drawing.
 //!
 //! No file is read or written here, so every behaviour is testable without
-//! a terminal or a file — with one exception the core owns: a query that
+//! a terminal or a file. Annotations are looked up by record keys the index
+//! already knows: the effect runner learns them when rows arrive or the
+//! journal changes (`effects::sync_keys`) and before a decision
+//! ([`Effect::LearnKeys`]). One exception is the core's: a query that
 //! searches text (a bare word or a phrase) reads the pairs' lines again
 //! through [`Query::filter`].
 
