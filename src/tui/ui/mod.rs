@@ -88,7 +88,7 @@ pub fn viewport(area: Rect, focus: Focus) -> Viewport {
 }
 
 /// Where each category sits on the legend line: columns `start..end` and its key.
-/// Mirrors [`status::legend`]: a space, then `k:id ` per category while they fit.
+/// Mirrors `status::legend`: a space, then `k:id ` per category while they fit.
 pub fn legend_hits(app: &App, width: u16) -> Vec<(u16, u16, char)> {
     let entries: Vec<(usize, Option<char>)> = app
         .taxonomy
