@@ -22,7 +22,8 @@ use triage::core::formats::Format as RunFormat;
 use triage::core::index::{self, OpenOptions, RunIndex};
 use triage::core::query;
 use triage::core::stats::GroupBy;
-use triage::tui::app::{self, App};
+use triage::tui::app;
+use triage::tui::effects;
 use triage::tui::keymap::{Keymap, Mode, seq_to_string};
 use triage::tui::run::{self, Exit};
 use triage::tui::style::Theme;
@@ -911,7 +912,7 @@ fn open(cli: Cli) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut app = App::new(idx, store, cfg.taxonomy.clone());
+    let mut app = effects::new_app(idx, store, cfg.taxonomy.clone());
     app.store_notice = notice;
     // Standard input cannot be read twice.
     if !cli.runs.iter().any(|r| r == "-") {

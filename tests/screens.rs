@@ -88,7 +88,7 @@ impl Screen {
 
     /// Press a category key.
     fn classify(&mut self, key: char) -> &mut Self {
-        let effects = app::classify(&mut self.app, key);
+        let effects = app::update(&mut self.app, Action::Classify(key));
         self.run(effects)
     }
 

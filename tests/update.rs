@@ -1,4 +1,4 @@
-//! State tests of `update`, `classify` and `handle_key`, without a terminal.
+//! State tests of `update`, the `Classify` action and `handle_key`, without a terminal.
 //!
 //! Every test works on a copy of the rich sample in a temp dir, so the
 //! journal is written there and nothing lands beside `sample-runs/`. Effects
@@ -13,6 +13,7 @@ use triage::core::annotations::{AnnotationSource, Change};
 use triage::core::key::{RecordKey, record_key};
 use triage::tui::action::Action;
 use triage::tui::app::{self, App, Effect, Focus, Overlay};
+use triage::tui::effects;
 use triage::tui::keymap::{KeyChord, Keymap};
 use triage::tui::run::handle_key;
 use triage::tui::style::Theme;
@@ -46,18 +47,16 @@ impl Fixture {
         }
     }
 
-    /// Apply an action, perform its effects, and return them.
+    /// Apply an action, perform its effects as the runner does, and return
+    /// them (a record-key look-up replaced by the work it led to).
     fn act(&mut self, action: Action) -> Vec<Effect> {
         let effects = app::update(&mut self.app, action);
-        testing::run_effects(&mut self.app, effects.clone(), &self.theme);
-        effects
+        testing::run_effects(&mut self.app, effects, &self.theme)
     }
 
     /// Press a category key, perform its effects, and return them.
     fn classify(&mut self, key: char) -> Vec<Effect> {
-        let effects = app::classify(&mut self.app, key);
-        testing::run_effects(&mut self.app, effects.clone(), &self.theme);
-        effects
+        self.act(Action::Classify(key))
     }
 
     /// Drop the app (releasing the journal) and open the run again.
@@ -586,8 +585,7 @@ fn keys_through_the_default_keymap() {
     let mut press = |f: &mut Fixture, k: &str| -> Vec<Effect> {
         let chord = KeyChord::parse(k).unwrap_or_else(|| panic!("parse {k}"));
         let effects = handle_key(&mut f.app, &km, &mut keys, chord);
-        testing::run_effects(&mut f.app, effects.clone(), &f.theme);
-        effects
+        testing::run_effects(&mut f.app, effects, &f.theme)
     };
 
     assert_eq!(press(&mut f, "j"), vec![Effect::LoadDetail(f.app.view[1])]);
@@ -722,7 +720,7 @@ fn reload_keeps_annotations_attached_by_record_key() {
     });
     let run = f.run.to_str().unwrap().to_string();
     let index = triage::core::index::load_run(&[run], &Default::default()).unwrap();
-    f.app.replace_index(index);
+    effects::replace_index(&mut f.app, index);
 
     assert_eq!(f.app.run_change, None);
     assert_eq!(f.app.classified, 1);
@@ -839,4 +837,166 @@ fn typing_a_query_keeps_the_classified_count() {
     assert_eq!(f.app.classified, 2);
     f.app.recount();
     assert_eq!(f.app.classified, 2);
+}
+
+#[test]
+fn a_category_key_asks_for_unknown_record_keys_instead_of_reading_the_run() {
+    let mut f = Fixture::new();
+    let row = f.app.selected_row().unwrap();
+    let known = |f: &Fixture| f.app.index.key(&f.app.index.rows[row as usize]);
+    assert_eq!(known(&f), None, "no key is learnt before it is needed");
+    let cursor = f.app.cursor;
+
+    let effects = app::update(&mut f.app, Action::Classify('5'));
+    assert_eq!(
+        effects,
+        vec![Effect::LearnKeys {
+            rows: vec![row],
+            then: Action::Classify('5'),
+        }]
+    );
+    assert_eq!(known(&f), None, "update reads nothing");
+    assert_eq!(
+        f.app.cursor, cursor,
+        "nothing changes until the keys are known"
+    );
+    assert!(f.app.store.all().is_empty());
+    assert!(f.app.undo.is_empty());
+
+    // The runner reads the key, then applies the action again.
+    let more = effects::run(&mut f.app, effects[0].clone(), &f.theme);
+    assert_eq!(known(&f), Some(f.key(row)));
+    let changes = only_save(&more);
+    assert_eq!(changes.len(), 1);
+    assert_eq!(changes[0].key, f.key(row));
+    testing::run_effects(&mut f.app, more, &f.theme);
+    assert_eq!(f.category_of(row).as_deref(), Some("boundary"));
+
+    // With the key known, the next decision is written at once.
+    f.act(Action::FirstPair);
+    let effects = app::update(&mut f.app, Action::Classify('2'));
+    assert!(
+        !effects
+            .iter()
+            .any(|e| matches!(e, Effect::LearnKeys { .. })),
+        "{effects:?}"
+    );
+    assert_eq!(only_save(&effects)[0].key, f.key(row));
+}
+
+#[test]
+fn the_keymap_turns_an_unbound_category_key_into_classify() {
+    let mut f = Fixture::new();
+    let km = Keymap::default_keymap();
+    assert_eq!(
+        km.category('5', &f.app.taxonomy),
+        Some(Action::Classify('5'))
+    );
+    assert_eq!(km.category('x', &f.app.taxonomy), None);
+    assert_eq!(km.category('9', &f.app.taxonomy), None);
+
+    let row = f.app.selected_row().unwrap();
+    let mut keys = Vec::new();
+    let chord = KeyChord::parse("5").unwrap();
+    assert_eq!(
+        handle_key(&mut f.app, &km, &mut keys, chord),
+        vec![Effect::LearnKeys {
+            rows: vec![row],
+            then: Action::Classify('5'),
+        }]
+    );
+}
+
+#[test]
+fn classify_means_nothing_in_an_overlay_other_than_the_picker() {
+    let mut f = Fixture::new();
+    f.act(Action::ToggleHelp);
+    assert_eq!(f.act(Action::Classify('5')), vec![]);
+    assert_eq!(f.app.overlay, Overlay::Help { scroll: 0 });
+    assert!(f.app.store.all().is_empty());
+
+    // The picker asks for the keys of the whole view and waits for them.
+    f.act(Action::Close);
+    f.act(Action::ClassifyView);
+    let view = f.app.view.clone();
+    assert_eq!(
+        app::update(&mut f.app, Action::Classify('6')),
+        vec![Effect::LearnKeys {
+            rows: view,
+            then: Action::Classify('6'),
+        }]
+    );
+    assert!(matches!(f.app.overlay, Overlay::PickCategory { .. }));
+}
+
+#[test]
+fn a_lone_count_digit_before_another_key_classifies_first_in_the_vim_keymap() {
+    let mut f = Fixture::new();
+    let km = Keymap::load("vim").expect("the vim preset");
+    let row = f.app.selected_row().unwrap();
+    let mut keys = Vec::new();
+    let mut press = |f: &mut Fixture, k: &str| {
+        let chord = KeyChord::parse(k).unwrap_or_else(|| panic!("parse {k}"));
+        handle_key(&mut f.app, &km, &mut keys, chord)
+    };
+    assert_eq!(press(&mut f, "5"), vec![]);
+    assert!(f.app.pending_count.is_some());
+    let effects = press(&mut f, "?");
+    assert_eq!(
+        only_save(&effects)[0].key,
+        f.key(row),
+        "the digit classified the pair it was typed on"
+    );
+    assert!(matches!(f.app.overlay, Overlay::Help { .. }));
+    testing::run_effects(&mut f.app, effects, &f.theme);
+    assert_eq!(f.category_of(row).as_deref(), Some("boundary"));
+}
+
+#[test]
+fn saving_a_note_asks_for_record_keys_and_the_editor_waits_for_them() {
+    let mut f = Fixture::new();
+    let row = f.app.selected_row().unwrap();
+    f.act(Action::EditNote);
+    app::type_text(&mut f.app, "why it failed");
+    let effects = app::update(&mut f.app, Action::NoteSave);
+    assert_eq!(
+        effects,
+        vec![Effect::LearnKeys {
+            rows: vec![row],
+            then: Action::NoteSave,
+        }]
+    );
+    assert!(matches!(f.app.overlay, Overlay::Note(_)));
+    let done = testing::run_effects(&mut f.app, effects, &f.theme);
+    assert_eq!(only_save(&done).len(), 1);
+    assert_eq!(f.app.overlay, Overlay::None);
+    assert_eq!(f.note_of(row).as_deref(), Some("why it failed"));
+}
+
+#[test]
+fn the_detail_keeps_its_header_lines_and_they_follow_a_decision() {
+    let mut f = Fixture::new();
+    let header = |f: &Fixture| -> Vec<String> {
+        let d = f.app.detail.as_ref().expect("a detail");
+        d.header
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect()
+    };
+    assert!(header(&f)[0].contains("unclassified"), "{:?}", header(&f));
+    let before = f.app.detail_header_rows();
+    assert!(before > header(&f).len(), "the lines and a blank one");
+
+    f.classify('5');
+    f.act(Action::FirstPair);
+    assert!(header(&f)[0].contains("boundary"), "{:?}", header(&f));
+
+    // Clearing the category keeps the pair selected: its header follows.
+    f.act(Action::ClearCategory);
+    assert!(header(&f)[0].contains("unclassified"), "{:?}", header(&f));
+    assert_eq!(f.app.detail_header_rows(), before);
+
+    // Other modes show no lines above the document.
+    f.act(Action::ToggleRaw);
+    assert_eq!(f.app.detail_header_rows(), 0);
 }

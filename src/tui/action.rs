@@ -86,6 +86,12 @@ pub enum Action {
     InputDelete,
     InputDeleteWord,
     InputClear,
+    /// Give the pair (or the marked pairs, or the case's pairs) the category
+    /// with this key. Category keys are the taxonomy's, not a keymap file's:
+    /// the keymap produces this for a character no mode binds
+    /// ([`crate::tui::keymap::Keymap::category`]), so files cannot name it.
+    #[serde(skip)]
+    Classify(char),
 }
 
 /// Where an action belongs in the help overlay.
@@ -116,7 +122,8 @@ impl Group {
 }
 
 impl Action {
-    /// Every action, for completeness checks of the keymaps.
+    /// Every action a keymap file can bind, for completeness checks of the
+    /// keymaps ([`Action::Classify`] is bound by the taxonomy instead).
     pub const ALL: &'static [Action] = &[
         Action::Quit,
         Action::ToggleHelp,
@@ -283,6 +290,7 @@ impl Action {
             Action::InputDelete => "delete at the cursor",
             Action::InputDeleteWord => "delete the word before the cursor",
             Action::InputClear => "clear the line",
+            Action::Classify(_) => "give the pair (or every marked pair) this category",
         }
     }
 
@@ -296,7 +304,7 @@ impl Action {
             ToggleAllPairs | ToggleSideBySide | ToggleRaw | ToggleProblems | ToggleUnclassified
             | CycleSort | ReverseSort | ToggleGroup | ToggleFold | FoldAll => Group::View,
             ClearCategory | AcceptSuggestion | AcceptAllSuggestions | ClassifyView | ToggleMark
-            | ClearMarks | EditNote | Undo | Redo => Group::Triage,
+            | ClearMarks | EditNote | Undo | Redo | Classify(_) => Group::Triage,
             NoteSave | NoteCancel | NoteNewline | NoteLeft | NoteRight | NoteUp | NoteDown
             | NoteWordLeft | NoteWordRight | NoteHome | NoteEnd | NoteBackspace | NoteDelete
             | NoteDeleteWord | NoteClear => Group::Note,

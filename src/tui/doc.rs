@@ -20,8 +20,15 @@ use crate::core::index::LoadedPair;
 use crate::core::model::{PairRecord, Policy, Side, fmt_num};
 use crate::core::text;
 
-use super::app::DetailMode;
 use super::style::{Theme, inert_spans};
+
+/// How the detail pane shows the pair.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DetailMode {
+    Unified,
+    SideBySide,
+    Raw,
+}
 
 /// The lines of one mode, and the lines where its changes start.
 #[derive(Debug, Clone, Default)]

@@ -1,22 +1,38 @@
 //! The effect runner: the only part of the TUI state machine that does I/O.
 //!
-//! It reads a pair's line to build its detail, and writes annotation changes
-//! through the store (append + fsync before the screen says "saved"). A
-//! failed write leaves the change in memory, pending, and the status line
-//! says so; [`retry`] tries again on every tick.
+//! It reads a pair's line to build its detail, reads record keys from the
+//! run before a decision is written ([`Effect::LearnKeys`]), and writes
+//! annotation changes through the store (append + fsync before the screen
+//! says "saved"). A failed write leaves the change in memory, pending, and
+//! the status line says so; [`retry`] tries again on every tick. Building
+//! the app ([`new_app`]) and taking a reloaded index ([`replace_index`])
+//! look at the disk too, so they are here.
 
 use std::sync::Arc;
 
+use crate::core::annotations::AnnotationStore;
+use crate::core::follow::RunWatch;
+use crate::core::index::RunIndex;
 use crate::core::suggest::suggest;
+use crate::core::taxonomy::Taxonomy;
 
-use super::app::{App, Detail, Effect, MessageKind};
+use super::app::{self, App, Detail, Effect, MessageKind};
 use super::doc;
 use super::style::Theme;
+use super::ui;
 
-/// Perform one effect. Suspension is the caller's (it owns the terminal).
-pub fn run(app: &mut App, effect: Effect, theme: &Theme) {
+/// Perform one effect, and return the work it leads to (the effects of an
+/// action applied again once its record keys were read), which the caller
+/// performs the same way. Suspension and reloading are the caller's (it
+/// owns the terminal and the loader).
+#[must_use]
+pub fn run(app: &mut App, effect: Effect, theme: &Theme) -> Vec<Effect> {
     match effect {
         Effect::LoadDetail(row) => load_detail(app, row, theme),
+        Effect::LearnKeys { rows, then } => {
+            learn_keys(app, &rows);
+            return app::resume(app, then);
+        }
         Effect::Save { changes, label } => {
             let n = changes.len();
             match app.store.apply(changes) {
@@ -30,6 +46,8 @@ pub fn run(app: &mut App, effect: Effect, theme: &Theme) {
                 }
                 Err(e) => app.say(format!("NOT SAVED: {e}"), MessageKind::Error),
             }
+            sync_keys(app);
+            refresh_header(app);
             // The view keeps just-classified pairs until it is rebuilt, so a
             // pair never vanishes from under the cursor.
             app.recount();
@@ -37,6 +55,68 @@ pub fn run(app: &mut App, effect: Effect, theme: &Theme) {
         Effect::Export { format, path, rows } => export(app, format, &path, &rows),
         // The event loop owns the terminal and the loader: it does these.
         Effect::Suspend | Effect::Reload => {}
+    }
+    vec![]
+}
+
+/// The app over an index (possibly still filling) and a store, as the
+/// runner starts it: the run files watched, the keys annotations need
+/// learnt, the view built and, once indexing is done, the orphans found.
+pub fn new_app(index: RunIndex, store: AnnotationStore, taxonomy: Taxonomy) -> App {
+    let mut app = App::new(index, store, taxonomy);
+    app.watch = RunWatch::new(&app.index.files);
+    sync_keys(&mut app);
+    app.rebuild_view();
+    if app.index.done {
+        app.find_orphans();
+    }
+    app
+}
+
+/// Show a run indexed again from disk: the view starts over, while the
+/// annotations, query, sort and grouping stay (annotations re-attach by
+/// record key).
+pub fn replace_index(app: &mut App, index: RunIndex) {
+    let watch = RunWatch::new(&index.files);
+    app.reset_index(index, watch);
+    sync_keys(app);
+    app.rebuild_view();
+    if app.index.done {
+        app.find_orphans();
+    }
+}
+
+/// Learn the record keys of new rows and of rows that annotations (this
+/// triage's or another's) now name; cheap when nothing changed. Call it
+/// after rows arrive or the store changes, so that `update` finds them.
+pub fn sync_keys(app: &mut App) {
+    app.index.resolve_keys(&app.store);
+}
+
+/// Learn the record keys of `rows` (read from their lines) before
+/// annotating them; says how many lines could not be read again.
+pub fn learn_keys(app: &mut App, rows: &[u32]) {
+    let failed = app.index.ensure_keys(rows);
+    if failed > 0 {
+        app.say(
+            format!(
+                "{failed} {} could not be read again (the file changed on disk) and {} left as they were — press R to reload the run",
+                if failed == 1 { "pair" } else { "pairs" },
+                if failed == 1 { "was" } else { "were" },
+            ),
+            MessageKind::Error,
+        );
+    }
+}
+
+/// Compute the detail's triage lines again (after annotations changed),
+/// so paging leaves room for what the pane shows above the document.
+pub fn refresh_header(app: &mut App) {
+    if let Some(d) = &app.detail {
+        let header = ui::detail_header(app, d);
+        if let Some(d) = &mut app.detail {
+            d.header = header;
+        }
     }
 }
 
@@ -121,12 +201,15 @@ pub fn load_detail(app: &mut App, row: u32, theme: &Theme) {
     let doc = doc::build(Arc::clone(&pair), app.viewport.detail_cols, theme);
     // Lay out the mode on screen now; the others wait until they are shown.
     let _ = doc.lines(app.detail_mode);
-    app.detail = Some(Detail {
+    let mut detail = Detail {
         row,
         pair,
         suggestion,
         doc,
-    });
+        header: Vec::new(),
+    };
+    detail.header = ui::detail_header(app, &detail);
+    app.detail = Some(detail);
 }
 
 /// Rebuild the detail document after the pane changed width.

@@ -12,6 +12,8 @@ use std::fmt;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
+use crate::core::taxonomy::Taxonomy;
+
 use super::action::Action;
 
 /// The embedded default keymap.
@@ -280,6 +282,14 @@ pub struct Keymap {
 }
 
 impl Keymap {
+    /// What a single character that no mode binds means: the key of a
+    /// taxonomy category classifies ([`Action::Classify`]). Category keys
+    /// come from the taxonomy, not from keymap files, so a bound key wins;
+    /// only the category picker asks this before its own bindings.
+    pub fn category(&self, c: char, taxonomy: &Taxonomy) -> Option<Action> {
+        taxonomy.by_key(c).map(|_| Action::Classify(c))
+    }
+
     /// The embedded default keymap.
     pub fn default_keymap() -> Keymap {
         // The embedded file is checked by a unit test; an error here is a build bug.

@@ -11,6 +11,7 @@ use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 
 use crate::core::index::Loader;
 
+use super::action::Action;
 use super::app::{self, App, Effect, MessageKind, Overlay};
 use super::effects;
 use super::keymap::{KeyChord, Keymap, Lookup, Mode, seq_to_string};
@@ -50,6 +51,7 @@ pub fn run(
     let exit = loop {
         if let Some(l) = &loader {
             if l.drain_into(&mut app.index) {
+                effects::sync_keys(&mut app);
                 app.grow_view();
                 dirty = true;
             }
@@ -77,12 +79,13 @@ pub fn run(
             }
             dirty = true;
         }
-        for e in app.detail_effect() {
-            effects::run(&mut app, e, &theme);
+        let load = app.detail_effect();
+        if !load.is_empty() {
+            perform(&mut app, load, &theme, &mut ignore)?;
             dirty = true;
         }
         if dirty {
-            app.sync_keys();
+            effects::sync_keys(&mut app);
             terminal.draw(|f| ui::render(f, &app, &keymap, &theme))?;
             // A test-only trigger: prove the terminal is restored on a panic.
             if std::env::var_os("TRIAGE_TEST_PANIC").is_some() && !app.index.rows.is_empty() {
@@ -122,9 +125,8 @@ pub fn run(
             // A lone digit that no motion followed is a category key.
             app.pending_count = None;
             app.pending_keys.clear();
-            for e in app::classify(&mut app, digit) {
-                effects::run(&mut app, e, &theme);
-            }
+            let work = app::update(&mut app, Action::Classify(digit));
+            perform(&mut app, work, &theme, &mut ignore)?;
             dirty = true;
         }
         if last_retry.elapsed() > Duration::from_secs(2) {
@@ -163,7 +165,8 @@ pub fn run(
                         app.message = None;
                     }
                     let chord = KeyChord::from_event(&k);
-                    for e in handle_key(&mut app, &keymap, &mut keys, chord) {
+                    let work = handle_key(&mut app, &keymap, &mut keys, chord);
+                    let mut outside = |app: &mut App, e: Effect| -> io::Result<()> {
                         if e == Effect::Suspend {
                             term::suspend(&mut terminal)?;
                             if mouse {
@@ -173,22 +176,21 @@ pub fn run(
                                     crossterm::event::EnableMouseCapture
                                 )?;
                             }
-                        } else if e == Effect::Reload {
-                            if let Some(l) = reload(&mut app) {
-                                loader = Some(l);
-                            }
-                        } else {
-                            effects::run(&mut app, e, &theme);
+                        } else if e == Effect::Reload
+                            && let Some(l) = reload(app)
+                        {
+                            loader = Some(l);
                         }
-                    }
+                        Ok(())
+                    };
+                    perform(&mut app, work, &theme, &mut outside)?;
                 }
                 Event::Paste(text) => app::type_text(&mut app, &text),
                 Event::Mouse(m) if mouse => {
                     let size = terminal.size()?;
                     let area = ratatui::layout::Rect::new(0, 0, size.width, size.height);
-                    for e in handle_mouse(&mut app, area, m) {
-                        effects::run(&mut app, e, &theme);
-                    }
+                    let work = handle_mouse(&mut app, area, m);
+                    perform(&mut app, work, &theme, &mut ignore)?;
                 }
                 _ => {}
             }
@@ -207,6 +209,50 @@ pub fn run(
         trace_first_frame(first_rows, &app.index);
     }
     Ok(exit)
+}
+
+/// Perform effects and the work they lead to, in order; suspension and
+/// reloading go to `outside`, which owns the terminal and the loader.
+fn perform(
+    app: &mut App,
+    work: Vec<Effect>,
+    theme: &Theme,
+    outside: &mut dyn FnMut(&mut App, Effect) -> io::Result<()>,
+) -> io::Result<()> {
+    for e in work {
+        match e {
+            Effect::Suspend | Effect::Reload => outside(app, e)?,
+            e => {
+                let more = effects::run(app, e, theme);
+                perform(app, more, theme, outside)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Read the record keys that `work` asks for at once, and apply the
+/// actions that waited for them; the rest of the work is returned in order.
+/// For an action applied before another key is handled in the same press.
+fn learn_keys_now(app: &mut App, work: Vec<Effect>) -> Vec<Effect> {
+    let mut rest = Vec::new();
+    for e in work {
+        match e {
+            Effect::LearnKeys { rows, then } => {
+                effects::learn_keys(app, &rows);
+                let more = app::resume(app, then);
+                rest.extend(learn_keys_now(app, more));
+            }
+            e => rest.push(e),
+        }
+    }
+    rest
+}
+
+/// For the effects of a tick, the mouse or the loader: these never suspend
+/// or reload.
+fn ignore(_: &mut App, _: Effect) -> io::Result<()> {
+    Ok(())
 }
 
 /// How often the run file and the journal are looked at for changes made by others.
@@ -230,7 +276,9 @@ fn watch(app: &mut App) -> bool {
     match app.store.refresh() {
         Ok(0) => {}
         Ok(n) => {
+            effects::sync_keys(app);
             app.rebuild_view();
+            effects::refresh_header(app);
             app.refresh_summary();
             if !matches!(app.message, Some((_, MessageKind::Error))) {
                 app.say(
@@ -261,7 +309,7 @@ fn reload(app: &mut App) -> Option<Loader> {
     };
     match crate::core::index::open_run(&reopen.paths, &reopen.opts) {
         Ok((index, loader)) => {
-            app.replace_index(index);
+            effects::replace_index(app, index);
             app.say(
                 "reloaded the run from disk; annotations re-attached by record key",
                 MessageKind::Info,
@@ -319,8 +367,8 @@ pub fn handle_mouse(
     use ratatui::layout::Position;
     if app.overlay != Overlay::None {
         return match m.kind {
-            MouseEventKind::ScrollDown => app::update(app, crate::tui::action::Action::ScrollDown),
-            MouseEventKind::ScrollUp => app::update(app, crate::tui::action::Action::ScrollUp),
+            MouseEventKind::ScrollDown => app::update(app, Action::ScrollDown),
+            MouseEventKind::ScrollUp => app::update(app, Action::ScrollUp),
             _ => vec![],
         };
     }
@@ -356,17 +404,17 @@ pub fn handle_mouse(
                 .into_iter()
                 .find(|(s, e, _)| x >= *s && x < *e)
             {
-                Some((_, _, key)) => app::classify(app, key),
+                Some((_, _, key)) => app::update(app, Action::Classify(key)),
                 None => vec![],
             }
         }
         MouseEventKind::ScrollDown | MouseEventKind::ScrollUp => {
             let down = m.kind == MouseEventKind::ScrollDown;
             let action = match (in_detail, down) {
-                (true, true) => crate::tui::action::Action::ScrollDown,
-                (true, false) => crate::tui::action::Action::ScrollUp,
-                (false, true) => crate::tui::action::Action::NextPair,
-                (false, false) => crate::tui::action::Action::PrevPair,
+                (true, true) => Action::ScrollDown,
+                (true, false) => Action::ScrollUp,
+                (false, true) => Action::NextPair,
+                (false, false) => Action::PrevPair,
             };
             if !in_detail && !in_list {
                 return vec![];
@@ -438,7 +486,7 @@ pub fn handle_key(
             _ => None,
         });
         match action {
-            Some(a) if a.group() == crate::tui::action::Group::Move => {
+            Some(a) if a.group() == super::action::Group::Move => {
                 let mut effects = Vec::new();
                 for _ in 0..n {
                     effects.extend(app::update(app, a));
@@ -449,7 +497,11 @@ pub fn handle_key(
                 // Not a motion: a lone digit was a category key; then this key.
                 let mut effects = Vec::new();
                 if digits.len() == 1 {
-                    effects.extend(app::classify(app, digits.chars().next().unwrap_or('0')));
+                    let digit = digits.chars().next().unwrap_or('0');
+                    let work = app::update(app, Action::Classify(digit));
+                    // Decided on the state the digit was typed in, before
+                    // this key changes it.
+                    effects.extend(learn_keys_now(app, work));
                 } else {
                     app.say(
                         format!("count {digits} ignored: no motion followed"),
@@ -485,10 +537,10 @@ pub fn handle_key(
     };
     // A category key in the picker wins over the prompt's own keys.
     if let (Overlay::PickCategory { .. }, Some(c)) = (&app.overlay, single_char)
-        && app.taxonomy.by_key(c).is_some()
+        && let Some(classify) = km.category(c, &app.taxonomy)
     {
         keys.clear();
-        return app::classify(app, c);
+        return app::update(app, classify);
     }
     let mut pending = false;
     for m in modes {
@@ -508,12 +560,17 @@ pub fn handle_key(
     }
     keys.clear();
     app.pending_keys.clear();
+    // An unbound character on the main screen may be a category key.
+    if let (Overlay::None, Some(c)) = (&app.overlay, single_char)
+        && let Some(classify) = km.category(c, &app.taxonomy)
+    {
+        return app::update(app, classify);
+    }
     match (&app.overlay, single_char) {
         (Overlay::Note(_) | Overlay::Jump(_) | Overlay::Query(_) | Overlay::Export(_), Some(c)) => {
             app::type_text(app, &c.to_string());
             vec![]
         }
-        (Overlay::None, Some(c)) if app.taxonomy.by_key(c).is_some() => app::classify(app, c),
         (Overlay::None, _) => {
             app.say(
                 format!(

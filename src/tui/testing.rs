@@ -47,7 +47,7 @@ pub fn app_for_size(
         .unwrap_or_else(|e| panic!("cannot load {paths:?}: {e}"));
     let store = AnnotationStore::open(journal, reviewer)
         .unwrap_or_else(|e| panic!("cannot open the journal {}: {e}", journal.display()));
-    let mut app = App::new(index, store, Taxonomy::default());
+    let mut app = effects::new_app(index, store, Taxonomy::default());
     resize(&mut app, width, height, theme);
     settle(&mut app, theme);
     app
@@ -75,15 +75,29 @@ pub fn resize(app: &mut App, width: u16, height: u16, theme: &Theme) {
 
 /// Load the detail the selection needs, as the runner does before each draw.
 pub fn settle(app: &mut App, theme: &Theme) {
-    for e in app.detail_effect() {
-        effects::run(app, e, theme);
-    }
+    let load = app.detail_effect();
+    perform(app, load, theme);
 }
 
-/// Perform effects as the runner does (suspension is ignored), then settle.
-pub fn run_effects(app: &mut App, work: Vec<Effect>, theme: &Theme) {
-    for e in work {
-        effects::run(app, e, theme);
-    }
+/// Perform effects as the runner does (suspension and reloading are
+/// ignored), then settle. Returns the effects performed, each
+/// [`Effect::LearnKeys`] replaced by the work it led to: what the action
+/// asked for once the keys of its pairs were read.
+pub fn run_effects(app: &mut App, work: Vec<Effect>, theme: &Theme) -> Vec<Effect> {
+    let done = perform(app, work, theme);
     settle(app, theme);
+    done
+}
+
+/// Perform effects and the work they lead to, in order; the effects done.
+fn perform(app: &mut App, work: Vec<Effect>, theme: &Theme) -> Vec<Effect> {
+    let mut done = Vec::new();
+    for e in work {
+        if !matches!(e, Effect::LearnKeys { .. }) {
+            done.push(e.clone());
+        }
+        let more = effects::run(app, e, theme);
+        done.extend(perform(app, more, theme));
+    }
+    done
 }

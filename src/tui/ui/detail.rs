@@ -5,20 +5,25 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
-use super::super::app::{App, DetailMode, Focus};
+use super::super::app::{App, Detail, DetailMode, Focus};
 use super::super::doc::wrap;
 use super::super::style::{Theme, inert_spans};
 
 /// The triage lines above the document: category, suggestion, note.
 pub fn triage_lines(app: &App, t: &Theme) -> Vec<Line<'static>> {
-    let mut out = Vec::new();
-    let Some(d) = app
+    match app
         .detail
         .as_ref()
         .filter(|d| app.selected_row() == Some(d.row))
-    else {
-        return out;
-    };
+    {
+        Some(d) => pair_lines(app, d, t),
+        None => Vec::new(),
+    }
+}
+
+/// The triage lines of the pair of a detail, selected or not.
+pub fn pair_lines(app: &App, d: &Detail, t: &Theme) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
     let Some(row) = app.index.rows.get(d.row as usize) else {
         return out;
     };

@@ -4,21 +4,23 @@
 //! list sits beside the detail on wide terminals, above it otherwise), and
 //! the runner uses the same split to size paging. Each part draws itself from
 //! borrowed state in its own module; overlays (help, problems, note editor,
-//! prompts) are drawn last, over the main screen.
+//! prompts) are drawn last, over the main screen, each by its own module in
+//! [`crate::tui::app::overlay`] with the pieces in [`crate::tui::popup`].
 
 mod detail;
 mod lines;
 mod list;
-mod overlay;
 mod status;
-mod summary;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
-use super::app::{App, Focus, Overlay, Viewport};
+use super::app::overlay::{
+    confirm, export, facets, help, jump, note, pick, problems, query, summary,
+};
+use super::app::{App, Detail, Focus, Overlay, Viewport};
 use super::keymap::Keymap;
 use super::style::Theme;
 
@@ -86,7 +88,7 @@ pub fn viewport(area: Rect, focus: Focus) -> Viewport {
 }
 
 /// Where each category sits on the legend line: columns `start..end` and its key.
-/// Mirrors [`status::legend`]: a space, then `k:id ` per category while they fit.
+/// Mirrors `status::legend`: a space, then `k:id ` per category while they fit.
 pub fn legend_hits(app: &App, width: u16) -> Vec<(u16, u16, char)> {
     let entries: Vec<(usize, Option<char>)> = app
         .taxonomy
@@ -115,14 +117,10 @@ pub fn legend_hits(app: &App, width: u16) -> Vec<(u16, u16, char)> {
     hits
 }
 
-/// How many rows the triage lines take above the detail document.
-pub fn detail_header_rows(app: &App) -> usize {
-    detail::header_lines(
-        app,
-        app.viewport.detail_cols as usize,
-        &crate::tui::style::Theme::plain(),
-    )
-    .len()
+/// The triage lines above a pair's detail document, unwrapped and plain:
+/// what [`Detail::header`] keeps so that paging can leave room for them.
+pub fn detail_header(app: &App, d: &Detail) -> Vec<Line<'static>> {
+    detail::pair_lines(app, d, &crate::tui::style::Theme::plain())
 }
 
 /// Draw the whole screen.
@@ -147,15 +145,15 @@ pub fn render(f: &mut Frame, app: &App, keymap: &Keymap, theme: &Theme) {
     status::render(f, a.status, app, keymap, theme);
     match &app.overlay {
         Overlay::None => {}
-        Overlay::Help { scroll } => overlay::help(f, area, app, keymap, theme, *scroll),
-        Overlay::Problems { scroll } => overlay::problems(f, area, app, theme, *scroll),
-        Overlay::Note(ed) => overlay::note(f, area, app, ed, keymap, theme),
-        Overlay::Confirm(c) => overlay::confirm(f, area, c, keymap, theme),
-        Overlay::PickCategory { rows } => overlay::pick_category(f, area, app, rows.len(), theme),
-        Overlay::Jump(j) => overlay::jump(f, area, j, theme),
-        Overlay::Query(bar) => overlay::query_bar(f, a.status, bar, theme),
-        Overlay::Facets(panel) => overlay::facets(f, area, app, panel, theme),
-        Overlay::Summary(v) => summary::render(f, area, v, theme),
-        Overlay::Export(p) => overlay::export(f, area, app, p, keymap, theme),
+        Overlay::Help { scroll } => help::draw(f, area, app, keymap, theme, *scroll),
+        Overlay::Problems { scroll } => problems::draw(f, area, app, theme, *scroll),
+        Overlay::Note(ed) => note::draw(f, area, app, ed, keymap, theme),
+        Overlay::Confirm(c) => confirm::draw(f, area, c, keymap, theme),
+        Overlay::PickCategory { rows } => pick::draw(f, area, app, rows.len(), theme),
+        Overlay::Jump(j) => jump::draw(f, area, j, theme),
+        Overlay::Query(bar) => query::draw(f, a.status, bar, theme),
+        Overlay::Facets(panel) => facets::draw(f, area, app, panel, theme),
+        Overlay::Summary(v) => summary::draw(f, area, v, theme),
+        Overlay::Export(p) => export::draw(f, area, app, p, keymap, theme),
     }
 }

@@ -5,7 +5,8 @@
 //! 95% interval, and drift medians and maxima; then the route transition
 //! matrix, a |Δp| histogram, categories by transformation, triage progress,
 //! per-case rates and repeated trials, and a conclusion in plain words. All
-//! numbers come from `core::stats`; this module only lays them out.
+//! numbers come from `core::stats`, computed when the screen opens
+//! ([`SummaryView`]); this module only lays them out.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -15,8 +16,42 @@ use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 use crate::core::stats::{GroupStats, Rate, Summary};
 use crate::core::text;
 
-use super::super::app::SummaryView;
-use super::super::style::Theme;
+use crate::tui::action::Action;
+use crate::tui::app::{App, Effect, Overlay};
+use crate::tui::style::Theme;
+
+use super::scrolled;
+
+/// What the summary screen shows, computed when it opens.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryView {
+    pub by_transformation: crate::core::stats::Summary,
+    pub by_family: crate::core::stats::Summary,
+    pub conclusion: Vec<String>,
+    /// The query it covers, as text.
+    pub query: Option<String>,
+    pub scroll: u16,
+}
+
+impl Eq for SummaryView {}
+
+/// Apply an action while the summary is open: scroll, close.
+pub fn handle(app: &mut App, action: Action) -> Vec<Effect> {
+    let page = app.viewport.detail_rows.max(3) as i32;
+    let Overlay::Summary(v) = &mut app.overlay else {
+        return vec![];
+    };
+    if let Some(next) = scrolled(action, v.scroll, page) {
+        v.scroll = next;
+        return vec![];
+    }
+    match action {
+        Action::Close | Action::Cancel | Action::ShowSummary => app.overlay = Overlay::None,
+        Action::Quit => app.quit = true,
+        _ => {}
+    }
+    vec![]
+}
 
 fn rate(r: &Option<Rate>) -> String {
     match r {
@@ -253,7 +288,7 @@ pub fn lines(v: &SummaryView, t: &Theme) -> Vec<Line<'static>> {
 }
 
 /// Draw the summary over the whole screen but the status bar.
-pub fn render(f: &mut Frame, area: Rect, v: &SummaryView, t: &Theme) {
+pub fn draw(f: &mut Frame, area: Rect, v: &SummaryView, t: &Theme) {
     let r = Rect {
         height: area.height.saturating_sub(1),
         ..area

@@ -1,0 +1,443 @@
+//! The main screen's keys: moving through the list, scrolling the detail,
+//! changing the view, marks and history, and opening the overlays.
+//!
+//! [`handle`] routes each action to a small function by what it does; the
+//! triage decisions themselves are in [`super::classify`].
+
+use crate::tui::action::Action;
+use crate::tui::input::{Jump, LineInput};
+use crate::tui::listing::Item;
+use crate::tui::note::NoteEditor;
+
+use super::classify;
+use super::overlay::export::ExportPrompt;
+use super::overlay::facets::FacetsPanel;
+use super::overlay::query::QueryBar;
+use super::{App, DetailMode, Effect, Focus, KeyUse, MessageKind, Overlay};
+
+/// Apply an action on the main screen (no overlay is open).
+pub(super) fn handle(app: &mut App, action: Action, keys: KeyUse) -> Vec<Effect> {
+    match action {
+        Action::Classify(key) => classify::classify(app, key, keys),
+        Action::ClearCategory => classify::clear_category(app),
+        Action::AcceptSuggestion => classify::accept_suggestion(app, keys),
+        Action::AcceptAllSuggestions => classify::accept_all_suggestions(app, keys),
+        Action::ClassifyView => classify::classify_view(app),
+        Action::CycleSort
+        | Action::ReverseSort
+        | Action::ToggleGroup
+        | Action::ToggleFold
+        | Action::FoldAll
+        | Action::ToggleAllPairs
+        | Action::ToggleUnclassified
+        | Action::ToggleSideBySide
+        | Action::ToggleRaw => view(app, action),
+        Action::ToggleMark
+        | Action::ClearMarks
+        | Action::EditNote
+        | Action::Undo
+        | Action::Redo => marks_and_history(app, action),
+        Action::StartQuery
+        | Action::ShowFacets
+        | Action::ShowSummary
+        | Action::FuzzyJump
+        | Action::Export => open_overlay(app, action),
+        other => general(app, other),
+    }
+}
+
+/// Quit, help, focus, moving the cursor and scrolling the detail.
+fn general(app: &mut App, action: Action) -> Vec<Effect> {
+    let page = app.viewport.list_rows.max(1);
+    match action {
+        Action::Quit => {
+            app.quit = true;
+            vec![]
+        }
+        Action::ToggleHelp => {
+            app.overlay = Overlay::Help { scroll: 0 };
+            vec![]
+        }
+        Action::ToggleProblems => {
+            app.overlay = Overlay::Problems { scroll: 0 };
+            vec![]
+        }
+        Action::Close | Action::Cancel => {
+            if app.focus == Focus::Detail {
+                app.focus = Focus::List;
+            } else if !app.marks.is_empty() {
+                app.marks.clear();
+                app.say("marks cleared", MessageKind::Info);
+            }
+            vec![]
+        }
+        Action::NextPair => app.select(app.cursor + 1),
+        Action::PrevPair => app.select(app.cursor.saturating_sub(1)),
+        Action::PageDown => app.select(app.cursor + page),
+        Action::PageUp => app.select(app.cursor.saturating_sub(page)),
+        Action::FirstPair => app.select(0),
+        Action::LastPair => app.select(app.items.len().saturating_sub(1)),
+        Action::FocusNext => {
+            app.focus = match app.focus {
+                Focus::List => Focus::Detail,
+                Focus::Detail => Focus::List,
+            };
+            vec![]
+        }
+        Action::ScrollDown => {
+            app.scroll_detail(1);
+            vec![]
+        }
+        Action::ScrollUp => {
+            app.scroll_detail(-1);
+            vec![]
+        }
+        Action::ScrollPageDown => {
+            app.scroll_detail(app.viewport.detail_rows.max(2) as isize - 1);
+            vec![]
+        }
+        Action::ScrollPageUp => {
+            app.scroll_detail(-(app.viewport.detail_rows.max(2) as isize - 1));
+            vec![]
+        }
+        Action::ScrollTop => {
+            app.detail_scroll = 0;
+            vec![]
+        }
+        Action::ScrollBottom => {
+            app.scroll_detail(isize::MAX / 2);
+            vec![]
+        }
+        Action::NextChange => {
+            app.jump_change(true);
+            vec![]
+        }
+        Action::PrevChange => {
+            app.jump_change(false);
+            vec![]
+        }
+        Action::Suspend => vec![Effect::Suspend],
+        Action::Reload => vec![Effect::Reload],
+        Action::SearchHelp => vec![],
+        // Prompt and editor actions mean nothing outside their overlays.
+        Action::Confirm
+        | Action::NoteSave
+        | Action::NoteCancel
+        | Action::NoteNewline
+        | Action::NoteLeft
+        | Action::NoteRight
+        | Action::NoteUp
+        | Action::NoteDown
+        | Action::NoteWordLeft
+        | Action::NoteWordRight
+        | Action::NoteHome
+        | Action::NoteEnd
+        | Action::NoteBackspace
+        | Action::NoteDelete
+        | Action::NoteDeleteWord
+        | Action::NoteClear
+        | Action::InputSubmit
+        | Action::InputCancel
+        | Action::InputUp
+        | Action::InputDown
+        | Action::InputLeft
+        | Action::InputRight
+        | Action::InputHome
+        | Action::InputEnd
+        | Action::InputBackspace
+        | Action::InputDelete
+        | Action::InputDeleteWord
+        | Action::InputClear => vec![],
+        Action::Choose | Action::CycleFormat => vec![],
+        // Routed elsewhere by `handle`; listed so that a new action must be placed.
+        Action::Classify(_)
+        | Action::ClearCategory
+        | Action::AcceptSuggestion
+        | Action::AcceptAllSuggestions
+        | Action::ClassifyView
+        | Action::CycleSort
+        | Action::ReverseSort
+        | Action::ToggleGroup
+        | Action::ToggleFold
+        | Action::FoldAll
+        | Action::ToggleAllPairs
+        | Action::ToggleUnclassified
+        | Action::ToggleSideBySide
+        | Action::ToggleRaw
+        | Action::ToggleMark
+        | Action::ClearMarks
+        | Action::EditNote
+        | Action::Undo
+        | Action::Redo
+        | Action::StartQuery
+        | Action::ShowFacets
+        | Action::ShowSummary
+        | Action::FuzzyJump
+        | Action::Export => vec![],
+    }
+}
+
+/// Sorting, grouping, folding, which pairs show and how the detail shows them.
+fn view(app: &mut App, action: Action) -> Vec<Effect> {
+    match action {
+        Action::CycleSort | Action::ReverseSort => {
+            if action == Action::CycleSort {
+                app.sort.key = app.sort.key.next();
+                app.sort.descending = matches!(app.sort.key, crate::tui::listing::SortKey::Drift);
+            } else {
+                app.sort.descending = !app.sort.descending;
+            }
+            app.rebuild_view();
+            app.say(
+                format!(
+                    "sorted by {} ({})",
+                    app.sort.key.name(),
+                    if app.sort.descending {
+                        "descending"
+                    } else {
+                        "ascending"
+                    }
+                ),
+                MessageKind::Info,
+            );
+            app.detail_effect()
+        }
+        Action::ToggleGroup => {
+            app.grouped = !app.grouped;
+            app.rebuild_view();
+            app.say(
+                if app.grouped {
+                    "grouped by case"
+                } else {
+                    "not grouped"
+                },
+                MessageKind::Info,
+            );
+            app.detail_effect()
+        }
+        Action::ToggleFold => {
+            let case = match app.items.get(app.cursor) {
+                Some(Item::Case { case, .. }) => Some(*case),
+                Some(Item::Pair(r)) if app.grouped => Some(app.index.rows[*r as usize].case),
+                _ => None,
+            };
+            match case {
+                Some(c) => {
+                    if !app.folded.remove(&c) {
+                        app.folded.insert(c);
+                    }
+                    // Land on the header of the case just folded or unfolded.
+                    app.rebuild_view();
+                    if let Some(i) = app
+                        .items
+                        .iter()
+                        .position(|it| matches!(it, Item::Case { case, .. } if *case == c))
+                    {
+                        app.cursor = i;
+                        app.clamp_offset();
+                    }
+                }
+                None => app.say("group by case first (t) to fold", MessageKind::Info),
+            }
+            app.detail_effect()
+        }
+        Action::FoldAll => {
+            if !app.grouped {
+                app.grouped = true;
+            }
+            let all_folded = app
+                .items
+                .iter()
+                .all(|it| matches!(it, Item::Case { folded: true, .. }));
+            if all_folded {
+                app.folded.clear();
+            } else {
+                app.folded = app
+                    .view
+                    .iter()
+                    .map(|&r| app.index.rows[r as usize].case)
+                    .collect();
+            }
+            app.rebuild_view();
+            app.detail_effect()
+        }
+        Action::ToggleAllPairs => {
+            app.show_all = !app.show_all;
+            app.rebuild_view();
+            app.say(
+                if app.show_all {
+                    "showing all pairs"
+                } else {
+                    "showing failures only"
+                },
+                MessageKind::Info,
+            );
+            app.detail_effect()
+        }
+        Action::ToggleUnclassified => {
+            app.unclassified_only = !app.unclassified_only;
+            app.rebuild_view();
+            app.say(
+                if app.unclassified_only {
+                    "showing unclassified failures only"
+                } else {
+                    "showing classified and unclassified"
+                },
+                MessageKind::Info,
+            );
+            app.detail_effect()
+        }
+        Action::ToggleSideBySide => {
+            app.detail_mode = if app.detail_mode == DetailMode::SideBySide {
+                DetailMode::Unified
+            } else {
+                DetailMode::SideBySide
+            };
+            app.detail_scroll = 0;
+            vec![]
+        }
+        Action::ToggleRaw => {
+            app.detail_mode = if app.detail_mode == DetailMode::Raw {
+                DetailMode::Unified
+            } else {
+                DetailMode::Raw
+            };
+            app.detail_scroll = 0;
+            vec![]
+        }
+        _ => vec![],
+    }
+}
+
+/// Marks, the note editor, undo and redo.
+fn marks_and_history(app: &mut App, action: Action) -> Vec<Effect> {
+    match action {
+        Action::ToggleMark => {
+            if let Some((_, rows)) = app.selected_case() {
+                let rows = rows.to_vec();
+                let all = rows.iter().all(|r| app.marks.contains(r));
+                for r in rows {
+                    if all {
+                        app.marks.remove(&r);
+                    } else {
+                        app.marks.insert(r);
+                    }
+                }
+                return app.select(app.cursor + 1);
+            }
+            if let Some(r) = app.selected_row() {
+                if !app.marks.remove(&r) {
+                    app.marks.insert(r);
+                }
+                let mut e = app.select(app.cursor + 1);
+                e.extend(app.detail_effect());
+                return e;
+            }
+            vec![]
+        }
+        Action::ClearMarks => {
+            app.marks.clear();
+            vec![]
+        }
+        Action::EditNote => {
+            let targets = app.targets();
+            let Some(&first) = targets.first() else {
+                return vec![];
+            };
+            let text = app
+                .annotation(&app.index.rows[first as usize])
+                .and_then(|a| a.note.clone())
+                .unwrap_or_default();
+            app.overlay = Overlay::Note(NoteEditor::new(&text, targets));
+            vec![]
+        }
+        Action::Undo => match app.undo.pop() {
+            Some(step) => {
+                let e = Effect::Save {
+                    changes: step.before.clone(),
+                    label: format!("undid: {}", step.label),
+                };
+                app.redo.push(step);
+                vec![e]
+            }
+            None => {
+                app.say("nothing to undo", MessageKind::Info);
+                vec![]
+            }
+        },
+        Action::Redo => match app.redo.pop() {
+            Some(step) => {
+                let e = Effect::Save {
+                    changes: step.after.clone(),
+                    label: format!("redid: {}", step.label),
+                };
+                app.undo.push(step);
+                vec![e]
+            }
+            None => {
+                app.say("nothing to redo", MessageKind::Info);
+                vec![]
+            }
+        },
+        _ => vec![],
+    }
+}
+
+/// The query bar, facets, summary, fuzzy jump and export prompt.
+fn open_overlay(app: &mut App, action: Action) -> Vec<Effect> {
+    match action {
+        Action::FuzzyJump => {
+            let mut j = Jump::default();
+            j.refresh(&app.index, &app.view);
+            app.overlay = Overlay::Jump(j);
+            vec![]
+        }
+        Action::Export => {
+            if app.view.is_empty() {
+                app.say("nothing in view to export", MessageKind::Info);
+                return vec![];
+            }
+            let run = app
+                .index
+                .files
+                .first()
+                .map(|f| f.display.clone())
+                .unwrap_or_default();
+            let format = crate::core::export::Format::Markdown;
+            app.overlay = Overlay::Export(ExportPrompt {
+                format,
+                path: LineInput::with(&ExportPrompt::suggest(&run, format)),
+                suggested: true,
+            });
+            vec![]
+        }
+        Action::StartQuery => {
+            let text = app
+                .query
+                .as_ref()
+                .map(|q| q.to_string())
+                .unwrap_or_default();
+            app.overlay = Overlay::Query(QueryBar {
+                input: LineInput::with(&text),
+                ..QueryBar::default()
+            });
+            vec![]
+        }
+        Action::ShowFacets => {
+            // Counted over every pair the query matches, failed or not.
+            let all: Vec<u32> = (0..app.index.rows.len() as u32).collect();
+            let rows = app.apply_query(all);
+            let facets = crate::core::facets::facets(&app.index, &rows, Some(&app.store));
+            app.overlay = Overlay::Facets(FacetsPanel {
+                facets,
+                selected: 0,
+            });
+            vec![]
+        }
+        Action::ShowSummary => {
+            app.overlay = Overlay::Summary(Box::new(app.summary_view(0)));
+            vec![]
+        }
+        _ => vec![],
+    }
+}

@@ -1,0 +1,860 @@
+//! The application state, and `update`, the only place it changes.
+//!
+//! [`App`] is plain data: the run index, the current view (row indices),
+//! selection, focus, overlays, marks, undo history and messages; its methods
+//! here build the view from the index and move the selection. [`update`]
+//! applies one [`Action`] and returns the [`Effect`]s it needs — loading a
+//! pair's detail, reading record keys, saving annotations, exporting — which
+//! [`crate::tui::effects`] performs.
+//!
+//! - [`update`](fn@update): the delegating `match` on the open overlay;
+//! - `main_screen.rs` and `classify.rs`: the keys of the main screen;
+//! - [`overlay`]: one module per overlay, with its state, keys and drawing.
+//!
+//! No file is read or written here, so every behaviour is testable without
+//! a terminal or a file. Annotations are looked up by record keys the index
+//! already knows: the effect runner learns them when rows arrive or the
+//! journal changes (`effects::sync_keys`) and before a decision
+//! ([`Effect::LearnKeys`]). One exception is the core's: a query that
+//! searches text (a bare word or a phrase) reads the pairs' lines again
+//! through [`Query::filter`].
+
+use std::collections::HashSet;
+
+use crate::core::annotations::{Annotation, AnnotationSource, AnnotationStore, Change};
+use crate::core::follow::{RunChange, RunWatch};
+use crate::core::index::LoadedPair;
+use crate::core::index::{PairRow, RunIndex};
+use crate::core::suggest::Suggestion;
+use crate::core::taxonomy::Taxonomy;
+use ratatui::text::Line;
+
+use super::action::Action;
+pub use super::doc::DetailMode;
+use super::doc::{DetailDoc, wrap};
+use super::input::{Jump, JumpTarget};
+use super::listing::{Item, Ranks, Sort, build_items, sort_rows_with};
+use super::note::NoteEditor;
+use crate::core::query::{self, Query, QueryError};
+
+mod classify;
+mod main_screen;
+pub mod overlay;
+mod update;
+
+pub use overlay::confirm::Confirm;
+pub use overlay::export::ExportPrompt;
+pub use overlay::facets::FacetsPanel;
+pub use overlay::help::{HelpKey, help_search_key};
+pub use overlay::query::{LIVE_TEXT_MAX_PAIRS, QueryBar};
+pub use overlay::summary::SummaryView;
+pub use update::{resume, type_text, update};
+
+/// Which pane has the keyboard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Focus {
+    List,
+    Detail,
+}
+
+/// What is drawn over the main screen and takes the keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Overlay {
+    None,
+    Help {
+        scroll: u16,
+    },
+    Problems {
+        scroll: u16,
+    },
+    Note(NoteEditor),
+    Confirm(Confirm),
+    /// "Classify every pair in view": waiting for the category key.
+    PickCategory {
+        rows: Vec<u32>,
+    },
+    /// The fuzzy jump to a case or pair.
+    Jump(Jump),
+    /// The query bar, live: the list follows every keystroke.
+    Query(QueryBar),
+    /// Facet counts; choosing one adds it to the query.
+    Facets(FacetsPanel),
+    /// The summary statistics of the view.
+    Summary(Box<SummaryView>),
+    /// Export the pairs in view: the format and the path.
+    Export(ExportPrompt),
+}
+
+/// How a message in the status line should look.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MessageKind {
+    Info,
+    Saved,
+    Error,
+}
+
+/// One undoable step: what to write to go back, and to go forward again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UndoStep {
+    pub before: Vec<Change>,
+    pub after: Vec<Change>,
+    pub label: String,
+}
+
+/// Work for the effect runner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Read and derive the pair at this row, and build its detail document.
+    LoadDetail(u32),
+    /// Write the pairs in view in a format to a path.
+    Export {
+        format: crate::core::export::Format,
+        path: String,
+        rows: Vec<u32>,
+    },
+    /// Write annotation changes durably.
+    Save { changes: Vec<Change>, label: String },
+    /// Stop the process group until the shell resumes it.
+    Suspend,
+    /// Index the run again from disk (the event loop does it: it owns the loader).
+    Reload,
+    /// Read the record keys of these rows from the run, then apply `then`
+    /// again with [`resume`] (rows whose line cannot be read keep no key).
+    LearnKeys { rows: Vec<u32>, then: Action },
+}
+
+/// Whether a handler may ask for record keys the index does not know yet
+/// ([`Effect::LearnKeys`]), or must use the keys it knows: the second time,
+/// after they were read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyUse {
+    Ask,
+    AsKnown,
+}
+
+/// How to open the run again for a reload.
+#[derive(Debug, Clone)]
+pub struct Reopen {
+    pub paths: Vec<String>,
+    pub opts: crate::core::index::OpenOptions,
+}
+
+/// The detail of the selected pair, loaded on demand.
+#[derive(Debug, Clone)]
+pub struct Detail {
+    pub row: u32,
+    pub pair: std::sync::Arc<Result<LoadedPair, String>>,
+    pub suggestion: Option<Suggestion>,
+    pub doc: DetailDoc,
+    /// The triage lines shown above the document in the unified view
+    /// (category, suggestion, stale annotation, note), unwrapped and plain:
+    /// paging leaves room for them. The effect runner computes them when
+    /// the detail is built and again whenever annotations change.
+    pub header: Vec<Line<'static>>,
+}
+
+/// Sizes the last frame had, so paging moves by what the reviewer sees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Viewport {
+    pub list_rows: usize,
+    pub detail_rows: usize,
+    pub detail_cols: u16,
+}
+
+impl Default for Viewport {
+    fn default() -> Self {
+        Viewport {
+            list_rows: 10,
+            detail_rows: 20,
+            detail_cols: 80,
+        }
+    }
+}
+
+/// Everything the screen shows, as plain data.
+pub struct App {
+    pub index: RunIndex,
+    pub store: AnnotationStore,
+    pub taxonomy: Taxonomy,
+    /// Indices into `index.rows` of the pairs in view, in order.
+    pub view: Vec<u32>,
+    /// The lines of the list (pairs, or case headers and pairs); the cursor indexes these.
+    pub items: Vec<Item>,
+    /// Whether the list is grouped by source case.
+    pub grouped: bool,
+    /// Cases whose variants are hidden under their header.
+    pub folded: HashSet<crate::core::index::Sym>,
+    pub sort: Sort,
+    /// The rank of every interned string, kept between sorts.
+    ranks: Ranks,
+    /// When the view was last rebuilt while the loader was still adding rows.
+    last_rebuild: std::time::Instant,
+    /// How many index rows the view has considered (for incremental growth).
+    seen_rows: usize,
+    pub show_all: bool,
+    pub unclassified_only: bool,
+    pub cursor: usize,
+    pub list_offset: usize,
+    pub focus: Focus,
+    pub detail_mode: DetailMode,
+    pub detail_scroll: usize,
+    pub detail: Option<Detail>,
+    pub overlay: Overlay,
+    pub marks: HashSet<u32>,
+    pub undo: Vec<UndoStep>,
+    pub redo: Vec<UndoStep>,
+    pub message: Option<(String, MessageKind)>,
+    /// Keys typed so far of a multi-key sequence.
+    pub pending_keys: String,
+    /// Failures that have a category (kept up to date by [`App::recount`]).
+    pub classified: usize,
+    pub viewport: Viewport,
+    pub quit: bool,
+    /// A notice about where annotations are kept (fallback path, read-only).
+    pub store_notice: Option<String>,
+    /// Whether the loader is still indexing.
+    pub loading: bool,
+    /// Annotations whose pair is no longer in the run (found once indexing ends).
+    pub orphans: Vec<Annotation>,
+    /// The help filter, and whether keys are typing into it.
+    pub help_search: String,
+    pub help_typing: bool,
+    /// The active query (the list shows only its matches).
+    pub query: Option<Query>,
+    /// Earlier queries, oldest first.
+    pub query_history: Vec<String>,
+    /// Digits typed as a count (vim keymap), and when the first came.
+    pub pending_count: Option<(String, std::time::Instant)>,
+    /// How the run was opened, for a reload (`None`: it cannot be reopened).
+    pub reopen: Option<Reopen>,
+    /// Watches the run files for truncation or replacement.
+    pub watch: RunWatch,
+    /// What happened to the run file on disk, shown until a reload.
+    pub run_change: Option<RunChange>,
+    /// Above this many pairs a text query waits for Enter ([`LIVE_TEXT_MAX_PAIRS`]).
+    pub live_text_max_pairs: usize,
+}
+
+impl App {
+    /// The state over an index (possibly still filling) and a store, with
+    /// an empty view: [`crate::tui::effects::new_app`] watches the run,
+    /// learns the keys annotations need, and fills the view.
+    pub fn new(index: RunIndex, store: AnnotationStore, taxonomy: Taxonomy) -> App {
+        App {
+            loading: !index.done,
+            index,
+            store,
+            taxonomy,
+            view: Vec::new(),
+            items: Vec::new(),
+            grouped: false,
+            folded: HashSet::new(),
+            sort: Sort::default(),
+            ranks: Ranks::default(),
+            last_rebuild: std::time::Instant::now(),
+            seen_rows: 0,
+            show_all: false,
+            unclassified_only: false,
+            cursor: 0,
+            list_offset: 0,
+            focus: Focus::List,
+            detail_mode: DetailMode::Unified,
+            detail_scroll: 0,
+            detail: None,
+            overlay: Overlay::None,
+            marks: HashSet::new(),
+            undo: Vec::new(),
+            redo: Vec::new(),
+            message: None,
+            pending_keys: String::new(),
+            classified: 0,
+            viewport: Viewport::default(),
+            quit: false,
+            store_notice: None,
+            orphans: Vec::new(),
+            help_search: String::new(),
+            help_typing: false,
+            pending_count: None,
+            query: None,
+            query_history: Vec::new(),
+            reopen: None,
+            watch: RunWatch::default(),
+            run_change: None,
+            live_text_max_pairs: LIVE_TEXT_MAX_PAIRS,
+        }
+    }
+
+    /// The summary of the query, over every pair it matches.
+    fn summary_view(&self, scroll: u16) -> SummaryView {
+        let all: Vec<u32> = (0..self.index.rows.len() as u32).collect();
+        let rows = self.apply_query(all);
+        let by_transformation = crate::core::stats::summarize(
+            &self.index,
+            &rows,
+            Some(&self.store),
+            crate::core::stats::GroupBy::Transformation,
+        );
+        let by_family = crate::core::stats::summarize(
+            &self.index,
+            &rows,
+            Some(&self.store),
+            crate::core::stats::GroupBy::Family,
+        );
+        let conclusion = crate::core::stats::conclusion(&self.index, &rows, &by_transformation);
+        SummaryView {
+            by_transformation,
+            by_family,
+            conclusion,
+            query: self.query.as_ref().map(|q| q.to_string()),
+            scroll,
+        }
+    }
+
+    /// Compute an open summary again (new rows of a followed run, or
+    /// decisions from another triage), keeping its scroll position.
+    pub fn refresh_summary(&mut self) {
+        if let Overlay::Summary(view) = &self.overlay {
+            let fresh = self.summary_view(view.scroll);
+            self.overlay = Overlay::Summary(Box::new(fresh));
+        }
+    }
+
+    /// Whether the run is followed (`-f`): appended lines keep arriving.
+    pub fn following(&self) -> bool {
+        self.reopen.as_ref().is_some_and(|r| r.opts.follow)
+    }
+
+    /// Take a run indexed again from disk: the view, marks, folds and
+    /// orphans start over, while the annotations, query, sort and grouping
+    /// stay. [`crate::tui::effects::replace_index`] then watches the new
+    /// files, learns keys and fills the view (annotations re-attach by
+    /// record key).
+    pub fn reset_index(&mut self, index: RunIndex, watch: RunWatch) {
+        self.index = index;
+        self.watch = watch;
+        self.run_change = None;
+        self.detail = None;
+        self.detail_scroll = 0;
+        self.marks.clear();
+        self.folded.clear();
+        self.orphans.clear();
+        self.seen_rows = 0;
+        self.cursor = 0;
+        self.list_offset = 0;
+        self.view.clear();
+        self.items.clear();
+        self.loading = !self.index.done;
+    }
+
+    /// List the annotations whose pairs are gone from the run. The keys must
+    /// be learnt first ([`crate::tui::effects::sync_keys`]).
+    pub fn find_orphans(&mut self) {
+        // Every row an annotation could be on has a known key by now.
+        let keys: HashSet<_> = self.index.known_key_set().copied().collect();
+        let named = self.store.named_variants();
+        let ids: HashSet<(String, String)> = self
+            .index
+            .rows
+            .iter()
+            .filter(|r| {
+                self.store.names_case(self.index.str(r.case))
+                    && named.contains(self.index.str(r.variant))
+            })
+            .map(|r| {
+                (
+                    self.index.str(r.case).to_string(),
+                    self.index.str(r.variant).to_string(),
+                )
+            })
+            .collect();
+        self.orphans = self
+            .store
+            .orphans(&keys, &ids)
+            .into_iter()
+            .cloned()
+            .collect();
+    }
+
+    /// A single pending count digit and when it was typed (a category key
+    /// if no motion follows in time).
+    pub fn pending_count_digit(&self) -> Option<(char, std::time::Instant)> {
+        match &self.pending_count {
+            Some((d, t)) if d.len() == 1 => d.chars().next().map(|c| (c, *t)),
+            _ => None,
+        }
+    }
+
+    /// The row under the cursor (none on a case header).
+    pub fn selected_row(&self) -> Option<u32> {
+        match self.items.get(self.cursor) {
+            Some(Item::Pair(r)) => Some(*r),
+            _ => None,
+        }
+    }
+
+    /// The case header under the cursor, with the rows of its pairs.
+    pub fn selected_case(&self) -> Option<(crate::core::index::Sym, &[u32])> {
+        match self.items.get(self.cursor) {
+            Some(Item::Case {
+                case, start, len, ..
+            }) => Some((*case, self.view.get(*start..*start + *len).unwrap_or(&[]))),
+            _ => None,
+        }
+    }
+
+    /// The annotation of a row, if it has one under its current key.
+    pub fn annotation(&self, row: &PairRow) -> Option<&Annotation> {
+        self.index.annotation(Some(&self.store), row)
+    }
+
+    /// An annotation made on an earlier version of this pair.
+    pub fn stale_annotation(&self, row: &PairRow) -> Option<&Annotation> {
+        let key = self.index.current_key(&self.store, row)?;
+        if self.store.get(&key).is_some() {
+            return None;
+        }
+        self.store
+            .stale_for(self.index.str(row.case), self.index.str(row.variant), &key)
+    }
+
+    /// Whether the row has a category.
+    pub fn is_classified(&self, row: &PairRow) -> bool {
+        self.annotation(row).is_some_and(|a| a.category.is_some())
+    }
+
+    /// Whether the active query says which statuses it wants; then it, not
+    /// the failures-only default, decides.
+    fn query_picks_status(&self) -> bool {
+        self.query.as_ref().is_some_and(|q| {
+            q.terms().iter().any(|t| {
+                matches!(&t.kind, query::TermKind::Match { field, .. } if *field == query::Field::Status)
+            })
+        })
+    }
+
+    /// Whether a row belongs in the view (before the query), with "every
+    /// status" (all pairs shown, or the query picks statuses) decided once.
+    fn in_view_with(&self, every_status: bool, row: &PairRow) -> bool {
+        if !every_status && !row.status().is_failure() {
+            return false;
+        }
+        if self.unclassified_only && (!row.status().is_failure() || self.is_classified(row)) {
+            return false;
+        }
+        true
+    }
+
+    /// Recompute the view from scratch, keeping the selected line if it stays.
+    pub fn rebuild_view(&mut self) {
+        self.rebuild(true);
+    }
+
+    /// [`App::rebuild_view`]; `recount` counts every classified failure
+    /// again (needed when annotations changed), otherwise only the rows the
+    /// view had not seen yet are counted.
+    fn rebuild(&mut self, recount: bool) {
+        let keep_row = self.selected_row();
+        let keep_case = self.selected_case().map(|(c, _)| c);
+        let n = self.index.rows.len() as u32;
+        let every_status = self.show_all || self.query_picks_status();
+        // The old view's allocation is reused: no fresh pages per keystroke.
+        let mut candidates = std::mem::take(&mut self.view);
+        candidates.clear();
+        if every_status && !self.unclassified_only {
+            candidates.extend(0..n);
+        } else if let (Some(col), false) = (self.index.statuses(), self.unclassified_only) {
+            // Failures only: one byte per row to look at.
+            candidates.extend((0..n).filter(|&i| col[i as usize].is_failure()));
+        } else {
+            candidates.extend(
+                (0..n).filter(|&i| self.in_view_with(every_status, &self.index.rows[i as usize])),
+            );
+        }
+        self.view = self.apply_query(candidates);
+        if !recount {
+            self.count_new_rows();
+        }
+        self.seen_rows = self.index.rows.len();
+        sort_rows_with(
+            &mut self.ranks,
+            &self.index,
+            &self.store,
+            &mut self.view,
+            self.sort,
+        );
+        build_items(
+            &self.index,
+            &mut self.view,
+            self.grouped,
+            &self.folded,
+            &mut self.items,
+        );
+        self.last_rebuild = std::time::Instant::now();
+        let found = self
+            .items
+            .iter()
+            .position(|it| match (it, keep_row, keep_case) {
+                (Item::Pair(r), Some(k), _) => *r == k,
+                (Item::Case { case, .. }, None, Some(k)) => *case == k,
+                _ => false,
+            });
+        let fallback = || {
+            // The kept pair left the view: stay near where it was in file order.
+            keep_row
+                .and_then(|k| {
+                    self.items
+                        .iter()
+                        .position(|it| matches!(it, Item::Pair(r) if *r >= k))
+                })
+                .unwrap_or(0)
+        };
+        self.cursor = found
+            .unwrap_or_else(fallback)
+            .min(self.items.len().saturating_sub(1));
+        if recount {
+            self.recount();
+        }
+        self.clamp_offset();
+    }
+
+    /// Count the classified failures among rows the view has not seen yet.
+    fn count_new_rows(&mut self) {
+        let start = self.seen_rows.min(self.index.rows.len());
+        self.classified += self.index.rows[start..]
+            .iter()
+            .filter(|r| r.status().is_failure() && self.is_classified(r))
+            .count();
+    }
+
+    /// Take in rows the loader added since the last call (after
+    /// [`crate::tui::effects::sync_keys`] learnt the keys they need).
+    pub fn grow_view(&mut self) {
+        let start = self.seen_rows;
+        let flat = self.sort == Sort::default() && !self.grouped;
+        if flat {
+            let every_status = self.show_all || self.query_picks_status();
+            let fresh: Vec<u32> = (start as u32..self.index.rows.len() as u32)
+                .filter(|&i| self.in_view_with(every_status, &self.index.rows[i as usize]))
+                .collect();
+            for r in self.apply_query(fresh) {
+                self.view.push(r);
+                self.items.push(Item::Pair(r));
+            }
+        }
+        for i in start..self.index.rows.len() {
+            if self.index.rows[i].status().is_failure() && self.is_classified(&self.index.rows[i]) {
+                self.classified += 1;
+            }
+        }
+        self.seen_rows = self.index.rows.len();
+        // A sorted or grouped view is rebuilt as rows arrive, but not on every batch.
+        if !flat
+            && (self.index.done
+                || self.last_rebuild.elapsed() > std::time::Duration::from_millis(500))
+        {
+            let classified = self.classified;
+            self.rebuild_view();
+            self.classified = classified;
+        }
+        if self.loading && self.index.done {
+            self.find_orphans();
+        }
+        if !self.loading && start < self.index.rows.len() {
+            // Lines appended to a followed run.
+            self.refresh_summary();
+        }
+        self.loading = !self.index.done;
+    }
+
+    /// Keep the rows the active query matches.
+    fn apply_query(&self, rows: Vec<u32>) -> Vec<u32> {
+        match &self.query {
+            Some(q) if !q.is_empty() => q.filter(
+                &query::Context {
+                    index: &self.index,
+                    store: Some(&self.store),
+                },
+                &rows,
+            ),
+            _ => rows,
+        }
+    }
+
+    /// Set (or clear, with an empty text) the active query and rebuild the view.
+    pub fn set_query(&mut self, text: &str) -> Result<(), QueryError> {
+        let q = query::parse(text)?;
+        self.query = (!q.is_empty()).then_some(q);
+        // A query changes neither the rows nor the annotations: no recount.
+        self.rebuild(false);
+        Ok(())
+    }
+
+    /// Count classified failures again.
+    pub fn recount(&mut self) {
+        self.classified = self
+            .index
+            .rows
+            .iter()
+            .filter(|r| r.status().is_failure() && self.is_classified(r))
+            .count();
+    }
+
+    fn clamp_offset(&mut self) {
+        let h = self.viewport.list_rows.max(1);
+        if self.cursor < self.list_offset {
+            self.list_offset = self.cursor;
+        } else if self.cursor >= self.list_offset + h {
+            self.list_offset = self.cursor + 1 - h;
+        }
+        let max_off = self.items.len().saturating_sub(h);
+        self.list_offset = self.list_offset.min(max_off);
+    }
+
+    /// Record an undo step for `changes` and return the effect that writes them.
+    pub fn save(&mut self, changes: Vec<Change>, label: String) -> Effect {
+        let before = changes
+            .iter()
+            .map(|c| match self.store.get(&c.key) {
+                Some(a) => Change {
+                    key: c.key,
+                    case_id: c.case_id.clone(),
+                    variant_id: c.variant_id.clone(),
+                    category: a.category.clone(),
+                    note: a.note.clone(),
+                    source: a.source,
+                },
+                None => Change {
+                    key: c.key,
+                    case_id: c.case_id.clone(),
+                    variant_id: c.variant_id.clone(),
+                    category: None,
+                    note: None,
+                    source: AnnotationSource::Manual,
+                },
+            })
+            .collect();
+        self.undo.push(UndoStep {
+            before,
+            after: changes.clone(),
+            label: label.clone(),
+        });
+        self.redo.clear();
+        Effect::Save { changes, label }
+    }
+
+    /// Select a jump target, unfolding its case if needed.
+    pub fn jump_to(&mut self, target: JumpTarget) -> Vec<Effect> {
+        let row = match target {
+            JumpTarget::Case(r) | JumpTarget::Pair(r) => r,
+        };
+        let case = self.index.rows.get(row as usize).map(|r| r.case);
+        if let (JumpTarget::Pair(_), Some(c)) = (target, case)
+            && self.folded.remove(&c)
+        {
+            self.rebuild_view();
+        }
+        let pos = self.items.iter().position(|it| match (it, target) {
+            (Item::Case { case: c, .. }, JumpTarget::Case(_)) => Some(*c) == case,
+            (Item::Pair(r), JumpTarget::Case(_)) => !self.grouped && *r == row,
+            (Item::Pair(r), JumpTarget::Pair(_)) => *r == row,
+            _ => false,
+        });
+        match pos {
+            Some(i) => {
+                self.focus = Focus::List;
+                self.select(i)
+            }
+            None => {
+                self.say("that pair is not in the view any more", MessageKind::Info);
+                vec![]
+            }
+        }
+    }
+
+    /// Take the sizes of a new frame, keeping the selection visible.
+    pub fn set_viewport(&mut self, vp: Viewport) {
+        self.viewport = vp;
+        self.clamp_offset();
+        self.scroll_detail(0);
+    }
+
+    /// Set a transient message for the status line.
+    pub fn say(&mut self, text: impl Into<String>, kind: MessageKind) {
+        self.message = Some((text.into(), kind));
+    }
+
+    /// The rows a triage action applies to: the marked ones, else the selected one.
+    fn targets(&self) -> Vec<u32> {
+        if self.marks.is_empty() {
+            match self.selected_case() {
+                // A case header stands for all of its pairs in view.
+                Some((_, rows)) => rows.to_vec(),
+                None => self.selected_row().into_iter().collect(),
+            }
+        } else {
+            let mut v: Vec<u32> = self.marks.iter().copied().collect();
+            v.sort_unstable();
+            v
+        }
+    }
+
+    /// The effect that reads the record keys of `rows` the index does not
+    /// know yet and then applies `then` again; `None` when every key is
+    /// known, or when the keys were already read once ([`KeyUse::AsKnown`]).
+    pub fn keys_needed(&self, rows: &[u32], keys: KeyUse, then: Action) -> Option<Effect> {
+        if keys == KeyUse::AsKnown {
+            return None;
+        }
+        let missing: Vec<u32> = rows
+            .iter()
+            .copied()
+            .filter(|&i| {
+                self.index
+                    .rows
+                    .get(i as usize)
+                    .is_some_and(|r| self.index.key(r).is_none())
+            })
+            .collect();
+        (!missing.is_empty()).then_some(Effect::LearnKeys {
+            rows: missing,
+            then,
+        })
+    }
+
+    /// A change that gives `row` this category and keeps its note; `None`
+    /// when the row's key is not known (see [`App::keys_needed`]).
+    fn change_for(
+        &self,
+        row: u32,
+        category: Option<String>,
+        source: AnnotationSource,
+    ) -> Option<Change> {
+        let r = self.index.rows.get(row as usize)?;
+        let note = self.annotation(r).and_then(|a| a.note.clone());
+        Some(Change {
+            key: self.index.key(r)?,
+            case_id: self.index.str(r.case).to_string(),
+            variant_id: self.index.str(r.variant).to_string(),
+            category,
+            note,
+            source,
+        })
+    }
+
+    /// Move the cursor to the next unclassified failure after the current one
+    /// (wrapping), as a review tool does after each decision.
+    fn advance_to_unclassified(&mut self, just_done: &HashSet<u32>) -> bool {
+        let n = self.items.len();
+        for step in 1..=n {
+            let i = (self.cursor + step) % n;
+            let Item::Pair(row) = self.items[i] else {
+                continue;
+            };
+            let r = &self.index.rows[row as usize];
+            if r.status().is_failure() && !self.is_classified(r) && !just_done.contains(&row) {
+                self.cursor = i;
+                self.clamp_offset();
+                return true;
+            }
+        }
+        false
+    }
+
+    fn select(&mut self, cursor: usize) -> Vec<Effect> {
+        if self.items.is_empty() {
+            self.cursor = 0;
+            return vec![];
+        }
+        let c = cursor.min(self.items.len() - 1);
+        let changed =
+            c != self.cursor || self.detail.as_ref().map(|d| d.row) != self.selected_row_at(c);
+        self.cursor = c;
+        self.clamp_offset();
+        if changed {
+            self.detail_scroll = 0;
+        }
+        self.detail_effect()
+    }
+
+    fn selected_row_at(&self, c: usize) -> Option<u32> {
+        match self.items.get(c) {
+            Some(Item::Pair(r)) => Some(*r),
+            _ => None,
+        }
+    }
+
+    /// The load the detail pane needs now, if any.
+    pub fn detail_effect(&self) -> Vec<Effect> {
+        match self.selected_row() {
+            Some(r) if self.detail.as_ref().map(|d| d.row) != Some(r) => {
+                vec![Effect::LoadDetail(r)]
+            }
+            _ => vec![],
+        }
+    }
+
+    fn scroll_detail(&mut self, delta: isize) {
+        let len = self
+            .detail
+            .as_ref()
+            .map(|d| d.doc.len(self.detail_mode))
+            .unwrap_or(0);
+        // The category, suggestion and note lines sit above the document.
+        let room = self
+            .viewport
+            .detail_rows
+            .saturating_sub(self.detail_header_rows())
+            .max(1);
+        let max = len.saturating_sub(room);
+        let s = self.detail_scroll as isize + delta;
+        self.detail_scroll = s.clamp(0, max as isize) as usize;
+    }
+
+    /// How many rows the triage lines take above the detail document: in
+    /// the unified view, the pair's [`Detail::header`] wrapped to the pane,
+    /// and a blank line after them.
+    pub fn detail_header_rows(&self) -> usize {
+        if self.detail_mode != DetailMode::Unified {
+            return 0;
+        }
+        let Some(d) = self
+            .detail
+            .as_ref()
+            .filter(|d| self.selected_row() == Some(d.row))
+        else {
+            return 0;
+        };
+        let width = self.viewport.detail_cols as usize;
+        let rows: usize = d
+            .header
+            .iter()
+            .map(|l| wrap(l.spans.clone(), width, 2).len())
+            .sum();
+        if rows == 0 { 0 } else { rows + 1 }
+    }
+
+    fn jump_change(&mut self, forward: bool) {
+        let Some(d) = &self.detail else { return };
+        let anchors = d.doc.anchors(self.detail_mode);
+        let cur = self.detail_scroll;
+        let target = if forward {
+            anchors.iter().copied().find(|&a| a > cur)
+        } else {
+            anchors.iter().rev().copied().find(|&a| a < cur)
+        };
+        match target {
+            Some(t) => {
+                self.detail_scroll = t;
+                self.scroll_detail(0);
+            }
+            None => self.say(
+                if forward {
+                    "no further change below"
+                } else {
+                    "no change above"
+                },
+                MessageKind::Info,
+            ),
+        }
+    }
+}

@@ -1,0 +1,65 @@
+//! The y/n prompt before a bulk change (accepting every suggestion,
+//! classifying the whole view).
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph};
+
+use crate::core::annotations::Change;
+use crate::tui::action::Action;
+use crate::tui::app::{App, Effect, MessageKind, Overlay};
+use crate::tui::keymap::{Keymap, Mode};
+use crate::tui::popup::{centered, frame, key_of};
+use crate::tui::style::{Theme, inert_spans};
+
+/// A bulk change waiting for the reviewer's y/n.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Confirm {
+    pub question: String,
+    pub changes: Vec<Change>,
+    pub label: String,
+}
+
+/// Apply an action while the prompt is open: yes saves, no cancels.
+pub fn handle(app: &mut App, action: Action) -> Vec<Effect> {
+    let Overlay::Confirm(c) = &mut app.overlay else {
+        return vec![];
+    };
+    match action {
+        Action::Confirm => {
+            let c = c.clone();
+            app.overlay = Overlay::None;
+            app.marks.clear();
+            return vec![app.save(c.changes, c.label)];
+        }
+        Action::Cancel | Action::Close | Action::Quit => {
+            app.overlay = Overlay::None;
+            app.say("cancelled; nothing changed", MessageKind::Info);
+        }
+        _ => {}
+    }
+    vec![]
+}
+
+/// A y/n prompt.
+pub fn draw(f: &mut Frame, area: Rect, c: &Confirm, km: &Keymap, t: &Theme) {
+    let r = centered(area, 72, 5);
+    f.render_widget(Clear, r);
+    let block = frame("confirm", t);
+    let inner = block.inner(r);
+    f.render_widget(block, r);
+    let lines = vec![
+        Line::from(inert_spans(&c.question, t.title, t)),
+        Line::from(vec![
+            Span::styled(key_of(km, Mode::Confirm, Action::Confirm), t.key),
+            Span::styled(" yes   ", t.dim),
+            Span::styled(key_of(km, Mode::Confirm, Action::Cancel), t.key),
+            Span::styled(" no", t.dim),
+        ]),
+    ];
+    f.render_widget(
+        Paragraph::new(lines).wrap(ratatui::widgets::Wrap { trim: true }),
+        inner,
+    );
+}

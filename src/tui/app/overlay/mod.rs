@@ -1,0 +1,54 @@
+//! The overlays: what is drawn over the main screen and takes the keys.
+//!
+//! One module per overlay, each with its state type (where it has one), its
+//! `handle` for the actions it takes while open, and its `draw`:
+//! [`help`], [`problems`], [`note`], [`confirm`], [`pick`] (the category for
+//! every pair in view), [`jump`], [`query`], [`facets`], [`summary`] and
+//! [`export`]. [`super::update`] picks the one that is open.
+
+pub mod confirm;
+pub mod export;
+pub mod facets;
+pub mod help;
+pub mod jump;
+pub mod note;
+pub mod pick;
+pub mod problems;
+pub mod query;
+pub mod summary;
+
+use crate::tui::action::Action;
+use crate::tui::input::LineInput;
+
+/// Where a scroll action moves a scrolled overlay (help, problems,
+/// summary) from `scroll`, with `page` rows to a page; `None` for other actions.
+fn scrolled(action: Action, scroll: u16, page: i32) -> Option<u16> {
+    let s = scroll as i32;
+    let next = match action {
+        Action::ScrollDown => s + 1,
+        Action::ScrollUp => s - 1,
+        Action::ScrollPageDown => s + page,
+        Action::ScrollPageUp => s - page,
+        Action::ScrollTop => 0,
+        Action::ScrollBottom => i32::from(u16::MAX) / 2,
+        _ => return None,
+    };
+    Some(next.clamp(0, i32::from(u16::MAX)) as u16)
+}
+
+/// Apply a line-editing action to an input; true when the text changed.
+fn edit_line(input: &mut LineInput, action: Action) -> bool {
+    let before = input.text.clone();
+    match action {
+        Action::InputLeft => input.left(),
+        Action::InputRight => input.right(),
+        Action::InputHome => input.home(),
+        Action::InputEnd => input.end(),
+        Action::InputBackspace => input.backspace(),
+        Action::InputDelete => input.delete(),
+        Action::InputDeleteWord => input.delete_word(),
+        Action::InputClear => input.clear(),
+        _ => {}
+    }
+    input.text != before
+}

@@ -1,0 +1,170 @@
+//! The problems overlay: every line that could not be opened, the field
+//! warnings, notes about whole files, and annotations whose pairs are gone.
+
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph};
+
+use crate::core::index::ProblemKind;
+use crate::core::text;
+use crate::tui::action::Action;
+use crate::tui::app::{App, Effect, Overlay};
+use crate::tui::doc::wrap;
+use crate::tui::popup::frame;
+use crate::tui::style::{Theme, inert_spans};
+
+use super::scrolled;
+
+/// Apply an action while the problems are shown: scroll, close.
+pub fn handle(app: &mut App, action: Action) -> Vec<Effect> {
+    let page = app.viewport.detail_rows.max(3) as i32;
+    let Overlay::Problems { scroll } = &mut app.overlay else {
+        return vec![];
+    };
+    if let Some(next) = scrolled(action, *scroll, page) {
+        *scroll = next;
+        return vec![];
+    }
+    match action {
+        // As in help: a help search kept with enter is cleared first.
+        Action::Close | Action::Cancel if !app.help_search.is_empty() => {
+            app.help_search.clear();
+        }
+        Action::Close | Action::ToggleHelp | Action::ToggleProblems | Action::Cancel => {
+            app.overlay = Overlay::None;
+        }
+        Action::Quit => app.quit = true,
+        _ => {}
+    }
+    vec![]
+}
+
+/// The problems overlay: every bad line, then the field warnings.
+pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &Theme, scroll: u16) {
+    // Everything but the status bar: a box inset from the edges would leave
+    // slivers of the screen below showing through beside it.
+    let r = Rect {
+        height: area.height.saturating_sub(1).max(area.height.min(3)),
+        ..area
+    };
+    f.render_widget(Clear, r);
+    let block = frame("problems", t);
+    let inner = block.inner(r);
+    f.render_widget(block, r);
+    let idx = &app.index;
+    let width = inner.width as usize;
+    let mut lines = wrap(
+        vec![Span::styled(
+            format!(
+                "{} could not be opened; {} unusable in pairs that did open. The rest of the run is open.",
+                count(idx.skipped_lines, "line", "lines"),
+                count(
+                    idx.problems.len() - idx.skipped_lines,
+                    "field was",
+                    "fields were"
+                )
+            ),
+            t.dim,
+        )],
+        width,
+        0,
+    );
+    // Notes about whole files: what a conversion from another tool's
+    // results warned about, or why no known format matched.
+    for f in idx.files.iter().filter(|f| !f.notes.is_empty()) {
+        lines.push(Line::default());
+        let how = if f.format == crate::core::formats::Format::Native {
+            String::new()
+        } else {
+            format!(" (converted from {})", f.format.name())
+        };
+        lines.extend(wrap(
+            vec![Span::styled(
+                format!("{}{how}", text::inert_line(&f.display)),
+                t.heading,
+            )],
+            width,
+            0,
+        ));
+        for n in &f.notes {
+            let mut l = vec![Span::styled(format!("  {:<16}", "note"), t.warn)];
+            l.extend(inert_spans(n, t.base, t));
+            lines.extend(wrap(l, width, 4));
+        }
+    }
+    if idx.problems.is_empty() {
+        lines.push(Line::default());
+        lines.push(Line::from(Span::styled(
+            "No problems: every line opened cleanly.",
+            t.pass,
+        )));
+    }
+    // One width for every location, so the kinds and messages line up.
+    let loc_w = idx
+        .problems
+        .iter()
+        .map(|p| text::width(&format!("{}:{}", text::inert_line(&p.file), p.line)))
+        .max()
+        .unwrap_or(0);
+    for want_skip in [true, false] {
+        for p in idx
+            .problems
+            .iter()
+            .filter(|p| p.kind.skips_line() == want_skip)
+        {
+            let style = if p.kind == ProblemKind::FieldWarning {
+                t.warn
+            } else {
+                t.fail
+            };
+            let loc = format!("{}:{}", text::inert_line(&p.file), p.line);
+            let pad = loc_w.saturating_sub(text::width(&loc));
+            let mut l = vec![Span::styled(format!("{loc}{} ", " ".repeat(pad)), t.dim)];
+            l.push(Span::styled(format!("{:<16}", p.kind.label()), style));
+            l.extend(inert_spans(&p.message, t.base, t));
+            lines.extend(wrap(l, width, 4));
+        }
+    }
+    if !app.orphans.is_empty() {
+        lines.push(Line::default());
+        lines.push(Line::from(Span::styled(
+            format!(
+                "{} orphaned annotations: their pairs are no longer in this run. They are kept in {}.",
+                app.orphans.len(),
+                text::inert_line(&app.store.path().display().to_string())
+            ),
+            t.heading,
+        )));
+        for a in &app.orphans {
+            let mut l = vec![Span::styled("  ", t.dim)];
+            l.extend(inert_spans(
+                &format!("{} / {}", a.case_id, a.variant_id),
+                t.base,
+                t,
+            ));
+            l.push(Span::styled("  ", t.dim));
+            l.extend(inert_spans(
+                a.category.as_deref().unwrap_or("no category"),
+                t.category,
+                t,
+            ));
+            if let Some(n) = &a.note {
+                l.push(Span::styled("  note: ", t.dim));
+                l.extend(inert_spans(n, t.dim, t));
+            }
+            lines.extend(wrap(l, width, 4));
+        }
+    }
+    let max = lines.len().saturating_sub(inner.height as usize);
+    let s = (scroll as usize).min(max);
+    f.render_widget(
+        Paragraph::new(lines.into_iter().skip(s).collect::<Vec<_>>()),
+        inner,
+    );
+}
+
+/// "1 line", "2 lines".
+fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
