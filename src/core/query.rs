@@ -22,12 +22,11 @@ use std::hash::{BuildHasherDefault, Hasher};
 use memchr::memmem;
 
 use super::annotations::{Annotation, AnnotationSource, AnnotationStore};
-use super::derive::Status;
-use super::index::{
-    Codes, ExpKind, NO_SYM, OutcomeCode, PairRow, RunIndex, Sym, ValidityCode, flags,
-};
+use super::derive::{Status, ValidityCode};
+use super::index::{Codes, RunIndex};
 use super::key::RecordKey;
 use super::model::Route;
+use super::row::{ExpKind, NO_SYM, OutcomeCode, PairRow, Sym, flags};
 
 /// The field names, for completion and error messages (`tr` is an alias of `transformation`).
 pub const FIELDS: &[&str] = &[
@@ -1867,7 +1866,9 @@ impl Compiled {
 mod tests {
     use super::*;
     use crate::core::annotations::Change;
-    use crate::core::index::{Batch, Loc, OpenOptions, load_run};
+    use crate::core::index::{OpenOptions, load_run};
+    use crate::core::load::batch::Batch;
+    use crate::core::row::Loc;
     use proptest::prelude::*;
     use std::io::Write;
     use std::time::Instant;
@@ -2206,7 +2207,7 @@ mod tests {
                 let line = index.read_line(r.loc).expect("the line reads");
                 (
                     r.loc.id(),
-                    crate::core::rowkeys::line_key(&line).expect("a key"),
+                    crate::core::index::keys::line_key(&line).expect("a key"),
                 )
             })
             .collect();

@@ -15,12 +15,14 @@
 //! skipped, never unwrapped. `docs/statistics.md` defines every metric and
 //! its denominator for users.
 
+use rustc_hash::FxHashMap as FxMap;
 use serde::Serialize;
 
 use super::annotations::AnnotationStore;
-use super::derive::Status;
-use super::index::{ExpKind, FxMap, NO_SYM, PairRow, RunIndex, Sym, ValidityCode, flags};
+use super::derive::{Status, ValidityCode};
+use super::index::RunIndex;
 use super::model::fmt_num;
+use super::row::{ExpKind, NO_SYM, PairRow, Sym, flags};
 use super::text::inert_line;
 
 /// The z value of a two-sided 95% interval.
@@ -1991,7 +1993,7 @@ mod tests {
 
     mod arbitrary {
         use super::*;
-        use crate::core::index::{Loc, OutcomeCode, PackedCodes, RowCodes};
+        use crate::core::row::{Loc, OutcomeCode, PackedCodes, RowCodes};
         use proptest::prelude::*;
 
         fn float() -> impl Strategy<Value = f32> {

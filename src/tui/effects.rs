@@ -112,7 +112,7 @@ pub fn load_detail(app: &mut App, row: u32, theme: &Theme) {
     let Some(r) = app.index.rows.get(row as usize).copied() else {
         return;
     };
-    let pair = Arc::new(app.index.load_pair(&r));
+    let pair = Arc::new(app.index.load_pair(&r).map_err(|e| e.to_string()));
     let suggestion = pair
         .as_ref()
         .as_ref()

@@ -100,7 +100,7 @@ pub fn triage_lines(app: &App, t: &Theme) -> Vec<Line<'static>> {
 /// A case header's summary: its pairs with status, route and drift.
 fn case_lines(
     app: &App,
-    case: crate::core::index::Sym,
+    case: crate::core::row::Sym,
     rows: &[u32],
     width: usize,
     t: &Theme,

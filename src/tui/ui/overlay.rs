@@ -10,7 +10,7 @@ use ratatui::layout::{Position, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
-use crate::core::index::ProblemKind;
+use crate::core::problem::ProblemKind;
 use crate::core::text;
 
 use super::super::action::{Action, Group};
