@@ -52,7 +52,7 @@ impl RunFile {
 
     /// Read `buf.len()` bytes at `offset` of the file the index reads (a
     /// line again, for its detail or its key).
-    pub fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+    pub(crate) fn read_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         read_exact_at(&self.reader, buf, offset)
     }
 
