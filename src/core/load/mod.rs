@@ -7,7 +7,7 @@
 //!    another tool's results detected and converted into pair records.
 //! 2. [`chunks`]: the loader thread reads the input in chunks, cuts each into
 //!    lines and parses a chunk's lines on every core.
-//! 3. [`line`]: one line is trimmed and checked as UTF-8, read by the fast
+//! 3. [`line`](mod@line): one line is trimmed and checked as UTF-8, read by the fast
 //!    path, by the slow path when the fast one declines it, and becomes a
 //!    row's data or a problem.
 //! 4. [`intern`]: the row's strings become ids, each distinct string kept once.
