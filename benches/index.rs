@@ -7,7 +7,8 @@
 use std::time::Duration;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use triage::core::index::{OpenOptions, ParseMode, load_run_with};
+use triage::core::index::{OpenOptions, load_run_with};
+use triage::core::load::line::ParseMode;
 
 mod common;
 

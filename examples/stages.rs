@@ -14,7 +14,7 @@
 
 use std::time::Instant;
 
-use triage::core::{fast, index};
+use triage::core::{fast, load::line};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -62,7 +62,7 @@ fn main() {
                     .filter(|l| fast::parse_fast(l).is_some())
                     .count()
             },
-            "row" => &|| texts.iter().filter(|l| index::fast_row_of(l)).count(),
+            "row" => &|| texts.iter().filter(|l| line::fast_row_of(l)).count(),
             "serde" => &|| {
                 texts
                     .iter()

@@ -145,7 +145,7 @@ impl Fixture {
                 .expect("an annotated line");
             assert_eq!(index.str(row.case), *case, "line {line}");
             let bytes = index.read_line(row.loc).expect("the line reads");
-            let key = triage::core::rowkeys::line_key(&bytes).expect("a key");
+            let key = triage::core::index::keys::line_key(&bytes).expect("a key");
             let event = json!({
                 "v": 1,
                 "key": key.to_string(),

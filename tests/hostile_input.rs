@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use triage::core::index::{OpenOptions, ProblemKind, RunIndex, load_run, open_error};
+use triage::core::index::{OpenOptions, RunIndex, load_run};
+use triage::core::load::open::open_error;
+use triage::core::problem::ProblemKind;
 
 fn fixture(name: &str) -> String {
     Path::new(env!("CARGO_MANIFEST_DIR"))

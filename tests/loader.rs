@@ -6,7 +6,8 @@
 use std::io::Write;
 
 use triage::core::derive::{Status, derive};
-use triage::core::index::{self, OpenOptions, ParseMode, RunIndex, load_run_with};
+use triage::core::index::{self, OpenOptions, RunIndex, load_run_with};
+use triage::core::load::line::ParseMode;
 use triage::core::record::map_record;
 
 #[allow(dead_code, unreachable_pub)]
@@ -118,7 +119,7 @@ fn indexed_counts_match_a_full_parse_at_scale() {
     let idx_flips = idx
         .rows
         .iter()
-        .filter(|r| r.has(index::flags::FLIP))
+        .filter(|r| r.has(triage::core::row::flags::FLIP))
         .count();
     assert_eq!(idx_flips, flips);
     for st in [

@@ -19,7 +19,7 @@ use ratatui::backend::TestBackend;
 use tempfile::TempDir;
 
 use triage::core::annotations::now_rfc3339;
-use triage::core::index::PairRow;
+use triage::core::row::PairRow;
 use triage::tui::action::Action;
 use triage::tui::app::{self, App, DetailMode, Focus, Overlay};
 use triage::tui::keymap::Keymap;
@@ -134,7 +134,7 @@ fn journal_line(app: &App, a: &Ann) -> String {
         .find(|r| app.index.str(r.case) == a.case && app.index.str(r.variant) == a.variant)
         .unwrap_or_else(|| panic!("{}/{} is not in the run", a.case, a.variant));
     let line = app.index.read_line(row.loc).expect("the line reads");
-    let key = triage::core::rowkeys::line_key(&line).expect("the line has a key");
+    let key = triage::core::index::keys::line_key(&line).expect("the line has a key");
     serde_json::json!({
         "v": 1,
         "key": key.to_string(),
@@ -590,7 +590,7 @@ fn followed_run_that_was_replaced_on_disk() {
             ..Default::default()
         },
     });
-    s.app.run_change = Some(triage::core::follow::RunChange::Replaced {
+    s.app.run_change = Some(triage::core::load::follow::RunChange::Replaced {
         file: RICH.to_string(),
     });
     let text = s.draw().backend().to_string();

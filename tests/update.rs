@@ -715,7 +715,7 @@ fn reload_keeps_annotations_attached_by_record_key() {
     let text = fs::read_to_string(&f.run).unwrap();
     let reversed: Vec<&str> = text.lines().rev().collect();
     fs::write(&f.run, reversed.join("\n") + "\n").unwrap();
-    f.app.run_change = Some(triage::core::follow::RunChange::Replaced {
+    f.app.run_change = Some(triage::core::load::follow::RunChange::Replaced {
         file: "support-urgency.jsonl".to_string(),
     });
     let run = f.run.to_str().unwrap().to_string();

@@ -8,7 +8,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use triage::core::fast::forget_states;
-use triage::core::index::line_both_ways;
+use triage::core::load::line::line_both_ways;
 
 fn check(line: &[u8], max: usize) {
     let (fast, slow) = line_both_ways(line, max);

@@ -8,7 +8,8 @@
 use std::collections::HashMap;
 
 use super::annotations::AnnotationStore;
-use super::index::{NO_SYM, OutcomeCode, PairRow, RunIndex};
+use super::index::RunIndex;
+use super::row::{NO_SYM, OutcomeCode, PairRow};
 
 /// One value of a field and its counts.
 #[derive(Debug, Clone, PartialEq, Eq)]

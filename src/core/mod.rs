@@ -5,8 +5,12 @@
 //! - [`derive`]: facts computed per pair (drift, routes, margin, validity, verdict).
 //! - [`diff`]: structural JSON diff with paths, and inline word diffs.
 //! - [`text`]: untrusted strings made inert before they reach any screen.
-//! - [`index`]: the background loader that indexes run files without holding them;
+//! - [`row`]: a pair's compact row and its packing; [`problem`]: a line that
+//!   could not be read.
+//! - [`load`]: the background loader, a line's path from a run file to a row;
 //!   [`fast`]: its typed, borrowing fast path per line.
+//! - [`index`]: the index of a run built from the loader's rows, without
+//!   holding the files, and the reading of one pair's detail.
 //! - [`key`]: the record key that lets annotations follow a pair across runs.
 //! - [`taxonomy`] and [`suggest`]: failure categories and a suggested one per failure.
 //! - [`annotations`]: the crash-safe journal of decisions; [`apply`]: a copy of a run with them.
@@ -28,14 +32,15 @@ pub mod diff;
 pub mod export;
 pub mod facets;
 pub mod fast;
-pub mod follow;
 pub mod formats;
 pub mod index;
 pub mod key;
+pub mod load;
 pub mod model;
+pub mod problem;
 pub mod query;
 pub mod record;
-pub mod rowkeys;
+pub mod row;
 pub mod stats;
 pub mod suggest;
 pub mod taxonomy;

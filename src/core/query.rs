@@ -21,12 +21,11 @@ use memchr::memmem;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::annotations::{Annotation, AnnotationSource, AnnotationStore};
-use super::derive::Status;
-use super::index::{
-    Codes, ExpKind, NO_SYM, OutcomeCode, PairRow, RunIndex, Sym, ValidityCode, flags,
-};
+use super::derive::{Status, ValidityCode};
+use super::index::{Codes, RunIndex};
 use super::key::RecordKey;
 use super::model::Route;
+use super::row::{ExpKind, NO_SYM, OutcomeCode, PairRow, Sym, flags};
 
 mod parse;
 pub use parse::parse;

@@ -19,9 +19,10 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use super::annotations::AnnotationStore;
-use super::derive::Status;
-use super::index::{ExpKind, NO_SYM, PairRow, RunIndex, Sym, ValidityCode, flags};
+use super::derive::{Status, ValidityCode};
+use super::index::RunIndex;
 use super::model::fmt_num;
+use super::row::{ExpKind, NO_SYM, PairRow, Sym, flags};
 use super::text::inert_line;
 
 /// The z value of a two-sided 95% interval.

@@ -11,7 +11,7 @@
 use std::sync::Arc;
 
 use crate::core::annotations::AnnotationStore;
-use crate::core::follow::RunWatch;
+use crate::core::load::follow::RunWatch;
 use crate::core::index::RunIndex;
 use crate::core::suggest::suggest;
 use crate::core::taxonomy::Taxonomy;
@@ -192,7 +192,7 @@ pub fn load_detail(app: &mut App, row: u32, theme: &Theme) {
     let Some(r) = app.index.rows.get(row as usize).copied() else {
         return;
     };
-    let pair = Arc::new(app.index.load_pair(&r));
+    let pair = Arc::new(app.index.load_pair(&r).map_err(|e| e.to_string()));
     let suggestion = pair
         .as_ref()
         .as_ref()

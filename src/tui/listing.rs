@@ -11,7 +11,8 @@ use std::collections::{HashMap, HashSet};
 use rayon::prelude::*;
 
 use crate::core::annotations::AnnotationStore;
-use crate::core::index::{NO_SYM, RunIndex, Sym};
+use crate::core::index::RunIndex;
+use crate::core::row::{NO_SYM, Sym};
 
 /// A column the list can be sorted by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -359,7 +360,8 @@ pub fn build_items(
 mod tests {
     use super::*;
     use crate::core::annotations::AnnotationStore;
-    use crate::core::index::{Batch, Loc, PairRow};
+    use crate::core::load::batch::Batch;
+    use crate::core::row::{Loc, PairRow};
     use std::cmp::Ordering;
 
     use crate::core::index::sample::sample;

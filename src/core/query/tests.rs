@@ -1,6 +1,8 @@
 use super::*;
 use crate::core::annotations::Change;
-use crate::core::index::{Batch, Loc, OpenOptions, load_run};
+use crate::core::index::{OpenOptions, load_run};
+use crate::core::load::batch::Batch;
+use crate::core::row::Loc;
 use proptest::prelude::*;
 use std::collections::HashMap;
 use std::io::Write;
@@ -345,7 +347,7 @@ fn triage_fields_follow_the_annotation_store() {
             let line = index.read_line(r.loc).expect("the line reads");
             (
                 r.loc.id(),
-                crate::core::rowkeys::line_key(&line).expect("a key"),
+                crate::core::index::keys::line_key(&line).expect("a key"),
             )
         })
         .collect();

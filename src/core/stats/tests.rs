@@ -901,7 +901,7 @@ fn serializes_with_lowercase_grouping() {
 
 mod arbitrary {
     use super::*;
-    use crate::core::index::{Loc, OutcomeCode, PackedCodes, RowCodes};
+    use crate::core::row::{Loc, OutcomeCode, PackedCodes, RowCodes};
     use proptest::prelude::*;
 
     fn float() -> impl Strategy<Value = f32> {

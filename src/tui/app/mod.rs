@@ -22,9 +22,10 @@
 use std::collections::HashSet;
 
 use crate::core::annotations::{Annotation, AnnotationSource, AnnotationStore, Change};
-use crate::core::follow::{RunChange, RunWatch};
+use crate::core::load::follow::{RunChange, RunWatch};
 use crate::core::index::LoadedPair;
-use crate::core::index::{PairRow, RunIndex};
+use crate::core::index::RunIndex;
+use crate::core::row::PairRow;
 use crate::core::suggest::Suggestion;
 use crate::core::taxonomy::Taxonomy;
 use ratatui::text::Line;
@@ -183,7 +184,7 @@ pub struct App {
     /// Whether the list is grouped by source case.
     pub grouped: bool,
     /// Cases whose variants are hidden under their header.
-    pub folded: HashSet<crate::core::index::Sym>,
+    pub folded: HashSet<crate::core::row::Sym>,
     pub sort: Sort,
     /// The rank of every interned string, kept between sorts.
     ranks: Ranks,
@@ -393,7 +394,7 @@ impl App {
     }
 
     /// The case header under the cursor, with the rows of its pairs.
-    pub fn selected_case(&self) -> Option<(crate::core::index::Sym, &[u32])> {
+    pub fn selected_case(&self) -> Option<(crate::core::row::Sym, &[u32])> {
         match self.items.get(self.cursor) {
             Some(Item::Case {
                 case, start, len, ..

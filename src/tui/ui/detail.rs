@@ -105,7 +105,7 @@ pub fn pair_lines(app: &App, d: &Detail, t: &Theme) -> Vec<Line<'static>> {
 /// A case header's summary: its pairs with status, route and drift.
 fn case_lines(
     app: &App,
-    case: crate::core::index::Sym,
+    case: crate::core::row::Sym,
     rows: &[u32],
     width: usize,
     t: &Theme,

@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders};
 
 use crate::core::derive::Status;
-use crate::core::index::{PairRow, flags};
+use crate::core::row::{PairRow, flags};
 use crate::core::text;
 
 use super::super::app::{App, Focus};

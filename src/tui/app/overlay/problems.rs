@@ -6,7 +6,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
-use crate::core::index::ProblemKind;
+use crate::core::problem::ProblemKind;
 use crate::core::text;
 use crate::tui::action::Action;
 use crate::tui::app::{App, Effect, Overlay};

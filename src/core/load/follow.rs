@@ -15,7 +15,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::index::{IndexState, ParseMode, RunFile, line_at, process_line};
+use super::batch::IndexState;
+use super::line::{ParseMode, human_bytes, line_at, process_line};
+use super::open::{RunFile, read_exact_at};
 
 /// How often a followed run is checked for new lines.
 pub const POLL: Duration = Duration::from_millis(200);
@@ -113,7 +115,7 @@ fn complete_prefix(file: &File, len: u64) -> io::Result<u64> {
     while end > 0 {
         let start = end.saturating_sub(BLOCK);
         let chunk = &mut buf[..(end - start) as usize];
-        super::index::read_exact_at(file, chunk, start)?;
+        read_exact_at(file, chunk, start)?;
         if let Some(i) = memchr::memrchr(b'\n', chunk) {
             return Ok(start + i as u64 + 1);
         }
@@ -162,7 +164,7 @@ fn poll_one(st: &mut IndexState, t: &mut Tail, max_line: usize, mode: ParseMode)
     // Look for a newline in what was added since the last scan only.
     let from = t.scanned.max(t.offset);
     let mut buf = vec![0u8; (len - from) as usize];
-    if super::index::read_exact_at(&t.file, &mut buf, from).is_err() {
+    if read_exact_at(&t.file, &mut buf, from).is_err() {
         return false;
     }
     let Some(nl) = memchr::memrchr(b'\n', &buf) else {
@@ -175,7 +177,7 @@ fn poll_one(st: &mut IndexState, t: &mut Tail, max_line: usize, mode: ParseMode)
     if from > t.offset {
         // The start of the line was scanned earlier: read it all now.
         buf = vec![0u8; (end - t.offset) as usize];
-        if super::index::read_exact_at(&t.file, &mut buf, t.offset).is_err() {
+        if read_exact_at(&t.file, &mut buf, t.offset).is_err() {
             return false;
         }
     } else {
@@ -228,8 +230,8 @@ impl std::fmt::Display for RunChange {
             RunChange::Truncated { file, was, now } => write!(
                 f,
                 "{file} was truncated ({} → {}); what is shown may be out of date",
-                super::index::human_bytes(*was),
-                super::index::human_bytes(*now)
+                human_bytes(*was),
+                human_bytes(*now)
             ),
             RunChange::Replaced { file } => write!(
                 f,
@@ -432,7 +434,7 @@ mod tests {
         // Rewritten in place: the detail of a pair whose line changed says so
         // instead of showing another pair.
         std::fs::write(&path, format!("{}\n{}\n", pair("d1"), pair("d2"))).unwrap();
-        let err = index.load_pair(&index.rows[1]).unwrap_err();
+        let err = index.load_pair(&index.rows[1]).unwrap_err().to_string();
         assert!(err.contains(":2:") && err.contains("changed"), "{err}");
 
         let mut watch = RunWatch::new(&index.files);

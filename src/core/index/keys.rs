@@ -1,7 +1,7 @@
 //! Record keys of rows, computed only where they are needed.
 //!
 //! A row's [`RecordKey`] is a digest of its canonical content (see
-//! [`super::key`]): it ties an annotation to its pair. Computing it means
+//! [`crate::core::key`]): it ties an annotation to its pair. Computing it means
 //! sorting every object of the line and hashing the result, which is about
 //! as much work as the rest of indexing put together, and almost every row
 //! never needs it: only the rows an annotation could be on. An annotation
@@ -17,15 +17,18 @@
 //! The keys are read from the rows' lines on demand, with the same raw
 //! scanner the loader used to run on every line.
 
-use super::annotations::{Annotation, AnnotationStore};
-use super::index::{FxMap, PairRow, RunIndex};
-use super::key::{RecordKey, record_key, record_key_raw};
+use rustc_hash::FxHashMap;
+
+use super::RunIndex;
+use crate::core::annotations::{Annotation, AnnotationStore};
+use crate::core::key::{RecordKey, record_key, record_key_raw};
+use crate::core::row::PairRow;
 
 /// The keys an index knows, and how far it has looked for more.
 #[derive(Debug, Default)]
 pub struct RowKeys {
-    /// Key by row location ([`super::index::Loc::id`]).
-    by_loc: FxMap<u64, RecordKey>,
+    /// Key by row location ([`crate::core::row::Loc::id`]).
+    by_loc: FxHashMap<u64, RecordKey>,
     /// Rows `0..checked` were looked at for the store revision `revision`.
     checked: usize,
     revision: Option<u64>,

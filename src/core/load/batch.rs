@@ -1,0 +1,201 @@
+//! The last step of a line's path: its row or problems go into a [`Batch`].
+//!
+//! `IndexState` is what the loader thread keeps between lines. `push`
+//! takes what one line gave (`LineOut`, from [`super::line`]), interns the row's
+//! strings ([`super::intern`]) and its version triple, packs its codes
+//! ([`crate::core::row`]), and adds the row, or the problems, to the batch.
+//! Batches go to the index over a channel, in line order; the index merges
+//! them ([`RunIndex::apply`](crate::core::index::RunIndex::apply)).
+
+use std::sync::mpsc::Sender;
+use std::time::Duration;
+
+use rustc_hash::FxHashMap;
+
+use super::intern::{Field, Strings};
+use super::line::{Line, LineOut};
+use crate::core::problem::{Problem, ProblemKind};
+use crate::core::row::{Loc, PackedCodes, PairRow, RowCodes, Sym};
+
+/// A slice of indexing work, sent from the loader thread.
+#[derive(Debug, Default)]
+pub struct Batch {
+    /// Strings interned since the last batch, in id order.
+    pub strings: Vec<Box<str>>,
+    /// (contract, schema, model) triples first seen since the last batch, in id order.
+    pub versions: Vec<[Sym; 3]>,
+    pub rows: Vec<PairRow>,
+    pub problems: Vec<Problem>,
+    /// Bytes read so far over all files.
+    pub bytes_read: u64,
+    /// Set on the last batch, with the time the whole load took.
+    pub finished: Option<Duration>,
+}
+
+/// What the loader thread keeps from line to line: the interned strings,
+/// the ids of the version triples, and the batch being filled for the index.
+pub(crate) struct IndexState {
+    strings: Strings,
+    /// The id of each (contract, schema, model) triple seen.
+    triples: FxHashMap<[Sym; 3], u32>,
+    /// The triple of the row before, and its id.
+    last_triple: Option<([Sym; 3], u32)>,
+    batch: Batch,
+    bytes_read: u64,
+    tx: Sender<Batch>,
+    sent_any: bool,
+}
+
+impl IndexState {
+    /// A state whose batches go to `tx`.
+    pub(super) fn new(tx: Sender<Batch>) -> IndexState {
+        IndexState {
+            strings: Strings::default(),
+            triples: FxHashMap::default(),
+            last_triple: None,
+            batch: Batch::default(),
+            bytes_read: 0,
+            tx,
+            sent_any: false,
+        }
+    }
+
+    /// The id of `s` for `field` (see [`Strings::intern`]); a new string
+    /// goes out with the batch.
+    #[inline]
+    fn intern(&mut self, field: Field, s: Option<&[u8]>) -> Sym {
+        self.strings.intern(field, s, &mut self.batch.strings)
+    }
+
+    fn versions(&mut self, triple: [Sym; 3]) -> u32 {
+        if let Some((last, id)) = self.last_triple
+            && last == triple
+        {
+            return id;
+        }
+        let id = self.versions_of(triple);
+        self.last_triple = Some((triple, id));
+        id
+    }
+
+    fn versions_of(&mut self, triple: [Sym; 3]) -> u32 {
+        let next = self.triples.len() as u32;
+        let id = *self.triples.entry(triple).or_insert(next);
+        if id == next {
+            self.batch.versions.push(triple);
+        }
+        id
+    }
+
+    /// Send what was pushed since the last send; false once nobody listens.
+    pub(crate) fn send(&mut self) -> bool {
+        self.batch.bytes_read = self.bytes_read;
+        let b = std::mem::take(&mut self.batch);
+        self.tx.send(b).is_ok()
+    }
+
+    /// Count bytes read outside the first pass.
+    pub(crate) fn add_bytes(&mut self, n: u64) {
+        self.bytes_read += n;
+    }
+
+    fn flush(&mut self) {
+        self.batch.bytes_read = self.bytes_read;
+        let b = std::mem::take(&mut self.batch);
+        // The receiver may be gone (the user quit): stop quietly.
+        let _ = self.tx.send(b);
+        self.sent_any = true;
+    }
+
+    /// Whether a batch went out yet.
+    pub(super) fn sent_any(&self) -> bool {
+        self.sent_any
+    }
+
+    /// Report a problem outside any line (a read that failed).
+    pub(super) fn push_problem(&mut self, p: Problem) {
+        self.batch.problems.push(p);
+    }
+
+    /// Send the last batch, with the time the whole first pass took.
+    pub(super) fn finish(&mut self, elapsed: Duration) {
+        self.batch.finished = Some(elapsed);
+        self.flush();
+    }
+
+    /// Intern and send a parsed chunk: `outs` are what its `lines` of `buf` gave.
+    pub(super) fn push_all(
+        &mut self,
+        file_idx: u16,
+        display: &str,
+        lines: &[Line],
+        outs: Vec<LineOut>,
+        buf: &[u8],
+    ) {
+        for (l, out) in lines.iter().zip(outs) {
+            self.push(file_idx, display, l, out, buf);
+        }
+        if !self.batch.rows.is_empty() || !self.batch.problems.is_empty() || !self.sent_any {
+            self.flush();
+        }
+    }
+
+    /// Turn one parsed line into a row or problems, in line order.
+    pub(crate) fn push(
+        &mut self,
+        file_idx: u16,
+        display: &str,
+        line: &Line,
+        out: LineOut,
+        buf: &[u8],
+    ) {
+        let problem = |kind: ProblemKind, message: String| Problem {
+            file: display.to_string(),
+            line: line.no,
+            kind,
+            message,
+        };
+        match out {
+            LineOut::Blank => {}
+            LineOut::Problem(kind, message) => self.batch.problems.push(problem(kind, message)),
+            LineOut::Row(d) => {
+                for w in d.warnings {
+                    self.batch
+                        .problems
+                        .push(problem(ProblemKind::FieldWarning, w));
+                }
+                let s = &d.summary;
+                let versions = [
+                    self.intern(Field::Contract, d.contract.as_ref().map(|t| t.bytes(buf))),
+                    self.intern(Field::Schema, d.schema.as_ref().map(|t| t.bytes(buf))),
+                    self.intern(Field::Model, d.model.as_ref().map(|t| t.bytes(buf))),
+                ];
+                let row = PairRow {
+                    loc: Loc::new(
+                        file_idx,
+                        u32::try_from(line.no).unwrap_or(u32::MAX),
+                        line.offset + d.trim_start as u64,
+                        u32::try_from(d.body_len).unwrap_or(u32::MAX),
+                    ),
+                    case: self.intern(Field::Case, Some(d.case.bytes(buf))),
+                    variant: self.intern(Field::Variant, Some(d.variant.bytes(buf))),
+                    transformation: self
+                        .intern(Field::Transformation, Some(d.transformation.bytes(buf))),
+                    family: self.intern(Field::Family, d.family.as_ref().map(|t| t.bytes(buf))),
+                    dp: s.dp,
+                    dc: s.dc,
+                    margin: s.margin,
+                    variant_margin: s.variant_margin,
+                    latency: s.latency,
+                    versions: self.versions(versions),
+                    repetition: s.repetition,
+                    codes: PackedCodes::pack(RowCodes {
+                        suggestion: d.suggestion,
+                        ..s.codes
+                    }),
+                };
+                self.batch.rows.push(row);
+            }
+        }
+    }
+}

@@ -1,0 +1,465 @@
+//! A pair's row: the compact summary of one pair that the list, counts and
+//! queries read, and its packing.
+//!
+//! The loader ([`super::load`]) makes one [`PairRow`] per pair; the index
+//! ([`super::index`]) keeps them. Strings are interned ids ([`Sym`]), the
+//! line's place is a [`Loc`], and every small code shares one word
+//! ([`PackedCodes`]).
+
+use super::derive::{Status, ValidityCode};
+use super::model::Route;
+
+/// An interned string id; [`NO_SYM`] means "not recorded".
+pub type Sym = u32;
+/// The id of an absent string.
+pub const NO_SYM: Sym = u32::MAX;
+
+/// Where a pair's line lives: 16 bytes, the input's number and the byte
+/// offset sharing one word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Loc {
+    /// The input file in the top 16 bits, the byte offset in the low 48.
+    pos: u64,
+    /// 1-based line number.
+    pub line: u32,
+    pub len: u32,
+}
+
+impl Loc {
+    const OFFSET_BITS: u32 = 48;
+
+    /// A location; offsets past 256 TB are clamped.
+    #[inline]
+    pub fn new(file: u16, line: u32, offset: u64, len: u32) -> Loc {
+        let offset = offset.min((1 << Self::OFFSET_BITS) - 1);
+        Loc {
+            pos: (u64::from(file) << Self::OFFSET_BITS) | offset,
+            line,
+            len,
+        }
+    }
+
+    /// Which input (an index into
+    /// [`RunIndex::files`](super::index::RunIndex::files)).
+    pub fn file(&self) -> u16 {
+        (self.pos >> Self::OFFSET_BITS) as u16
+    }
+
+    /// The byte offset of the line's content in its input.
+    pub fn offset(&self) -> u64 {
+        self.pos & ((1 << Self::OFFSET_BITS) - 1)
+    }
+
+    /// The input and offset as one number, unique to a line within a run.
+    pub fn id(&self) -> u64 {
+        self.pos
+    }
+}
+
+/// Boolean facts of a row, packed.
+pub mod flags {
+    /// The route changed between source and variant.
+    pub const FLIP: u8 = 1;
+    /// The transformation was inferred from the diff.
+    pub const INFERRED: u8 = 2;
+    /// The source margin is under the minimum boundary margin.
+    pub const NEAR_BOUNDARY: u8 = 4;
+    /// The pair has warnings (recomputed route or verdict disagree, bad fields).
+    pub const WARNINGS: u8 = 8;
+    /// The recorded `passed` disagrees with the re-checked expectation.
+    pub const PASSED_MISMATCH: u8 = 16;
+    /// A recorded route disagrees with the policy.
+    pub const ROUTE_MISMATCH: u8 = 32;
+}
+
+/// The expectation kind of a row, compactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ExpKind {
+    None,
+    Invariant,
+    NotLessUrgent,
+    NotMoreUrgent,
+    AllowedRoutes,
+    Unknown,
+}
+
+impl ExpKind {
+    /// The kind name as in run files ("none" when not recorded).
+    pub fn name(self) -> &'static str {
+        match self {
+            ExpKind::None => "none",
+            ExpKind::Invariant => "invariant",
+            ExpKind::NotLessUrgent => "not-less-urgent",
+            ExpKind::NotMoreUrgent => "not-more-urgent",
+            ExpKind::AllowedRoutes => "allowed-routes",
+            ExpKind::Unknown => "unknown",
+        }
+    }
+}
+
+/// A request outcome, compactly.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum OutcomeCode {
+    NotRecorded,
+    Ok,
+    Timeout,
+    Error,
+    InvalidResponse,
+    Other,
+}
+
+impl OutcomeCode {
+    /// From a side's effective outcome.
+    #[inline]
+    pub fn of(o: Option<&super::model::Outcome>) -> OutcomeCode {
+        use super::model::Outcome;
+        match o {
+            None => OutcomeCode::NotRecorded,
+            Some(Outcome::Ok) => OutcomeCode::Ok,
+            Some(Outcome::Timeout) => OutcomeCode::Timeout,
+            Some(Outcome::Error) => OutcomeCode::Error,
+            Some(Outcome::InvalidResponse) => OutcomeCode::InvalidResponse,
+            Some(Outcome::Other(_)) => OutcomeCode::Other,
+        }
+    }
+
+    /// The outcome name used in queries and exports.
+    pub fn name(self) -> &'static str {
+        match self {
+            OutcomeCode::NotRecorded => "not-recorded",
+            OutcomeCode::Ok => "ok",
+            OutcomeCode::Timeout => "timeout",
+            OutcomeCode::Error => "error",
+            OutcomeCode::InvalidResponse => "invalid-response",
+            OutcomeCode::Other => "other",
+        }
+    }
+}
+
+/// The compact summary of one pair that the list, counts and queries use.
+///
+/// 80 bytes: the location, the record key, four interned strings, five
+/// numbers, the (contract, schema, model) triple as one id, the repetition
+/// and every small code packed in one word (see [`RowCodes`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PairRow {
+    pub loc: Loc,
+    pub case: Sym,
+    pub variant: Sym,
+    pub transformation: Sym,
+    pub family: Sym,
+    /// Variant minus source probability; NaN when not recorded.
+    pub dp: f32,
+    /// Variant minus source confidence; NaN when not recorded.
+    pub dc: f32,
+    /// Source boundary margin; NaN when not recorded.
+    pub margin: f32,
+    /// Variant boundary margin; NaN when not recorded.
+    pub variant_margin: f32,
+    /// The larger of the two latencies in ms; NaN when not recorded.
+    pub latency: f32,
+    /// The row's (contract, schema, model) triple, an index into the run's
+    /// table of them: read it with
+    /// [`RunIndex::contract`](super::index::RunIndex::contract),
+    /// [`RunIndex::schema`](super::index::RunIndex::schema) and
+    /// [`RunIndex::model`](super::index::RunIndex::model).
+    pub versions: u32,
+    /// The recorded repetition, or `u32::MAX`.
+    pub repetition: u32,
+    /// Status, flags, routes, expectation, outcomes, validity and suggested
+    /// category, packed: read them with the accessors below.
+    pub codes: PackedCodes,
+}
+
+impl PairRow {
+    /// Whether a flag from [`flags`] is set.
+    pub fn has(&self, flag: u8) -> bool {
+        self.flags() & flag != 0
+    }
+
+    /// The pair's status.
+    #[inline]
+    pub fn status(&self) -> Status {
+        self.codes.status()
+    }
+
+    /// The boolean facts (see [`flags`]).
+    pub fn flags(&self) -> u8 {
+        self.codes.flags()
+    }
+
+    /// The source's route, if recorded or computed.
+    pub fn source_route(&self) -> Option<Route> {
+        self.codes.source_route()
+    }
+
+    /// The variant's route, if recorded or computed.
+    pub fn variant_route(&self) -> Option<Route> {
+        self.codes.variant_route()
+    }
+
+    pub fn expectation(&self) -> ExpKind {
+        self.codes.expectation()
+    }
+
+    pub fn source_outcome(&self) -> OutcomeCode {
+        self.codes.source_outcome()
+    }
+
+    pub fn variant_outcome(&self) -> OutcomeCode {
+        self.codes.variant_outcome()
+    }
+
+    pub fn validity(&self) -> ValidityCode {
+        self.codes.validity()
+    }
+
+    /// The suggested category id, or `None` when the pair did not fail (or
+    /// no rule applied).
+    pub fn suggestion(&self) -> Option<&'static str> {
+        self.codes.suggestion()
+    }
+
+    /// Every small code, unpacked.
+    pub fn row_codes(&self) -> RowCodes {
+        self.codes.unpack()
+    }
+}
+
+/// The small codes of a row, unpacked; [`PackedCodes::pack`] stores them in
+/// four bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowCodes {
+    pub status: Status,
+    pub flags: u8,
+    pub source_route: Option<Route>,
+    pub variant_route: Option<Route>,
+    pub expectation: ExpKind,
+    pub source_outcome: OutcomeCode,
+    pub variant_outcome: OutcomeCode,
+    pub validity: ValidityCode,
+    /// One of [`super::suggest::CATEGORIES`], or `None`.
+    pub suggestion: Option<&'static str>,
+}
+
+/// [`RowCodes`] in one word. From the lowest bit: status (3 bits), flags
+/// (8), source route (2, 0 for none), variant route (2), expectation (3),
+/// source outcome (3), variant outcome (3), validity (2), and the suggested
+/// category (6: 0 for none, else its place in
+/// [`super::suggest::CATEGORIES`] plus one).
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PackedCodes(u32);
+
+const STATUSES: [Status; 5] = [
+    Status::Invalid,
+    Status::ServiceError,
+    Status::Fail,
+    Status::Unchecked,
+    Status::Pass,
+];
+const EXP_KINDS: [ExpKind; 6] = [
+    ExpKind::None,
+    ExpKind::Invariant,
+    ExpKind::NotLessUrgent,
+    ExpKind::NotMoreUrgent,
+    ExpKind::AllowedRoutes,
+    ExpKind::Unknown,
+];
+const OUTCOMES: [OutcomeCode; 6] = [
+    OutcomeCode::NotRecorded,
+    OutcomeCode::Ok,
+    OutcomeCode::Timeout,
+    OutcomeCode::Error,
+    OutcomeCode::InvalidResponse,
+    OutcomeCode::Other,
+];
+const VALIDITIES: [ValidityCode; 4] = [
+    ValidityCode::Valid,
+    ValidityCode::Invalid,
+    ValidityCode::Undeclared,
+    ValidityCode::NotRecorded,
+];
+
+/// The place of `x` in `all` (every value is listed, so this always finds it).
+#[inline]
+fn place<T: PartialEq>(all: &[T], x: &T) -> u32 {
+    all.iter().position(|a| a == x).unwrap_or(0) as u32
+}
+
+impl PackedCodes {
+    const FLAGS: u32 = 3;
+    const SOURCE_ROUTE: u32 = 11;
+    const VARIANT_ROUTE: u32 = 13;
+    const EXPECTATION: u32 = 15;
+    const SOURCE_OUTCOME: u32 = 18;
+    const VARIANT_OUTCOME: u32 = 21;
+    const VALIDITY: u32 = 24;
+    const SUGGESTION: u32 = 26;
+
+    /// Pack the codes of a row.
+    #[inline]
+    pub fn pack(c: RowCodes) -> PackedCodes {
+        let route = |r: Option<Route>| match r {
+            None => 0,
+            Some(r) => place(&Route::ALL, &r) + 1,
+        };
+        let suggestion = c.suggestion.map_or(0, |s| {
+            let code = super::suggest::CATEGORIES.iter().position(|&x| x == s);
+            debug_assert!(code.is_some(), "category {s} missing from CATEGORIES");
+            code.map_or(0, |i| i as u32 + 1)
+        });
+        PackedCodes(
+            place(&STATUSES, &c.status)
+                | u32::from(c.flags) << Self::FLAGS
+                | route(c.source_route) << Self::SOURCE_ROUTE
+                | route(c.variant_route) << Self::VARIANT_ROUTE
+                | place(&EXP_KINDS, &c.expectation) << Self::EXPECTATION
+                | place(&OUTCOMES, &c.source_outcome) << Self::SOURCE_OUTCOME
+                | place(&OUTCOMES, &c.variant_outcome) << Self::VARIANT_OUTCOME
+                | place(&VALIDITIES, &c.validity) << Self::VALIDITY
+                | suggestion << Self::SUGGESTION,
+        )
+    }
+
+    #[inline]
+    fn bits(self, at: u32, width: u32) -> usize {
+        ((self.0 >> at) & ((1 << width) - 1)) as usize
+    }
+
+    fn route(self, at: u32) -> Option<Route> {
+        self.bits(at, 2)
+            .checked_sub(1)
+            .and_then(|i| Route::ALL.get(i).copied())
+    }
+
+    #[inline]
+    pub fn status(self) -> Status {
+        STATUSES[self.bits(0, 3).min(STATUSES.len() - 1)]
+    }
+
+    pub fn flags(self) -> u8 {
+        self.bits(Self::FLAGS, 8) as u8
+    }
+
+    pub fn source_route(self) -> Option<Route> {
+        self.route(Self::SOURCE_ROUTE)
+    }
+
+    pub fn variant_route(self) -> Option<Route> {
+        self.route(Self::VARIANT_ROUTE)
+    }
+
+    pub fn expectation(self) -> ExpKind {
+        EXP_KINDS[self.bits(Self::EXPECTATION, 3).min(EXP_KINDS.len() - 1)]
+    }
+
+    pub fn source_outcome(self) -> OutcomeCode {
+        OUTCOMES[self.bits(Self::SOURCE_OUTCOME, 3).min(OUTCOMES.len() - 1)]
+    }
+
+    pub fn variant_outcome(self) -> OutcomeCode {
+        OUTCOMES[self.bits(Self::VARIANT_OUTCOME, 3).min(OUTCOMES.len() - 1)]
+    }
+
+    pub fn validity(self) -> ValidityCode {
+        VALIDITIES[self.bits(Self::VALIDITY, 2)]
+    }
+
+    /// The suggested category's code: 0 for none, else its place in
+    /// [`super::suggest::CATEGORIES`] plus one.
+    pub fn suggestion_code(self) -> u8 {
+        self.bits(Self::SUGGESTION, 6) as u8
+    }
+
+    pub fn suggestion(self) -> Option<&'static str> {
+        self.bits(Self::SUGGESTION, 6)
+            .checked_sub(1)
+            .and_then(|i| super::suggest::CATEGORIES.get(i).copied())
+    }
+
+    pub fn unpack(self) -> RowCodes {
+        RowCodes {
+            status: self.status(),
+            flags: self.flags(),
+            source_route: self.source_route(),
+            variant_route: self.variant_route(),
+            expectation: self.expectation(),
+            source_outcome: self.source_outcome(),
+            variant_outcome: self.variant_outcome(),
+            validity: self.validity(),
+            suggestion: self.suggestion(),
+        }
+    }
+}
+
+impl From<RowCodes> for PackedCodes {
+    fn from(c: RowCodes) -> PackedCodes {
+        PackedCodes::pack(c)
+    }
+}
+
+impl std::fmt::Debug for PackedCodes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.unpack().fmt(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pair_rows_stay_small() {
+        // 64 bytes: the memory target is 64 bytes per pair plus 50 MB, and
+        // record keys are not part of the row (see `index::keys`).
+        assert!(
+            std::mem::size_of::<PairRow>() <= 64,
+            "{}",
+            std::mem::size_of::<PairRow>()
+        );
+        assert_eq!(std::mem::size_of::<Loc>(), 16);
+        let l = Loc::new(3, 7, 123_456_789_012, 99);
+        assert_eq!(
+            (l.file(), l.line, l.offset(), l.len),
+            (3, 7, 123_456_789_012, 99)
+        );
+    }
+
+    #[test]
+    fn row_codes_pack_and_unpack_every_value() {
+        let routes = [
+            None,
+            Some(Route::Pass),
+            Some(Route::Review),
+            Some(Route::Action),
+        ];
+        let suggestions = std::iter::once(None).chain(super::super::suggest::CATEGORIES.map(Some));
+        let mut n = 0;
+        for (i, suggestion) in suggestions.enumerate() {
+            for status in STATUSES {
+                for (j, &source_route) in routes.iter().enumerate() {
+                    for expectation in EXP_KINDS {
+                        for (k, source_outcome) in OUTCOMES.into_iter().enumerate() {
+                            for validity in VALIDITIES {
+                                let c = RowCodes {
+                                    status,
+                                    flags: (i * 37 + j * 11 + k) as u8 | 0x80,
+                                    source_route,
+                                    variant_route: routes[(j + i) % routes.len()],
+                                    expectation,
+                                    source_outcome,
+                                    variant_outcome: OUTCOMES[(k + i + 1) % OUTCOMES.len()],
+                                    validity,
+                                    suggestion,
+                                };
+                                assert_eq!(PackedCodes::pack(c).unpack(), c);
+                                n += 1;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(n, 8 * 5 * 4 * 6 * 6 * 4);
+    }
+}
