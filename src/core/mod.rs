@@ -36,6 +36,7 @@ pub mod model;
 pub mod query;
 pub mod record;
 pub mod rowkeys;
+pub mod schema;
 pub mod stats;
 pub mod suggest;
 pub mod taxonomy;
