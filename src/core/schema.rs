@@ -139,9 +139,10 @@ macro_rules! schema {
 
         const _: () = check(&$table);
 
-        #[doc = concat!("The slot of a member of ", $what, ", from its key as it is written")]
-        #[doc = concat!("(unescaped); `None` for a key the loader does not read. The")]
-        #[doc = concat!("spellings of [`", stringify!($table), "`].")]
+        #[doc = concat!("The slot of a member of ", $what, ", from the text of its key")]
+        #[doc = "between the quotes, escapes not decoded; `None` for a key the loader"]
+        #[doc = concat!("does not read. The spellings of [`", stringify!($table), "`] (a spelling")]
+        #[doc = "listed twice would be an unreachable pattern, which the lints refuse)."]
         #[inline]
         pub fn $slot_fn(k: &[u8]) -> Option<usize> {
             Some(match k {
