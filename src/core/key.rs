@@ -5,11 +5,18 @@
 //! run to run without changing the pair: the `timestamp`, each side's latency,
 //! and the `triage` object that `triage apply` writes. An annotation made on
 //! one run therefore follows the same pair into the next one.
+//!
+//! It is computed two ways with one result: [`record_key`] from a parsed
+//! [`Value`], and [`record_key_raw`] straight from the line's bytes, about
+//! four times faster, which comparing two runs key by key needs (the note
+//! above [`record_key_raw`] gives the figures).
 
 use std::fmt;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
+
+use super::schema::{S_LATENCY, SIDE, T_SOURCE, T_TIMESTAMP, T_VARIANT, TOP, top_slot};
 
 /// A 128-bit digest of a pair's canonical content, shown as 32 hex digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -40,8 +47,21 @@ impl RecordKey {
     }
 }
 
-const VOLATILE_TOP: &[&str] = &["timestamp", "triage"];
-const VOLATILE_SIDE: &[&str] = &["latency_ms", "latencyMs", "latency"];
+/// Top-level members left out of the key: the time (every spelling of
+/// [`T_TIMESTAMP`]) and the `triage` object that `triage apply` writes.
+const VOLATILE_TOP: [&str; 2] = {
+    let time = TOP[T_TIMESTAMP].spellings;
+    assert!(time.len() == 1, "a new spelling of the time goes here too");
+    [time[0], "triage"]
+};
+/// Members of a side left out of the key: every spelling of its latency.
+const VOLATILE_SIDE: &[&str] = SIDE[S_LATENCY].spellings;
+
+/// Whether a top-level key names a side (`source` or `variant`), whose
+/// latency the key leaves out.
+fn is_side(k: &[u8]) -> bool {
+    matches!(top_slot(k), Some(T_SOURCE | T_VARIANT))
+}
 
 /// The key of one parsed line.
 pub fn record_key(v: &Value) -> RecordKey {
@@ -58,7 +78,7 @@ pub fn record_key(v: &Value) -> RecordKey {
             write_str(&mut buf, k);
             buf.push(b':');
             match (k.as_str(), &obj[k]) {
-                ("source" | "variant", Value::Object(side)) => {
+                (k, Value::Object(side)) if is_side(k.as_bytes()) => {
                     let mut sk: Vec<&String> = side.keys().collect();
                     sk.sort();
                     buf.push(b'{');
@@ -132,6 +152,31 @@ fn canonical(buf: &mut Vec<u8>, v: &Value, depth: usize) {
         other => buf.extend_from_slice(other.to_string().as_bytes()),
     }
 }
+
+// Two ways to compute one key, kept for comparison.
+//
+// [`record_key`] reads a parsed [`Value`]; [`record_key_raw`] below (with
+// its scanner, to the end of this file's code) reads the line's bytes. Rows'
+// keys are computed on demand (see `super::index::keys`), so today few rows need
+// one and either way would do. Comparing two runs (the planned `triage
+// compare OLD NEW`) needs the key of every row of both: 2 × 1M lines, for a
+// target of at most 2.5 × the time of indexing one 1M-pair run (about 1.8 s
+// on the reference two-core machine, so 4.5 s for the whole comparison).
+//
+// Measured with `cargo run --release --example key_time --
+// run-100k.jsonl 5` (100k pairs of about 2.7 KB from `gen_run`; one thread;
+// medians of five rounds, three sets, on a busy two-core machine): the raw
+// scanner takes 8.0 µs of CPU per line, a serde_json `Value` plus
+// `record_key` 35.0 µs, 4.3 times as much (4.2 to 4.35 in every set, by
+// CPU time and by the wall clock). Against `examples/index_time` on the
+// same run, timed alongside, the keys of two runs spread over both cores
+// take 2.0 to 2.7 times one run's indexing with the raw scanner and 8 to 11
+// times with serde_json: the serde path alone would spend three to four
+// times the comparison's whole budget on keys. Neither meets the target on
+// top of indexing both runs (that will take computing the keys within the
+// indexing
+// pass), but only the raw scanner keeps it within reach, so it stays until
+// comparison is built and measured.
 
 /// The key of one line, computed from its raw text without building a
 /// [`Value`]: the same canonical bytes as [`record_key`], hashed the same way.
@@ -536,7 +581,7 @@ impl Scan<'_, '_> {
                 Level::Inner => false,
             };
             let child = match level {
-                Level::Top if key == b"source" || key == b"variant" => Level::Side,
+                Level::Top if is_side(key) => Level::Side,
                 _ => Level::Inner,
             };
             let start = self.c.out.len();

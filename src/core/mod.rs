@@ -1,6 +1,7 @@
 //! The terminal-free core of triage.
 //!
 //! - [`model`]: the pair record as a run file describes it (both spellings).
+//! - [`schema`]: every run-file field declared once: its slot, spellings and JSON type.
 //! - [`record`]: tolerant mapping from one JSON line to a [`model::PairRecord`].
 //! - [`derive`]: facts computed per pair (drift, routes, margin, validity, verdict).
 //! - [`diff`]: structural JSON diff with paths, and inline word diffs.
@@ -41,6 +42,7 @@ pub mod problem;
 pub mod query;
 pub mod record;
 pub mod row;
+pub mod schema;
 pub mod stats;
 pub mod suggest;
 pub mod taxonomy;

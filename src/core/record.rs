@@ -5,10 +5,22 @@
 //! `maximumNoulDrift`, ...). Only `case_id` and `variant_id` are required; an
 //! optional field with the wrong type becomes a field warning and is treated
 //! as not recorded, so one odd value never hides a whole pair.
+//!
+//! Which keys spell which field, and what type each field expects, is in
+//! [`super::schema`]; the fast path reads the same tables.
 
 use serde_json::{Map, Value};
 
 use super::model::{Expectation, Outcome, PairRecord, Policy, Route, Side};
+use super::schema::{
+    self, E_KIND, E_MAX_C, E_MAX_P, E_MOVEMENT, E_ROUTES, E_SAME_ROUTE, EXPECTATION, Field, Json,
+    N_TOP, P_ACTION, P_REVIEW, POLICY, R_CONFIDENCE, R_PROBABILITY, RESPONSE, S_CONFIDENCE,
+    S_DECISION, S_ERROR, S_LATENCY, S_OUTCOME, S_PROBABILITY, S_QUESTION, S_RESPONSE, S_ROUTE,
+    S_STATE, SIDE, T_ACTION, T_ALLOWED, T_CASE, T_CONTRACT, T_DATASET, T_EXPECTATION, T_FAMILY,
+    T_LABEL, T_MARGIN, T_MODEL, T_PASSED, T_POLICY, T_REASONS, T_REPETITION, T_REVIEW, T_SCHEMA,
+    T_SETTINGS, T_SOURCE, T_SOURCE_ROUTE, T_TIMESTAMP, T_TRANSFORMATION, T_VARIANT, T_VARIANT_ID,
+    T_VARIANT_ROUTE, TOP,
+};
 
 /// Why a JSON line could not become a pair.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,46 +65,48 @@ pub fn type_name(v: &Value) -> &'static str {
     }
 }
 
-/// Every top-level key either spelling may use; the rest go to `extra`.
-const KNOWN_TOP: &[&str] = &[
-    "case_id",
-    "caseId",
-    "variant_id",
-    "variantId",
-    "label",
-    "family",
-    "transformation",
-    "contract_version",
-    "contractVersion",
-    "state_schema_version",
-    "stateSchemaVersion",
-    "dataset_version",
-    "datasetVersion",
-    "policy",
-    "review_threshold",
-    "reviewThreshold",
-    "action_threshold",
-    "actionThreshold",
-    "expectation",
-    "minimum_boundary_margin",
-    "minimumBoundaryMargin",
-    "allowed_changes",
-    "allowedChanges",
-    "source",
-    "variant",
-    "sourceRoute",
-    "variantRoute",
-    "source_route",
-    "variant_route",
-    "passed",
-    "reasons",
-    "timestamp",
-    "model_id",
-    "modelId",
-    "settings_id",
-    "settingsId",
-    "repetition",
-];
+/// Every top-level key the table spells, in the order [`map_record`] takes
+/// them out of the object; what is left is the pair's `extra`.
+///
+/// The order matters: serde_json's `Map::remove` moves the object's last
+/// member into the hole it leaves, so the order of `extra` depends on it.
+/// It is the table's, field by field in slot order, except that the two
+/// route fields go spelling by spelling (`sourceRoute`, `variantRoute`,
+/// `source_route`, `variant_route`), as they always have.
+const KNOWN_TOP: [&str; schema::spellings(&TOP)] = known_top();
+
+const fn known_top() -> [&'static str; schema::spellings(&TOP)] {
+    let mut out = [""; schema::spellings(&TOP)];
+    let mut n = 0;
+    let mut slot = 0;
+    while slot < N_TOP {
+        let both_routes = [
+            TOP[T_SOURCE_ROUTE].spellings,
+            TOP[T_VARIANT_ROUTE].spellings,
+        ];
+        if slot == T_SOURCE_ROUTE {
+            assert!(both_routes[0].len() == both_routes[1].len());
+            let mut i = 0;
+            while i < both_routes[0].len() {
+                out[n] = both_routes[0][i];
+                out[n + 1] = both_routes[1][i];
+                n += 2;
+                i += 1;
+            }
+        } else if slot != T_VARIANT_ROUTE {
+            let spellings = TOP[slot].spellings;
+            let mut i = 0;
+            while i < spellings.len() {
+                out[n] = spellings[i];
+                n += 1;
+                i += 1;
+            }
+        }
+        slot += 1;
+    }
+    assert!(n == out.len());
+    out
+}
 
 /// Reads optional fields from one object, collecting warnings for bad types.
 struct Fields<'a> {
@@ -102,6 +116,7 @@ struct Fields<'a> {
 }
 
 impl<'a> Fields<'a> {
+    /// The first spelling of `names` that is present and not `null`.
     fn find(&self, names: &[&str]) -> Option<(&'a str, &'a Value)> {
         names.iter().find_map(|n| {
             self.obj
@@ -119,8 +134,12 @@ impl<'a> Fields<'a> {
         ));
     }
 
-    fn string(&mut self, names: &[&str]) -> Option<String> {
-        let (k, v) = self.find(names)?;
+    fn string(&mut self, field: Field) -> Option<String> {
+        debug_assert!(
+            matches!(field.json, Json::Text | Json::Outcome),
+            "{field:?}"
+        );
+        let (k, v) = self.find(field.spellings)?;
         match v {
             Value::String(s) => Some(s.clone()),
             Value::Number(n) => Some(n.to_string()),
@@ -131,8 +150,9 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn number(&mut self, names: &[&str]) -> Option<f64> {
-        let (k, v) = self.find(names)?;
+    fn number(&mut self, field: Field) -> Option<f64> {
+        debug_assert!(matches!(field.json, Json::Number | Json::Unit), "{field:?}");
+        let (k, v) = self.find(field.spellings)?;
         match v.as_f64() {
             Some(x) if x.is_finite() => Some(x),
             _ => {
@@ -142,8 +162,10 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn unit(&mut self, names: &[&str]) -> Option<f64> {
-        let x = self.number(names)?;
+    fn unit(&mut self, field: Field) -> Option<f64> {
+        debug_assert!(matches!(field.json, Json::Unit), "{field:?}");
+        let names = field.spellings;
+        let x = self.number(field)?;
         if !(0.0..=1.0).contains(&x) {
             let (k, _) = self.find(names)?;
             self.warnings.push(format!(
@@ -155,8 +177,9 @@ impl<'a> Fields<'a> {
         Some(x)
     }
 
-    fn boolean(&mut self, names: &[&str]) -> Option<bool> {
-        let (k, v) = self.find(names)?;
+    fn boolean(&mut self, field: Field) -> Option<bool> {
+        debug_assert!(matches!(field.json, Json::Bool), "{field:?}");
+        let (k, v) = self.find(field.spellings)?;
         match v {
             Value::Bool(b) => Some(*b),
             other => {
@@ -166,8 +189,9 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn object(&mut self, names: &[&str]) -> Option<&'a Map<String, Value>> {
-        let (k, v) = self.find(names)?;
+    fn object(&mut self, field: Field) -> Option<&'a Map<String, Value>> {
+        debug_assert!(matches!(field.json, Json::Object), "{field:?}");
+        let (k, v) = self.find(field.spellings)?;
         match v {
             Value::Object(o) => Some(o),
             other => {
@@ -177,8 +201,9 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn route(&mut self, names: &[&str]) -> Option<Route> {
-        let (k, v) = self.find(names)?;
+    fn route(&mut self, field: Field) -> Option<Route> {
+        debug_assert!(matches!(field.json, Json::Route), "{field:?}");
+        let (k, v) = self.find(field.spellings)?;
         let parsed = v.as_str().and_then(Route::parse);
         if parsed.is_none() {
             self.warnings.push(format!(
@@ -190,8 +215,12 @@ impl<'a> Fields<'a> {
         parsed
     }
 
-    fn strings(&mut self, names: &[&str]) -> Option<Vec<String>> {
-        let (k, v) = self.find(names)?;
+    fn strings(&mut self, field: Field) -> Option<Vec<String>> {
+        debug_assert!(
+            matches!(field.json, Json::Strings | Json::Routes),
+            "{field:?}"
+        );
+        let (k, v) = self.find(field.spellings)?;
         match v {
             Value::Array(items) => {
                 let mut out = Vec::with_capacity(items.len());
@@ -227,8 +256,8 @@ pub fn map_record(v: Value) -> Result<PairRecord, RecordError> {
     let Value::Object(mut obj) = v else {
         return Err(RecordError::NotAnObject(type_name(&v)));
     };
-    let case_id = take_id(&obj, &["case_id", "caseId"], "case_id")?;
-    let variant_id = take_id(&obj, &["variant_id", "variantId"], "variant_id")?;
+    let case_id = take_id(&obj, TOP[T_CASE])?;
+    let variant_id = take_id(&obj, TOP[T_VARIANT_ID])?;
     let mut warnings = Vec::new();
     let mut rec = PairRecord {
         case_id,
@@ -241,30 +270,29 @@ pub fn map_record(v: Value) -> Result<PairRecord, RecordError> {
             prefix: "",
             warnings: &mut warnings,
         };
-        rec.label = f.string(&["label"]);
-        rec.family = f.string(&["family"]);
-        rec.transformation = f.string(&["transformation"]);
-        rec.contract_version = f.string(&["contract_version", "contractVersion"]);
-        rec.state_schema_version = f.string(&["state_schema_version", "stateSchemaVersion"]);
-        rec.dataset_version = f.string(&["dataset_version", "datasetVersion"]);
-        rec.minimum_boundary_margin =
-            f.number(&["minimum_boundary_margin", "minimumBoundaryMargin"]);
-        rec.allowed_changes = f.strings(&["allowed_changes", "allowedChanges"]);
-        rec.passed = f.boolean(&["passed"]);
-        rec.reasons = f.strings(&["reasons"]).unwrap_or_default();
-        rec.timestamp = f.string(&["timestamp"]);
-        rec.model_id = f.string(&["model_id", "modelId"]);
-        rec.settings_id = f.string(&["settings_id", "settingsId"]);
-        rec.repetition = f.number(&["repetition"]).and_then(|x| {
+        rec.label = f.string(TOP[T_LABEL]);
+        rec.family = f.string(TOP[T_FAMILY]);
+        rec.transformation = f.string(TOP[T_TRANSFORMATION]);
+        rec.contract_version = f.string(TOP[T_CONTRACT]);
+        rec.state_schema_version = f.string(TOP[T_SCHEMA]);
+        rec.dataset_version = f.string(TOP[T_DATASET]);
+        rec.minimum_boundary_margin = f.number(TOP[T_MARGIN]);
+        rec.allowed_changes = f.strings(TOP[T_ALLOWED]);
+        rec.passed = f.boolean(TOP[T_PASSED]);
+        rec.reasons = f.strings(TOP[T_REASONS]).unwrap_or_default();
+        rec.timestamp = f.string(TOP[T_TIMESTAMP]);
+        rec.model_id = f.string(TOP[T_MODEL]);
+        rec.settings_id = f.string(TOP[T_SETTINGS]);
+        rec.repetition = f.number(TOP[T_REPETITION]).and_then(|x| {
             (x >= 0.0 && x.fract() == 0.0 && x < u64::MAX as f64).then_some(x as u64)
         });
 
-        rec.policy = match f.object(&["policy"]) {
+        rec.policy = match f.object(TOP[T_POLICY]) {
             Some(p) => policy_from(p, &mut *f.warnings),
             // Some runners put the thresholds at the top level.
             None => {
-                let review = f.number(&["review_threshold", "reviewThreshold"]);
-                let action = f.number(&["action_threshold", "actionThreshold"]);
+                let review = f.number(TOP[T_REVIEW]);
+                let action = f.number(TOP[T_ACTION]);
                 match (review, action) {
                     (Some(r), Some(a)) => Some(Policy {
                         review_threshold: r,
@@ -275,16 +303,16 @@ pub fn map_record(v: Value) -> Result<PairRecord, RecordError> {
             }
         };
         rec.expectation = f
-            .object(&["expectation"])
+            .object(TOP[T_EXPECTATION])
             .and_then(|e| expectation_from(e, &mut *f.warnings));
-        let src_route = f.route(&["sourceRoute", "source_route"]);
-        let var_route = f.route(&["variantRoute", "variant_route"]);
+        let src_route = f.route(TOP[T_SOURCE_ROUTE]);
+        let var_route = f.route(TOP[T_VARIANT_ROUTE]);
         rec.source = f
-            .object(&["source"])
+            .object(TOP[T_SOURCE])
             .map(|s| side_from(s, "source.", &mut *f.warnings))
             .unwrap_or_default();
         rec.variant = f
-            .object(&["variant"])
+            .object(TOP[T_VARIANT])
             .map(|s| side_from(s, "variant.", &mut *f.warnings))
             .unwrap_or_default();
         if rec.source.route.is_none() {
@@ -295,19 +323,19 @@ pub fn map_record(v: Value) -> Result<PairRecord, RecordError> {
         }
     }
     for key in KNOWN_TOP {
-        obj.remove(*key);
+        obj.remove(key);
     }
     rec.extra = obj;
     rec.field_warnings = warnings;
     Ok(rec)
 }
 
-fn take_id(
-    obj: &Map<String, Value>,
-    names: &[&str],
-    canonical: &'static str,
-) -> Result<String, RecordError> {
-    let found = names.iter().find_map(|n| obj.get(*n));
+/// A required id: the first of its spellings that is present (`null`
+/// included, which is then missing), named in errors by its first spelling.
+fn take_id(obj: &Map<String, Value>, field: Field) -> Result<String, RecordError> {
+    debug_assert!(matches!(field.json, Json::Id), "{field:?}");
+    let canonical = field.canonical();
+    let found = field.spellings.iter().find_map(|n| obj.get(*n));
     match found {
         None | Some(Value::Null) => Err(RecordError::MissingId(canonical)),
         Some(Value::String(s)) => Ok(s.clone()),
@@ -321,8 +349,8 @@ fn policy_from(p: &Map<String, Value>, warnings: &mut Vec<String>) -> Option<Pol
         prefix: "policy.",
         warnings,
     };
-    let review = f.number(&["review_threshold", "reviewThreshold", "review"]);
-    let action = f.number(&["action_threshold", "actionThreshold", "action"]);
+    let review = f.number(POLICY[P_REVIEW]);
+    let action = f.number(POLICY[P_ACTION]);
     match (review, action) {
         (Some(r), Some(a)) => {
             if r > a {
@@ -351,46 +379,22 @@ fn expectation_from(e: &Map<String, Value>, warnings: &mut Vec<String>) -> Optio
         prefix: "expectation.",
         warnings,
     };
-    let kind = f.string(&["kind", "type"])?;
+    let kind = f.string(EXPECTATION[E_KIND])?;
     let norm = kind.trim().to_ascii_lowercase().replace('_', "-");
     Some(match norm.as_str() {
         "invariant" => Expectation::Invariant {
-            max_probability_drift: f.number(&[
-                "max_probability_drift",
-                "maximumNoulDrift",
-                "maximumProbabilityDrift",
-                "maxProbabilityDrift",
-                "max_noul_drift",
-            ]),
-            max_confidence_drift: f.number(&[
-                "max_confidence_drift",
-                "maximumConfidenceDrift",
-                "maxConfidenceDrift",
-            ]),
-            require_same_route: f
-                .boolean(&["require_same_route", "requireSameRoute"])
-                .unwrap_or(true),
+            max_probability_drift: f.number(EXPECTATION[E_MAX_P]),
+            max_confidence_drift: f.number(EXPECTATION[E_MAX_C]),
+            require_same_route: f.boolean(EXPECTATION[E_SAME_ROUTE]).unwrap_or(true),
         },
         "not-less-urgent" | "notlessurgent" => Expectation::NotLessUrgent {
-            permitted_probability_movement: f
-                .number(&[
-                    "permitted_probability_movement",
-                    "permittedProbabilityMovement",
-                ])
-                .unwrap_or(0.0),
+            permitted_probability_movement: f.number(EXPECTATION[E_MOVEMENT]).unwrap_or(0.0),
         },
         "not-more-urgent" | "notmoreurgent" => Expectation::NotMoreUrgent {
-            permitted_probability_movement: f
-                .number(&[
-                    "permitted_probability_movement",
-                    "permittedProbabilityMovement",
-                ])
-                .unwrap_or(0.0),
+            permitted_probability_movement: f.number(EXPECTATION[E_MOVEMENT]).unwrap_or(0.0),
         },
         "allowed-routes" | "allowedroutes" => {
-            let names = f
-                .strings(&["allowed_routes", "allowedRoutes"])
-                .unwrap_or_default();
+            let names = f.strings(EXPECTATION[E_ROUTES]).unwrap_or_default();
             let mut routes = Vec::new();
             for n in &names {
                 match Route::parse(n) {
@@ -415,7 +419,7 @@ fn side_from(s: &Map<String, Value>, prefix: &str, warnings: &mut Vec<String>) -
         prefix,
         warnings,
     };
-    let question = match f.find(&["question", "prompt"]) {
+    let question = match f.find(SIDE[S_QUESTION].spellings) {
         Some((_, Value::String(q))) => Some(q.clone()),
         Some((k, other)) => {
             // A structured question contract is still diffable as JSON text.
@@ -431,8 +435,8 @@ fn side_from(s: &Map<String, Value>, prefix: &str, warnings: &mut Vec<String>) -
         question,
         ..Side::default()
     };
-    side.state = f.find(&["state", "payload"]).map(|(_, v)| v.clone());
-    let response = f.object(&["response", "assessment"]);
+    side.state = f.find(SIDE[S_STATE].spellings).map(|(_, v)| v.clone());
+    let response = f.object(SIDE[S_RESPONSE]);
     let (p, c) = match response {
         Some(r) => {
             let mut rf = Fields {
@@ -441,20 +445,20 @@ fn side_from(s: &Map<String, Value>, prefix: &str, warnings: &mut Vec<String>) -
                 warnings: &mut *f.warnings,
             };
             (
-                rf.unit(&["probability", "noul", "p"]),
-                rf.unit(&["confidence", "c"]),
+                rf.unit(RESPONSE[R_PROBABILITY]),
+                rf.unit(RESPONSE[R_CONFIDENCE]),
             )
         }
         None => (None, None),
     };
     // Bare rows put the response fields on the side itself.
-    side.probability = p.or_else(|| f.unit(&["probability", "noul", "p"]));
-    side.confidence = c.or_else(|| f.unit(&["confidence", "c"]));
-    side.route = f.route(&["route"]);
-    side.outcome = f.string(&["outcome", "status"]).map(|o| Outcome::parse(&o));
-    side.error = f.string(&["error", "error_message", "errorMessage"]);
-    side.latency_ms = f.number(&["latency_ms", "latencyMs", "latency"]);
-    side.decision = f.string(&["decision"]);
+    side.probability = p.or_else(|| f.unit(SIDE[S_PROBABILITY]));
+    side.confidence = c.or_else(|| f.unit(SIDE[S_CONFIDENCE]));
+    side.route = f.route(SIDE[S_ROUTE]);
+    side.outcome = f.string(SIDE[S_OUTCOME]).map(|o| Outcome::parse(&o));
+    side.error = f.string(SIDE[S_ERROR]);
+    side.latency_ms = f.number(SIDE[S_LATENCY]);
+    side.decision = f.string(SIDE[S_DECISION]);
     side
 }
 
@@ -535,6 +539,62 @@ mod tests {
             map_record(json!({"case_id": 42, "variant_id": "v"})),
             Err(RecordError::WrongIdType("case_id", "a number"))
         );
+    }
+
+    /// The keys taken out of a line are the table's, in the order they have
+    /// always been taken (it decides the order of `extra`), and the fast
+    /// path knows each of them.
+    #[test]
+    fn known_top_is_the_table_in_its_removal_order() {
+        let order = [
+            "case_id",
+            "caseId",
+            "variant_id",
+            "variantId",
+            "label",
+            "family",
+            "transformation",
+            "contract_version",
+            "contractVersion",
+            "state_schema_version",
+            "stateSchemaVersion",
+            "dataset_version",
+            "datasetVersion",
+            "policy",
+            "review_threshold",
+            "reviewThreshold",
+            "action_threshold",
+            "actionThreshold",
+            "expectation",
+            "minimum_boundary_margin",
+            "minimumBoundaryMargin",
+            "allowed_changes",
+            "allowedChanges",
+            "source",
+            "variant",
+            "sourceRoute",
+            "variantRoute",
+            "source_route",
+            "variant_route",
+            "passed",
+            "reasons",
+            "timestamp",
+            "model_id",
+            "modelId",
+            "settings_id",
+            "settingsId",
+            "repetition",
+        ];
+        assert_eq!(KNOWN_TOP, order);
+        for k in KNOWN_TOP {
+            assert!(schema::top_slot(k.as_bytes()).is_some(), "{k}");
+        }
+        // Both route spellings mixed: `extra` keeps the order it always had.
+        let v = json!({"case_id": "c", "variant_id": "v", "a": 1, "variantRoute": "pass", "b": 2,
+            "source_route": "review", "c": 3, "d": 4, "e": 5, "f": 6});
+        let r = map_record(v).unwrap();
+        let keys: Vec<&str> = r.extra.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["f", "e", "a", "d", "b", "c"]);
     }
 
     #[test]
