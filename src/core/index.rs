@@ -2198,52 +2198,75 @@ fn describe_row(d: &RowData, buf: &[u8]) -> String {
     )
 }
 
-/// The fast path: one scan of the line. [`super::fast::parse_fast`]
-/// validates the line on its own (it declines repeated keys, bad numbers,
-/// deep nesting...); the record key is not computed here (see `rowkeys`).
+thread_local! {
+    /// The thread's fast-path reader. It keeps its memos from line to line
+    /// across a rayon worker's lines: the lines of a case, read one after
+    /// another, recall the state they share.
+    static READER: std::cell::RefCell<super::fast::LineReader> = Default::default();
+}
+
+/// Forget what this thread's reader keeps from line to line, so that what
+/// follows reads as on a fresh thread (for the fuzz targets, whose inputs
+/// must each reproduce alone).
+#[doc(hidden)]
+pub fn forget_states() {
+    READER.with_borrow_mut(super::fast::LineReader::forget);
+}
+
+/// The fast path: one scan of the line, by the thread's reader.
+/// [`super::fast::LineReader::parse`] validates the line on its own (it
+/// declines repeated keys, bad numbers, deep nesting...); the record key is
+/// not computed here (see `rowkeys`).
 fn fast_row(buf: &[u8], body: &str) -> Option<RowData> {
-    let f = super::fast::parse_fast(body)?;
+    READER.with_borrow_mut(|reader| read_row(reader, buf, body))
+}
+
+fn read_row(reader: &mut super::fast::LineReader, buf: &[u8], body: &str) -> Option<RowData> {
+    let mut f = reader.parse(body)?;
     // Two states that differ are diffed only if the derivation reads it.
     let failed = std::cell::Cell::new(false);
-    let d = match f.state_diff {
-        super::fast::Diff::Done(entries) => super::derive::lean(&f.record, entries),
+    let d = match f.diff {
+        super::fast::Diff::Done(_) => super::derive::lean(&f.record, f.diff_entries()),
         super::fast::Diff::Later { covered } => super::derive::lean_on(&f.record, covered, || {
-            let d = super::fast::state_diff(body);
+            let d = f.state_diff();
             failed.set(d.is_none());
             d
         }),
     };
     if failed.get() {
-        super::fast::recycle(f.record);
+        f.recycle();
         return None;
     }
     let suggestion = super::suggest::lean_category(&f.record, &d);
     let summary = summarize(&f.record, &d);
     // The record's strings are spans of the line here: the record goes back
-    // to the fast path, whose buffers the next line reuses.
-    let transformation =
-        transformation_name(&d, Text::of(buf, f.transformation.unwrap_or_default()));
+    // to the reader, whose buffers the next line reuses.
+    let transformation = transformation_name(
+        &d,
+        Text::of(buf, f.transformation.take().unwrap_or_default()),
+    );
     let warnings = f
         .record
         .field_warnings
         .iter()
         .map(|w| format!("{} / {}: {w}", f.case_id, f.variant_id))
         .collect();
-    super::fast::recycle(f.record);
-    Some(RowData {
+    let row = RowData {
         trim_start: 0,
         body_len: 0,
-        case: Text::of(buf, f.case_id),
-        variant: Text::of(buf, f.variant_id),
+        case: Text::of(buf, std::mem::take(&mut f.case_id)),
+        variant: Text::of(buf, std::mem::take(&mut f.variant_id)),
         transformation,
-        family: f.family.map(|s| Text::of(buf, s)),
+        family: f.family.take().map(|s| Text::of(buf, s)),
         suggestion,
-        contract: f.contract.map(|s| Text::of(buf, s)),
-        schema: f.schema.map(|s| Text::of(buf, s)),
-        model: f.model.map(|s| Text::of(buf, s)),
+        contract: f.contract.take().map(|s| Text::of(buf, s)),
+        schema: f.schema.take().map(|s| Text::of(buf, s)),
+        model: f.model.take().map(|s| Text::of(buf, s)),
         summary,
         warnings,
-    })
+    };
+    f.recycle();
+    Some(row)
 }
 
 /// The transformation name of a row: the one `recorded`, else the inferred
@@ -2776,7 +2799,7 @@ mod tests {
             ),
             (line(p, invariant), true),
         ];
-        super::super::fast::forget_states();
+        super::forget_states();
         for (line, accepted) in &lines {
             for _ in 0..2 {
                 assert_eq!(assert_agrees(line), *accepted, "{line}");
@@ -2818,7 +2841,7 @@ mod tests {
                 let line = format!(
                     r#"{{"case_id":"c","variant_id":"v"{allowed},"source":{{"state":{source}}},"variant":{{"state":{variant}}}}}"#
                 );
-                super::super::fast::forget_states();
+                super::forget_states();
                 assert_eq!(assert_agrees(&line), accepted, "{line}");
             }
         }
@@ -2927,7 +2950,7 @@ mod tests {
         lines.push(r#"{"case_id":1,"variant_id":"v"}"#.to_string());
         for line in &lines {
             assert!(
-                super::super::fast::parse_fast(line).is_none(),
+                super::READER.with_borrow_mut(|r| r.parse(line).is_none()),
                 "accepted: {line}"
             );
             assert!(!assert_agrees(line));
@@ -2953,7 +2976,7 @@ mod tests {
         .collect();
         for line in &accepted {
             assert!(
-                super::super::fast::parse_fast(line).is_some(),
+                super::READER.with_borrow_mut(|r| r.parse(line).is_some()),
                 "declined: {line}"
             );
             assert!(assert_agrees(line));
@@ -3519,8 +3542,9 @@ mod lean_tests {
             let (full, lean) = both(&r, None);
             assert_eq!(lean, full, "{name}:{}", i + 1);
             n += 1;
-            if let Some(f) = crate::core::fast::parse_fast(line) {
-                let (full, lean) = both(&f.record, f.state_diff.made(line));
+            let fast = super::READER
+                .with_borrow_mut(|r| r.parse(line).map(|f| both(&f.record, f.diff_entries())));
+            if let Some((full, lean)) = fast {
                 assert_eq!(lean, full, "{name}:{} (fast path)", i + 1);
             }
         }

@@ -2,9 +2,12 @@
 //! the state and small objects of earlier lines ([`StateMemo`],
 //! [`SmallMemo`]) and the keys they were written with ([`Key`]).
 
+use std::cell::Cell;
+
 use crate::core::model::{Expectation, PairRecord};
 
 use super::fields::{N_EXP, N_SIDE, N_TOP};
+use super::raw_diff::Node;
 use super::span::{MemberSpan, Val};
 
 /// Which small object's slots a member goes to.
@@ -24,7 +27,7 @@ pub(super) const SH_POLICY: usize = 5;
 pub(super) const SH_EXPECTATION: usize = 6;
 const N_SHAPES: usize = 7;
 
-/// A key as the thread last wrote it after a given key in one kind of
+/// A key as the reader last wrote it after a given key in one kind of
 /// object (see `Scratch::shapes`): the text from its opening quote through
 /// the colon after its closing one (at most 32 bytes, zeros after), and the
 /// slot it names.
@@ -84,8 +87,8 @@ impl Key {
     }
 }
 
-/// What a scan records; kept per thread so that a line allocates nothing
-/// for it once the buffers have grown.
+/// What a scan records; kept by the reader so that a line allocates
+/// nothing for it once the buffers have grown.
 #[derive(Default)]
 pub(super) struct Scratch {
     /// The keys of the objects being scanned, innermost last: the first
@@ -105,13 +108,13 @@ pub(super) struct Scratch {
     pub(super) state_is_object: [bool; 2],
     /// The state object each side last scanned, kept from line to line.
     pub(super) memo: [StateMemo; 2],
-    /// The policy and expectation objects the thread last scanned, which
+    /// The policy and expectation objects the reader last scanned, which
     /// most lines repeat word for word (see [`SmallMemo`]).
     pub(super) small: [SmallMemo; 2],
     /// The entry of each small memo this line's object is in (recalled or
     /// just kept), if any.
     pub(super) small_at: [Option<usize>; 2],
-    /// The last record, given back by [`recycle`](super::recycle): the next one is written
+    /// The last record, given back by [`Parsed::recycle`](super::Parsed::recycle): the next one is written
     /// over it in place, into the strings it holds, so that a line neither
     /// allocates a record nor moves one about.
     pub(super) spare: Option<Box<PairRecord>>,
@@ -119,12 +122,16 @@ pub(super) struct Scratch {
     /// whose lengths vary from line to line; at most [`POOL_MAX`](super::read::POOL_MAX).
     pub(super) pool: Vec<String>,
     /// For each kind of keyed object, the key that last followed each key
-    /// (by its [`after`] code) on this thread (see [`Key`]): a key written
+    /// (by its [`after`] code) on this reader (see [`Key`]): a key written
     /// as the one that came after the same key last time is taken whole,
     /// neither scanned nor looked up. Keyed on what came before rather than
     /// on the place, so that lines with and without an optional field
     /// share all the other keys.
     pub(super) shapes: [[Option<Key>; AFTER]; N_SHAPES],
+    /// The values of the two states laid out for their diff (see
+    /// [`Parsed::state_diff`](super::Parsed::state_diff)), a buffer kept
+    /// from line to line.
+    pub(super) nodes: Cell<Vec<Node>>,
 }
 
 /// The codes of what a key follows: the object's opening brace (0), a key

@@ -1,23 +1,24 @@
 //! The loader's fast path: one structural scan per line.
 //!
-//! [`parse_fast`] walks the line once with a hand-written JSON scanner that
-//! checks the whole grammar as serde_json would (string escapes, control
-//! characters, number syntax and range, nesting depth, trailing bytes) and
-//! refuses any object that repeats a key. While it walks, it records where
-//! the members the slow path reads lie in the line — the top-level fields,
-//! `policy`, `expectation`, both sides and their `response` — and the members
-//! of each side's `state`; nothing is allocated for the rest of the line.
-//! The few values the derivation needs are then read from their spans, with
-//! the slow path's rules: a field missing or `null` is not recorded, the
-//! first spelling of a field that is present is the one read, and which
-//! fields are read at all depends on the others (the top-level thresholds
-//! only without a `policy`, the bounds of an expectation only for its kind).
+//! [`LineReader::parse`] walks the line once with a hand-written JSON
+//! scanner that checks the whole grammar as serde_json would (string
+//! escapes, control characters, number syntax and range, nesting depth,
+//! trailing bytes) and refuses any object that repeats a key. While it
+//! walks, it records where the members the slow path reads lie in the line
+//! — the top-level fields, `policy`, `expectation`, both sides and their
+//! `response` — and the members of each side's `state`; nothing is
+//! allocated for the rest of the line. The few values the derivation needs
+//! are then read from their spans, with the slow path's rules: a field
+//! missing or `null` is not recorded, the first spelling of a field that is
+//! present is the one read, and which fields are read at all depends on the
+//! others (the top-level thresholds only without a `policy`, the bounds of
+//! an expectation only for its kind).
 //!
 //! The two states are compared as raw bytes; when the second side's state
 //! is byte-identical to the first's it is not scanned again (a complete JSON
 //! value ends where its text ends, so equal text is an equal, equally valid
 //! value). A state object whose text repeats the one the same side had on
-//! the thread's previous line (the lines of one case share their source
+//! the reader's previous line (the lines of one case share their source
 //! state) is recalled the same way, with its members, and not scanned
 //! either. When they differ, members of the second state whose text repeats
 //! the first's are stepped over the same way, and only members whose text
@@ -25,14 +26,28 @@
 //! walked by the same diff as parsed values (`diff::Tree`), so no value is
 //! built.
 //!
-//! Whenever the slow path ([`crate::core::record::map_record`]) would say anything
-//! the fast path does not model — a field of the wrong type, a value out of
-//! range, an unknown route, a half policy, a repeated key, two spellings of
-//! one field, an escaped object key, a number serde_json rejects, nesting
-//! past serde_json's limit — [`parse_fast`] returns `None` and the caller
-//! takes the slow path, so both give identical rows and problems (the tests
-//! in `index.rs` check it line by line, and the ones below check that the
-//! scanner declines on its own, with nothing validating the line before it).
+//! Whenever the slow path ([`crate::core::record::map_record`]) would say
+//! anything the fast path does not model — a field of the wrong type, a
+//! value out of range, an unknown route, a half policy, a repeated key, two
+//! spellings of one field, an escaped object key, a number serde_json
+//! rejects, nesting past serde_json's limit — [`LineReader::parse`] returns
+//! `None` and the caller takes the slow path, so both give identical rows
+//! and problems (the tests in `index.rs` check it line by line, and the
+//! ones here check that the scanner declines on its own, with nothing
+//! validating the line before it).
+//!
+//! A [`LineReader`] owns everything a line leaves for the next: the scratch
+//! the scan records into, the memos of earlier lines and the last record.
+//! What [`LineReader::parse`] returns, a [`Parsed`], borrows the reader: the
+//! diff it leaves for later ([`Parsed::state_diff`]) reads that line's scan,
+//! and the record goes back with [`Parsed::recycle`], both before the
+//! reader can read another line.
+//!
+//! The files, along a line's way: `scan` (the JSON grammar:
+//! strings, numbers, keys), `walk` (where the members the slow path reads
+//! lie), `memo` (what is kept from line to line), `read` (the values read
+//! from their spans), `raw_diff` (the states' diff from their text); `span`
+//! (where a value lies) and `fields` (the slot of each field's spellings).
 
 mod fields;
 mod memo;
@@ -42,95 +57,66 @@ mod scan;
 mod span;
 mod walk;
 
-use std::cell::RefCell;
-
-use crate::core::diff::DiffEntry;
-use crate::core::model::PairRecord;
-
 use memo::Scratch;
-use raw_diff::{Members, diff_members};
 use read::read;
 use scan::Scan;
 
 pub use raw_diff::Diff;
-pub use read::Fast;
+pub use read::Parsed;
 pub(crate) use scan::number_token;
 
-thread_local! {
-    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+/// Reads lines the fast way, one after another, and keeps what a line
+/// leaves for the next: the scratch a scan records into (so that a line
+/// allocates nothing for it once the buffers have grown), the state,
+/// policy, expectation and keys of earlier lines, and the last record,
+/// which the next is written over. The loader keeps one per thread; the
+/// lines of a case, read one after another by one reader, recall the state
+/// they share.
+#[derive(Default)]
+pub struct LineReader {
+    scratch: Scratch,
 }
 
-/// Give a record made by [`parse_fast`] back, so that the thread's next
-/// record is written over it.
-pub fn recycle(r: Box<PairRecord>) {
-    SCRATCH.with(|c| {
-        if let Ok(mut s) = c.try_borrow_mut() {
-            s.spare = Some(r);
+impl LineReader {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Read one line the fast way; `None` sends it to the slow path. What
+    /// was read borrows the reader until it is dropped or recycled.
+    pub fn parse<'r, 'line>(&'r mut self, line: &'line str) -> Option<Parsed<'r, 'line>> {
+        u32::try_from(line.len()).ok()?;
+        self.scratch.reset();
+        read(line, &mut self.scratch)
+    }
+
+    /// Forget the states, small objects and keys the reader keeps from line
+    /// to line, so that what follows reads as on a fresh reader (for the
+    /// fuzz targets, whose inputs must each reproduce alone).
+    #[doc(hidden)]
+    pub fn forget(&mut self) {
+        let s = &mut self.scratch;
+        s.memo = Default::default();
+        s.small = Default::default();
+        s.shapes = Default::default();
+    }
+
+    /// Whether the structural scan alone accepts `line`, for
+    /// `examples/stages.rs`.
+    #[doc(hidden)]
+    pub fn scan_only(&mut self, line: &str) -> bool {
+        if u32::try_from(line.len()).is_err() {
+            return false;
         }
-    });
-}
-
-/// Read one line the fast way; `None` sends it to the slow path.
-pub fn parse_fast(line: &str) -> Option<Fast<'_>> {
-    u32::try_from(line.len()).ok()?;
-    SCRATCH.with(|c| match c.try_borrow_mut() {
-        Ok(mut scratch) => {
-            scratch.reset();
-            read(line, &mut scratch)
+        self.scratch.reset();
+        Scan {
+            b: line.as_bytes(),
+            i: 0,
+            s: &mut self.scratch,
         }
-        Err(_) => read(line, &mut Scratch::default()),
-    })
-}
-
-/// Forget the states this thread's scans keep from line to line, so that
-/// what follows reads as if on a fresh thread (for the fuzz targets, whose
-/// inputs must each reproduce alone).
-#[doc(hidden)]
-pub fn forget_states() {
-    SCRATCH.with(|c| {
-        if let Ok(mut s) = c.try_borrow_mut() {
-            s.memo = Default::default();
-            s.small = Default::default();
-            s.shapes = Default::default();
-        }
-    });
-}
-
-/// Whether the structural scan alone accepts `line`, for
-/// `examples/stages.rs`.
-#[doc(hidden)]
-pub fn scan_only(line: &str) -> bool {
-    u32::try_from(line.len()).is_ok()
-        && SCRATCH.with(|c| {
-            let mut s = c.borrow_mut();
-            s.reset();
-            Scan {
-                b: line.as_bytes(),
-                i: 0,
-                s: &mut s,
-            }
-            .line()
-            .is_some()
-        })
-}
-
-/// The diff of the two states of the line this thread read last, which
-/// [`parse_fast`] left for later ([`Diff::Later`]); `None` if it cannot be
-/// made (the line is then read the slow way). Call it before the thread
-/// reads another line.
-pub fn state_diff(line: &str) -> Option<Vec<DiffEntry>> {
-    SCRATCH.with(|c| {
-        let s = c.try_borrow().ok()?;
-        if !(s.state_is_object[0] && s.state_is_object[1]) {
-            return None;
-        }
-        let side = |w: usize| Members {
-            line,
-            spans: &s.members[w],
-            twins: &s.twins[w],
-        };
-        diff_members(side(0), side(1))
-    })
+        .line()
+        .is_some()
+    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! and walked by the same diff as parsed values ([`diff::Tree`]).
 
 use std::borrow::Cow;
+use std::cell::Cell;
 
 use serde_json::Value;
 
@@ -12,8 +13,9 @@ use super::scan::{number_token, string_content, string_end};
 use super::span::{Kind, MemberSpan, NONE, Val};
 
 /// The two states, and their diff when it was computed here: raw-equal
-/// states have none; two objects that differ are left for [`state_diff`](super::state_diff)
-/// (`Diff::Later`). `None` when a state cannot be parsed.
+/// states have none; two objects that differ are left for
+/// [`Parsed::state_diff`](super::Parsed::state_diff) (`Diff::Later`).
+/// `None` when a state cannot be parsed.
 type States = (Option<Value>, Option<Value>, Diff);
 
 /// The diff of the two states, as the fast path leaves it.
@@ -23,8 +25,9 @@ pub enum Diff {
     /// parsed states (`None`).
     Done(Option<Vec<DiffEntry>>),
     /// Two objects that differ, to be diffed member by member by
-    /// [`state_diff`](super::state_diff) if something reads the diff. `covered`: every member
-    /// that differs is permitted whole by the record's `allowed_changes`.
+    /// [`Parsed::state_diff`](super::Parsed::state_diff) if something reads
+    /// the diff. `covered`: every member that differs is permitted whole by
+    /// the record's `allowed_changes`.
     Later { covered: bool },
 }
 
@@ -61,17 +64,6 @@ pub(super) fn diff_states(
     }
 }
 
-impl Diff {
-    /// The entries, made now if they were left for later (see
-    /// [`state_diff`](super::state_diff): `line` is the line the thread read last).
-    pub fn made(self, line: &str) -> Option<Vec<DiffEntry>> {
-        match self {
-            Diff::Done(d) => d,
-            Diff::Later { .. } => super::state_diff(line),
-        }
-    }
-}
-
 /// Whether every member that differs between the two states (changed,
 /// removed or added) is `permitted` whole.
 fn members_covered(x: Members<'_>, y: Members<'_>, permitted: impl Fn(&str) -> bool) -> bool {
@@ -92,16 +84,17 @@ fn members_covered(x: Members<'_>, y: Members<'_>, permitted: impl Fn(&str) -> b
 /// diff of the parsed objects (see `diff::Walk::objects`), with no value
 /// built: members whose text is equal are skipped, the others are diffed
 /// where they lie in the line (see [`Raw`]), and the entries carry no
-/// values, which the index does not keep.
-pub(super) fn diff_members(x: Members<'_>, y: Members<'_>) -> Option<Vec<DiffEntry>> {
-    thread_local! {
-        static NODES: std::cell::Cell<Vec<Node>> = const { std::cell::Cell::new(Vec::new()) };
-    }
-    // The nodes' buffer is kept for the thread's next line.
-    let mut nodes = NODES.take();
-    let out = diff_members_in(x, y, &mut nodes);
-    nodes.clear();
-    NODES.set(nodes);
+/// values, which the index does not keep. `nodes` is a buffer kept for
+/// the reader's next line.
+pub(super) fn diff_members(
+    x: Members<'_>,
+    y: Members<'_>,
+    nodes: &Cell<Vec<Node>>,
+) -> Option<Vec<DiffEntry>> {
+    let mut buf = nodes.take();
+    let out = diff_members_in(x, y, &mut buf);
+    buf.clear();
+    nodes.set(buf);
     out
 }
 
@@ -277,7 +270,7 @@ const MAX_NODES: usize = 16_384;
 /// (and its key's, as an object member) in the text, its first child and
 /// the next child of its parent.
 #[derive(Debug, Clone, Copy)]
-struct Node {
+pub(super) struct Node {
     kind: Kind,
     start: u32,
     end: u32,

@@ -4,6 +4,7 @@
 
 use std::borrow::Cow;
 
+use crate::core::diff::DiffEntry;
 use crate::core::model::{Expectation, Outcome, PairRecord, Policy, Route, Side};
 
 use super::fields::{
@@ -15,33 +16,91 @@ use super::fields::{
     T_VARIANT_ROUTE,
 };
 use super::memo::{Reading, Scratch};
-use super::raw_diff::{Diff, Members, diff_states};
+use super::raw_diff::{Diff, Members, diff_members, diff_states};
 use super::scan::{Scan, number_value, string_content, string_end};
 use super::span::{Kind, Val};
 
-/// What the fast path read from one line.
-#[derive(Debug)]
-pub struct Fast<'a> {
-    pub case_id: Cow<'a, str>,
-    pub variant_id: Cow<'a, str>,
-    pub contract: Option<Cow<'a, str>>,
-    pub schema: Option<Cow<'a, str>>,
-    pub model: Option<Cow<'a, str>>,
+/// A line read the fast way by [`LineReader::parse`], which it borrows
+/// until it is dropped or [recycled](Self::recycle): the diff it leaves for
+/// later is made from this line's scan ([`Self::state_diff`]), which the
+/// reader keeps until it reads another line.
+///
+/// [`LineReader::parse`]: super::LineReader::parse
+pub struct Parsed<'r, 'line> {
+    pub case_id: Cow<'line, str>,
+    pub variant_id: Cow<'line, str>,
+    pub contract: Option<Cow<'line, str>>,
+    pub schema: Option<Cow<'line, str>>,
+    pub model: Option<Cow<'line, str>>,
     /// The family and transformation as the line spells them (also copied
     /// into `record`).
-    pub family: Option<Cow<'a, str>>,
-    pub transformation: Option<Cow<'a, str>>,
-    /// The pair as [`crate::core::derive::derive`] needs it. Ids, label, versions,
-    /// timestamp and extra fields are left out (its field warnings, a
-    /// probability or confidence out of range, are kept); equal questions are both
-    /// empty and raw-equal states are both `null` (their diff is empty either
-    /// way); states that differ keep only their differing members.
+    pub family: Option<Cow<'line, str>>,
+    pub transformation: Option<Cow<'line, str>>,
+    /// The pair as [`crate::core::derive::derive`] needs it. Ids, label,
+    /// versions, timestamp and extra fields are left out (its field
+    /// warnings, a probability or confidence out of range, are kept); equal
+    /// questions are both empty and raw-equal states are both `null` (their
+    /// diff is empty either way); states that differ keep only their
+    /// differing members.
     pub record: Box<PairRecord>,
     /// The diff of the two states, when it is made from their raw text
     /// (both states are then `null` placeholders in `record`): where each
     /// change is and its kind, without the values, which the index does
     /// not keep (the detail view diffs the parsed pair again).
-    pub state_diff: Diff,
+    pub diff: Diff,
+    /// The line, and the reader's scratch, which holds its scan.
+    line: &'line str,
+    scratch: &'r mut Scratch,
+}
+
+impl Parsed<'_, '_> {
+    /// The diff of the two states, which the scan left for later
+    /// ([`Diff::Later`]), made now from the members it recorded of this
+    /// line's states; `None` if it cannot be made (the line is then read
+    /// the slow way) or a state is not an object.
+    pub fn state_diff(&self) -> Option<Vec<DiffEntry>> {
+        let s = &*self.scratch;
+        if !(s.state_is_object[0] && s.state_is_object[1]) {
+            return None;
+        }
+        let side = |w: usize| Members {
+            line: self.line,
+            spans: &s.members[w],
+            twins: &s.twins[w],
+        };
+        diff_members(side(0), side(1), &s.nodes)
+    }
+
+    /// The diff's entries, as [`crate::core::derive::derive_with`] takes
+    /// them: those made by the scan, else [`Self::state_diff`].
+    pub fn diff_entries(&self) -> Option<Vec<DiffEntry>> {
+        match &self.diff {
+            Diff::Done(d) => d.clone(),
+            Diff::Later { .. } => self.state_diff(),
+        }
+    }
+
+    /// Give the record back to the reader, whose next record is written
+    /// over it.
+    pub fn recycle(self) {
+        self.scratch.spare = Some(self.record);
+    }
+}
+
+impl std::fmt::Debug for Parsed<'_, '_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Parsed")
+            .field("case_id", &self.case_id)
+            .field("variant_id", &self.variant_id)
+            .field("contract", &self.contract)
+            .field("schema", &self.schema)
+            .field("model", &self.model)
+            .field("family", &self.family)
+            .field("transformation", &self.transformation)
+            .field("record", &self.record)
+            .field("diff", &self.diff)
+            .finish_non_exhaustive()
+    }
 }
 
 pub(super) const POOL_MAX: usize = 64;
@@ -57,7 +116,8 @@ fn set_text(slot: &mut Option<String>, text: Option<&str>) {
     }
 }
 
-pub(super) fn read<'a>(line: &'a str, s: &mut Scratch) -> Option<Fast<'a>> {
+/// Read `line` with the scratch `s` (reset), which the result borrows.
+pub(super) fn read<'r, 'line>(line: &'line str, s: &'r mut Scratch) -> Option<Parsed<'r, 'line>> {
     Scan {
         b: line.as_bytes(),
         i: 0,
@@ -200,7 +260,7 @@ pub(super) fn read<'a>(line: &'a str, s: &mut Scratch) -> Option<Fast<'a>> {
     // needless for the validity.
     let declared = rec.allowed_changes.is_some();
     let permitted = |k: &str| declared && crate::core::derive::member_permitted(&rec, k);
-    let (a, b, state_diff) = diff_states(
+    let (a, b, diff) = diff_states(
         line,
         states[0],
         states[1],
@@ -209,7 +269,7 @@ pub(super) fn read<'a>(line: &'a str, s: &mut Scratch) -> Option<Fast<'a>> {
     )?;
     rec.source.state = a;
     rec.variant.state = b;
-    Some(Fast {
+    Some(Parsed {
         case_id,
         variant_id,
         contract,
@@ -218,7 +278,9 @@ pub(super) fn read<'a>(line: &'a str, s: &mut Scratch) -> Option<Fast<'a>> {
         family,
         transformation,
         record: rec,
-        state_diff,
+        diff,
+        line,
+        scratch: s,
     })
 }
 
@@ -316,7 +378,7 @@ impl<'a> Reader<'a> {
     /// A list of strings, or one string as a list of one (an item that is
     /// not a string would be shown as its JSON text: left to the slow path).
     /// `out` is the list to fill (its strings go back to `pool` first), and
-    /// `pool` the thread's spare strings, written over before any is
+    /// `pool` the reader's spare strings, written over before any is
     /// allocated.
     fn strings(
         &self,

@@ -1,5 +1,7 @@
 //! Tests of a whole line read the fast way: records given back, keys and
-//! numbers read as on a fresh thread and as the slow path reads them.
+//! numbers read as on a fresh reader and as the slow path reads them.
+
+use std::cell::RefCell;
 
 use super::*;
 
@@ -7,22 +9,23 @@ use super::*;
 #[test]
 fn a_recycled_record_keeps_nothing_of_the_line_before() {
     let full = r#"{"case_id":"c","variant_id":"v","family":"f","transformation":"t","minimum_boundary_margin":0.1,"allowed_changes":["state.a"],"passed":false,"reasons":["r1","r2"],"repetition":2,"policy":{"review_threshold":0.5,"action_threshold":0.9},"expectation":{"kind":"invariant","max_probability_drift":0.1},"source":{"question":"q","state":{"a":1},"probability":0.2,"confidence":0.9,"route":"pass","outcome":"ok","error":"e","latency_ms":5,"decision":"hold"},"variant":{"question":"q2","state":{"a":2},"probability":0.6,"confidence":1.5,"route":"review","error":"e2","decision":"x"}}"#;
+    let mut reader = LineReader::new();
     for bare in [
         r#"{"case_id":"c","variant_id":"v2"}"#,
         r#"{"case_id":"c","variant_id":"v3","source":{"probability":0.1},"variant":{"probability":0.2}}"#,
         r#"{"case_id":"c","variant_id":"v4","reasons":"one","source":{"question":"q"},"variant":{"question":"q"}}"#,
     ] {
-        SCRATCH.with(|c| c.borrow_mut().spare = None);
-        let want = format!("{:?}", parse_fast(bare).expect(bare).record);
-        let f = parse_fast(full).expect("full");
-        recycle(f.record);
-        let got = format!("{:?}", parse_fast(bare).expect(bare).record);
+        reader.scratch.spare = None;
+        let want = format!("{:?}", reader.parse(bare).expect(bare).record);
+        let f = reader.parse(full).expect("full");
+        f.recycle();
+        let got = format!("{:?}", reader.parse(bare).expect(bare).record);
         assert_eq!(got, want, "{bare}");
     }
 }
 
 /// A key taken whole because the line before wrote the same bytes after
-/// the same key reads as it reads on a fresh thread: any other key, a
+/// the same key reads as it reads on a fresh reader: any other key, a
 /// blank before the colon, an escape, a repeat is seen for what it is,
 /// and a field more or less leaves the keys after it known.
 #[test]
@@ -79,7 +82,12 @@ fn keys_taken_from_the_line_before_are_those_keys() {
         ),
         (before.replace(r#","repetition":2}"#, "}"), true),
     ];
-    let read = |line: &str| format!("{:?}", parse_fast(line).map(|f| (f.record, f.state_diff)));
+    let reader = RefCell::new(LineReader::new());
+    let read = |line: &str| {
+        let mut reader = reader.borrow_mut();
+        format!("{:?}", reader.parse(line).map(|f| (f.record, f.diff)))
+    };
+    let forget_states = || reader.borrow_mut().forget();
     forget_states();
     let base = read(before);
     for (line, differs) in &lines {
@@ -100,14 +108,15 @@ fn keys_taken_from_the_line_before_are_those_keys() {
 #[test]
 fn numbers_are_read_as_serde_json_reads_them() {
     let line = |x: &str| format!(r#"{{"case_id":"c","variant_id":"v","repetition":{x}}}"#);
+    let mut reader = LineReader::new();
     for x in ["0", "-0", "7", "3e0", "0.5e1", "1E2", "123456789", "1e-400"] {
-        let fast = parse_fast(&line(x)).expect(x).record.repetition;
+        let fast = reader.parse(&line(x)).expect(x).record.repetition;
         let slow = crate::core::record::map_record(serde_json::from_str(&line(x)).unwrap())
             .unwrap()
             .repetition;
         assert_eq!(fast, slow, "{x}");
     }
     for x in ["01", "1.", ".5", "-", "1e", "1e400", "--1", "0x10", "1e301"] {
-        assert!(parse_fast(&line(x)).is_none(), "{x}");
+        assert!(reader.parse(&line(x)).is_none(), "{x}");
     }
 }
