@@ -2,13 +2,10 @@
 //! the state and small objects of earlier lines ([`StateMemo`],
 //! [`SmallMemo`]) and the keys they were written with ([`Key`]).
 
-use std::cell::Cell;
-
 use crate::core::model::{Expectation, PairRecord};
 
 use super::fields::{N_EXP, N_SIDE, N_TOP};
-use super::raw_diff::Node;
-use super::span::{MemberSpan, Val};
+use super::span::{Member, Span, Val};
 
 /// Which small object's slots a member goes to.
 #[derive(Clone, Copy)]
@@ -91,16 +88,15 @@ impl Key {
 /// nothing for it once the buffers have grown.
 #[derive(Default)]
 pub(super) struct Scratch {
-    /// The keys of the objects being scanned, innermost last: the first
-    /// eight bytes, and the span.
-    pub(super) keys: Vec<(u64, u32, u32)>,
+    /// The keys of the objects being scanned, innermost last.
+    pub(super) keys: Vec<SeenKey>,
     pub(super) top: [Option<Val>; N_TOP],
     pub(super) side: [[Option<Val>; N_SIDE]; 2],
     pub(super) response: [[Option<Val>; 2]; 2],
     pub(super) policy: [Option<Val>; 2],
     pub(super) expectation: [Option<Val>; N_EXP],
     /// The members of each side's state, when it is an object scanned here.
-    pub(super) members: [Vec<MemberSpan>; 2],
+    pub(super) members: [Vec<Member>; 2],
     /// For each of those members, the index of the other side's member with
     /// the same key and text ([`NONE`](super::span::NONE) if there is none, or it was not
     /// looked for): the diff need not compare them again.
@@ -128,10 +124,14 @@ pub(super) struct Scratch {
     /// on the place, so that lines with and without an optional field
     /// share all the other keys.
     pub(super) shapes: [[Option<Key>; AFTER]; N_SHAPES],
-    /// The values of the two states laid out for their diff (see
-    /// [`Parsed::state_diff`](super::Parsed::state_diff)), a buffer kept
-    /// from line to line.
-    pub(super) nodes: Cell<Vec<Node>>,
+}
+
+/// A key of an object being scanned: its first eight bytes (zeros past its
+/// end), for quick inequality, and where it lies (unquoted).
+#[derive(Clone, Copy)]
+pub(super) struct SeenKey {
+    pub(super) prefix: u64,
+    pub(super) span: Span,
 }
 
 /// The codes of what a key follows: the object's opening brace (0), a key
@@ -161,7 +161,7 @@ const MEMO_MAX: usize = 64 * 1024;
 pub(super) struct StateMemo {
     text: Vec<u8>,
     depth: usize,
-    members: Vec<MemberSpan>,
+    members: Vec<Member>,
     /// Misses in a row, and lines left to rest.
     misses: u32,
     resting: u32,
@@ -230,7 +230,7 @@ impl StateMemo {
         b: &[u8],
         start: usize,
         depth: usize,
-        out: &mut Vec<MemberSpan>,
+        out: &mut Vec<Member>,
     ) -> Option<usize> {
         if self.resting > 0 {
             self.resting -= 1;
@@ -250,11 +250,7 @@ impl StateMemo {
         }
         self.misses = 0;
         let at = u32::try_from(start).ok()?;
-        out.extend(
-            self.members
-                .iter()
-                .map(|&(ks, ke, vs, ve)| (ks + at, ke + at, vs + at, ve + at)),
-        );
+        out.extend(self.members.iter().map(|m| m.moved(0, at)));
         Some(self.text.len())
     }
 
@@ -267,7 +263,7 @@ impl StateMemo {
         b: &[u8],
         (start, end): (usize, usize),
         depth: usize,
-        members: &[MemberSpan],
+        members: &[Member],
     ) {
         if self.resting > 0 {
             return;
@@ -281,11 +277,7 @@ impl StateMemo {
         self.text.extend_from_slice(&b[start..end]);
         self.depth = depth;
         self.members.clear();
-        self.members.extend(
-            members
-                .iter()
-                .map(|&(ks, ke, vs, ve)| (ks - at, ke - at, vs - at, ve - at)),
-        );
+        self.members.extend(members.iter().map(|m| m.moved(at, 0)));
     }
 }
 

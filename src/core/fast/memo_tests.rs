@@ -6,7 +6,7 @@ use super::*;
 fn huge_states_are_not_kept_from_line_to_line() {
     let small = br#"{"a":1}"#;
     let mut m = StateMemo::default();
-    m.keep(small, (0, small.len()), 3, &[(2, 3, 5, 6)]);
+    m.keep(small, (0, small.len()), 3, &[(2, 3, 5, 6).into()]);
     let mut out = Vec::new();
     assert_eq!(m.recall(br#"xx{"a":1}"#, 2, 3, &mut out), Some(small.len()));
     assert_eq!(out, [(4, 5, 7, 8)]);

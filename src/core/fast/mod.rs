@@ -57,7 +57,10 @@ mod scan;
 mod span;
 mod walk;
 
+use std::cell::Cell;
+
 use memo::Scratch;
+use raw_diff::Node;
 use read::read;
 use scan::Scan;
 
@@ -75,6 +78,9 @@ pub(crate) use scan::number_token;
 #[derive(Default)]
 pub struct LineReader {
     scratch: Scratch,
+    /// The values of the two states laid out for their diff (see
+    /// [`Parsed::state_diff`]), a buffer kept from line to line.
+    nodes: Cell<Vec<Node>>,
 }
 
 impl LineReader {
@@ -87,7 +93,7 @@ impl LineReader {
     pub fn parse<'r, 'line>(&'r mut self, line: &'line str) -> Option<Parsed<'r, 'line>> {
         u32::try_from(line.len()).ok()?;
         self.scratch.reset();
-        read(line, &mut self.scratch)
+        read(line, &mut self.scratch, &self.nodes)
     }
 
     /// Forget the states, small objects and keys the reader keeps from line

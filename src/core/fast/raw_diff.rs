@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::core::diff::{self, Change, DiffEntry, JsonPath};
 
 use super::scan::{number_token, string_content, string_end};
-use super::span::{Kind, MemberSpan, NONE, Val};
+use super::span::{Kind, Member, NONE, Span, Val};
 
 /// The two states, and their diff when it was computed here: raw-equal
 /// states have none; two objects that differ are left for
@@ -39,7 +39,7 @@ pub(super) fn diff_states(
     permitted: impl Fn(&str) -> bool,
 ) -> Option<States> {
     let both_null = || (Some(Value::Null), Some(Value::Null));
-    let text = |v: Val| &line[v.start as usize..v.end as usize];
+    let text = |v: Val| v.span.of(line);
     match (a.map(text), b.map(text)) {
         (None, None) => Some((None, None, Diff::Done(None))),
         (Some(a), Some(b)) if a == b => {
@@ -167,19 +167,17 @@ fn diff_members_in(
 #[derive(Clone, Copy)]
 pub(super) struct Members<'a> {
     pub(super) line: &'a str,
-    pub(super) spans: &'a [MemberSpan],
+    pub(super) spans: &'a [Member],
     pub(super) twins: &'a [u32],
 }
 
 impl<'a> Members<'a> {
     fn key(&self, i: usize) -> &'a str {
-        let (ks, ke, _, _) = self.spans[i];
-        &self.line[ks as usize..ke as usize]
+        self.spans[i].key.of(self.line)
     }
 
     fn value(&self, i: usize) -> &'a str {
-        let (_, _, vs, ve) = self.spans[i];
-        &self.line[vs as usize..ve as usize]
+        self.spans[i].value.of(self.line)
     }
 
     /// The raw value of key `k`, looked for first at `near` and its
@@ -272,9 +270,8 @@ const MAX_NODES: usize = 16_384;
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Node {
     kind: Kind,
-    start: u32,
-    end: u32,
-    key: (u32, u32),
+    span: Span,
+    key: Span,
     first: u32,
     next: u32,
     len: u32,
@@ -283,7 +280,7 @@ pub(super) struct Node {
 /// Lay out the value `text` (scanned, so valid) in `nodes`: the index of
 /// its node, or `None` past [`MAX_CHILDREN`] or [`MAX_NODES`].
 fn lay_out(text: &str, nodes: &mut Vec<Node>) -> Option<u32> {
-    lay_out_at(text.as_bytes(), &mut 0, nodes, (0, 0))
+    lay_out_at(text.as_bytes(), &mut 0, nodes, Span::default())
 }
 
 fn skip_ws(b: &[u8], i: &mut usize) {
@@ -292,7 +289,7 @@ fn skip_ws(b: &[u8], i: &mut usize) {
     }
 }
 
-fn lay_out_at(b: &[u8], i: &mut usize, nodes: &mut Vec<Node>, key: (u32, u32)) -> Option<u32> {
+fn lay_out_at(b: &[u8], i: &mut usize, nodes: &mut Vec<Node>, key: Span) -> Option<u32> {
     if nodes.len() >= MAX_NODES {
         return None;
     }
@@ -301,8 +298,7 @@ fn lay_out_at(b: &[u8], i: &mut usize, nodes: &mut Vec<Node>, key: (u32, u32)) -
     let me = u32::try_from(nodes.len()).ok()?;
     let mut node = Node {
         kind: Kind::Null,
-        start: start as u32,
-        end: 0,
+        span: Span::new(start, 0),
         key,
         first: NONE,
         next: NONE,
@@ -351,13 +347,13 @@ fn lay_out_at(b: &[u8], i: &mut usize, nodes: &mut Vec<Node>, key: (u32, u32)) -
             }
             let key = if node.kind == Kind::Obj {
                 let (_, end) = string_end(b, *i)?;
-                let key = (*i as u32 + 1, end as u32 - 1);
+                let key = Span::new(*i + 1, end - 1);
                 *i = end;
                 skip_ws(b, i);
                 *i += 1; // the colon
                 key
             } else {
-                (0, 0)
+                Span::default()
             };
             let child = lay_out_at(b, i, nodes, key)?;
             node.len += 1;
@@ -372,7 +368,7 @@ fn lay_out_at(b: &[u8], i: &mut usize, nodes: &mut Vec<Node>, key: (u32, u32)) -
             last = child;
         }
     }
-    node.end = *i as u32;
+    node.span.end = *i as u32;
     nodes[me as usize] = node;
     Some(me)
 }
@@ -395,8 +391,7 @@ impl<'a> Raw<'a> {
     }
 
     fn raw(self) -> &'a str {
-        let n = self.node();
-        &self.text[n.start as usize..n.end as usize]
+        self.node().span.of(self.text)
     }
 
     /// The children, with their keys for an object's.
@@ -409,7 +404,7 @@ impl<'a> Raw<'a> {
             let child = Raw { at: next, ..self };
             let n = child.node();
             next = n.next;
-            Some((&self.text[n.key.0 as usize..n.key.1 as usize], child))
+            Some((n.key.of(self.text), child))
         })
     }
 

@@ -3,6 +3,7 @@
 //! last one.
 
 use std::borrow::Cow;
+use std::cell::Cell;
 
 use crate::core::diff::DiffEntry;
 use crate::core::model::{Expectation, Outcome, PairRecord, Policy, Route, Side};
@@ -16,9 +17,9 @@ use super::fields::{
     T_VARIANT_ROUTE,
 };
 use super::memo::{Reading, Scratch};
-use super::raw_diff::{Diff, Members, diff_members, diff_states};
+use super::raw_diff::{Diff, Members, Node, diff_members, diff_states};
 use super::scan::{Scan, number_value, string_content, string_end};
-use super::span::{Kind, Val};
+use super::span::{Kind, Span, Val};
 
 /// A line read the fast way by [`LineReader::parse`], which it borrows
 /// until it is dropped or [recycled](Self::recycle): the diff it leaves for
@@ -48,9 +49,11 @@ pub struct Parsed<'r, 'line> {
     /// change is and its kind, without the values, which the index does
     /// not keep (the detail view diffs the parsed pair again).
     pub diff: Diff,
-    /// The line, and the reader's scratch, which holds its scan.
+    /// The line, the reader's scratch, which holds its scan, and the
+    /// reader's buffer for the diff.
     line: &'line str,
     scratch: &'r mut Scratch,
+    nodes: &'r Cell<Vec<Node>>,
 }
 
 impl Parsed<'_, '_> {
@@ -68,7 +71,7 @@ impl Parsed<'_, '_> {
             spans: &s.members[w],
             twins: &s.twins[w],
         };
-        diff_members(side(0), side(1), &s.nodes)
+        diff_members(side(0), side(1), self.nodes)
     }
 
     /// The diff's entries, as [`crate::core::derive::derive_with`] takes
@@ -116,8 +119,13 @@ fn set_text(slot: &mut Option<String>, text: Option<&str>) {
     }
 }
 
-/// Read `line` with the scratch `s` (reset), which the result borrows.
-pub(super) fn read<'r, 'line>(line: &'line str, s: &'r mut Scratch) -> Option<Parsed<'r, 'line>> {
+/// Read `line` with the scratch `s` (reset), which the result borrows with
+/// the buffer `nodes` for its diff.
+pub(super) fn read<'r, 'line>(
+    line: &'line str,
+    s: &'r mut Scratch,
+    nodes: &'r Cell<Vec<Node>>,
+) -> Option<Parsed<'r, 'line>> {
     Scan {
         b: line.as_bytes(),
         i: 0,
@@ -281,6 +289,7 @@ pub(super) fn read<'r, 'line>(line: &'line str, s: &'r mut Scratch) -> Option<Pa
         diff,
         line,
         scratch: s,
+        nodes,
     })
 }
 
@@ -298,7 +307,7 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn raw(&self, v: Val) -> &'a str {
-        &self.line[v.start as usize..v.end as usize]
+        v.span.of(self.line)
     }
 
     /// A string value's content, decoded.
@@ -346,7 +355,7 @@ impl<'a> Reader<'a> {
     fn key_of(&self, v: Val) -> Option<&'a str> {
         let b = self.line.as_bytes();
         let blank = |c: &u8| matches!(c, b' ' | b'\n' | b'\t' | b'\r');
-        let mut end = v.start as usize;
+        let mut end = v.span.start as usize;
         while end > 0 && blank(&b[end - 1]) {
             end -= 1;
         }
@@ -425,8 +434,7 @@ impl<'a> Reader<'a> {
                     let (kind, end) = string_end(b, i)?;
                     let text = item.string(Val {
                         kind,
-                        start: i as u32,
-                        end: end as u32,
+                        span: Span::new(i, end),
                     })?;
                     push(&text);
                     i = end;

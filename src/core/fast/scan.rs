@@ -4,8 +4,8 @@
 
 use std::borrow::Cow;
 
-use super::memo::{Key, Scratch, after};
-use super::span::{Kind, Val};
+use super::memo::{Key, Scratch, SeenKey, after};
+use super::span::{Kind, Span, Val};
 
 /// serde_json refuses a 128th nested object or array.
 pub(super) const MAX_DEPTH: usize = 127;
@@ -303,16 +303,17 @@ impl<'a> Scan<'a, '_> {
                 let key = &b[ks..ke];
                 let (p, bit) = key_bit(b, ks, ke);
                 if seen & bit != 0 {
-                    for &(q, s, e) in &self.s.keys[base..] {
-                        if q == p && &b[s as usize..e as usize] == key {
+                    for k in &self.s.keys[base..] {
+                        if k.prefix == p && k.span.bytes(b) == key {
                             return None;
                         }
                     }
                 }
                 seen |= bit;
-                self.s
-                    .keys
-                    .push((p, u32::try_from(ks).ok()?, u32::try_from(ke).ok()?));
+                self.s.keys.push(SeenKey {
+                    prefix: p,
+                    span: Span::checked(ks, ke)?,
+                });
             }
             match self.token()? {
                 b',' => self.i += 1,
@@ -351,8 +352,7 @@ impl<'a> Scan<'a, '_> {
         }
         *slot = Some(Val {
             kind,
-            start: u32::try_from(start).ok()?,
-            end: u32::try_from(end).ok()?,
+            span: Span::checked(start, end)?,
         });
         Some(())
     }

@@ -9,10 +9,10 @@ use super::fields::{
 };
 use super::memo::{
     Reading, SH_EXPECTATION, SH_POLICY, SH_RESPONSE, SH_SIDE, SH_TOP, SMALL_ENTRIES, SMALL_MAX,
-    SmallEntry, Target, small_entry,
+    SeenKey, SmallEntry, Target, small_entry,
 };
 use super::scan::{Keyed, MAX_DEPTH, Scan, common_prefix, key_bit};
-use super::span::{Kind, MemberSpan, NONE, Val};
+use super::span::{Kind, Member, NONE, Span, Val};
 
 impl Scan<'_, '_> {
     /// The whole line: one object and nothing after it.
@@ -147,7 +147,7 @@ impl Scan<'_, '_> {
         if let Some(o) = self.s.side[1 - w][S_STATE]
             && matches!(o.kind, Kind::Obj | Kind::Arr | Kind::Str | Kind::Esc)
         {
-            let text = &b[o.start as usize..o.end as usize];
+            let text = o.span.bytes(b);
             if b[start..].starts_with(text) {
                 self.i = start + text.len();
                 return Some(o.kind);
@@ -178,8 +178,10 @@ impl Scan<'_, '_> {
             if twin.is_none() {
                 s.value(d)?;
             }
-            let span = (ks as u32, ke as u32, vs as u32, s.i as u32);
-            s.s.members[w].push(span);
+            s.s.members[w].push(Member {
+                key: Span::new(ks, ke),
+                value: Span::new(vs, s.i),
+            });
             s.s.twins[w].push(twin.unwrap_or(NONE));
             Some(false)
         };
@@ -223,14 +225,14 @@ impl Scan<'_, '_> {
             return None;
         }
         let b = self.b;
-        let (os, oe) = (o.start as usize, o.end as usize);
+        let (os, oe) = (o.span.start as usize, o.span.end as usize);
         let start = self.i;
-        let shared = os + common_prefix(&b[os..oe], &b[start..]);
+        let shared = os + common_prefix(o.span.bytes(b), &b[start..]);
         let others = &self.s.members[1 - w];
         // A member is taken if the byte after its value is shared too.
         let taken = others
             .iter()
-            .take_while(|m| (m.3 as usize) < shared && (m.3 as usize) < oe)
+            .take_while(|m| (m.value.end as usize) < shared && (m.value.end as usize) < oe)
             .count();
         if taken == 0 {
             return None;
@@ -240,15 +242,18 @@ impl Scan<'_, '_> {
         let base = self.s.keys.len();
         let mut seen = 0u64;
         for m in 0..taken {
-            let (ks, ke, vs, ve) = self.s.members[1 - w][m];
-            let (ks, ke) = ((ks + shift) as usize, (ke + shift) as usize);
+            let mine = self.s.members[1 - w][m].moved(0, shift);
+            let (ks, ke) = (mine.key.start as usize, mine.key.end as usize);
             let (p, bit) = key_bit(b, ks, ke);
             seen |= bit;
-            self.s.keys.push((p, ks as u32, ke as u32));
-            self.s.members[w].push((ks as u32, ke as u32, vs + shift, ve + shift));
+            self.s.keys.push(SeenKey {
+                prefix: p,
+                span: mine.key,
+            });
+            self.s.members[w].push(mine);
             self.s.twins[w].push(m as u32);
         }
-        self.i = (self.s.members[1 - w][taken - 1].3 + shift) as usize;
+        self.i = (self.s.members[1 - w][taken - 1].value.end + shift) as usize;
         Some((base, seen))
     }
 
@@ -268,26 +273,31 @@ impl Scan<'_, '_> {
         // Most often the member in the same place, key and value written
         // alike: one comparison from the key's opening quote to the value's
         // end (the same length up to the value means the same key).
-        if let Some(&(oks, _, ovs, ove)) = others.get(at)
-            && ovs - oks == (self.i - ks) as u32
+        if let Some(&o) = others.get(at)
+            && o.value.start - o.key.start == (self.i - ks) as u32
         {
-            let text = &b[oks as usize - 1..ove as usize];
+            // From the key's opening quote.
+            let whole = Span {
+                start: o.key.start - 1,
+                end: o.value.end,
+            };
+            let text = whole.bytes(b);
             let end = ks - 1 + text.len();
-            if ends_at(b, b[ovs as usize], end) && b[ks - 1..].starts_with(text) {
+            if ends_at(b, b[o.value.start as usize], end) && b[ks - 1..].starts_with(text) {
                 self.i = end;
                 return u32::try_from(at).ok();
             }
         }
-        let same_key = |&(oks, oke, _, _): &MemberSpan| &b[oks as usize..oke as usize] == key;
+        let same_key = |m: &Member| m.key.bytes(b) == key;
         let found = match others.get(at) {
             Some(m) if same_key(m) => Some(at),
             _ => others.iter().position(same_key),
         };
         let o = found?;
-        let (_, _, ovs, ove) = others[o];
-        let text = &b[ovs as usize..ove as usize];
+        let value = others[o].value;
+        let text = value.bytes(b);
         let end = self.i + text.len();
-        if ends_at(b, b[ovs as usize], end) && b[self.i..].starts_with(text) {
+        if ends_at(b, b[value.start as usize], end) && b[self.i..].starts_with(text) {
             self.i = end;
             u32::try_from(o).ok()
         } else {
