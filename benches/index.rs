@@ -76,20 +76,16 @@ fn per_line(c: &mut Criterion) {
     g.sample_size(20)
         .measurement_time(Duration::from_secs(10))
         .throughput(Throughput::Bytes(bytes as u64));
+    let mut reader = triage::core::load::fast::LineReader::new();
     g.bench_function("parse_fast, 10k lines", |b| {
-        b.iter(|| {
-            lines
-                .iter()
-                .filter(|l| triage::core::fast::parse_fast(l).is_some())
-                .count()
-        })
+        b.iter(|| lines.iter().filter(|l| reader.parse(l).is_some()).count())
     });
     g.bench_function("parse_fast + derive + suggest, 10k lines", |b| {
         b.iter(|| {
             let mut n = 0;
             for l in &lines {
-                if let Some(f) = triage::core::fast::parse_fast(l) {
-                    let d = triage::core::derive::derive_with(&f.record, f.state_diff.made(l));
+                if let Some(f) = reader.parse(l) {
+                    let d = triage::core::derive::derive_with(&f.record, f.diff_entries());
                     n += usize::from(
                         triage::core::suggest::suggest_category(&f.record, &d).is_some(),
                     );

@@ -12,9 +12,10 @@
 //! and `serde` (serde_json skipping the line, `IgnoredAny`, for scale).
 //! The file is read into memory first; nothing here touches the disk.
 
+use std::cell::RefCell;
 use std::time::Instant;
 
-use triage::core::{fast, load::line};
+use triage::core::load::{fast, line};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -41,6 +42,8 @@ fn main() {
         .iter()
         .filter_map(|l| std::str::from_utf8(l).ok())
         .collect();
+    // One reader for the scan and parse stages, as a loader thread has.
+    let reader = RefCell::new(fast::LineReader::new());
     for stage in &stages {
         let one: &dyn Fn() -> usize = match stage.as_str() {
             "utf8" => &|| {
@@ -55,11 +58,16 @@ fn main() {
                     .filter(|l| simdutf8::basic::from_utf8(l).is_ok())
                     .count()
             },
-            "scan" => &|| texts.iter().filter(|l| fast::scan_only(l)).count(),
+            "scan" => &|| {
+                texts
+                    .iter()
+                    .filter(|l| reader.borrow_mut().scan_only(l))
+                    .count()
+            },
             "parse" => &|| {
                 texts
                     .iter()
-                    .filter(|l| fast::parse_fast(l).is_some())
+                    .filter(|l| reader.borrow_mut().parse(l).is_some())
                     .count()
             },
             "row" => &|| texts.iter().filter(|l| line::fast_row_of(l)).count(),

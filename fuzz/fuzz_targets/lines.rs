@@ -7,8 +7,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use triage::core::fast::forget_states;
-use triage::core::load::line::line_both_ways;
+use triage::core::load::line::{forget_states, line_both_ways};
 
 fn check(line: &[u8], max: usize) {
     let (fast, slow) = line_both_ways(line, max);

@@ -231,7 +231,7 @@ pub(crate) enum Class {
 }
 
 /// A JSON value as the diff reads it: a [`Value`], or a value the loader
-/// located in a line and diffs without building it (see `fast.rs`).
+/// located in a line and diffs without building it (see `fast/raw_diff.rs`).
 pub(crate) trait Tree<'a>: Copy {
     fn class(self) -> Class;
     /// An object's members in order; nothing for any other value.

@@ -430,7 +430,7 @@ impl Scan<'_, '_> {
     fn number(&mut self) -> Option<()> {
         let start = self.i;
         let b = self.b;
-        let j = super::fast::number_token(b, start)?.end;
+        let j = super::load::fast::number_token(b, start)?.end;
         self.i = j;
         let token = &b[start..j];
         // A plain integer below 1e15 is its own canonical form ("-0" is "0").

@@ -32,7 +32,6 @@ pub mod derive;
 pub mod diff;
 pub mod export;
 pub mod facets;
-pub mod fast;
 pub mod formats;
 pub mod index;
 pub mod key;

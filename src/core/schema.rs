@@ -12,7 +12,7 @@
 //! - the slow path ([`super::record::map_record`]) asks for a field by its
 //!   row ([`Field::spellings`]); the first spelling that is present and not
 //!   `null` is the one read, so the order of the spellings matters;
-//! - the fast path ([`super::fast`]) keeps one value per slot, found through
+//! - the fast path ([`super::load::fast`]) keeps one value per slot, found through
 //!   the generated `*_slot` functions (`top_slot`, `side_slot`, ...): each is
 //!   a plain `match` on the spellings as byte strings, which the compiler
 //!   turns into the same code as a hand-written one.
@@ -251,7 +251,7 @@ schema! {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::fast::parse_fast;
+    use crate::core::load::fast::LineReader;
     use crate::core::model::PairRecord;
     use crate::core::record::map_record;
     use serde_json::{Map, Value, json};
@@ -438,6 +438,7 @@ mod tests {
     #[test]
     fn each_spelling_reads_the_same_field_by_both_paths() {
         let mut checked = 0;
+        let mut reader = LineReader::new();
         for (table, fields, _) in TABLES {
             for f in fields {
                 let first = line_with(table, f, Some(f.canonical()));
@@ -452,7 +453,7 @@ mod tests {
                     let line = line_with(table, f, Some(spelling));
                     let r = slow(&line);
                     assert_eq!(r, expected, "{line}");
-                    let fast = parse_fast(&line).unwrap_or_else(|| panic!("fast: {line}"));
+                    let fast = reader.parse(&line).unwrap_or_else(|| panic!("fast: {line}"));
                     assert_eq!(kept(&fast.record), kept(&r), "{line}");
                     assert_eq!(fast.case_id, r.case_id.as_str(), "{line}");
                     assert_eq!(fast.variant_id, r.variant_id.as_str(), "{line}");
@@ -473,6 +474,7 @@ mod tests {
     /// reads the first spelling that is present, the fast path declines.
     #[test]
     fn two_spellings_of_one_field_are_one_field() {
+        let mut reader = LineReader::new();
         for (table, fields, _) in TABLES {
             for f in fields.iter().filter(|f| f.spellings.len() > 1) {
                 for (i, a) in f.spellings.iter().enumerate() {
@@ -486,7 +488,7 @@ mod tests {
                         let obj = object_of(&mut line, table);
                         obj.insert(b.to_string(), value);
                         let line = Value::Object(line).to_string();
-                        assert!(parse_fast(&line).is_none(), "{line}");
+                        assert!(reader.parse(&line).is_none(), "{line}");
                         let read = map_record(serde_json::from_str(&line).unwrap());
                         let first = map_record(serde_json::from_str(&with_null).unwrap());
                         assert_eq!(read, first, "{line}");

@@ -19,6 +19,8 @@ use crate::core::problem::ProblemKind;
 use crate::core::record::{RecordError, map_record};
 use crate::core::row::{ExpKind, OutcomeCode, RowCodes, flags};
 
+use super::fast::{Diff, LineReader};
+
 /// How lines are read: the typed fast path with the slow path as fallback,
 /// or the slow path alone (kept for tests that compare the two).
 #[doc(hidden)]
@@ -321,54 +323,75 @@ fn describe_row(d: &RowData, buf: &[u8]) -> String {
     )
 }
 
-/// The fast path: one scan of the line. [`crate::core::fast::parse_fast`]
-/// validates the line on its own (it declines repeated keys, bad numbers,
-/// deep nesting...); the record key is not computed here (see `index::keys`).
+thread_local! {
+    /// The thread's fast-path reader. It keeps its memos from line to line
+    /// across a rayon worker's lines: the lines of a case, read one after
+    /// another, recall the state they share.
+    static READER: std::cell::RefCell<LineReader> = Default::default();
+}
+
+/// Forget what this thread's reader keeps from line to line, so that what
+/// follows reads as on a fresh thread (for the fuzz targets, whose inputs
+/// must each reproduce alone).
+#[doc(hidden)]
+pub fn forget_states() {
+    READER.with_borrow_mut(LineReader::forget);
+}
+
+/// The fast path: one scan of the line, by the thread's reader.
+/// [`LineReader::parse`] validates the line on its own (it declines
+/// repeated keys, bad numbers, deep nesting...); the record key is not
+/// computed here (see `index::keys`).
 fn fast_row(buf: &[u8], body: &str) -> Option<RowData> {
-    let f = crate::core::fast::parse_fast(body)?;
+    READER.with_borrow_mut(|reader| read_row(reader, buf, body))
+}
+
+fn read_row(reader: &mut LineReader, buf: &[u8], body: &str) -> Option<RowData> {
+    let mut f = reader.parse(body)?;
     // Two states that differ are diffed only if the derivation reads it.
     let failed = std::cell::Cell::new(false);
-    let d = match f.state_diff {
-        crate::core::fast::Diff::Done(entries) => crate::core::derive::lean(&f.record, entries),
-        crate::core::fast::Diff::Later { covered } => {
-            crate::core::derive::lean_on(&f.record, covered, || {
-                let d = crate::core::fast::state_diff(body);
-                failed.set(d.is_none());
-                d
-            })
-        }
+    let d = match f.diff {
+        Diff::Done(_) => crate::core::derive::lean(&f.record, f.diff_entries()),
+        Diff::Later { covered } => crate::core::derive::lean_on(&f.record, covered, || {
+            let d = f.state_diff();
+            failed.set(d.is_none());
+            d
+        }),
     };
     if failed.get() {
-        crate::core::fast::recycle(f.record);
+        f.recycle();
         return None;
     }
     let suggestion = crate::core::suggest::lean_category(&f.record, &d);
     let summary = summarize(&f.record, &d);
     // The record's strings are spans of the line here: the record goes back
-    // to the fast path, whose buffers the next line reuses.
-    let transformation =
-        transformation_name(&d, Text::of(buf, f.transformation.unwrap_or_default()));
+    // to the reader, whose buffers the next line reuses.
+    let transformation = transformation_name(
+        &d,
+        Text::of(buf, f.transformation.take().unwrap_or_default()),
+    );
     let warnings = f
         .record
         .field_warnings
         .iter()
         .map(|w| format!("{} / {}: {w}", f.case_id, f.variant_id))
         .collect();
-    crate::core::fast::recycle(f.record);
-    Some(RowData {
+    let row = RowData {
         trim_start: 0,
         body_len: 0,
-        case: Text::of(buf, f.case_id),
-        variant: Text::of(buf, f.variant_id),
+        case: Text::of(buf, std::mem::take(&mut f.case_id)),
+        variant: Text::of(buf, std::mem::take(&mut f.variant_id)),
         transformation,
-        family: f.family.map(|s| Text::of(buf, s)),
+        family: f.family.take().map(|s| Text::of(buf, s)),
         suggestion,
-        contract: f.contract.map(|s| Text::of(buf, s)),
-        schema: f.schema.map(|s| Text::of(buf, s)),
-        model: f.model.map(|s| Text::of(buf, s)),
+        contract: f.contract.take().map(|s| Text::of(buf, s)),
+        schema: f.schema.take().map(|s| Text::of(buf, s)),
+        model: f.model.take().map(|s| Text::of(buf, s)),
         summary,
         warnings,
-    })
+    };
+    f.recycle();
+    Some(row)
 }
 
 /// The transformation name of a row: the one `recorded`, else the inferred

@@ -22,6 +22,7 @@
 
 pub mod batch;
 pub mod chunks;
+pub mod fast;
 pub mod follow;
 pub mod intern;
 pub mod line;

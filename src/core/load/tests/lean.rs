@@ -90,8 +90,9 @@ fn check_text(name: &str, text: &str) -> usize {
         let (full, lean) = both(&r, None);
         assert_eq!(lean, full, "{name}:{}", i + 1);
         n += 1;
-        if let Some(f) = crate::core::fast::parse_fast(line) {
-            let (full, lean) = both(&f.record, f.state_diff.made(line));
+        let fast = super::READER
+            .with_borrow_mut(|r| r.parse(line).map(|f| both(&f.record, f.diff_entries())));
+        if let Some((full, lean)) = fast {
             assert_eq!(lean, full, "{name}:{} (fast path)", i + 1);
         }
     }

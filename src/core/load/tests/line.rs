@@ -195,7 +195,7 @@ fn repeated_policies_and_expectations_read_as_the_slow_path() {
         ),
         (line(p, invariant), true),
     ];
-    crate::core::fast::forget_states();
+    super::forget_states();
     for (line, accepted) in &lines {
         for _ in 0..2 {
             assert_eq!(assert_agrees(line), *accepted, "{line}");
@@ -237,7 +237,7 @@ fn a_variant_state_that_begins_as_the_source_reads_as_the_slow_path() {
             let line = format!(
                 r#"{{"case_id":"c","variant_id":"v"{allowed},"source":{{"state":{source}}},"variant":{{"state":{variant}}}}}"#
             );
-            crate::core::fast::forget_states();
+            super::forget_states();
             assert_eq!(assert_agrees(&line), accepted, "{line}");
         }
     }
@@ -346,7 +346,7 @@ fn fast_path_declines_on_its_own() {
     lines.push(r#"{"case_id":1,"variant_id":"v"}"#.to_string());
     for line in &lines {
         assert!(
-            crate::core::fast::parse_fast(line).is_none(),
+            super::READER.with_borrow_mut(|r| r.parse(line).is_none()),
             "accepted: {line}"
         );
         assert!(!assert_agrees(line));
@@ -372,7 +372,7 @@ fn fast_path_declines_on_its_own() {
     .collect();
     for line in &accepted {
         assert!(
-            crate::core::fast::parse_fast(line).is_some(),
+            super::READER.with_borrow_mut(|r| r.parse(line).is_some()),
             "declined: {line}"
         );
         assert!(assert_agrees(line));
