@@ -109,9 +109,9 @@ pub fn derive(r: &PairRecord) -> Derived {
     derive_with(r, None)
 }
 
-/// [`derive`], with the diff of the two states already computed (the
+/// [`derive()`], with the diff of the two states already computed (the
 /// loader's fast path diffs them from their raw text); `None` diffs
-/// `r.source.state` against `r.variant.state` as [`derive`] does.
+/// `r.source.state` against `r.variant.state` as [`derive()`] does.
 pub fn derive_with(r: &PairRecord, state_diff: Option<Vec<DiffEntry>>) -> Derived {
     let mut warnings: Vec<String> = r.field_warnings.clone();
     let n = numbers(r);
@@ -436,7 +436,7 @@ fn check_expectation<'a>(
     true
 }
 
-/// What the index keeps of a pair's derivation: the same facts [`derive`]
+/// What the index keeps of a pair's derivation: the same facts [`derive()`]
 /// computes, decided by the same rules, but without building any message,
 /// path string or copy of the diff (see [`lean`]).
 #[derive(Debug, Clone, PartialEq)]

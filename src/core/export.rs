@@ -1,7 +1,7 @@
 //! Reports and exports of a run, in one place for the CLI and the viewer.
 //!
 //! [`select_rows`] picks the pairs to export (failures by default, every pair
-//! with [`ExportOptions::all`], narrowed by a [`Query`]); [`write`] writes
+//! with [`ExportOptions::all`], narrowed by a [`Query`]); [`write()`] writes
 //! them in one [`Format`]:
 //!
 //! - **Markdown**: a triage report to paste into a pull request — header,
