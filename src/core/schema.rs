@@ -453,7 +453,9 @@ mod tests {
                     let line = line_with(table, f, Some(spelling));
                     let r = slow(&line);
                     assert_eq!(r, expected, "{line}");
-                    let fast = reader.parse(&line).unwrap_or_else(|| panic!("fast: {line}"));
+                    let fast = reader
+                        .parse(&line)
+                        .unwrap_or_else(|| panic!("fast: {line}"));
                     assert_eq!(kept(&fast.record), kept(&r), "{line}");
                     assert_eq!(fast.case_id, r.case_id.as_str(), "{line}");
                     assert_eq!(fast.variant_id, r.variant_id.as_str(), "{line}");

@@ -11,8 +11,8 @@
 use std::sync::Arc;
 
 use crate::core::annotations::AnnotationStore;
-use crate::core::load::follow::RunWatch;
 use crate::core::index::RunIndex;
+use crate::core::load::follow::RunWatch;
 use crate::core::suggest::suggest;
 use crate::core::taxonomy::Taxonomy;
 

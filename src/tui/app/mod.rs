@@ -22,9 +22,9 @@
 use std::collections::HashSet;
 
 use crate::core::annotations::{Annotation, AnnotationSource, AnnotationStore, Change};
-use crate::core::load::follow::{RunChange, RunWatch};
 use crate::core::index::LoadedPair;
 use crate::core::index::RunIndex;
+use crate::core::load::follow::{RunChange, RunWatch};
 use crate::core::row::PairRow;
 use crate::core::suggest::Suggestion;
 use crate::core::taxonomy::Taxonomy;

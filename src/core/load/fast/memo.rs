@@ -4,8 +4,8 @@
 
 use crate::core::model::{Expectation, PairRecord};
 
-use crate::core::schema::{N_EXP, N_SIDE, N_TOP};
 use super::span::{Member, Span, Val};
+use crate::core::schema::{N_EXP, N_SIDE, N_TOP};
 
 /// Which small object's slots a member goes to.
 #[derive(Clone, Copy)]

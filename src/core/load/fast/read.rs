@@ -8,6 +8,10 @@ use std::cell::Cell;
 use crate::core::diff::DiffEntry;
 use crate::core::model::{Expectation, Outcome, PairRecord, Policy, Route, Side};
 
+use super::memo::{Reading, Scratch};
+use super::raw_diff::{Diff, Members, Node, diff_members, diff_states};
+use super::scan::{Scan, number_value, string_content, string_end};
+use super::span::{Kind, Span, Val};
 use crate::core::schema::{
     E_KIND, E_MAX_C, E_MAX_P, E_MOVEMENT, E_ROUTES, E_SAME_ROUTE, N_EXP, N_SIDE, S_CONFIDENCE,
     S_DECISION, S_ERROR, S_LATENCY, S_OUTCOME, S_PROBABILITY, S_QUESTION, S_RESPONSE, S_ROUTE,
@@ -16,10 +20,6 @@ use crate::core::schema::{
     T_SOURCE, T_SOURCE_ROUTE, T_TIMESTAMP, T_TRANSFORMATION, T_VARIANT, T_VARIANT_ID,
     T_VARIANT_ROUTE,
 };
-use super::memo::{Reading, Scratch};
-use super::raw_diff::{Diff, Members, Node, diff_members, diff_states};
-use super::scan::{Scan, number_value, string_content, string_end};
-use super::span::{Kind, Span, Val};
 
 /// A line read the fast way by [`LineReader::parse`], which it borrows
 /// until it is dropped or [recycled](Self::recycle): the diff it leaves for

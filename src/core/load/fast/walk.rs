@@ -3,16 +3,16 @@
 //! and the members of each side's `state`, taken from the other side's
 //! state or from an earlier line's where their text repeats it.
 
-use crate::core::schema::{
-    N_EXP, S_RESPONSE, S_STATE, T_EXPECTATION, T_POLICY, T_SOURCE, T_VARIANT, expectation_slot,
-    policy_slot, response_slot, side_slot, top_slot,
-};
 use super::memo::{
     Reading, SH_EXPECTATION, SH_POLICY, SH_RESPONSE, SH_SIDE, SH_TOP, SMALL_ENTRIES, SMALL_MAX,
     SeenKey, SmallEntry, Target, small_entry,
 };
 use super::scan::{Keyed, MAX_DEPTH, Scan, common_prefix, key_bit};
 use super::span::{Kind, Member, NONE, Span, Val};
+use crate::core::schema::{
+    N_EXP, S_RESPONSE, S_STATE, T_EXPECTATION, T_POLICY, T_SOURCE, T_VARIANT, expectation_slot,
+    policy_slot, response_slot, side_slot, top_slot,
+};
 
 impl Scan<'_, '_> {
     /// The whole line: one object and nothing after it.
