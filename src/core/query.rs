@@ -946,7 +946,7 @@ fn is_stale(
         return false;
     };
     // Most pairs share no case id with any annotation: rule them out per
-    // sym (resolved keys already carry that flag per sym; see `rowkeys`).
+    // sym (resolved keys already carry that flag per sym; see `index::keys`).
     if let Some(cases) = env.cases.as_ref().filter(|_| !index.keys_resolved(store)) {
         let known = match memo.get(row.case as usize).copied() {
             Some(1) => true,

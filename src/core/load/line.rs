@@ -3,7 +3,7 @@
 //! problem.
 //!
 //! `process_line` is the whole step. The fast path (`fast_row`) reads the
-//! line with the typed, borrowing scanner of [`crate::core::fast`] and the
+//! line with the typed, borrowing scanner of [`super::fast`] and the
 //! lean derivation; its strings stay spans of the chunk. The slow path
 //! (`slow_row`) reads a whole [`Value`], maps it with [`map_record`] and
 //! names a problem when it cannot ([`ProblemKind`]). Either gives the same
