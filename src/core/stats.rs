@@ -850,7 +850,6 @@ fn verdict_clause(f: &Flips) -> String {
 /// unreadable lines.
 pub fn conclusion(index: &RunIndex, rows: &[u32], s: &Summary) -> Vec<String> {
     let mut out = Vec::new();
-    let o = &s.overall;
     if s.pairs == 0 {
         out.push("No pairs to summarise.".to_string());
         if s.problems > 0 {
@@ -858,6 +857,24 @@ pub fn conclusion(index: &RunIndex, rows: &[u32], s: &Summary) -> Vec<String> {
         }
         return out;
     }
+    overview_sentences(&mut out, s);
+    let tally = tally_transformations(index, rows);
+    flip_sentences(&mut out, tally.flips);
+    out.extend(stable_sentence(&tally.per_transformation));
+    out.extend(boundary_sentence(&s.overall));
+    error_sentences(&mut out, &s.overall);
+    out.extend(case_sentence(s));
+    out.extend(s.repetition.as_ref().map(repetition_sentence));
+    out.extend(classification_sentence(s));
+    if s.problems > 0 {
+        out.push(unreadable(s.problems));
+    }
+    out
+}
+
+/// Writes the overview, the small-sample caution and the invariant violation rate.
+fn overview_sentences(out: &mut Vec<String>, s: &Summary) {
+    let o = &s.overall;
     out.push(format!(
         "{}, {}: failure rate {}.",
         count_of(s.pairs, "pair", "pairs"),
@@ -879,9 +896,19 @@ pub fn conclusion(index: &RunIndex, rows: &[u32], s: &Summary) -> Vec<String> {
             r.display()
         ));
     }
+}
 
-    // Route flips and stability per transformation, read from the rows:
-    // counted by interned id, then by name.
+/// What [`conclusion`] counts per transformation name.
+struct Tally<'a> {
+    /// The route flips of each transformation that has any.
+    flips: FxHashMap<&'a str, Flips>,
+    /// (pairs, pairs that failed or flipped route) of each transformation.
+    per_transformation: FxHashMap<&'a str, (u64, u64)>,
+}
+
+/// Route flips and (pairs, failing or flipped pairs) per transformation name, read from the rows.
+fn tally_transformations<'a>(index: &'a RunIndex, rows: &[u32]) -> Tally<'a> {
+    // Counted by interned id, then by name.
     let mut flips_by_id: FxHashMap<Sym, Flips> = FxHashMap::default();
     let mut per_id: FxHashMap<Sym, (u64, u64)> = FxHashMap::default();
     for row in rows.iter().filter_map(|&i| index.rows.get(i as usize)) {
@@ -913,6 +940,14 @@ pub fn conclusion(index: &RunIndex, rows: &[u32], s: &Summary) -> Vec<String> {
         into.0 += n;
         into.1 += bad;
     }
+    Tally {
+        flips,
+        per_transformation,
+    }
+}
+
+/// Writes one sentence per transformation with the most route flips (at most three), then how many more.
+fn flip_sentences(out: &mut Vec<String>, flips: FxHashMap<&str, Flips>) {
     let mut flips: Vec<(&str, Flips)> = flips.into_iter().collect();
     flips.sort_by(|a, b| b.1.n.cmp(&a.1.n).then_with(|| a.0.cmp(b.0)));
     for (name, f) in flips.iter().take(3) {
@@ -941,53 +976,65 @@ pub fn conclusion(index: &RunIndex, rows: &[u32], s: &Summary) -> Vec<String> {
             }
         ));
     }
+}
+
+/// The sentence naming the transformations without failures or route flips, if any.
+fn stable_sentence(per_transformation: &FxHashMap<&str, (u64, u64)>) -> Option<String> {
     let mut stable: Vec<(&str, u64)> = per_transformation
         .iter()
         .filter(|(_, (_, bad))| *bad == 0)
         .map(|(name, (n, _))| (*name, *n))
         .collect();
     by_count_then_name(&mut stable);
-    if !stable.is_empty() {
-        let shown: Vec<String> = stable
-            .iter()
-            .take(5)
-            .map(|(name, n)| format!("{} ({})", inert_line(name), count_of(*n, "pair", "pairs")))
-            .collect();
-        let rest = stable.len().saturating_sub(5);
-        out.push(format!(
-            "No failures or route flips in {}{}.",
-            shown.join(", "),
-            if rest > 0 {
-                format!(" and {rest} more")
-            } else {
-                String::new()
-            }
-        ));
+    if stable.is_empty() {
+        return None;
     }
+    let shown: Vec<String> = stable
+        .iter()
+        .take(5)
+        .map(|(name, n)| format!("{} ({})", inert_line(name), count_of(*n, "pair", "pairs")))
+        .collect();
+    let rest = stable.len().saturating_sub(5);
+    Some(format!(
+        "No failures or route flips in {}{}.",
+        shown.join(", "),
+        if rest > 0 {
+            format!(" and {rest} more")
+        } else {
+            String::new()
+        }
+    ))
+}
 
-    if o.boundary_pairs > 0 {
-        let flipped = match &o.boundary_flip_rate {
-            Some(r) => format!(
-                "{} of the {} with both routes known flipped route ({})",
-                r.successes,
-                r.trials,
-                r.display()
-            ),
-            None => "none has both routes known".to_string(),
-        };
-        out.push(format!(
-            "{}; {flipped}.",
-            if o.boundary_pairs == 1 {
-                "1 pair has a source closer to a threshold than its minimum boundary margin"
-                    .to_string()
-            } else {
-                format!(
-                    "{} pairs have sources closer to a threshold than their minimum boundary margin",
-                    o.boundary_pairs
-                )
-            }
-        ));
+/// The sentence about boundary cases and how many of them flipped route, if there are any.
+fn boundary_sentence(o: &GroupStats) -> Option<String> {
+    if o.boundary_pairs == 0 {
+        return None;
     }
+    let flipped = match &o.boundary_flip_rate {
+        Some(r) => format!(
+            "{} of the {} with both routes known flipped route ({})",
+            r.successes,
+            r.trials,
+            r.display()
+        ),
+        None => "none has both routes known".to_string(),
+    };
+    Some(format!(
+        "{}; {flipped}.",
+        if o.boundary_pairs == 1 {
+            "1 pair has a source closer to a threshold than its minimum boundary margin".to_string()
+        } else {
+            format!(
+                "{} pairs have sources closer to a threshold than their minimum boundary margin",
+                o.boundary_pairs
+            )
+        }
+    ))
+}
+
+/// Writes the sentences about service errors and invalid pairs, where there are any.
+fn error_sentences(out: &mut Vec<String>, o: &GroupStats) {
     if o.service_errors > 0 {
         out.push(format!(
             "Service errors ({}) are counted apart from robustness failures.",
@@ -1000,71 +1047,79 @@ pub fn conclusion(index: &RunIndex, rows: &[u32], s: &Summary) -> Vec<String> {
             count_of(o.invalid_pairs, "invalid pair", "invalid pairs")
         ));
     }
+}
+
+/// The sentence about how many source cases the failures touch, if there are failures.
+fn case_sentence(s: &Summary) -> Option<String> {
     let cl = &s.case_level;
-    if s.failures > 0 && cl.cases > 0 {
-        out.push(format!(
+    (s.failures > 0 && cl.cases > 0).then(|| {
+        format!(
             "Failures touch {} of {} source cases ({}); variants of one case are correlated, so cases, not pairs, are the independent evidence.",
             cl.failing_cases,
             cl.cases,
             show(&cl.failing_case_rate)
-        ));
-    }
-    if let Some(r) = &s.repetition {
-        out.push(if r.inconsistent_pair_ids > 0 {
-            format!(
-                "Repeated trials: {} across repetitions.",
-                if r.inconsistent_pair_ids == 1 {
-                    "1 pair disagrees with itself".to_string()
-                } else {
-                    format!("{} pairs disagree with themselves", r.inconsistent_pair_ids)
-                }
-            )
-        } else if r.repeated_pair_ids > 0 {
-            format!(
-                "Repeated trials: none of the {} changed between pass and fail.",
-                count_of(r.repeated_pair_ids, "repeated pair", "repeated pairs")
-            )
-        } else {
-            "Repetitions are recorded, but no pair appears more than once in this selection."
-                .to_string()
-        });
-    }
-    if s.failures > 0 {
-        out.push(if s.classified >= s.failures {
-            format!(
-                "All {} classified.",
-                if s.failures == 1 {
-                    "1 failure is".to_string()
-                } else {
-                    format!("{} failures are", s.failures)
-                }
-            )
-        } else if s.classified == 0 {
-            format!(
-                "None of the {} is classified yet.",
-                count_of(s.failures, "failure", "failures")
-            )
-        } else {
-            format!(
-                "{} of {} {} classified; {} still {} a category.",
-                s.classified,
-                count_of(s.failures, "failure", "failures"),
-                if s.classified == 1 { "is" } else { "are" },
-                s.failures - s.classified,
-                if s.failures - s.classified == 1 {
-                    "needs"
-                } else {
-                    "need"
-                }
-            )
-        });
-    }
-    if s.problems > 0 {
-        out.push(unreadable(s.problems));
-    }
-    out
+        )
+    })
 }
 
+/// The sentence about whether repeated trials agree with themselves.
+fn repetition_sentence(r: &Repetition) -> String {
+    if r.inconsistent_pair_ids > 0 {
+        format!(
+            "Repeated trials: {} across repetitions.",
+            if r.inconsistent_pair_ids == 1 {
+                "1 pair disagrees with itself".to_string()
+            } else {
+                format!("{} pairs disagree with themselves", r.inconsistent_pair_ids)
+            }
+        )
+    } else if r.repeated_pair_ids > 0 {
+        format!(
+            "Repeated trials: none of the {} changed between pass and fail.",
+            count_of(r.repeated_pair_ids, "repeated pair", "repeated pairs")
+        )
+    } else {
+        "Repetitions are recorded, but no pair appears more than once in this selection."
+            .to_string()
+    }
+}
+
+/// The sentence about how many failures are classified, if there are failures.
+fn classification_sentence(s: &Summary) -> Option<String> {
+    if s.failures == 0 {
+        return None;
+    }
+    Some(if s.classified >= s.failures {
+        format!(
+            "All {} classified.",
+            if s.failures == 1 {
+                "1 failure is".to_string()
+            } else {
+                format!("{} failures are", s.failures)
+            }
+        )
+    } else if s.classified == 0 {
+        format!(
+            "None of the {} is classified yet.",
+            count_of(s.failures, "failure", "failures")
+        )
+    } else {
+        format!(
+            "{} of {} {} classified; {} still {} a category.",
+            s.classified,
+            count_of(s.failures, "failure", "failures"),
+            if s.classified == 1 { "is" } else { "are" },
+            s.failures - s.classified,
+            if s.failures - s.classified == 1 {
+                "needs"
+            } else {
+                "need"
+            }
+        )
+    })
+}
+
+/// The sentence about lines that could not be read.
 fn unreadable(n: u64) -> String {
     if n == 1 {
         "1 line could not be read and is left out of every count.".to_string()

@@ -488,6 +488,7 @@ impl Md<'_, '_> {
     }
 }
 
+/// Writes the Markdown report of `rows`: header, summaries, failures by category, other pairs, problems and conclusion.
 pub(super) fn write_markdown(
     input: &ExportInput,
     rows: &[u32],
@@ -498,9 +499,109 @@ pub(super) fn write_markdown(
     let all = all_rows(index);
     let summary = stats::summarize(index, &all, input.store, GroupBy::Transformation);
     let secs = sections(input, rows);
+    let listed_failures = rows.len() - secs.others.len();
 
-    // Header.
+    let selection = selection_phrase(opts, rows.len(), secs.others.len());
+    write_header(out, index, &summary, opts, &selection)?;
+    write_transformation_summary(out, &summary)?;
+
+    // Categories × transformations.
+    writeln!(out, "## Failures by category and transformation\n")?;
+    md_category_table(out, input, &summary)?;
+
+    // One section per category, then the unclassified.
+    let mut w = Md {
+        input: *input,
+        out,
+        repeated: repeated_pairs(index),
+    };
+    for (id, list) in &secs.classified {
+        w.category_section(id, list)?;
+    }
+    if !secs.unclassified.is_empty() {
+        w.unclassified_section(&secs.unclassified)?;
+    }
+    if listed_failures == 0 {
+        writeln!(w.out, "No failures to list.\n")?;
+    }
+    if !secs.others.is_empty() {
+        w.other_pairs(&secs.others)?;
+    }
+    let out = w.out;
+
+    write_problems(out, index)?;
+    write_conclusion(out, input, &all, &summary)
+}
+
+/// What the report lists below its header: every failure, a filter's matches, or all pairs.
+fn selection_phrase(opts: &ExportOptions, listed: usize, others: usize) -> String {
+    let listed_failures = listed - others;
+    match (&opts.filter, opts.all) {
+        (None, false) => format!("every failure ({listed_failures})"),
+        (None, true) => format!(
+            "all {} pairs: the {} by category, then the other {}",
+            listed,
+            plural(listed_failures as u64, "failure", "failures"),
+            others
+        ),
+        (Some(q), false) => format!(
+            "the {} matching {}",
+            plural(listed_failures as u64, "failure", "failures"),
+            code(&q.to_string(), false)
+        ),
+        (Some(q), true) => format!(
+            "the {} matching {} ({} of them failures)",
+            plural(listed as u64, "pair", "pairs"),
+            code(&q.to_string(), false),
+            listed_failures
+        ),
+    }
+}
+
+/// Writes the title and the bullet list of files, counts, problems, versions and selection.
+fn write_header(
+    out: &mut dyn Write,
+    index: &RunIndex,
+    summary: &Summary,
+    opts: &ExportOptions,
+    selection: &str,
+) -> io::Result<()> {
     writeln!(out, "# Triage report: {}\n", md(&index.display_name()))?;
+    writeln!(out, "- **Files:** {}", files_phrase(index))?;
+    writeln!(
+        out,
+        "- **Pairs:** {} · **Failures:** {}{} · **Classified:** {} of {}",
+        summary.pairs,
+        summary.failures,
+        failure_kinds(index),
+        summary.classified,
+        summary.failures
+    )?;
+    writeln!(out, "- **Problems:** {}", problems_phrase(index))?;
+    writeln!(
+        out,
+        "- **Contract version:** {}",
+        versions_line(index, RunIndex::contract)
+    )?;
+    writeln!(
+        out,
+        "- **State schema version:** {}",
+        versions_line(index, RunIndex::schema)
+    )?;
+    writeln!(
+        out,
+        "- **Model:** {}",
+        versions_line(index, RunIndex::model)
+    )?;
+    writeln!(out, "- **Listed below:** {selection}")?;
+    if let Some(at) = &opts.generated_at {
+        writeln!(out, "- **Generated:** {}", md(at))?;
+    }
+    writeln!(out)
+}
+
+/// The run's files, comma-separated; another tool's results say which tool.
+fn files_phrase(index: &RunIndex) -> String {
     let files: Vec<String> = index
         .files
         .iter()
@@ -517,7 +618,11 @@ pub(super) fn write_markdown(
             }
         })
         .collect();
-    writeln!(out, "- **Files:** {}", files.join(", "))?;
+    files.join(", ")
+}
+
+/// The kinds of failure in the run, as " (2 failed expectations, 1 service error)", or "".
+fn failure_kinds(index: &RunIndex) -> String {
     let count = |s: Status| index.rows.iter().filter(|r| r.status() == s).count() as u64;
     let mut kinds = Vec::new();
     for (s, one, many) in [
@@ -530,119 +635,70 @@ pub(super) fn write_markdown(
             kinds.push(plural(n, one, many));
         }
     }
-    let kinds = if kinds.is_empty() {
+    if kinds.is_empty() {
         String::new()
     } else {
         format!(" ({})", kinds.join(", "))
-    };
-    writeln!(
-        out,
-        "- **Pairs:** {} · **Failures:** {}{kinds} · **Classified:** {} of {}",
-        summary.pairs, summary.failures, summary.classified, summary.failures
-    )?;
+    }
+}
+
+/// The header's count of unreadable lines and field warnings, or "none".
+fn problems_phrase(index: &RunIndex) -> String {
+    if index.problems.is_empty() {
+        return "none".to_string();
+    }
     let skipped = index
         .problems
         .iter()
         .filter(|p| p.kind.skips_line())
         .count() as u64;
     let warned = index.problems.len() as u64 - skipped;
-    writeln!(
-        out,
-        "- **Problems:** {}",
-        if index.problems.is_empty() {
-            "none".to_string()
-        } else {
-            let mut v = Vec::new();
-            if skipped > 0 {
-                v.push(plural(skipped, "unreadable line", "unreadable lines"));
-            }
-            if warned > 0 {
-                v.push(plural(warned, "field warning", "field warnings"));
-            }
-            format!("{}, listed under Problems", v.join(", "))
-        }
-    )?;
-    writeln!(
-        out,
-        "- **Contract version:** {}",
-        versions_line(index, RunIndex::contract)
-    )?;
-    writeln!(
-        out,
-        "- **State schema version:** {}",
-        versions_line(index, RunIndex::schema)
-    )?;
-    writeln!(
-        out,
-        "- **Model:** {}",
-        versions_line(index, RunIndex::model)
-    )?;
-    let listed_failures = rows.len() - secs.others.len();
-    let selection = match (&opts.filter, opts.all) {
-        (None, false) => format!("every failure ({listed_failures})"),
-        (None, true) => format!(
-            "all {} pairs: the {} by category, then the other {}",
-            rows.len(),
-            plural(listed_failures as u64, "failure", "failures"),
-            secs.others.len()
-        ),
-        (Some(q), false) => format!(
-            "the {} matching {}",
-            plural(listed_failures as u64, "failure", "failures"),
-            code(&q.to_string(), false)
-        ),
-        (Some(q), true) => format!(
-            "the {} matching {} ({} of them failures)",
-            plural(rows.len() as u64, "pair", "pairs"),
-            code(&q.to_string(), false),
-            listed_failures
-        ),
-    };
-    writeln!(out, "- **Listed below:** {selection}")?;
-    if let Some(at) = &opts.generated_at {
-        writeln!(out, "- **Generated:** {}", md(at))?;
+    let mut v = Vec::new();
+    if skipped > 0 {
+        v.push(plural(skipped, "unreadable line", "unreadable lines"));
     }
-    writeln!(out)?;
+    if warned > 0 {
+        v.push(plural(warned, "field warning", "field warnings"));
+    }
+    format!("{}, listed under Problems", v.join(", "))
+}
 
-    // Summary per transformation, over every pair.
+/// Writes the summary per transformation, over every pair of the run.
+fn write_transformation_summary(out: &mut dyn Write, summary: &Summary) -> io::Result<()> {
     writeln!(out, "## Summary by transformation\n")?;
     writeln!(
         out,
         "Over all {} of the run, not only those listed below. {RATES_NOTE}\n",
         plural(summary.pairs, "pair", "pairs")
     )?;
-    md_summary_table(out, &summary)?;
-    writeln!(out)?;
+    md_summary_table(out, summary)?;
+    writeln!(out)
+}
 
-    // Categories × transformations.
-    writeln!(out, "## Failures by category and transformation\n")?;
-    md_category_table(out, input, &summary)?;
-
-    // One section per category, then the unclassified.
-    let repeated = {
-        let mut seen = HashSet::new();
-        let mut twice = HashSet::new();
-        for r in &index.rows {
-            if !seen.insert((r.case, r.variant)) {
-                twice.insert((r.case, r.variant));
-            }
+/// The (case, variant) ids that occur more than once in the run.
+fn repeated_pairs(index: &RunIndex) -> HashSet<(Sym, Sym)> {
+    let mut seen = HashSet::new();
+    let mut twice = HashSet::new();
+    for r in &index.rows {
+        if !seen.insert((r.case, r.variant)) {
+            twice.insert((r.case, r.variant));
         }
-        twice
-    };
-    let mut w = Md {
-        input: *input,
-        out,
-        repeated,
-    };
-    for (id, list) in &secs.classified {
-        let out = &mut *w.out;
+    }
+    twice
+}
+
+impl Md<'_, '_> {
+    /// Writes one category's heading, its description and its failures.
+    fn category_section(&mut self, id: &str, list: &[u32]) -> io::Result<()> {
+        let taxonomy = self.input.taxonomy;
+        let out = &mut *self.out;
         writeln!(
             out,
             "## {} ({})\n",
-            category_title(input.taxonomy, id),
+            category_title(taxonomy, id),
             list.len()
         )?;
-        match input.taxonomy.by_id(id) {
+        match taxonomy.by_id(id) {
             Some(c) if !c.description.trim().is_empty() => writeln!(
                 out,
                 "{}: {}.\n",
@@ -657,37 +713,36 @@ pub(super) fn write_markdown(
             )?,
         }
         for &i in list {
-            w.pair_block(i, false)?;
+            self.pair_block(i, false)?;
         }
+        Ok(())
     }
-    if !secs.unclassified.is_empty() {
-        let out = &mut *w.out;
-        writeln!(
-            out,
-            "## Unclassified failures ({})\n",
-            secs.unclassified.len()
-        )?;
+
+    /// Writes the section of failures no reviewer has classified, each with its suggestion.
+    fn unclassified_section(&mut self, list: &[u32]) -> io::Result<()> {
+        let out = &mut *self.out;
+        writeln!(out, "## Unclassified failures ({})\n", list.len())?;
         writeln!(
             out,
             "No reviewer has given these a category yet. Each shows the category triage suggests and why.\n"
         )?;
-        for &i in &secs.unclassified {
-            w.pair_block(i, true)?;
+        for &i in list {
+            self.pair_block(i, true)?;
         }
+        Ok(())
     }
-    if listed_failures == 0 {
-        writeln!(w.out, "No failures to list.\n")?;
-    }
-    let out = w.out;
 
-    if !secs.others.is_empty() {
-        writeln!(out, "## Other pairs ({})\n", secs.others.len())?;
+    /// Writes the table of listed pairs that are not failures.
+    fn other_pairs(&mut self, others: &[u32]) -> io::Result<()> {
+        let index = self.input.index;
+        let out = &mut *self.out;
+        writeln!(out, "## Other pairs ({})\n", others.len())?;
         writeln!(
             out,
             "| Pair | Status | Transformation | Route | Δp | Line |"
         )?;
         writeln!(out, "| --- | --- | --- | --- | ---: | --- |")?;
-        for &i in &secs.others {
+        for &i in others {
             let Some(r) = index.rows.get(i as usize) else {
                 continue;
             };
@@ -702,7 +757,7 @@ pub(super) fn write_markdown(
             } else {
                 "—".into()
             };
-            let rep = if r.repetition != u32::MAX && w.repeated.contains(&(r.case, r.variant)) {
+            let rep = if r.repetition != u32::MAX && self.repeated.contains(&(r.case, r.variant)) {
                 format!(" (repetition {})", r.repetition)
             } else {
                 String::new()
@@ -720,42 +775,50 @@ pub(super) fn write_markdown(
                 code(&format!("{}:{}", file_name(index, r), r.loc.line), true),
             )?;
         }
-        writeln!(out)?;
+        writeln!(out)
     }
+}
 
-    // Problems.
+/// Writes the Problems section: the run's problems (at most [`MAX_PROBLEMS`]), or that there were none.
+fn write_problems(out: &mut dyn Write, index: &RunIndex) -> io::Result<()> {
     writeln!(out, "## Problems\n")?;
     if index.problems.is_empty() {
-        writeln!(out, "None: every line of the run was read.\n")?;
-    } else {
-        writeln!(out, "| Where | Problem | Detail |")?;
-        writeln!(out, "| --- | --- | --- |")?;
-        for p in index.problems.iter().take(MAX_PROBLEMS) {
-            writeln!(
-                out,
-                "| {} | {} | {} |",
-                code(&format!("{}:{}", p.file, p.line), true),
-                p.kind.label(),
-                md(&p.message)
-            )?;
-        }
-        if index.problems.len() > MAX_PROBLEMS {
-            writeln!(
-                out,
-                "\n…and {} more; `triage RUN` lists them all (`p`).",
-                index.problems.len() - MAX_PROBLEMS
-            )?;
-        }
-        writeln!(out)?;
+        return writeln!(out, "None: every line of the run was read.\n");
     }
+    writeln!(out, "| Where | Problem | Detail |")?;
+    writeln!(out, "| --- | --- | --- |")?;
+    for p in index.problems.iter().take(MAX_PROBLEMS) {
+        writeln!(
+            out,
+            "| {} | {} | {} |",
+            code(&format!("{}:{}", p.file, p.line), true),
+            p.kind.label(),
+            md(&p.message)
+        )?;
+    }
+    if index.problems.len() > MAX_PROBLEMS {
+        writeln!(
+            out,
+            "\n…and {} more; `triage RUN` lists them all (`p`).",
+            index.problems.len() - MAX_PROBLEMS
+        )?;
+    }
+    writeln!(out)
+}
 
-    // Conclusion.
+/// Writes the Conclusion section: the sentences from the numbers, then the triage so far.
+fn write_conclusion(
+    out: &mut dyn Write,
+    input: &ExportInput,
+    all: &[u32],
+    summary: &Summary,
+) -> io::Result<()> {
     writeln!(out, "## Conclusion\n")?;
-    for sentence in stats::conclusion(index, &all, &summary) {
+    for sentence in stats::conclusion(input.index, all, summary) {
         writeln!(out, "- {}", md_escape(&sentence))?;
     }
     writeln!(out)?;
-    let triage = triage_sentences(input, &summary);
+    let triage = triage_sentences(input, summary);
     if !triage.is_empty() {
         writeln!(out, "Triage so far:\n")?;
         for s in triage {
