@@ -5,6 +5,9 @@
 #   bench/compare.sh                 # 1,000,000 pairs (about 2.7 GB)
 #   PAIRS=100000 bench/compare.sh    # a smaller run
 #   RUNS=5 bench/compare.sh          # more hyperfine runs per command
+#   BIN_DIR=DIR bench/compare.sh     # measure the binaries in DIR (triage and
+#                                    # examples/{gen_run,index_time,ops_time}),
+#                                    # not built here: another build, alternated
 #
 # Needs: cargo, hyperfine, jq, tmux (installed with apt-get when missing).
 # The run is generated once under bench/data/ (gitignored) and reused.
@@ -32,10 +35,15 @@ need hyperfine
 need jq
 need tmux
 
-TARGET_DIR="${CARGO_TARGET_DIR:-target}"
-echo "== building (release)"
-cargo build --release --quiet --bin triage --example gen_run --example index_time --example ops_time
-BIN="$TARGET_DIR/release"
+if [ -n "${BIN_DIR:-}" ]; then
+  BIN="$BIN_DIR"
+  echo "== measuring the binaries in $BIN (not built here)"
+else
+  TARGET_DIR="${CARGO_TARGET_DIR:-target}"
+  echo "== building (release)"
+  cargo build --release --quiet --bin triage --example gen_run --example index_time --example ops_time
+  BIN="$TARGET_DIR/release"
+fi
 
 if [ ! -s "$FILE" ]; then
   echo "== generating $PAIRS pairs into $FILE"
