@@ -8,6 +8,7 @@
 //! the app ([`new_app`]) and taking a reloaded index ([`replace_index`])
 //! look at the disk too, so they are here.
 
+use std::io;
 use std::sync::Arc;
 
 use crate::core::annotations::AnnotationStore;
@@ -20,6 +21,36 @@ use super::app::{self, App, Detail, Effect, MessageKind};
 use super::doc;
 use super::style::Theme;
 use super::ui;
+
+/// What [`perform`] hands to its caller: suspending and reloading, which
+/// need the terminal and the loader the event loop owns.
+pub type Outside<'a> = &'a mut dyn FnMut(&mut App, Effect) -> io::Result<()>;
+
+/// Perform effects and the work they lead to, in order: each effect is
+/// shown to `seen` (but [`Effect::LearnKeys`], which is shown as the work it
+/// leads to), then run here, or handed to `outside` when it suspends or
+/// reloads.
+pub fn perform(
+    app: &mut App,
+    work: Vec<Effect>,
+    theme: &Theme,
+    outside: Outside<'_>,
+    seen: &mut dyn FnMut(&Effect),
+) -> io::Result<()> {
+    for e in work {
+        if !matches!(e, Effect::LearnKeys { .. }) {
+            seen(&e);
+        }
+        match e {
+            Effect::Suspend | Effect::Reload => outside(app, e)?,
+            e => {
+                let more = run(app, e, theme);
+                perform(app, more, theme, outside, seen)?;
+            }
+        }
+    }
+    Ok(())
+}
 
 /// Perform one effect, and return the work it leads to (the effects of an
 /// action applied again once its record keys were read), which the caller
@@ -53,7 +84,8 @@ pub fn run(app: &mut App, effect: Effect, theme: &Theme) -> Vec<Effect> {
             app.recount();
         }
         Effect::Export { format, path, rows } => export(app, format, &path, &rows),
-        // The event loop owns the terminal and the loader: it does these.
+        // The event loop owns the terminal and the loader: it does these
+        // (see [`perform`]).
         Effect::Suspend | Effect::Reload => {}
     }
     vec![]

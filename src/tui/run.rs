@@ -211,24 +211,15 @@ pub fn run(
     Ok(exit)
 }
 
-/// Perform effects and the work they lead to, in order; suspension and
-/// reloading go to `outside`, which owns the terminal and the loader.
+/// Perform effects as [`effects::perform`] does, with suspension and
+/// reloading done by `outside`, which owns the terminal and the loader.
 fn perform(
     app: &mut App,
     work: Vec<Effect>,
     theme: &Theme,
-    outside: &mut dyn FnMut(&mut App, Effect) -> io::Result<()>,
+    outside: effects::Outside<'_>,
 ) -> io::Result<()> {
-    for e in work {
-        match e {
-            Effect::Suspend | Effect::Reload => outside(app, e)?,
-            e => {
-                let more = effects::run(app, e, theme);
-                perform(app, more, theme, outside)?;
-            }
-        }
-    }
-    Ok(())
+    effects::perform(app, work, theme, outside, &mut |_| {})
 }
 
 /// Read the record keys that `work` asks for at once, and apply the

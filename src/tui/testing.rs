@@ -89,15 +89,13 @@ pub fn run_effects(app: &mut App, work: Vec<Effect>, theme: &Theme) -> Vec<Effec
     done
 }
 
-/// Perform effects and the work they lead to, in order; the effects done.
+/// Perform effects as the runner does, suspension and reloading ignored;
+/// the effects done.
 fn perform(app: &mut App, work: Vec<Effect>, theme: &Theme) -> Vec<Effect> {
     let mut done = Vec::new();
-    for e in work {
-        if !matches!(e, Effect::LearnKeys { .. }) {
-            done.push(e.clone());
-        }
-        let more = effects::run(app, e, theme);
-        done.extend(perform(app, more, theme));
-    }
+    let result = effects::perform(app, work, theme, &mut |_, _| Ok(()), &mut |e| {
+        done.push(e.clone())
+    });
+    debug_assert!(result.is_ok(), "nothing here fails");
     done
 }

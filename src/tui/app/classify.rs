@@ -37,6 +37,17 @@ pub(super) fn classify(app: &mut App, key: char, keys: KeyUse) -> Vec<Effect> {
     } else {
         format!("classified {} marked pairs as {}", changes.len(), cat.id)
     };
+    save_and_advance(app, &targets, changes, label)
+}
+
+/// Save a decision on `targets`, clear the marks and, when it was one
+/// pair's, move on to the next unclassified failure.
+fn save_and_advance(
+    app: &mut App,
+    targets: &[u32],
+    changes: Vec<Change>,
+    label: String,
+) -> Vec<Effect> {
     let done: HashSet<u32> = targets.iter().copied().collect();
     app.marks.clear();
     let mut effects = vec![app.save(changes, label)];
@@ -95,14 +106,7 @@ pub(super) fn accept_suggestion(app: &mut App, keys: KeyUse) -> Vec<Effect> {
     } else {
         format!("accepted {} suggestions", changes.len())
     };
-    let done: HashSet<u32> = targets.iter().copied().collect();
-    app.marks.clear();
-    let mut effects = vec![app.save(changes, label)];
-    if done.len() == 1 && app.advance_to_unclassified(&done) {
-        app.detail_scroll = 0;
-        effects.extend(app.detail_effect());
-    }
-    effects
+    save_and_advance(app, &targets, changes, label)
 }
 
 /// Ask before accepting the suggestion of every unclassified failure in view.

@@ -187,33 +187,25 @@ fn view(app: &mut App, action: Action) -> Vec<Effect> {
             } else {
                 app.sort.descending = !app.sort.descending;
             }
-            app.rebuild_view();
-            app.say(
-                format!(
-                    "sorted by {} ({})",
-                    app.sort.key.name(),
-                    if app.sort.descending {
-                        "descending"
-                    } else {
-                        "ascending"
-                    }
-                ),
-                MessageKind::Info,
+            let message = format!(
+                "sorted by {} ({})",
+                app.sort.key.name(),
+                if app.sort.descending {
+                    "descending"
+                } else {
+                    "ascending"
+                }
             );
-            app.detail_effect()
+            rebuilt(app, message)
         }
         Action::ToggleGroup => {
             app.grouped = !app.grouped;
-            app.rebuild_view();
-            app.say(
-                if app.grouped {
-                    "grouped by case"
-                } else {
-                    "not grouped"
-                },
-                MessageKind::Info,
-            );
-            app.detail_effect()
+            let message = if app.grouped {
+                "grouped by case"
+            } else {
+                "not grouped"
+            };
+            rebuilt(app, message)
         }
         Action::ToggleFold => {
             let case = match app.items.get(app.cursor) {
@@ -263,29 +255,21 @@ fn view(app: &mut App, action: Action) -> Vec<Effect> {
         }
         Action::ToggleAllPairs => {
             app.show_all = !app.show_all;
-            app.rebuild_view();
-            app.say(
-                if app.show_all {
-                    "showing all pairs"
-                } else {
-                    "showing failures only"
-                },
-                MessageKind::Info,
-            );
-            app.detail_effect()
+            let message = if app.show_all {
+                "showing all pairs"
+            } else {
+                "showing failures only"
+            };
+            rebuilt(app, message)
         }
         Action::ToggleUnclassified => {
             app.unclassified_only = !app.unclassified_only;
-            app.rebuild_view();
-            app.say(
-                if app.unclassified_only {
-                    "showing unclassified failures only"
-                } else {
-                    "showing classified and unclassified"
-                },
-                MessageKind::Info,
-            );
-            app.detail_effect()
+            let message = if app.unclassified_only {
+                "showing unclassified failures only"
+            } else {
+                "showing classified and unclassified"
+            };
+            rebuilt(app, message)
         }
         Action::ToggleSideBySide => {
             app.detail_mode = if app.detail_mode == DetailMode::SideBySide {
@@ -440,4 +424,12 @@ fn open_overlay(app: &mut App, action: Action) -> Vec<Effect> {
         }
         _ => vec![],
     }
+}
+
+/// After a change of what the view shows or how: build the view again, say
+/// what changed, and load the selected pair's detail.
+fn rebuilt(app: &mut App, message: impl Into<String>) -> Vec<Effect> {
+    app.rebuild_view();
+    app.say(message, MessageKind::Info);
+    app.detail_effect()
 }

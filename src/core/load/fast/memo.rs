@@ -5,7 +5,7 @@
 use crate::core::model::{Expectation, PairRecord};
 
 use super::span::{Member, Span, Val};
-use crate::core::schema::{N_EXP, N_SIDE, N_TOP};
+use crate::core::schema::{N_EXP, N_POLICY, N_RESPONSE, N_SIDE, N_TOP};
 
 /// Which small object's slots a member goes to.
 #[derive(Clone, Copy)]
@@ -92,8 +92,8 @@ pub(super) struct Scratch {
     pub(super) keys: Vec<SeenKey>,
     pub(super) top: [Option<Val>; N_TOP],
     pub(super) side: [[Option<Val>; N_SIDE]; 2],
-    pub(super) response: [[Option<Val>; 2]; 2],
-    pub(super) policy: [Option<Val>; 2],
+    pub(super) response: [[Option<Val>; N_RESPONSE]; 2],
+    pub(super) policy: [Option<Val>; N_POLICY],
     pub(super) expectation: [Option<Val>; N_EXP],
     /// The members of each side's state, when it is an object scanned here.
     pub(super) members: [Vec<Member>; 2],

@@ -13,12 +13,12 @@ use super::raw_diff::{Diff, Members, Node, diff_members, diff_states};
 use super::scan::{Scan, number_value, string_content, string_end};
 use super::span::{Kind, Span, Val};
 use crate::core::schema::{
-    E_KIND, E_MAX_C, E_MAX_P, E_MOVEMENT, E_ROUTES, E_SAME_ROUTE, N_EXP, N_SIDE, S_CONFIDENCE,
-    S_DECISION, S_ERROR, S_LATENCY, S_OUTCOME, S_PROBABILITY, S_QUESTION, S_RESPONSE, S_ROUTE,
-    S_STATE, T_ACTION, T_ALLOWED, T_CASE, T_CONTRACT, T_DATASET, T_EXPECTATION, T_FAMILY, T_LABEL,
-    T_MARGIN, T_MODEL, T_PASSED, T_POLICY, T_REASONS, T_REPETITION, T_REVIEW, T_SCHEMA, T_SETTINGS,
-    T_SOURCE, T_SOURCE_ROUTE, T_TIMESTAMP, T_TRANSFORMATION, T_VARIANT, T_VARIANT_ID,
-    T_VARIANT_ROUTE,
+    E_KIND, E_MAX_C, E_MAX_P, E_MOVEMENT, E_ROUTES, E_SAME_ROUTE, N_EXP, N_RESPONSE, N_SIDE,
+    P_ACTION, P_REVIEW, R_CONFIDENCE, R_PROBABILITY, S_CONFIDENCE, S_DECISION, S_ERROR, S_LATENCY,
+    S_OUTCOME, S_PROBABILITY, S_QUESTION, S_RESPONSE, S_ROUTE, S_STATE, T_ACTION, T_ALLOWED,
+    T_CASE, T_CONTRACT, T_DATASET, T_EXPECTATION, T_FAMILY, T_LABEL, T_MARGIN, T_MODEL, T_PASSED,
+    T_POLICY, T_REASONS, T_REPETITION, T_REVIEW, T_SCHEMA, T_SETTINGS, T_SOURCE, T_SOURCE_ROUTE,
+    T_TIMESTAMP, T_TRANSFORMATION, T_VARIANT, T_VARIANT_ID, T_VARIANT_ROUTE,
 };
 
 /// A line read the fast way by [`LineReader::parse`], which it borrows
@@ -174,8 +174,8 @@ pub(super) fn read<'r, 'line>(
 
     rec.policy = match present(top[T_POLICY]) {
         Some(p) if p.kind == Kind::Obj => {
-            let review = r.number(s.policy[0])?;
-            let action = r.number(s.policy[1])?;
+            let review = r.number(s.policy[P_REVIEW])?;
+            let action = r.number(s.policy[P_ACTION])?;
             let (review, action) = (review?, action?);
             if review > action {
                 return None;
@@ -478,14 +478,14 @@ struct Warn<'w> {
 fn side<'a>(
     r: &Reader<'a>,
     slots: &[Option<Val>; N_SIDE],
-    response: &[Option<Val>; 2],
+    response: &[Option<Val>; N_RESPONSE],
     out: &mut Side,
     mut warn: Warn<'_>,
 ) -> Option<(Option<Val>, Option<Cow<'a, str>>)> {
     let (p, c) = match present(slots[S_RESPONSE]) {
         Some(v) if v.kind == Kind::Obj => (
-            r.unit(response[0], &mut warn, "response.")?,
-            r.unit(response[1], &mut warn, "response.")?,
+            r.unit(response[R_PROBABILITY], &mut warn, "response.")?,
+            r.unit(response[R_CONFIDENCE], &mut warn, "response.")?,
         ),
         Some(_) => return None,
         None => (None, None),

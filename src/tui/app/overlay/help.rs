@@ -19,33 +19,16 @@ use crate::tui::keymap::{Keymap, Mode, seq_to_string};
 use crate::tui::popup::{centered, frame};
 use crate::tui::style::{Theme, inert_spans};
 
-use super::scrolled;
+use super::scroll_or_close;
 
-/// Apply an action while help is open: scroll, search, close.
+/// Apply an action while help is open: search, or scroll and close.
 pub fn handle(app: &mut App, action: Action) -> Vec<Effect> {
-    let page = app.viewport.detail_rows.max(3) as i32;
-    let Overlay::Help { scroll } = &mut app.overlay else {
-        return vec![];
-    };
-    if let Some(next) = scrolled(action, *scroll, page) {
-        *scroll = next;
+    if matches!(action, Action::SearchHelp) {
+        app.help_typing = true;
+        app.help_search.clear();
         return vec![];
     }
-    match action {
-        Action::SearchHelp => {
-            app.help_typing = true;
-            app.help_search.clear();
-        }
-        Action::Close | Action::Cancel if !app.help_search.is_empty() => {
-            app.help_search.clear();
-        }
-        Action::Close | Action::ToggleHelp | Action::ToggleProblems | Action::Cancel => {
-            app.overlay = Overlay::None;
-        }
-        Action::Quit => app.quit = true,
-        _ => {}
-    }
-    vec![]
+    scroll_or_close(app, action)
 }
 
 /// A key typed while the help search is taking text.

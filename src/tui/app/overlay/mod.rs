@@ -18,7 +18,32 @@ pub mod query;
 pub mod summary;
 
 use crate::tui::action::Action;
+use crate::tui::app::{App, Effect, Overlay};
 use crate::tui::input::LineInput;
+
+/// The keys of an overlay that only scrolls and closes (help, problems):
+/// scroll, clear a help search kept with Enter (first), close, quit.
+fn scroll_or_close(app: &mut App, action: Action) -> Vec<Effect> {
+    let page = app.viewport.detail_rows.max(3) as i32;
+    let (Overlay::Help { scroll } | Overlay::Problems { scroll }) = &mut app.overlay else {
+        return vec![];
+    };
+    if let Some(next) = scrolled(action, *scroll, page) {
+        *scroll = next;
+        return vec![];
+    }
+    match action {
+        Action::Close | Action::Cancel if !app.help_search.is_empty() => {
+            app.help_search.clear();
+        }
+        Action::Close | Action::ToggleHelp | Action::ToggleProblems | Action::Cancel => {
+            app.overlay = Overlay::None;
+        }
+        Action::Quit => app.quit = true,
+        _ => {}
+    }
+    vec![]
+}
 
 /// Where a scroll action moves a scrolled overlay (help, problems,
 /// summary) from `scroll`, with `page` rows to a page; `None` for other actions.

@@ -9,35 +9,17 @@ use ratatui::widgets::{Clear, Paragraph};
 use crate::core::problem::ProblemKind;
 use crate::core::text;
 use crate::tui::action::Action;
-use crate::tui::app::{App, Effect, Overlay};
+use crate::tui::app::{App, Effect};
 use crate::tui::doc::wrap;
 use crate::tui::popup::frame;
 use crate::tui::style::{Theme, inert_spans};
 
-use super::scrolled;
+use super::scroll_or_close;
 
-/// Apply an action while the problems are shown: scroll, close.
+/// Apply an action while the problems are shown: scroll and close, as in
+/// help (a help search kept with Enter is cleared first).
 pub fn handle(app: &mut App, action: Action) -> Vec<Effect> {
-    let page = app.viewport.detail_rows.max(3) as i32;
-    let Overlay::Problems { scroll } = &mut app.overlay else {
-        return vec![];
-    };
-    if let Some(next) = scrolled(action, *scroll, page) {
-        *scroll = next;
-        return vec![];
-    }
-    match action {
-        // As in help: a help search kept with enter is cleared first.
-        Action::Close | Action::Cancel if !app.help_search.is_empty() => {
-            app.help_search.clear();
-        }
-        Action::Close | Action::ToggleHelp | Action::ToggleProblems | Action::Cancel => {
-            app.overlay = Overlay::None;
-        }
-        Action::Quit => app.quit = true,
-        _ => {}
-    }
-    vec![]
+    scroll_or_close(app, action)
 }
 
 /// The problems overlay: every bad line, then the field warnings.
