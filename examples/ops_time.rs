@@ -90,6 +90,10 @@ fn main() {
     for (i, c) in QUERY.char_indices() {
         let (t, cpu) = (Instant::now(), cpu_ms());
         app::type_text(&mut app, &c.to_string());
+        // A text term is filtered by the runner before the next frame.
+        if app.filter_pending() {
+            app.filter_view();
+        }
         let (wall, cpu) = (ms(t.elapsed()), cpu_ms() - cpu);
         let prefix = &QUERY[..i + c.len_utf8()];
         if wall >= 1.0 {

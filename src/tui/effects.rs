@@ -1,7 +1,10 @@
 //! The effect runner: the only part of the TUI state machine that does I/O.
 //!
 //! It reads a pair's line to build its detail, reads record keys from the
-//! run before a decision is written ([`Effect::LearnKeys`]), and writes
+//! run before a decision is written ([`Effect::LearnKeys`]), filters the
+//! view, the facets and the summary by a query that searches the lines'
+//! text ([`Effect::Filter`], [`Effect::ShowFacets`],
+//! [`Effect::ShowSummary`]), and writes
 //! annotation changes through the store (append + fsync before the screen
 //! says "saved"). A failed write leaves the change in memory, pending, and
 //! the status line says so; [`retry`] tries again on every tick. Building
@@ -84,6 +87,12 @@ pub fn run(app: &mut App, effect: Effect, theme: &Theme) -> Vec<Effect> {
             app.recount();
         }
         Effect::Export { format, path, rows } => export(app, format, &path, &rows),
+        Effect::Filter => {
+            app.filter_view();
+            return app.detail_effect();
+        }
+        Effect::ShowFacets => app.show_facets(),
+        Effect::ShowSummary => app.show_summary(),
         // The event loop owns the terminal and the loader: it does these
         // (see [`perform`]).
         Effect::Suspend | Effect::Reload => {}
@@ -98,7 +107,7 @@ pub fn new_app(index: RunIndex, store: AnnotationStore, taxonomy: Taxonomy) -> A
     let mut app = App::new(index, store, taxonomy);
     app.watch = RunWatch::new(&app.index.files);
     sync_keys(&mut app);
-    app.rebuild_view();
+    app.filter_view();
     if app.index.done {
         app.find_orphans();
     }
@@ -112,7 +121,7 @@ pub fn replace_index(app: &mut App, index: RunIndex) {
     let watch = RunWatch::new(&index.files);
     app.reset_index(index, watch);
     sync_keys(app);
-    app.rebuild_view();
+    app.filter_view();
     if app.index.done {
         app.find_orphans();
     }

@@ -79,6 +79,7 @@ pub fn run(
             }
             dirty = true;
         }
+        // A view left to filter (a text query typed), then the detail.
         let load = app.detail_effect();
         if !load.is_empty() {
             perform(&mut app, load, &theme, &mut ignore)?;
@@ -268,7 +269,7 @@ fn watch(app: &mut App) -> bool {
         Ok(0) => {}
         Ok(n) => {
             effects::sync_keys(app);
-            app.rebuild_view();
+            app.filter_view();
             effects::refresh_header(app);
             app.refresh_summary();
             if !matches!(app.message, Some((_, MessageKind::Error))) {

@@ -11,7 +11,6 @@ use crate::tui::note::NoteEditor;
 
 use super::classify;
 use super::overlay::export::ExportPrompt;
-use super::overlay::facets::FacetsPanel;
 use super::overlay::query::QueryBar;
 use super::{App, DetailMode, Effect, Focus, KeyUse, MessageKind, Overlay};
 
@@ -220,14 +219,7 @@ fn view(app: &mut App, action: Action) -> Vec<Effect> {
                     }
                     // Land on the header of the case just folded or unfolded.
                     app.rebuild_view();
-                    if let Some(i) = app
-                        .items
-                        .iter()
-                        .position(|it| matches!(it, Item::Case { case, .. } if *case == c))
-                    {
-                        app.cursor = i;
-                        app.clamp_offset();
-                    }
+                    app.land_on_case(c);
                 }
                 None => app.say("group by case first (t) to fold", MessageKind::Info),
             }
@@ -407,19 +399,16 @@ fn open_overlay(app: &mut App, action: Action) -> Vec<Effect> {
             });
             vec![]
         }
+        // Counted over every pair the query matches: by the effect runner
+        // when that reads the run's lines.
+        Action::ShowFacets if app.query_reads_lines() => vec![Effect::ShowFacets],
         Action::ShowFacets => {
-            // Counted over every pair the query matches, failed or not.
-            let all: Vec<u32> = (0..app.index.rows.len() as u32).collect();
-            let rows = app.apply_query(all);
-            let facets = crate::core::facets::facets(&app.index, &rows, Some(&app.store));
-            app.overlay = Overlay::Facets(FacetsPanel {
-                facets,
-                selected: 0,
-            });
+            app.show_facets();
             vec![]
         }
+        Action::ShowSummary if app.query_reads_lines() => vec![Effect::ShowSummary],
         Action::ShowSummary => {
-            app.overlay = Overlay::Summary(Box::new(app.summary_view(0)));
+            app.show_summary();
             vec![]
         }
         _ => vec![],

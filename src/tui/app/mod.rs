@@ -11,13 +11,20 @@
 //! - `main_screen.rs` and `classify.rs`: the keys of the main screen;
 //! - [`overlay`]: one module per overlay, with its state, keys and drawing.
 //!
-//! No file is read or written here, so every behaviour is testable without
-//! a terminal or a file. Annotations are looked up by record keys the index
-//! already knows: the effect runner learns them when rows arrive or the
-//! journal changes (`effects::sync_keys`) and before a decision
-//! ([`Effect::LearnKeys`]). One exception is the core's: a query that
-//! searches text (a bare word or a phrase) reads the pairs' lines again
-//! through [`Query::filter`].
+//! No file is read or written by `update`, so every behaviour is testable
+//! without a terminal or a file. Annotations are looked up by record keys
+//! the index already knows: the effect runner learns them when rows arrive
+//! or the journal changes (`effects::sync_keys`) and before a decision
+//! ([`Effect::LearnKeys`]). A query that searches text (a bare word or a
+//! phrase) reads the pairs' lines again through [`Query::filter`], so
+//! `update` does not filter with it: it sets the query, marks the view for
+//! filtering with the selection to keep ([`App::filter_pending`]) and
+//! returns [`Effect::Filter`] (or [`Effect::ShowFacets`],
+//! [`Effect::ShowSummary`]); the runner filters ([`App::filter_view`]),
+//! then loads the detail. Queries without text terms read only in-memory
+//! columns and still filter inline, so typing them stays instant. The event
+//! loop's own paths (rows arriving, a followed run, a reload, decisions of
+//! another triage) filter with [`App::filter_view`] directly.
 
 use std::collections::HashSet;
 
@@ -122,6 +129,39 @@ pub enum Effect {
     /// Read the record keys of these rows from the run, then apply `then`
     /// again with [`resume`] (rows whose line cannot be read keep no key).
     LearnKeys { rows: Vec<u32>, then: Action },
+    /// Filter the view with a query that reads the run's lines (a text
+    /// term): [`App::filter_view`], then load the detail of the selection.
+    Filter,
+    /// Open the facets panel, counted over every pair a query that reads
+    /// the run's lines matches ([`App::show_facets`]).
+    ShowFacets,
+    /// Open the summary over every pair a query that reads the run's lines
+    /// matches ([`App::show_summary`]).
+    ShowSummary,
+}
+
+/// A view left for the effect runner to filter ([`Effect::Filter`]): the
+/// selection to keep, whether to count classified failures again, and what
+/// follows once the rows are known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PendingFilter {
+    keep_row: Option<u32>,
+    keep_case: Option<crate::core::row::Sym>,
+    recount: bool,
+    then: AfterFilter,
+}
+
+/// What an action that changed the view does once it is filtered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum AfterFilter {
+    /// Nothing: the selection stays where it can.
+    Nothing,
+    /// Say how many pairs match, after this text.
+    SayMatches(String),
+    /// Land on the header of this case (a fold or an unfold).
+    CaseHeader(crate::core::row::Sym),
+    /// Select a jump target (its case was unfolded).
+    Jump(JumpTarget),
 }
 
 /// Whether a handler may ask for record keys the index does not know yet
@@ -234,6 +274,9 @@ pub struct App {
     pub run_change: Option<RunChange>,
     /// Above this many pairs a text query waits for Enter ([`LIVE_TEXT_MAX_PAIRS`]).
     pub live_text_max_pairs: usize,
+    /// The view needs filtering by a query that reads the run's lines:
+    /// `update` leaves it to the effect runner ([`Effect::Filter`]).
+    pending_filter: Option<PendingFilter>,
 }
 
 impl App {
@@ -282,6 +325,7 @@ impl App {
             watch: RunWatch::default(),
             run_change: None,
             live_text_max_pairs: LIVE_TEXT_MAX_PAIRS,
+            pending_filter: None,
         }
     }
 
@@ -309,6 +353,25 @@ impl App {
             query: self.query.as_ref().map(|q| q.to_string()),
             scroll,
         }
+    }
+
+    /// Open the summary of the query. With a query that reads the run's
+    /// lines this is the effect runner's ([`Effect::ShowSummary`]).
+    pub fn show_summary(&mut self) {
+        self.overlay = Overlay::Summary(Box::new(self.summary_view(0)));
+    }
+
+    /// Open the facets panel, counted over every pair the query matches,
+    /// failed or not. With a query that reads the run's lines this is the
+    /// effect runner's ([`Effect::ShowFacets`]).
+    pub fn show_facets(&mut self) {
+        let all: Vec<u32> = (0..self.index.rows.len() as u32).collect();
+        let rows = self.apply_query(all);
+        let facets = crate::core::facets::facets(&self.index, &rows, Some(&self.store));
+        self.overlay = Overlay::Facets(FacetsPanel {
+            facets,
+            selected: 0,
+        });
     }
 
     /// Compute an open summary again (new rows of a followed run, or
@@ -344,6 +407,7 @@ impl App {
         self.list_offset = 0;
         self.view.clear();
         self.items.clear();
+        self.pending_filter = None;
         self.loading = !self.index.done;
     }
 
@@ -445,17 +509,109 @@ impl App {
         true
     }
 
-    /// Recompute the view from scratch, keeping the selected line if it stays.
+    /// Recompute the view from scratch, keeping the selected line if it
+    /// stays: `update`'s. A query that reads the run's lines leaves the view
+    /// as it is and marks it for the effect runner ([`Effect::Filter`]).
     pub fn rebuild_view(&mut self) {
         self.rebuild(true);
     }
 
+    /// Whether the active query reads the run's lines (a text term): then
+    /// filtering is the effect runner's, not `update`'s. Other queries read
+    /// only the in-memory columns and filter inline, so typing stays instant.
+    pub fn query_reads_lines(&self) -> bool {
+        self.query.as_ref().is_some_and(|q| q.needs_text())
+    }
+
+    /// Whether the view waits for the effect runner to filter it.
+    pub fn filter_pending(&self) -> bool {
+        self.pending_filter.is_some()
+    }
+
     /// [`App::rebuild_view`]; `recount` counts every classified failure
     /// again (needed when annotations changed), otherwise only the rows the
-    /// view had not seen yet are counted.
+    /// view had not seen yet are counted. With a query that reads the run's
+    /// lines, only the mark is set (keeping the selection to restore).
     fn rebuild(&mut self, recount: bool) {
-        let keep_row = self.selected_row();
-        let keep_case = self.selected_case().map(|(c, _)| c);
+        let mut pending = self.pending_filter.take().unwrap_or_else(|| PendingFilter {
+            keep_row: self.selected_row(),
+            keep_case: self.selected_case().map(|(c, _)| c),
+            recount: false,
+            then: AfterFilter::Nothing,
+        });
+        pending.recount |= recount;
+        if self.query_reads_lines() {
+            self.pending_filter = Some(pending);
+        } else {
+            self.refilter(pending);
+        }
+    }
+
+    /// Filter the view now, reading the run's lines if the query searches
+    /// text: the effect runner's ([`Effect::Filter`]), and the event loop's
+    /// when rows arrive or annotations change. Performs what `update` left
+    /// pending, or rebuilds the view from scratch keeping the selection.
+    pub fn filter_view(&mut self) {
+        let pending = self.pending_filter.take().unwrap_or_else(|| PendingFilter {
+            keep_row: self.selected_row(),
+            keep_case: self.selected_case().map(|(c, _)| c),
+            recount: true,
+            then: AfterFilter::Nothing,
+        });
+        self.refilter(pending);
+    }
+
+    /// Rebuild the view for `pending`, then do what follows it.
+    fn refilter(&mut self, pending: PendingFilter) {
+        self.rebuild_now(pending.keep_row, pending.keep_case, pending.recount);
+        match pending.then {
+            AfterFilter::Nothing => {}
+            AfterFilter::SayMatches(before) => self.say_matches(&before),
+            AfterFilter::CaseHeader(c) => self.land_on_case(c),
+            AfterFilter::Jump(target) => {
+                // The detail is asked for by whoever performs the filter.
+                let _ = self.jump_to(target);
+            }
+        }
+    }
+
+    /// Say how many pairs match (after `before`), now or, if the view
+    /// waits for filtering, once it is filtered.
+    pub(crate) fn say_matches(&mut self, before: &str) {
+        match &mut self.pending_filter {
+            Some(p) => p.then = AfterFilter::SayMatches(before.to_string()),
+            None => self.say(
+                format!("{before}{} pairs match", self.view.len()),
+                MessageKind::Info,
+            ),
+        }
+    }
+
+    /// Put the cursor on the header of case `c` (now, or once the view is
+    /// filtered).
+    pub(crate) fn land_on_case(&mut self, c: crate::core::row::Sym) {
+        if let Some(p) = &mut self.pending_filter {
+            p.then = AfterFilter::CaseHeader(c);
+            return;
+        }
+        if let Some(i) = self
+            .items
+            .iter()
+            .position(|it| matches!(it, Item::Case { case, .. } if *case == c))
+        {
+            self.cursor = i;
+            self.clamp_offset();
+        }
+    }
+
+    /// The body of a rebuild: the view from scratch, the cursor on
+    /// `keep_row` or `keep_case` if it stays, near it otherwise.
+    fn rebuild_now(
+        &mut self,
+        keep_row: Option<u32>,
+        keep_case: Option<crate::core::row::Sym>,
+        recount: bool,
+    ) {
         let n = self.index.rows.len() as u32;
         let every_status = self.show_all || self.query_picks_status();
         // The old view's allocation is reused: no fresh pages per keystroke.
@@ -531,7 +687,8 @@ impl App {
     /// [`crate::tui::effects::sync_keys`] learnt the keys they need).
     pub fn grow_view(&mut self) {
         let start = self.seen_rows;
-        let flat = self.sort == Sort::default() && !self.grouped;
+        // A view waiting for its filter takes the new rows when it is filtered.
+        let flat = self.sort == Sort::default() && !self.grouped && self.pending_filter.is_none();
         if flat {
             let every_status = self.show_all || self.query_picks_status();
             let fresh: Vec<u32> = (start as u32..self.index.rows.len() as u32)
@@ -554,7 +711,7 @@ impl App {
                 || self.last_rebuild.elapsed() > std::time::Duration::from_millis(500))
         {
             let classified = self.classified;
-            self.rebuild_view();
+            self.filter_view();
             self.classified = classified;
         }
         if self.loading && self.index.done {
@@ -581,8 +738,21 @@ impl App {
         }
     }
 
-    /// Set (or clear, with an empty text) the active query and rebuild the view.
+    /// Set (or clear, with an empty text) the active query and filter the
+    /// view now, reading the run's lines for a text query: for the effect
+    /// runner and tools. `update` uses [`App::change_query`].
     pub fn set_query(&mut self, text: &str) -> Result<(), QueryError> {
+        self.change_query(text)?;
+        if self.pending_filter.is_some() {
+            self.filter_view();
+        }
+        Ok(())
+    }
+
+    /// Set (or clear, with an empty text) the active query and rebuild the
+    /// view: `update`'s, so a query that reads the run's lines leaves the
+    /// filtering to the effect runner ([`Effect::Filter`]).
+    pub(crate) fn change_query(&mut self, text: &str) -> Result<(), QueryError> {
         let q = query::parse(text)?;
         self.query = (!q.is_empty()).then_some(q);
         // A query changes neither the rows nor the annotations: no recount.
@@ -653,6 +823,11 @@ impl App {
             && self.folded.remove(&c)
         {
             self.rebuild_view();
+            if let Some(p) = &mut self.pending_filter {
+                // Selected once the view is filtered.
+                p.then = AfterFilter::Jump(target);
+                return self.detail_effect();
+            }
         }
         let pos = self.items.iter().position(|it| match (it, target) {
             (Item::Case { case: c, .. }, JumpTarget::Case(_)) => Some(*c) == case,
@@ -784,8 +959,13 @@ impl App {
         }
     }
 
-    /// The load the detail pane needs now, if any.
+    /// The work the detail pane needs now: the view's filter first if it
+    /// waits for one ([`Effect::Filter`], whose runner asks again), else the
+    /// load of the selected pair, if any.
     pub fn detail_effect(&self) -> Vec<Effect> {
+        if self.pending_filter.is_some() {
+            return vec![Effect::Filter];
+        }
         match self.selected_row() {
             Some(r) if self.detail.as_ref().map(|d| d.row) != Some(r) => {
                 vec![Effect::LoadDetail(r)]

@@ -67,14 +67,11 @@ pub fn handle(app: &mut App, action: Action) -> Vec<Effect> {
                 Some(q) => format!("{q} {term}"),
                 None => term.clone(),
             };
-            match app.set_query(&text) {
+            match app.change_query(&text) {
                 Ok(()) => {
                     app.query_history.retain(|h| *h != text);
                     app.query_history.push(text);
-                    app.say(
-                        format!("added {term}: {} pairs match", app.view.len()),
-                        MessageKind::Info,
-                    );
+                    app.say_matches(&format!("added {term}: "));
                 }
                 Err(e) => app.say(format!("cannot add {term}: {e}"), MessageKind::Error),
             }

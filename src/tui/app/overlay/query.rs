@@ -1,5 +1,7 @@
 //! The query bar, live: the list follows every keystroke that parses (a
 //! text search on a large run waits for Enter); Up and Down walk the history.
+//! A query with a text term is filtered by the effect runner
+//! ([`crate::tui::app::Effect::Filter`]), before the next frame.
 
 use ratatui::Frame;
 use ratatui::layout::{Position, Rect};
@@ -50,7 +52,7 @@ pub fn handle(app: &mut App, action: Action) -> Vec<Effect> {
             }
             let waiting = bar.waiting;
             app.overlay = Overlay::None;
-            if waiting && let Err(e) = app.set_query(&text) {
+            if waiting && let Err(e) = app.change_query(&text) {
                 app.say(format!("query not applied: {e}"), MessageKind::Error);
                 return vec![];
             }
@@ -58,7 +60,7 @@ pub fn handle(app: &mut App, action: Action) -> Vec<Effect> {
                 app.query_history.retain(|h| *h != text);
                 app.query_history.push(text);
             }
-            app.say(format!("{} pairs match", app.view.len()), MessageKind::Info);
+            app.say_matches("");
             return app.detail_effect();
         }
         Action::InputCancel | Action::Close | Action::Cancel => {
@@ -108,7 +110,8 @@ pub fn type_text(app: &mut App, text: &str) {
     bar.input.insert(text);
     bar.history_pos = None;
     let effects = query_changed(app);
-    // Loading the detail is the runner's job; it asks on the next loop.
+    // Filtering by a text term and loading the detail are the runner's
+    // job: it asks on the next loop ([`App::detail_effect`]).
     drop(effects);
 }
 
