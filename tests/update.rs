@@ -758,6 +758,8 @@ fn a_text_query_follows_each_key_on_a_small_run() {
     f.act(Action::ToggleAllPairs);
     f.act(Action::StartQuery);
     app::type_text(&mut f.app, "timeout");
+    // The runner filters (a text term reads the lines) before it draws.
+    testing::settle(&mut f.app, &f.theme);
     let Overlay::Query(bar) = &f.app.overlay else {
         panic!("the query bar is open");
     };
@@ -803,6 +805,88 @@ fn a_text_query_on_a_large_run_waits_for_enter() {
     );
     assert!(!f.app.view.is_empty() && f.app.view.len() < failures.len());
     assert_cursor_in_range(&f.app);
+}
+
+#[test]
+fn update_leaves_a_text_query_to_the_effect_runner() {
+    let mut f = Fixture::new();
+    f.act(Action::ToggleAllPairs);
+    f.act(Action::StartQuery);
+    let before = f.app.view.clone();
+    app::type_text(&mut f.app, "timeout");
+    assert!(f.app.filter_pending());
+    assert_eq!(f.app.view, before, "not filtered until the runner does it");
+    let work = f.app.detail_effect();
+    assert_eq!(work, vec![Effect::Filter]);
+    let done = testing::run_effects(&mut f.app, work, &f.theme);
+    assert!(!f.app.filter_pending());
+    assert_eq!(done.first(), Some(&Effect::Filter));
+    assert_eq!(f.app.view, matches_of(&f.app, "timeout"));
+    let row = f.app.selected_row().expect("a pair");
+    assert_eq!(f.app.detail.as_ref().map(|d| d.row), Some(row));
+}
+
+#[test]
+fn enter_on_a_waiting_text_query_returns_the_filter_effect() {
+    let mut f = Fixture::new();
+    f.app.live_text_max_pairs = 10;
+    f.act(Action::ToggleAllPairs);
+    f.act(Action::StartQuery);
+    app::type_text(&mut f.app, "payment");
+    let before = f.app.view.clone();
+    let effects = app::update(&mut f.app, Action::InputSubmit);
+    assert_eq!(effects, vec![Effect::Filter]);
+    assert_eq!(f.app.view, before, "not filtered inside update");
+    assert!(matches!(f.app.overlay, Overlay::None));
+    testing::run_effects(&mut f.app, effects, &f.theme);
+    let want = matches_of(&f.app, "payment");
+    assert_eq!(f.app.view, want);
+    assert_eq!(
+        f.app.message.as_ref().map(|(m, _)| m.clone()),
+        Some(format!("{} pairs match", want.len()))
+    );
+    assert_cursor_in_range(&f.app);
+}
+
+#[test]
+fn view_changes_under_a_text_query_filter_in_the_runner_with_the_same_rows() {
+    // The same view with the query filtered at once, for comparison.
+    let mut now = Fixture::new();
+    now.act(Action::ToggleAllPairs);
+    now.act(Action::CycleSort);
+    now.act(Action::ToggleGroup);
+    now.app.set_query("timeout").expect("query");
+    assert!(!now.app.filter_pending());
+
+    let mut f = Fixture::new();
+    f.act(Action::ToggleAllPairs);
+    f.app.set_query("timeout").expect("query");
+    for action in [Action::CycleSort, Action::ToggleGroup] {
+        let items = f.app.items.clone();
+        let effects = app::update(&mut f.app, action);
+        assert_eq!(effects, vec![Effect::Filter]);
+        assert_eq!(f.app.items, items, "unchanged until performed");
+        testing::run_effects(&mut f.app, effects, &f.theme);
+    }
+    assert_eq!(f.app.view, now.app.view);
+    assert_eq!(f.app.items, now.app.items);
+    assert_cursor_in_range(&f.app);
+
+    // Facets and summary count every pair the query matches: the runner's.
+    assert_eq!(
+        app::update(&mut f.app, Action::ShowFacets),
+        vec![Effect::ShowFacets]
+    );
+    assert!(matches!(f.app.overlay, Overlay::None));
+    testing::run_effects(&mut f.app, vec![Effect::ShowFacets], &f.theme);
+    assert!(matches!(f.app.overlay, Overlay::Facets(_)));
+    f.act(Action::Close);
+    assert_eq!(
+        app::update(&mut f.app, Action::ShowSummary),
+        vec![Effect::ShowSummary]
+    );
+    testing::run_effects(&mut f.app, vec![Effect::ShowSummary], &f.theme);
+    assert!(matches!(f.app.overlay, Overlay::Summary(_)));
 }
 
 #[test]
