@@ -287,6 +287,22 @@ fn sym_name(index: &RunIndex, s: Sym) -> &str {
     }
 }
 
+/// The verdict a pair gives on the model: `Some(true)` when it failed,
+/// `Some(false)` when it passed, None when it says nothing about the model.
+///
+/// Only the statuses pass and fail are verdicts on the model. An invalid
+/// pair is a fault of the test, a service error one of the service, an
+/// unchecked pair has nothing to check, and any other status (a boundary
+/// observation) is reported apart: none of them is *judged*, so none raises
+/// or dilutes a model's rate. The gates of `triage check` count this.
+pub fn model_verdict(row: &PairRow) -> Option<bool> {
+    match row.status() {
+        Status::Pass => Some(false),
+        Status::Fail => Some(true),
+        _ => None,
+    }
+}
+
 fn both_routes(row: &PairRow) -> bool {
     row.source_route().is_some() && row.variant_route().is_some()
 }
