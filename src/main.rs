@@ -17,8 +17,9 @@ use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
 use triage::core::annotations::{self, AnnotationStore, StoreOpenError};
 use triage::core::config;
-use triage::core::export::{self, ExportInput, ExportOptions, Format, Gates, SummaryFormat};
+use triage::core::export::{self, ExportInput, ExportOptions, Format, SummaryFormat};
 use triage::core::formats::Format as RunFormat;
+use triage::core::gate::{self, Gates};
 use triage::core::index::{self, OpenOptions, RunIndex};
 use triage::core::query;
 use triage::core::stats::GroupBy;
@@ -145,9 +146,17 @@ enum Command {
         #[command(flatten)]
         load: LoadArgs,
     },
-    /// Gate CI on a run's triage: exit 0 when the gates hold, 1 when one fails, 2 on unusable input.
+    /// Gate CI on a run: exit 0 when the gates hold, 1 when one fails, 2 on unusable input.
     #[command(
-        after_help = "Without a gate option the check passes unless --strict finds problems.\n\nExamples:\n  triage check run.jsonl --max-unclassified 0\n  triage check run.jsonl --fail-on boundary --fail-on invalid-pair --max-failure-rate 0.2 --strict"
+        long_about = "Gate CI on a run: exit 0 when the gates hold, 1 when one fails, 2 on unusable input.\n\n\
+A pair is judged when it passed or failed. Service errors, invalid pairs (a fault of the test), \
+boundary observations and unchecked pairs are not judged: they neither raise a rate nor dilute it \
+(gate them with --fail-on, --max-unclassified and --strict). The rate gates compare the Wilson 95% \
+bound of the rate, never the observed rate (seed 003): 2 failures of 20 is a failure rate of 0.100 \
+whose upper bound 0.301 fails --max-failure-rate 0.3.\n\n\
+Input that cannot be gated is exit 2: an empty file, a file of no known format, a run from which no \
+pair could be read. A file from which only some lines could be read is gated, and its problems are listed.",
+        after_help = "Without a gate option the check passes unless --strict finds problems.\n\nExamples:\n  triage check run.jsonl --max-unclassified 0\n  triage check run.jsonl --min-pairs 25 --max-failure-rate 0.2 --by transformation\n  triage check run.jsonl --min-pass-rate 0.85 --filter 'family:question'\n  triage check run.jsonl --fail-on boundary --fail-on invalid-pair --max-failures 0 --strict"
     )]
     Check {
         /// Run files (JSONL); `-` reads standard input.
@@ -159,9 +168,31 @@ enum Command {
         /// Fail when any failure is classified CATEGORY (a category id; repeatable).
         #[arg(long, value_name = "CATEGORY")]
         fail_on: Vec<String>,
-        /// Fail when the failure rate (failures / pairs) is above X, a fraction from 0 to 1.
+        /// Fail when more than N judged pairs failed (0: no failure at all).
+        #[arg(long, value_name = "N")]
+        max_failures: Option<u64>,
+        /// Fail when the Wilson 95% upper bound of the failure rate (failed / judged pairs)
+        /// is above X, a fraction above 0 and at most 1 (for none at all, --max-failures 0).
         #[arg(long, value_name = "X")]
         max_failure_rate: Option<f64>,
+        /// Fail when the Wilson 95% lower bound of the pass rate (passed / judged pairs)
+        /// is below X, a fraction from 0 and below 1.
+        #[arg(long, value_name = "X")]
+        min_pass_rate: Option<f64>,
+        /// Fail when the Wilson 95% upper bound of the case failure rate (source cases with a
+        /// failed pair or trial / cases with a judged pair) is above X.
+        #[arg(long, value_name = "X")]
+        max_case_failure_rate: Option<f64>,
+        /// Fail when fewer than N pairs were judged. Seed 003 gives 25 as the floor for
+        /// gating a release on a rate: --min-pairs 25.
+        #[arg(long, value_name = "N")]
+        min_pairs: Option<u64>,
+        /// Apply every rate gate to each group too, and name the groups that fail.
+        #[arg(long, value_enum, value_name = "FIELD")]
+        by: Option<GateByArg>,
+        /// Gate only the pairs this query selects (the query syntax of the viewer's `/`).
+        #[arg(long, value_name = "QUERY")]
+        filter: Option<String>,
         /// Fail when the run has any problem (a bad line or an unusable field).
         #[arg(long)]
         strict: bool,
@@ -248,6 +279,24 @@ impl From<ByArg> for GroupBy {
             ByArg::Family => GroupBy::Family,
             ByArg::Category => GroupBy::Category,
             ByArg::Case => GroupBy::Case,
+        }
+    }
+}
+
+/// What `triage check --by` groups the pairs by.
+#[derive(ValueEnum, Clone, Copy, Debug)]
+enum GateByArg {
+    Transformation,
+    Family,
+    Case,
+}
+
+impl From<GateByArg> for GroupBy {
+    fn from(b: GateByArg) -> GroupBy {
+        match b {
+            GateByArg::Transformation => GroupBy::Transformation,
+            GateByArg::Family => GroupBy::Family,
+            GateByArg::Case => GroupBy::Case,
         }
     }
 }
@@ -356,24 +405,42 @@ fn main() -> ExitCode {
             runs,
             max_unclassified,
             fail_on,
+            max_failures,
             max_failure_rate,
+            min_pass_rate,
+            max_case_failure_rate,
+            min_pairs,
+            by,
+            filter,
             strict,
             format,
             mut load,
-        }) => check_cmd(
-            &runs,
-            Gates {
-                max_unclassified,
-                fail_on,
-                max_failure_rate,
-                strict,
-            },
-            {
-                load.run_format = load.run_format.or(format);
-                &load
-            },
-            cli.config.as_deref(),
-        ),
+        }) => {
+            let filter = match parse_filter(filter.as_deref()) {
+                Ok(f) => f,
+                Err(e) => return fail(&e),
+            };
+            check_cmd(
+                &runs,
+                Gates {
+                    max_unclassified,
+                    fail_on,
+                    max_failures,
+                    max_failure_rate,
+                    min_pass_rate,
+                    max_case_failure_rate,
+                    min_pairs,
+                    by: by.map(GroupBy::from),
+                    filter,
+                    strict,
+                },
+                {
+                    load.run_format = load.run_format.or(format);
+                    &load
+                },
+                cli.config.as_deref(),
+            )
+        }
         Some(Command::Completions { shell }) => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "triage", &mut std::io::stdout());
@@ -729,7 +796,10 @@ fn check_cmd(
         Ok(l) => l,
         Err(e) => return fail(&e),
     };
-    let outcome = export::check(&loaded.input(), &gates);
+    if let Some(why) = gate::unusable(&loaded.index) {
+        return fail(&why);
+    }
+    let outcome = gate::check(&loaded.index, loaded.store.as_ref(), &gates);
     print!("{}", outcome.report);
     if outcome.passed {
         ExitCode::SUCCESS

@@ -21,7 +21,8 @@
 //! - [`formats`]: other tools' result files (context-probe, promptfoo, Inspect AI,
 //!   multivon-eval) detected from content and converted into native pair records.
 //! - [`query`]: the filter language of the pair list (`status:fail family:question dp<-0.1`).
-//! - [`export`]: the Markdown triage report, CSV, JSON and replay fixtures; `triage summary` and `triage check`.
+//! - [`export`]: the Markdown triage report, CSV, JSON and replay fixtures; `triage summary`.
+//! - [`gate`]: the gates of `triage check`, decided on Wilson bounds.
 //!
 //! Nothing here imports ratatui or crossterm; `.ci/run` checks it.
 
@@ -33,6 +34,7 @@ pub mod diff;
 pub mod export;
 pub mod facets;
 pub mod formats;
+pub mod gate;
 pub mod index;
 pub mod key;
 pub mod load;

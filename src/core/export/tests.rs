@@ -23,36 +23,6 @@ fn format_names_round_trip() {
 }
 
 #[test]
-fn gate_errors_read_as_before() {
-    let taxonomy = Taxonomy::default();
-    let gates = Gates {
-        fail_on: vec!["boundary".into(), "no\u{1b}pe".into()],
-        ..Gates::default()
-    };
-    assert_eq!(
-        gates.validate(&taxonomy).unwrap_err().to_string(),
-        format!(
-            "--fail-on: `{}` is not a category id; the valid ids are: ambiguous-contract, distractor, missing-evidence, conflicting-evidence, boundary, service-error, invalid-pair",
-            text::inert_line("no\u{1b}pe")
-        )
-    );
-    let gates = Gates {
-        max_failure_rate: Some(1.5),
-        ..Gates::default()
-    };
-    assert_eq!(
-        gates.validate(&taxonomy).unwrap_err().to_string(),
-        "--max-failure-rate: 1.5 is not a rate; give a fraction from 0 to 1, such as 0.25"
-    );
-    let gates = Gates {
-        fail_on: vec!["boundary".into()],
-        max_failure_rate: Some(0.25),
-        ..Gates::default()
-    };
-    assert_eq!(gates.validate(&taxonomy), Ok(()));
-}
-
-#[test]
 fn markdown_escaping_defuses_every_construct() {
     let e = md_escape("a|b `c` *d* [x](http://e) <img src=x> &amp; _u_ snake_case ~s~ \\");
     assert_eq!(
