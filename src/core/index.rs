@@ -621,13 +621,19 @@ mod tests {
 
     #[test]
     fn interned_strings_resolve() {
-        let idx = load_bytes(format!("{GOOD}\n{GOOD}\n").as_bytes());
+        // A failure a suggestion rule decides (the runner's boundary reason):
+        // a bare failure without a family or payload has no suggestion.
+        let line = GOOD.replace(
+            r#""x""#,
+            r#""Source is too close to a decision boundary: margin 0.010.""#,
+        );
+        let idx = load_bytes(format!("{line}\n{line}\n").as_bytes());
         assert_eq!(idx.str(idx.rows[1].case), "c1");
         assert_eq!(idx.str(idx.rows[0].family), "");
         // c1, v1 and the transformation ("not recorded"); the suggested
         // category is a code, not an interned string.
         assert_eq!(idx.strings().len(), 3);
-        assert!(idx.rows[0].suggestion().is_some());
+        assert_eq!(idx.rows[0].suggestion(), Some("boundary"));
         assert_eq!(idx.rows[0].suggestion(), idx.rows[1].suggestion());
         assert_eq!(idx.versions.len(), 1);
         assert_eq!(idx.contract(&idx.rows[0]), NO_SYM);

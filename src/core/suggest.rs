@@ -1,15 +1,22 @@
 //! A suggested category for every failure, with the reason behind it.
 //!
-//! The rules weigh the evidence in a fixed order (documented in
-//! `docs/suggestions.md`): a failed request is a service error; an undeclared
-//! change makes the pair invalid; a source near a threshold whose route
-//! flipped on a drift of the same size as its margin is boundary sensitivity
-//! — but a drift many times the margin is not; otherwise the kind of change
-//! decides (question wording, irrelevant fields, removed or added evidence).
+//! The rules follow the diagnosis order of seed 000, section 7 — verify
+//! the transformation, compare the payloads, then classify — and the first
+//! that applies decides (documented in `docs/suggestions.md`):
+//!
+//! 1. a request or answer fault on either side is a service error;
+//! 2. a variant that changed more than it declared is an invalid pair;
+//! 3. a source inside the minimum margin is a boundary case;
+//! 4. otherwise the family's typical diagnosis (seed 000, section 2),
+//!    with the family inferred from the expectation or the diff when the
+//!    record does not name one of the four.
+//!
+//! Field names are not evidence: no rule reads what a field is called.
 
 use super::derive::{Derived, Lean, Status, Validity, ValidityCode};
-use super::diff::{self, Change, DiffEntry, JsonPath};
-use super::model::{PairRecord, fmt_num};
+use super::diff::{self, Change, DiffEntry};
+use super::model::{Expectation, PairRecord, Side, fmt_num};
+use super::schema::{R_CONFIDENCE, R_PROBABILITY, RESPONSE, S_CONFIDENCE, S_PROBABILITY, SIDE};
 
 /// A suggested category id and the short reason for it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,11 +37,8 @@ pub const CATEGORIES: [&str; 7] = [
     "invalid-pair",
 ];
 
-/// How many times the source margin a drift may be and still count as
-/// boundary sensitivity rather than a real effect of the variant.
-pub const BOUNDARY_DRIFT_FACTOR: f64 = 3.0;
-
-/// Suggest a category for a failed pair; `None` for pairs that did not fail.
+/// Suggest a category for a failed pair; `None` for pairs that did not fail
+/// and for failures no rule can decide.
 pub fn suggest(r: &PairRecord, d: &Derived) -> Option<Suggestion> {
     let rule = decide(r, &Basis::of(d))?;
     let category = rule.category();
@@ -56,10 +60,8 @@ pub fn lean_category(r: &PairRecord, l: &Lean) -> Option<&'static str> {
     let basis = Basis {
         status: l.status,
         invalid: l.validity == ValidityCode::Invalid,
-        transformation: l.transformation(r),
         question_changed: l.question_changed,
         state: &l.state,
-        dp: l.dp,
         source_margin: l.source_margin,
         near_boundary: l.near_boundary,
     };
@@ -70,10 +72,8 @@ pub fn lean_category(r: &PairRecord, l: &Lean) -> Option<&'static str> {
 struct Basis<'a> {
     status: Status,
     invalid: bool,
-    transformation: &'a str,
     question_changed: bool,
     state: &'a [DiffEntry],
-    dp: Option<f64>,
     source_margin: Option<f64>,
     near_boundary: Option<bool>,
 }
@@ -83,85 +83,164 @@ impl<'a> Basis<'a> {
         Basis {
             status: d.status,
             invalid: matches!(d.validity, Validity::Invalid { .. }),
-            transformation: &d.transformation.name,
             question_changed: d.changes.question_changed,
             state: &d.changes.state,
-            dp: d.dp,
             source_margin: d.source_margin,
             near_boundary: d.near_boundary,
         }
     }
 }
 
+/// The four test families of seed 000, section 2, each with its typical
+/// diagnosis when a pair of it fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// The question contract's wording changed: an ambiguous contract.
+    Question,
+    /// Irrelevant state detail changed: a distractor.
+    StateNoise,
+    /// A relevant evidence field was removed: missing evidence semantics.
+    EvidenceAblation,
+    /// A verified fact changed: conflicting evidence.
+    EvidenceContrast,
+}
+
+impl Family {
+    /// The name run files record in `family`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Family::Question => "question",
+            Family::StateNoise => "state-noise",
+            Family::EvidenceAblation => "evidence-ablation",
+            Family::EvidenceContrast => "evidence-contrast",
+        }
+    }
+
+    /// The category of the family's typical diagnosis.
+    pub fn category(self) -> &'static str {
+        match self {
+            Family::Question => "ambiguous-contract",
+            Family::StateNoise => "distractor",
+            Family::EvidenceAblation => "missing-evidence",
+            Family::EvidenceContrast => "conflicting-evidence",
+        }
+    }
+
+    /// A recorded family name, in any letter case, with `_` or a space for
+    /// `-` and the seed's table wording (`Question sensitivity`, `State-noise
+    /// sensitivity`, `Evidence ablation`, `Evidence contrast`); `None` for
+    /// any other name.
+    pub fn parse(s: &str) -> Option<Family> {
+        let norm: String = s
+            .trim()
+            .chars()
+            .map(|c| match c {
+                '_' | ' ' => '-',
+                c => c.to_ascii_lowercase(),
+            })
+            .collect();
+        let norm = norm.strip_suffix("-sensitivity").unwrap_or(&norm);
+        match norm {
+            "question" | "question-contract" | "question-wording" => Some(Family::Question),
+            "state-noise" | "noise" => Some(Family::StateNoise),
+            "evidence-ablation" | "ablation" => Some(Family::EvidenceAblation),
+            "evidence-contrast" | "contrast" => Some(Family::EvidenceContrast),
+            _ => None,
+        }
+    }
+}
+
+/// Where a pair's family came from.
+#[derive(Debug, Clone, Copy)]
+enum Origin<'a> {
+    /// The record names one of the four.
+    Recorded,
+    /// Inferred; `named` is a recorded family that is not one of the four.
+    Inferred { named: Option<&'a str>, from: Clue },
+}
+
+/// What an inferred family was inferred from.
+#[derive(Debug, Clone, Copy)]
+enum Clue {
+    /// The question changed.
+    Question,
+    /// The declared expectation kind.
+    Expectation(&'static str),
+    /// The kind of change in the state's diff.
+    Diff,
+}
+
+/// One side's fault: its request failed, or its answer is unusable.
+#[derive(Debug, Clone, Copy)]
+enum Fault {
+    Request,
+    Answer,
+}
+
 /// The rule that decided a suggestion, with what its reason names.
 #[derive(Debug, Clone, Copy)]
 enum Rule<'a> {
-    ServiceError,
-    InvalidPair,
-    /// A near-threshold source and a drift small next to its margin.
-    Boundary {
-        margin: f64,
-        min: f64,
+    /// Rule 1, with the fault of each side (none on either when only the
+    /// derived status says so).
+    ServiceError {
+        source: Option<Fault>,
+        variant: Option<Fault>,
     },
-    /// The runner's own reason names the decision boundary.
+    /// Rule 2.
+    InvalidPair,
+    /// Rule 3: the source margin under the minimum.
+    Boundary { margin: f64, min: Option<f64> },
+    /// Rule 3 without a policy: the runner's own reason names the decision
+    /// boundary.
     RecordedBoundary(&'a str),
-    EvidenceRemoved(&'a DiffEntry),
-    /// An evidence-ablation transformation, and its first removal if any.
-    EvidenceAblation(Option<&'a DiffEntry>),
-    /// An evidence-contrast transformation, and its first change if any.
-    EvidenceContrast(Option<&'a DiffEntry>),
-    QuestionOnly,
-    QuestionTransformation,
-    /// The first change of the state.
-    FieldChange(&'a DiffEntry),
-    StateNoise,
-    NearBoundary,
-    NoChange,
+    /// Rule 4.
+    Family {
+        family: Family,
+        origin: Origin<'a>,
+        /// The first change of the state that is not a reorder of keys, else
+        /// the first change.
+        change: Option<&'a DiffEntry>,
+    },
 }
 
 impl Rule<'_> {
     fn category(&self) -> &'static str {
         match self {
-            Rule::ServiceError => "service-error",
+            Rule::ServiceError { .. } => "service-error",
             Rule::InvalidPair => "invalid-pair",
-            Rule::Boundary { .. } | Rule::RecordedBoundary(_) | Rule::NearBoundary => "boundary",
-            Rule::EvidenceRemoved(_) | Rule::EvidenceAblation(_) => "missing-evidence",
-            Rule::EvidenceContrast(_) => "conflicting-evidence",
-            Rule::QuestionOnly | Rule::QuestionTransformation | Rule::NoChange => {
-                "ambiguous-contract"
-            }
-            Rule::FieldChange(_) | Rule::StateNoise => "distractor",
+            Rule::Boundary { .. } | Rule::RecordedBoundary(_) => "boundary",
+            Rule::Family { family, .. } => family.category(),
         }
     }
 }
 
-/// The rules, in their fixed order; `None` for pairs that did not fail.
+/// The rules, in their fixed order; `None` for pairs that did not fail and
+/// for failures no rule decides.
 fn decide<'a>(r: &'a PairRecord, b: &Basis<'a>) -> Option<Rule<'a>> {
-    use std::cmp::Ordering::{Equal, Greater};
     if !b.status.is_failure() {
         return None;
     }
-    if b.status == Status::ServiceError {
-        return Some(Rule::ServiceError);
+    // Rule 1: a request or answer fault on either side.
+    let answers = expects_answers(r);
+    let (source, variant) = (fault(&r.source, answers), fault(&r.variant, answers));
+    if source.is_some() || variant.is_some() || b.status == Status::ServiceError {
+        return Some(Rule::ServiceError { source, variant });
     }
     // A single result with no variant (another tool's unpaired row): its
     // only change is expected against actual, which says nothing about why.
     if r.transformation.as_deref() == Some(super::formats::UNPAIRED) {
         return None;
     }
+    // Rule 2: the variant changed more than it declared.
     if b.invalid {
         return Some(Rule::InvalidPair);
     }
-    // Boundary sensitivity: a near-threshold source, and a drift that is
-    // small next to the margin (a drift many times the margin is a real effect).
-    if let (Some(m), Some(min)) = (b.source_margin, r.minimum_boundary_margin)
-        && !matches!(m.partial_cmp(&min), Some(Greater | Equal))
-    {
-        let drift = b.dp.map(f64::abs).unwrap_or(0.0);
-        let allowed = (BOUNDARY_DRIFT_FACTOR * m).max(min);
-        if !matches!(drift.partial_cmp(&allowed), Some(Greater)) {
-            return Some(Rule::Boundary { margin: m, min });
-        }
+    // Rule 3: the source sits inside the minimum margin, as derive judges it.
+    if b.near_boundary == Some(true) {
+        return Some(Rule::Boundary {
+            margin: b.source_margin.unwrap_or(0.0),
+            min: r.minimum_boundary_margin,
+        });
     }
     // Without a policy the margin cannot be computed, but the reference
     // runner says so in its reasons.
@@ -173,148 +252,295 @@ fn decide<'a>(r: &'a PairRecord, b: &Basis<'a>) -> Option<Rule<'a>> {
     {
         return Some(Rule::RecordedBoundary(reason));
     }
-    let fam = r.family.as_deref().unwrap_or("");
-    let tr = b.transformation;
-    let removed = |e: &&DiffEntry| matches!(e.change, Change::Removed { .. });
-
-    // Evidence removed or added is judged before generic field changes.
-    if let Some(e) = b
+    // Rule 4: the family's typical diagnosis.
+    let change = b
         .state
         .iter()
-        .find(|e| removed(e) && mentions_evidence(&e.path))
-    {
-        return Some(Rule::EvidenceRemoved(e));
+        .find(|e| !matches!(e.change, Change::Reordered { .. }))
+        .or(b.state.first());
+    let recorded = r.family.as_deref();
+    if let Some(family) = recorded.and_then(Family::parse) {
+        return Some(Rule::Family {
+            family,
+            origin: Origin::Recorded,
+            change,
+        });
     }
-    if contains_ignore_case(tr, "remove-evidence") || fam.eq_ignore_ascii_case("evidence-ablation")
-    {
-        return Some(Rule::EvidenceAblation(b.state.iter().find(removed)));
-    }
-    if contains_ignore_case(tr, "evidence") || fam.eq_ignore_ascii_case("evidence-contrast") {
-        return Some(Rule::EvidenceContrast(
-            b.state
-                .iter()
-                .find(|e| !matches!(e.change, Change::Reordered { .. })),
-        ));
-    }
-    if b.question_changed && b.state.is_empty() {
-        return Some(Rule::QuestionOnly);
-    }
-    if fam.eq_ignore_ascii_case("question")
-        || contains_ignore_case(tr, "paraphrase")
-        || contains_ignore_case(tr, "question")
-        || contains_ignore_case(tr, "typo")
-    {
-        return Some(Rule::QuestionTransformation);
-    }
-    if let Some(e) = b.state.first() {
-        return Some(Rule::FieldChange(e));
-    }
-    if fam.eq_ignore_ascii_case("state-noise")
-        || contains_ignore_case(tr, "irrelevant")
-        || contains_ignore_case(tr, "field")
-        || contains_ignore_case(tr, "reorder")
-    {
-        return Some(Rule::StateNoise);
-    }
-    if b.near_boundary == Some(true) {
-        return Some(Rule::NearBoundary);
-    }
-    Some(Rule::NoChange)
+    let (family, from) = infer_family(r, b)?;
+    Some(Rule::Family {
+        family,
+        origin: Origin::Inferred {
+            named: recorded.filter(|s| !s.trim().is_empty()),
+            from,
+        },
+        change,
+    })
 }
 
-/// The reason for a rule's suggestion, in words.
+/// The family of a pair that does not record one of the four: a changed
+/// question is a question pair (seed 000, section 2: a transformation
+/// changes the contract or the state); otherwise the declared expectation
+/// says whether the state change was meant to matter (seed 000, sections 1
+/// and 3: irrelevant additions, removals and reorders are invariant,
+/// verified evidence is directional, removed key evidence is judged by
+/// allowed routes); without one, the kind of change: a removal is
+/// ablation, a changed value contrast, an addition or a reorder noise.
+/// `None` when nothing changed.
+fn infer_family(r: &PairRecord, b: &Basis) -> Option<(Family, Clue)> {
+    if b.question_changed {
+        return Some((Family::Question, Clue::Question));
+    }
+    if b.state.is_empty() {
+        return None;
+    }
+    let by_expectation = match &r.expectation {
+        Some(Expectation::Invariant { .. }) => Some((Family::StateNoise, "invariant")),
+        Some(Expectation::NotLessUrgent { .. }) => {
+            Some((Family::EvidenceContrast, "not-less-urgent"))
+        }
+        Some(Expectation::NotMoreUrgent { .. }) => {
+            Some((Family::EvidenceContrast, "not-more-urgent"))
+        }
+        Some(Expectation::AllowedRoutes { .. }) => {
+            Some((Family::EvidenceAblation, "allowed-routes"))
+        }
+        Some(Expectation::Unknown { .. }) | None => None,
+    };
+    if let Some((family, kind)) = by_expectation {
+        return Some((family, Clue::Expectation(kind)));
+    }
+    let any = |f: fn(&Change) -> bool| b.state.iter().any(|e| f(&e.change));
+    let family = if any(|c| matches!(c, Change::Removed { .. })) {
+        Family::EvidenceAblation
+    } else if any(|c| matches!(c, Change::Changed { .. })) {
+        Family::EvidenceContrast
+    } else {
+        Family::StateNoise
+    };
+    Some((family, Clue::Diff))
+}
+
+/// Whether the record is one of probability answers (a Noul probability
+/// and a confidence on each side, as seed 000's `validateAssessment`
+/// requires): it records a policy, a probability expectation, or some
+/// probability or confidence, usable or not. Another tool's converted
+/// rows (a decision, a verdict) are not.
+fn expects_answers(r: &PairRecord) -> bool {
+    r.policy.is_some()
+        || matches!(
+            r.expectation,
+            Some(
+                Expectation::Invariant { .. }
+                    | Expectation::NotLessUrgent { .. }
+                    | Expectation::NotMoreUrgent { .. }
+                    | Expectation::AllowedRoutes { .. }
+            )
+        )
+        || [&r.source, &r.variant]
+            .iter()
+            .any(|s| s.probability.is_some() || s.confidence.is_some())
+        || r.field_warnings.iter().any(|w| answer_warning(w).is_some())
+}
+
+/// A side's fault: a request that did not end `ok`, or (in a record of
+/// probability answers) an answer without a usable probability and
+/// confidence, each a finite number in [0, 1] (seed 000, section 5).
+fn fault(side: &Side, answers: bool) -> Option<Fault> {
+    if side.failure_phrase().is_some() {
+        Some(Fault::Request)
+    } else if answers && (side.probability.is_none() || side.confidence.is_none()) {
+        Some(Fault::Answer)
+    } else {
+        None
+    }
+}
+
+/// Which side and field a record's field warning is about, when it is a
+/// side's probability or confidence: `("variant", "probability")`.
+fn answer_warning(w: &str) -> Option<(&'static str, &'static str)> {
+    let key = w.strip_prefix('`')?.split('`').next()?;
+    let (side, rest) = key.split_once('.')?;
+    let side = match side {
+        "source" => "source",
+        "variant" => "variant",
+        _ => return None,
+    };
+    let field = rest.rsplit('.').next()?;
+    let spelled = |slots: [&[&str]; 2]| slots.iter().any(|s| s.contains(&field));
+    if spelled([
+        SIDE[S_PROBABILITY].spellings,
+        RESPONSE[R_PROBABILITY].spellings,
+    ]) {
+        Some((side, "probability"))
+    } else if spelled([
+        SIDE[S_CONFIDENCE].spellings,
+        RESPONSE[R_CONFIDENCE].spellings,
+    ]) {
+        Some((side, "confidence"))
+    } else {
+        None
+    }
+}
+
+/// The reason for a rule's suggestion, in words, naming the rule.
 fn reason(r: &PairRecord, d: &Derived, rule: &Rule) -> String {
     match *rule {
-        Rule::ServiceError => {
-            let (side, phrase) = match (r.variant.failure_phrase(), r.source.failure_phrase()) {
-                (Some(v), _) => ("variant", v),
-                (None, Some(s)) => ("source", s),
-                (None, None) => ("a request", "failed".to_string()),
-            };
-            format!("{side} {phrase}")
+        Rule::ServiceError { source, variant } => {
+            let mut parts = Vec::new();
+            for (name, side, f) in [
+                ("source", &r.source, source),
+                ("variant", &r.variant, variant),
+            ] {
+                match f {
+                    Some(Fault::Request) => {
+                        let phrase = side.failure_phrase().unwrap_or_default();
+                        parts.push(format!("the {name} request {phrase}"));
+                    }
+                    Some(Fault::Answer) => parts.push(unusable(r, name, side)),
+                    None => {}
+                }
+            }
+            if parts.is_empty() {
+                parts.push(d.why.trim_end_matches('.').to_string());
+            }
+            format!("rule 1: {}", super::text::inert_line(&parts.join("; ")))
         }
         Rule::InvalidPair => {
             let unexpected: &[String] = match &d.validity {
                 Validity::Invalid { unexpected } => unexpected,
                 _ => &[],
             };
-            let more = if unexpected.len() > 1 {
-                format!(" (+{} more)", unexpected.len() - 1)
-            } else {
-                String::new()
-            };
-            let first = unexpected.first().map(String::as_str).unwrap_or_default();
-            format!("undeclared change: {first}{more}")
+            const SHOWN: usize = 3;
+            let mut list = unexpected
+                .iter()
+                .take(SHOWN)
+                .map(|p| super::text::inert_line(p))
+                .collect::<Vec<_>>()
+                .join(", ");
+            if unexpected.len() > SHOWN {
+                list.push_str(&format!(" (+{} more)", unexpected.len() - SHOWN));
+            }
+            format!(
+                "rule 2: the variant changed undeclared {}: {list}",
+                if unexpected.len() == 1 {
+                    "path"
+                } else {
+                    "paths"
+                }
+            )
         }
         Rule::Boundary { margin, min } => {
-            if d.flip == Some(true) {
-                format!(
-                    "source margin {} < {} and the route flipped",
-                    fmt3(margin),
-                    fmt_num(min)
-                )
+            let min = min.map(fmt_num).unwrap_or_else(|| "minimum".into());
+            let flipped = if d.flip == Some(true) {
+                " and the route flipped"
             } else {
-                format!("source margin {} < {}", fmt3(margin), fmt_num(min))
-            }
+                ""
+            };
+            format!("rule 3: source margin {} < {min}{flipped}", fmt3(margin))
         }
         Rule::RecordedBoundary(reason) => format!(
-            "recorded: {}",
+            "rule 3: recorded: {}",
             super::text::inert_line(reason.trim_end_matches('.'))
         ),
-        Rule::EvidenceRemoved(e) => format!("evidence removed: {}", e.path),
-        Rule::EvidenceAblation(e) => e
-            .map(|e| format!("evidence removed: {}", e.path))
-            .unwrap_or_else(|| "evidence ablation: the variant lacks source evidence".into()),
-        Rule::EvidenceContrast(e) => {
-            let what = e
-                .map(|e| match &e.change {
-                    Change::Added { .. } => format!("new evidence {} added", e.path),
-                    _ => format!("evidence changed at {}", e.path),
-                })
-                .unwrap_or_else(|| "evidence contrast".into());
-            let moved =
-                d.dp.map(|x| {
-                    if x < 0.0 {
-                        format!(" and p fell by {}", fmt3(-x))
-                    } else {
-                        format!(" and p rose by {}", fmt3(x))
-                    }
-                })
-                .unwrap_or_default();
-            format!("{what}{moved}")
-        }
-        Rule::QuestionOnly => {
-            let (Some(a), Some(b)) = (&r.source.question, &r.variant.question) else {
-                return "only the question changed".into();
-            };
-            let detail = diff::changed_words(a, b)
-                .first()
-                .map(|(x, y)| {
+        Rule::Family {
+            family,
+            origin,
+            change,
+        } => {
+            let what = what_changed(r, d, family, change);
+            match origin {
+                Origin::Recorded => format!("rule 4: {} pair{what}", family.name()),
+                Origin::Inferred { named, from } => {
+                    let named = match named {
+                        Some(n) => format!(
+                            "family `{}` is not one of the four",
+                            super::text::inert_line(&clip(n, 24))
+                        ),
+                        None => "no family recorded".to_string(),
+                    };
+                    let from = match from {
+                        Clue::Question => "a changed question".to_string(),
+                        Clue::Expectation(kind) => format!("the {kind} expectation"),
+                        Clue::Diff => "the diff".to_string(),
+                    };
                     format!(
-                        " (\"{}\" → \"{}\")",
-                        super::text::inert_line(&clip(x, 24)),
-                        super::text::inert_line(&clip(y, 24))
+                        "rule 4: {named}; inferred {} from {from}{what}",
+                        family.name()
                     )
-                })
-                .unwrap_or_default();
-            format!("only the question changed{detail}")
+                }
+            }
         }
-        Rule::QuestionTransformation => {
-            format!("question transformation `{}`", d.transformation.name)
+    }
+}
+
+/// Why a side's answer is unusable, naming the field: the record's own
+/// warning about it when there is one.
+fn unusable(r: &PairRecord, name: &str, side: &Side) -> String {
+    let mut missing = Vec::new();
+    for (field, value) in [
+        ("probability", side.probability),
+        ("confidence", side.confidence),
+    ] {
+        if value.is_some() {
+            continue;
         }
-        Rule::FieldChange(e) => match &e.change {
-            Change::Added { .. } => format!("irrelevant field {} added", e.path),
-            Change::Removed { .. } => format!("field {} removed", e.path),
+        let warned = r
+            .field_warnings
+            .iter()
+            .find(|w| answer_warning(w).is_some_and(|(s, f)| s == name && f == field));
+        missing.push(match warned {
+            Some(w) => w
+                .split_once("; treated as")
+                .map_or(w.as_str(), |(head, _)| head)
+                .to_string(),
+            None => format!("no {field}"),
+        });
+    }
+    format!(
+        "the {name} answer is unusable ({}): seed 000 needs a probability and a confidence in [0, 1]",
+        missing.join(", ")
+    )
+}
+
+/// What a rule-4 pair changed, in parentheses: the question's first changed
+/// words or the first state change, and for evidence contrast how far p
+/// moved.
+fn what_changed(r: &PairRecord, d: &Derived, family: Family, change: Option<&DiffEntry>) -> String {
+    let mut parts = Vec::new();
+    if d.changes.question_changed {
+        let words = match (&r.source.question, &r.variant.question) {
+            (Some(a), Some(b)) => diff::changed_words(a, b).first().map(|(x, y)| {
+                format!(
+                    "\"{}\" → \"{}\"",
+                    super::text::inert_line(&clip(x, 24)),
+                    super::text::inert_line(&clip(y, 24))
+                )
+            }),
+            _ => None,
+        };
+        parts.push(words.unwrap_or_else(|| "question changed".into()));
+    }
+    if let Some(e) = change {
+        parts.push(match &e.change {
+            Change::Added { .. } => format!("{} added", e.path),
+            Change::Removed { .. } => format!("{} removed", e.path),
+            Change::Changed { .. } => format!("{} changed", e.path),
             Change::Reordered { .. } => format!("keys reordered at {}", e.path),
-            Change::Changed { .. } => format!("value changed at {}", e.path),
-        },
-        Rule::StateNoise => format!("state-noise transformation `{}`", d.transformation.name),
-        Rule::NearBoundary => format!(
-            "source margin {} is under the minimum {}",
-            fmt3(d.source_margin.unwrap_or(0.0)),
-            fmt_num(r.minimum_boundary_margin.unwrap_or(0.0))
-        ),
-        Rule::NoChange => "no payload change recorded; the contract is the usual suspect".into(),
+        });
+    }
+    if family == Family::EvidenceContrast
+        && let Some(x) = d.dp
+    {
+        parts.push(if x < 0.0 {
+            format!("p fell by {}", fmt3(-x))
+        } else {
+            format!("p rose by {}", fmt3(x))
+        });
+    }
+    if parts.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", super::text::inert_line(&parts.join("; ")))
     }
 }
 
@@ -327,40 +553,6 @@ fn contains_ignore_case(hay: &str, needle: &str) -> bool {
             .as_bytes()
             .windows(n.len())
             .any(|w| w.eq_ignore_ascii_case(n))
-}
-
-/// Whether a path, as displayed and ignoring ASCII case, mentions evidence,
-/// a source or a proof. The displayed form is streamed through a small
-/// window rather than built.
-fn mentions_evidence(path: &JsonPath) -> bool {
-    use std::fmt::Write as _;
-    struct Window {
-        last: [u8; 8],
-        found: bool,
-    }
-    impl std::fmt::Write for Window {
-        fn write_str(&mut self, s: &str) -> std::fmt::Result {
-            for &b in s.as_bytes() {
-                self.last.copy_within(1.., 0);
-                self.last[7] = b.to_ascii_lowercase();
-                if self.last.ends_with(b"evidence")
-                    || self.last.ends_with(b"source")
-                    || self.last.ends_with(b"proof")
-                {
-                    self.found = true;
-                    // Stop formatting: the answer is known.
-                    return Err(std::fmt::Error);
-                }
-            }
-            Ok(())
-        }
-    }
-    let mut w = Window {
-        last: [0; 8],
-        found: false,
-    };
-    let _ = write!(w, "{path}");
-    w.found
 }
 
 fn fmt3(x: f64) -> String {
@@ -380,43 +572,12 @@ fn clip(s: &str, n: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::derive::derive;
-    use crate::core::model::Outcome;
-    use serde_json::json;
-
-    /// A path with keys that may be plain, quoted, mixed case or carry
-    /// control characters, and indices.
-    fn path() -> impl proptest::strategy::Strategy<Value = JsonPath> {
-        use proptest::prelude::*;
-        let seg = prop_oneof![
-            "[a-zA-Z_][a-zA-Z0-9_-]{0,6}".prop_map(diff::Seg::Key),
-            proptest::sample::select(vec![
-                "EviDence",
-                "my source",
-                "e\u{e}vidence",
-                "e\u{8e}VIDENCE",
-                "pro\nof",
-                "sour\"ce",
-                "ev\\idence",
-                "x.proof",
-                "évidence",
-                "proofs",
-            ])
-            .prop_map(|k| diff::Seg::Key(k.to_string())),
-            (0..12usize).prop_map(diff::Seg::Index),
-        ];
-        proptest::collection::vec(seg, 0..5).prop_map(JsonPath)
-    }
+    use crate::core::derive::{derive, lean};
+    use crate::core::model::{Outcome, Route};
+    use crate::core::record::map_record;
+    use serde_json::{Value, json};
 
     proptest::proptest! {
-        #[test]
-        fn mentions_evidence_reads_the_displayed_path(p in path()) {
-            let shown = p.to_string().to_ascii_lowercase();
-            let expected =
-                shown.contains("evidence") || shown.contains("source") || shown.contains("proof");
-            proptest::prop_assert_eq!(mentions_evidence(&p), expected, "{}", p);
-        }
-
         #[test]
         fn contains_ignore_case_is_lowercase_contains(
             hay in "[a-zA-Zé -]{0,12}(Evidence|TYPO|field)?[a-zA-Z -]{0,4}",
@@ -447,8 +608,42 @@ mod tests {
         r
     }
 
+    /// The suggestion by the detail path, after checking that the index's
+    /// lean path gives the same category.
     fn sug(r: &PairRecord) -> Option<Suggestion> {
-        suggest(r, &derive(r))
+        let s = suggest(r, &derive(r));
+        assert_eq!(
+            lean_category(r, &lean(r, None)),
+            s.as_ref().map(|s| s.category),
+            "lean and full disagree"
+        );
+        s
+    }
+
+    fn category(r: &PairRecord) -> Option<&'static str> {
+        sug(r).map(|s| s.category)
+    }
+
+    /// A record from JSON, as a run file's line is read.
+    fn record(v: Value) -> PairRecord {
+        map_record(v).expect("a record")
+    }
+
+    /// A failing state-noise pair that adds an irrelevant field: the
+    /// source at p 0.30, far from both thresholds, the variant at 0.70.
+    fn noise_line() -> Value {
+        json!({
+            "case_id": "c", "variant_id": "v", "family": "state-noise",
+            "policy": {"review_threshold": 0.55, "action_threshold": 0.9},
+            "expectation": {"kind": "invariant", "max_probability_drift": 0.1, "require_same_route": true},
+            "minimum_boundary_margin": 0.05,
+            "allowed_changes": ["state.uiTheme"],
+            "passed": false, "reasons": ["Route changed from pass to review."],
+            "source": {"question": "q", "state": {"a": 1},
+                       "response": {"probability": 0.3, "confidence": 0.8}, "outcome": "ok"},
+            "variant": {"question": "q", "state": {"a": 1, "uiTheme": "dark"},
+                        "response": {"probability": 0.7, "confidence": 0.8}, "outcome": "ok"}
+        })
     }
 
     #[test]
@@ -464,7 +659,123 @@ mod tests {
         r.variant.latency_ms = Some(30000.0);
         let s = sug(&r).unwrap();
         assert_eq!(s.category, "service-error");
-        assert_eq!(s.reason, "variant timed out after 30000 ms");
+        assert_eq!(
+            s.reason,
+            "rule 1: the variant request timed out after 30000 ms"
+        );
+    }
+
+    #[test]
+    fn the_noise_line_is_a_distractor() {
+        let s = sug(&record(noise_line())).unwrap();
+        assert_eq!(s.category, "distractor");
+        assert_eq!(s.reason, "rule 4: state-noise pair (state.uiTheme added)");
+    }
+
+    /// An answer that `validateAssessment` would refuse is a service error,
+    /// whichever side gave it and whatever the variant also changed.
+    #[test]
+    fn an_unusable_answer_is_a_service_error() {
+        for (side, response, named) in [
+            (
+                "variant",
+                json!({"probability": 1.7, "confidence": 0.8}),
+                "`variant.response.probability` is 1.7, outside [0, 1]",
+            ),
+            (
+                "source",
+                json!({"probability": 0.3, "confidence": "high"}),
+                "`source.response.confidence` should be a number but is a string",
+            ),
+            ("variant", json!({"probability": 0.7}), "no confidence"),
+            ("source", json!({}), "no probability, no confidence"),
+            (
+                "variant",
+                json!({"probability": -0.2, "confidence": 2}),
+                "`variant.response.probability` is -0.2, outside [0, 1], `variant.response.confidence` is 2, outside [0, 1]",
+            ),
+        ] {
+            let mut v = noise_line();
+            v[side]["response"] = response.clone();
+            let r = record(v);
+            let s = sug(&r).unwrap_or_else(|| panic!("{side} {response}"));
+            assert_eq!(
+                s.category, "service-error",
+                "{side} {response}: {}",
+                s.reason
+            );
+            assert_eq!(
+                s.reason,
+                format!(
+                    "rule 1: the {side} answer is unusable ({named}): seed 000 needs a probability and a confidence in [0, 1]"
+                ),
+            );
+        }
+    }
+
+    /// A bare row puts the answer on the side: `noul` out of range there is
+    /// the same fault.
+    #[test]
+    fn an_unusable_bare_answer_is_a_service_error() {
+        let r = record(json!({
+            "caseId": "c", "variantId": "v", "passed": false,
+            "reasons": ["Route changed from pass to review."],
+            "source": {"noul": 0.3, "confidence": 0.8},
+            "variant": {"noul": "0.7", "confidence": 0.8}
+        }));
+        let s = sug(&r).unwrap();
+        assert_eq!(s.category, "service-error");
+        assert!(
+            s.reason.contains("`variant.noul` should be a number"),
+            "{}",
+            s.reason
+        );
+    }
+
+    /// Another tool's converted rows carry decisions, not probabilities:
+    /// their missing probability is no fault.
+    #[test]
+    fn decision_rows_need_no_probability() {
+        let r = record(json!({
+            "case_id": "c", "variant_id": "v", "family": "question",
+            "expectation": {"kind": "decision-invariant"},
+            "allowed_changes": ["question"], "passed": false,
+            "reasons": ["The decision changed from approve to hold."],
+            "source": {"question": "a", "state": {"x": 1}, "decision": "approve"},
+            "variant": {"question": "b", "state": {"x": 1}, "decision": "hold"}
+        }));
+        assert_eq!(category(&r), Some("ambiguous-contract"));
+    }
+
+    #[test]
+    fn both_faulty_sides_are_named() {
+        let mut v = noise_line();
+        v["source"]["outcome"] = json!("timeout");
+        v["source"]["latency_ms"] = json!(30000);
+        v["variant"]["response"] = json!({"probability": 0.7});
+        let s = sug(&record(v)).unwrap();
+        assert_eq!(
+            s.reason,
+            "rule 1: the source request timed out after 30000 ms; the variant answer is unusable (no confidence): seed 000 needs a probability and a confidence in [0, 1]"
+        );
+    }
+
+    /// Rule 1 comes before rule 2: a failed request says nothing, whatever
+    /// the variant changed.
+    #[test]
+    fn a_fault_comes_before_an_undeclared_change() {
+        let mut v = noise_line();
+        v["allowed_changes"] = json!([]);
+        let r = record(v.clone());
+        assert_eq!(category(&r), Some("invalid-pair"));
+        v["variant"]["outcome"] = json!("error");
+        v["variant"]["error"] = json!("HTTP 503");
+        let s = sug(&record(v)).unwrap();
+        assert_eq!(s.category, "service-error");
+        assert_eq!(
+            s.reason,
+            "rule 1: the variant request failed with an error: HTTP 503"
+        );
     }
 
     #[test]
@@ -472,17 +783,44 @@ mod tests {
         let r = pair(0.562, 0.54);
         let s = sug(&r).unwrap();
         assert_eq!(s.category, "boundary");
-        assert_eq!(s.reason, "source margin 0.012 < 0.1 and the route flipped");
+        assert_eq!(
+            s.reason,
+            "rule 3: source margin 0.012 < 0.1 and the route flipped"
+        );
     }
 
+    /// A source inside the minimum margin is a boundary case, however far
+    /// the variant moved (seed 000, section 4: such cases are reported as
+    /// boundary sensitivity, apart from the robustness suite).
     #[test]
-    fn large_drift_near_threshold_is_not_boundary() {
+    fn large_drift_near_threshold_is_still_boundary() {
         let mut r = pair(0.91, 0.52);
         r.variant.state =
             Some(json!({"a": 1, "uiTheme": "dark", "evidence": [{"id": "E1"}, {"id": "E2"}]}));
         let s = sug(&r).unwrap();
-        assert_eq!(s.category, "distractor");
-        assert_eq!(s.reason, "irrelevant field state.uiTheme added");
+        assert_eq!(s.category, "boundary");
+        assert_eq!(
+            s.reason,
+            "rule 3: source margin 0.010 < 0.1 and the route flipped"
+        );
+    }
+
+    /// Rule 3 comes before every family.
+    #[test]
+    fn boundary_comes_before_the_family() {
+        for family in [
+            "question",
+            "state-noise",
+            "evidence-ablation",
+            "evidence-contrast",
+        ] {
+            let mut v = noise_line();
+            v["family"] = json!(family);
+            v["source"]["response"]["probability"] = json!(0.57);
+            let s = sug(&record(v)).unwrap();
+            assert_eq!(s.category, "boundary", "{family}");
+            assert_eq!(s.reason, "rule 3: source margin 0.020 < 0.05");
+        }
     }
 
     #[test]
@@ -491,21 +829,28 @@ mod tests {
         r.variant.question = Some("Estimate the probability of urgency?".into());
         let s = sug(&r).unwrap();
         assert_eq!(s.category, "ambiguous-contract");
-        assert!(
-            s.reason.starts_with("only the question changed"),
-            "{}",
-            s.reason
+        assert_eq!(
+            s.reason,
+            "rule 4: no family recorded; inferred question from a changed question (\"What is\" → \"Estimate\")"
         );
     }
 
+    /// The evidence removed from an ablation pair, with the family inferred
+    /// from its allowed-routes expectation (seed 000, section 4).
     #[test]
     fn removed_evidence() {
-        let mut r = pair(0.95, 0.4);
+        let mut r = pair(0.3, 0.4);
+        r.expectation = Some(Expectation::AllowedRoutes {
+            allowed_routes: vec![Route::Review, Route::Action],
+        });
         r.allowed_changes = Some(vec!["state.evidence".into()]);
         r.variant.state = Some(json!({"a": 1, "evidence": [{"id": "E1"}]}));
         let s = sug(&r).unwrap();
         assert_eq!(s.category, "missing-evidence");
-        assert_eq!(s.reason, "evidence removed: state.evidence[1]");
+        assert_eq!(
+            s.reason,
+            "rule 4: no family recorded; inferred evidence-ablation from the allowed-routes expectation (state.evidence[1] removed)"
+        );
     }
 
     #[test]
@@ -518,7 +863,7 @@ mod tests {
         assert_eq!(s.category, "boundary");
         assert_eq!(
             s.reason,
-            "recorded: Source is too close to a decision boundary: margin 0.010"
+            "rule 3: recorded: Source is too close to a decision boundary: margin 0.010"
         );
     }
 
@@ -528,6 +873,219 @@ mod tests {
         r.variant.state = Some(json!({"a": 2, "evidence": [{"id": "E1"}, {"id": "E2"}]}));
         let s = sug(&r).unwrap();
         assert_eq!(s.category, "invalid-pair");
-        assert_eq!(s.reason, "undeclared change: state.a");
+        assert_eq!(
+            s.reason,
+            "rule 2: the variant changed undeclared path: state.a"
+        );
+        r.variant.question = Some("another".into());
+        r.variant.state = Some(json!({"a": 2, "b": 3, "c": 4, "d": 5}));
+        r.allowed_changes = Some(vec![]);
+        let s = sug(&r).unwrap();
+        assert_eq!(
+            s.reason,
+            "rule 2: the variant changed undeclared paths: question, state.a, state.evidence (+3 more)"
+        );
+    }
+
+    /// Each family's typical diagnosis (seed 000, section 2), whatever the
+    /// variant changed.
+    #[test]
+    fn the_family_decides() {
+        for (family, expected) in [
+            ("question", "ambiguous-contract"),
+            ("state-noise", "distractor"),
+            ("evidence-ablation", "missing-evidence"),
+            ("evidence-contrast", "conflicting-evidence"),
+            ("Evidence contrast", "conflicting-evidence"),
+            ("STATE_NOISE", "distractor"),
+            ("Question sensitivity", "ambiguous-contract"),
+        ] {
+            let mut v = noise_line();
+            v["family"] = json!(family);
+            assert_eq!(category(&record(v)), Some(expected), "{family}");
+        }
+    }
+
+    /// Field names are not evidence: a removed `utmSource`, a removed
+    /// `evidence` list or a reordered evidence list in a state-noise pair
+    /// is a distractor.
+    #[test]
+    fn field_names_are_not_evidence() {
+        let evidence =
+            json!([{"id": "E1", "text": "probe failed"}, {"id": "E2", "text": "report"}]);
+        let reordered =
+            json!([{"id": "E2", "text": "report"}, {"id": "E1", "text": "probe failed"}]);
+        for (transformation, before, after, path) in [
+            (
+                "remove-irrelevant-field",
+                json!({"a": 1, "utmSource": "newsletter"}),
+                json!({"a": 1}),
+                "state.utmSource removed",
+            ),
+            (
+                "remove-evidence",
+                json!({"a": 1, "evidence": evidence.clone()}),
+                json!({"a": 1}),
+                "state.evidence removed",
+            ),
+            (
+                "reorder-evidence",
+                json!({"a": 1, "evidence": evidence.clone()}),
+                json!({"a": 1, "evidence": reordered}),
+                "state.evidence",
+            ),
+        ] {
+            let mut v = noise_line();
+            v["transformation"] = json!(transformation);
+            v["allowed_changes"] = json!(["state"]);
+            v["source"]["state"] = before;
+            v["variant"]["state"] = after;
+            let s = sug(&record(v)).unwrap();
+            assert_eq!(s.category, "distractor", "{transformation}: {}", s.reason);
+            assert!(
+                s.reason.starts_with("rule 4: state-noise pair ("),
+                "{}",
+                s.reason
+            );
+            assert!(s.reason.contains(path), "{}", s.reason);
+        }
+    }
+
+    /// Without a family, the expectation says whether the change was meant
+    /// to matter; without a probability expectation, the kind of change.
+    #[test]
+    fn the_family_is_inferred_when_absent() {
+        let mut cases = vec![];
+        for (expectation, after, family) in [
+            (
+                Some(json!({"kind": "invariant"})),
+                json!({"a": 1}),
+                "state-noise",
+            ),
+            (
+                Some(json!({"kind": "not-less-urgent", "permitted_probability_movement": 0.05})),
+                json!({"a": 1, "b": 2, "c": 3}),
+                "evidence-contrast",
+            ),
+            (
+                Some(json!({"kind": "not-more-urgent", "permitted_probability_movement": 0.05})),
+                json!({"a": 1}),
+                "evidence-contrast",
+            ),
+            (
+                Some(json!({"kind": "allowed-routes", "allowed_routes": ["pass"]})),
+                json!({"a": 1, "b": 2, "c": 3}),
+                "evidence-ablation",
+            ),
+            (None, json!({"a": 1}), "evidence-ablation"),
+            (None, json!({"a": 1, "b": 3}), "evidence-contrast"),
+            (None, json!({"a": 1, "b": 2, "c": 3}), "state-noise"),
+            (None, json!({"b": 2, "a": 1}), "state-noise"),
+        ] {
+            let mut v = noise_line();
+            v.as_object_mut().unwrap().remove("family");
+            v["allowed_changes"] = json!(["state"]);
+            v["source"]["state"] = json!({"a": 1, "b": 2});
+            v["variant"]["state"] = after.clone();
+            match &expectation {
+                Some(e) => v["expectation"] = e.clone(),
+                None => {
+                    v.as_object_mut().unwrap().remove("expectation");
+                }
+            }
+            let s = sug(&record(v)).unwrap_or_else(|| panic!("{expectation:?} {after}"));
+            let from = match &expectation {
+                Some(e) => format!("the {} expectation", e["kind"].as_str().unwrap()),
+                None => "the diff".to_string(),
+            };
+            cases.push((s.category, s.reason.clone()));
+            assert_eq!(
+                Family::parse(family).unwrap().category(),
+                s.category,
+                "{expectation:?} {after}: {}",
+                s.reason
+            );
+            assert!(
+                s.reason.starts_with(&format!(
+                    "rule 4: no family recorded; inferred {family} from {from} ("
+                )),
+                "{}",
+                s.reason
+            );
+        }
+        assert_eq!(cases.len(), 8);
+    }
+
+    /// A recorded family that is not one of the four is named, and the
+    /// family inferred.
+    #[test]
+    fn an_unknown_family_is_named_and_inferred() {
+        let mut v = noise_line();
+        v["family"] = json!("robustness");
+        v.as_object_mut().unwrap().remove("expectation");
+        let s = sug(&record(v)).unwrap();
+        assert_eq!(s.category, "distractor");
+        assert_eq!(
+            s.reason,
+            "rule 4: family `robustness` is not one of the four; inferred state-noise from the diff (state.uiTheme added)"
+        );
+    }
+
+    /// Nothing recorded to infer a family from: no rule decides.
+    #[test]
+    fn no_family_and_no_change_gives_no_suggestion() {
+        let mut v = noise_line();
+        v.as_object_mut().unwrap().remove("family");
+        v["variant"]["state"] = json!({"a": 1});
+        assert_eq!(sug(&record(v)), None);
+    }
+
+    #[test]
+    fn evidence_contrast_says_how_far_p_moved() {
+        let mut v = noise_line();
+        v["family"] = json!("evidence-contrast");
+        let s = sug(&record(v)).unwrap();
+        assert_eq!(
+            s.reason,
+            "rule 4: evidence-contrast pair (state.uiTheme added; p rose by 0.400)"
+        );
+    }
+
+    #[test]
+    fn family_names() {
+        for f in [
+            Family::Question,
+            Family::StateNoise,
+            Family::EvidenceAblation,
+            Family::EvidenceContrast,
+        ] {
+            assert_eq!(Family::parse(f.name()), Some(f));
+            assert!(CATEGORIES.contains(&f.category()));
+        }
+        assert_eq!(Family::parse("question+order"), None);
+        assert_eq!(Family::parse("unpaired"), None);
+        assert_eq!(Family::parse(""), None);
+    }
+
+    #[test]
+    fn answer_warnings_are_recognised() {
+        assert_eq!(
+            answer_warning(
+                "`variant.response.probability` is 1.7, outside [0, 1]; treated as not recorded"
+            ),
+            Some(("variant", "probability"))
+        );
+        assert_eq!(
+            answer_warning(
+                "`source.c` should be a number but is a string; treated as not recorded"
+            ),
+            Some(("source", "confidence"))
+        );
+        assert_eq!(
+            answer_warning("`source.latency_ms` should be a number"),
+            None
+        );
+        assert_eq!(answer_warning("`policy.review` should be a number"), None);
+        assert_eq!(answer_warning("no backtick"), None);
     }
 }
