@@ -583,8 +583,15 @@ pub fn member_permitted(r: &PairRecord, key: &str) -> bool {
 fn state_unexpected(r: &PairRecord, state: &[DiffEntry]) -> bool {
     state
         .iter()
-        .filter(|e| !matches!(e.change, Change::Reordered { .. }))
+        .filter(|e| changes_facts(&e.change))
         .any(|e| !permitted(r, Changed::Path(&e.path.0)))
+}
+
+/// Whether a change alters the canonical JSON value, which validity
+/// compares (seed 001): every change but an object's keys in another
+/// order. Array order is fixed, so elements moved are a change.
+fn changes_facts(change: &Change) -> bool {
+    !matches!(change, Change::Reordered { .. })
 }
 
 /// Whether some entry of `allowed_changes` permits a change at `path`.
@@ -737,8 +744,7 @@ fn compute_changes(r: &PairRecord, state_diff: Option<Vec<DiffEntry>>) -> Change
         sort("question".to_string(), Changed::Question);
     }
     for e in &c.state {
-        // A reorder keeps every canonical value, so it is not a change of facts.
-        if !matches!(e.change, Change::Reordered { .. }) {
+        if changes_facts(&e.change) {
             sort(e.path.to_string(), Changed::Path(&e.path.0));
         }
     }
@@ -893,7 +899,7 @@ fn infer_transformation(
                 "add-field"
             } else if all(|ch| matches!(ch, Change::Removed { .. })) {
                 "remove-field"
-            } else if all(|ch| matches!(ch, Change::Reordered { .. })) {
+            } else if all(|ch| matches!(ch, Change::Reordered { .. } | Change::Moved { .. })) {
                 "reorder"
             } else {
                 "value-change"

@@ -306,6 +306,7 @@ fn reason(r: &PairRecord, d: &Derived, rule: &Rule) -> String {
             Change::Added { .. } => format!("irrelevant field {} added", e.path),
             Change::Removed { .. } => format!("field {} removed", e.path),
             Change::Reordered { .. } => format!("keys reordered at {}", e.path),
+            Change::Moved { .. } => format!("elements reordered at {}", e.path),
             Change::Changed { .. } => format!("value changed at {}", e.path),
         },
         Rule::StateNoise => format!("state-noise transformation `{}`", d.transformation.name),

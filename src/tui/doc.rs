@@ -945,6 +945,16 @@ fn state_diff(b: &mut Builder, r: &PairRecord, d: &Derived) {
                 l.extend(inert_spans(&after.join(", "), t.base, t));
                 b.push_indent(l, 6);
             }
+            Change::Moved { before, after } => {
+                let mut l = vec![s("  ⇅ ", t.changed)];
+                l.extend(inert_spans(&path, t.changed, t));
+                l.push(flag);
+                l.push(s("  elements moved: ", t.dim));
+                l.extend(inert_spans(&before.join(", "), t.base, t));
+                l.push(s(" → ", t.dim));
+                l.extend(inert_spans(&after.join(", "), t.base, t));
+                b.push_indent(l, 6);
+            }
         }
     }
 }

@@ -340,6 +340,11 @@ fn change_lines(lp: &LoadedPair) -> Vec<String> {
             }
             Change::Changed { before, after } => format!("{p}{flag}: {} → {}", v(before), v(after)),
             Change::Reordered { .. } => format!("{p}: same entries in another order"),
+            Change::Moved { before, after } => format!(
+                "{p}{flag}: elements in another order ({} → {})",
+                code_capped(&before.join(", "), 60, false),
+                code_capped(&after.join(", "), 60, false)
+            ),
         });
     }
     if d.changes.state.len() > MAX_CHANGES {
