@@ -259,6 +259,7 @@ fn status_label(s: Status) -> &'static str {
         Status::Invalid => "invalid pair",
         Status::ServiceError => "service error",
         Status::Fail => "fail",
+        Status::Boundary => "boundary",
         Status::Unchecked => "unchecked",
         Status::Pass => "pass",
     }
@@ -932,10 +933,11 @@ pub fn check(input: &ExportInput, gates: &Gates) -> CheckOutcome {
     );
     let _ = writeln!(
         r,
-        "  {}, {}: {} failed, {}, {} invalid",
+        "  {}, {}: {} failed, {} boundary, {}, {} invalid",
         plural(s.pairs, "pair", "pairs"),
         plural(s.failures, "failure", "failures"),
         count(Status::Fail),
+        count(Status::Boundary),
         plural(
             count(Status::ServiceError),
             "service error",
