@@ -87,7 +87,7 @@ fn max_failure_rate_is_decided_on_the_upper_bound() {
     );
     // The service errors and invalid pairs are counted, but not judged.
     assert!(
-        out.contains("25 pairs, 7 failures: 2 failed, 3 service errors, 2 invalid"),
+        out.contains("25 pairs, 7 failures: 2 failed, 0 boundary, 3 service errors, 2 invalid"),
         "{out}"
     );
     assert!(out.contains("20 judged pairs"), "{out}");

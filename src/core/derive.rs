@@ -8,29 +8,44 @@
 //! runner bug can never hide a failure.
 
 use super::diff::{self, Change, DiffEntry, JsonPath};
-use super::model::{Expectation, PairRecord, Route, Side, fmt_num};
+use super::model::{AnswerFault, Expectation, PairRecord, Route, Side, fmt_num};
 
 /// Where a pair stands after derivation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Status {
     /// The variant changed undeclared facts: the test is at fault.
     Invalid,
-    /// A request failed: the pair says nothing about the model.
+    /// A request failed, or an answer has no valid result: the pair says
+    /// nothing about the model.
     ServiceError,
     /// The expectation was broken.
     Fail,
+    /// The only broken condition is a source too close to a threshold:
+    /// boundary sensitivity, not an invariant violation (seed 000, section 4).
+    Boundary,
     /// Nothing says whether it passed (no verdict and no expectation).
     Unchecked,
     Pass,
 }
 
 impl Status {
+    /// Every status, in the order of the enum.
+    pub const ALL: [Status; 6] = [
+        Status::Invalid,
+        Status::ServiceError,
+        Status::Fail,
+        Status::Boundary,
+        Status::Unchecked,
+        Status::Pass,
+    ];
+
     /// The short name used in queries and exports.
     pub fn name(self) -> &'static str {
         match self {
             Status::Invalid => "invalid",
             Status::ServiceError => "error",
             Status::Fail => "fail",
+            Status::Boundary => "boundary",
             Status::Unchecked => "unchecked",
             Status::Pass => "pass",
         }
@@ -38,8 +53,48 @@ impl Status {
 
     /// Whether the pair needs a reviewer's diagnosis.
     pub fn is_failure(self) -> bool {
-        matches!(self, Status::Invalid | Status::ServiceError | Status::Fail)
+        matches!(
+            self,
+            Status::Invalid | Status::ServiceError | Status::Fail | Status::Boundary
+        )
     }
+}
+
+/// How far a measured value may pass a bound before it counts as past it:
+/// a drift of 0.1 computed as 0.10000000000000009 is within a tolerance of
+/// 0.1, and a margin of 0.1 computed as 0.09999999999999998 is not under a
+/// minimum of 0.1. (The seed runner compares the raw IEEE doubles.)
+pub const TOLERANCE: f64 = 1e-12;
+
+/// Whether a measured value is past an upper bound: `value > max`, with
+/// [`TOLERANCE`].
+pub fn exceeds(value: f64, max: f64) -> bool {
+    value > max + TOLERANCE
+}
+
+/// Whether a source margin is under the minimum boundary margin:
+/// `margin < min`, with [`TOLERANCE`].
+pub fn under_margin(margin: f64, min: f64) -> bool {
+    margin < min - TOLERANCE
+}
+
+/// Whether a recorded reason says the source was too close to a threshold,
+/// as the seed runner writes it ("Source is too close to a decision
+/// boundary: margin 0.010.") or as triage does.
+pub fn is_boundary_reason(reason: &str) -> bool {
+    [
+        "too close to a decision boundary",
+        "too close to a threshold",
+    ]
+    .iter()
+    .any(|needle| contains_ignore_case(reason, needle))
+}
+
+/// Whether `hay` contains the lowercase ASCII `needle`, ignoring ASCII case.
+fn contains_ignore_case(hay: &str, needle: &str) -> bool {
+    hay.as_bytes()
+        .windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle.as_bytes()))
 }
 
 /// Whether the variant changed only what it declared.
@@ -78,7 +133,8 @@ pub struct Derived {
     pub dp: Option<f64>,
     /// Variant minus source confidence.
     pub dc: Option<f64>,
-    /// Recorded route, or the policy's when none was recorded.
+    /// The policy's route when a policy and a probability are recorded,
+    /// else the recorded one: every check, count and filter uses it.
     pub source_route: Option<Route>,
     pub variant_route: Option<Route>,
     /// The policy's routes, when a policy and a probability are recorded.
@@ -86,7 +142,9 @@ pub struct Derived {
     pub computed_variant_route: Option<Route>,
     pub source_margin: Option<f64>,
     pub variant_margin: Option<f64>,
-    /// Source margin under `minimum_boundary_margin`.
+    /// Source margin under `minimum_boundary_margin` (see [`under_margin`]);
+    /// when the margin cannot be computed, true if a recorded reason says
+    /// the source was too close to a threshold.
     pub near_boundary: Option<bool>,
     pub flip: Option<bool>,
     /// The expectation re-checked: the list of broken conditions.
@@ -102,6 +160,17 @@ pub struct Derived {
     pub warnings: Vec<String>,
     /// One line, in plain words, of why the pair failed (or that it passed).
     pub why: String,
+    /// How many of the first lines of `check` `why` already says.
+    pub why_checks: usize,
+}
+
+impl Derived {
+    /// The lines of the re-check that [`Derived::why`] does not already
+    /// say, for a view that shows both.
+    pub fn further_checks(&self) -> &[String] {
+        let check = self.check.as_deref().unwrap_or_default();
+        check.get(self.why_checks..).unwrap_or_default()
+    }
 }
 
 /// Compute every derived fact of a pair.
@@ -139,16 +208,22 @@ pub fn derive_with(r: &PairRecord, state_diff: Option<Vec<DiffEntry>>) -> Derive
         }
     }
 
-    let src_fail = r.source.failure_phrase();
-    let var_fail = r.variant.failure_phrase();
-    let service_error = src_fail.is_some() || var_fail.is_some();
+    let faults = SideFaults::of(r);
+    let service_error = faults.any();
 
     let mut fails = Vec::new();
-    let checked = check_expectation(r, &n, |b| fails.push(b.message()));
-    let mut check = checked.then_some(fails);
-    if service_error {
-        service_failures(&src_fail, &var_fail, check.get_or_insert_with(Vec::new));
-    }
+    let mut broken = BrokenKinds::default();
+    let checked = check_expectation(r, &n, |b| {
+        broken.note(&b);
+        fails.push(b.message());
+    });
+    // A pair whose request or answer failed is not judged by its
+    // expectation: its check is what failed.
+    let check = if service_error {
+        Some(faults.sentences())
+    } else {
+        checked.then_some(fails)
+    };
     let checked_pass = check.as_ref().map(|c| c.is_empty());
     let (verdict, runner_disagrees) = verdict(r.passed, checked_pass);
     if let Some(rec) = runner_disagrees {
@@ -182,9 +257,10 @@ pub fn derive_with(r: &PairRecord, state_diff: Option<Vec<DiffEntry>>) -> Derive
         matches!(validity, Validity::Invalid { .. }),
         service_error,
         verdict,
+        boundary_only(r, &n, broken),
     );
 
-    let why = why_line(r, status, &validity, check.as_deref(), &src_fail, &var_fail);
+    let (why, why_checks) = why_line(r, status, &validity, check.as_deref());
     Derived {
         dp: n.dp,
         dc: n.dc,
@@ -205,11 +281,12 @@ pub fn derive_with(r: &PairRecord, state_diff: Option<Vec<DiffEntry>>) -> Derive
         status,
         warnings,
         why,
+        why_checks,
     }
 }
 
-/// The numbers and routes of a pair: drift, routes (recorded, else the
-/// policy's), margins, whether the source is near a threshold and whether
+/// The numbers and routes of a pair: drift, routes (the policy's, else
+/// recorded), margins, whether the source is near a threshold and whether
 /// the route flipped.
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Numbers {
@@ -226,18 +303,27 @@ struct Numbers {
 }
 
 fn numbers(r: &PairRecord) -> Numbers {
-    let (ps, pv) = (r.source.probability, r.variant.probability);
+    // A side whose request failed, or whose answer has no valid result,
+    // gives no number and no route: the pair says nothing about the model.
+    fn usable(side: &Side) -> Option<&Side> {
+        (!side_failed(side)).then_some(side)
+    }
+    let (source, variant) = (usable(&r.source), usable(&r.variant));
+    let ps = source.and_then(|s| s.probability);
+    let pv = variant.and_then(|s| s.probability);
     let computed_source_route = r.policy.zip(ps).map(|(pol, p)| pol.route(p));
     let computed_variant_route = r.policy.zip(pv).map(|(pol, p)| pol.route(p));
-    let source_route = r.source.route.or(computed_source_route);
-    let variant_route = r.variant.route.or(computed_variant_route);
+    // The policy's route is the one the thresholds give; a recorded route
+    // that disagrees is a runner bug (a warning), and is used only where
+    // nothing can be recomputed.
+    let source_route = computed_source_route.or(source.and_then(|s| s.route));
+    let variant_route = computed_variant_route.or(variant.and_then(|s| s.route));
     let source_margin = r.policy.zip(ps).map(|(pol, p)| pol.margin(p));
     Numbers {
         dp: ps.zip(pv).map(|(a, b)| b - a),
-        dc: r
-            .source
-            .confidence
-            .zip(r.variant.confidence)
+        dc: source
+            .and_then(|s| s.confidence)
+            .zip(variant.and_then(|s| s.confidence))
             .map(|(a, b)| b - a),
         computed_source_route,
         computed_variant_route,
@@ -245,9 +331,15 @@ fn numbers(r: &PairRecord) -> Numbers {
         variant_route,
         source_margin,
         variant_margin: r.policy.zip(pv).map(|(pol, p)| pol.margin(p)),
-        near_boundary: source_margin
-            .zip(r.minimum_boundary_margin)
-            .map(|(m, min)| m < min),
+        near_boundary: match source_margin.zip(r.minimum_boundary_margin) {
+            Some((m, min)) => Some(under_margin(m, min)),
+            // Without a margin, the runner's own reason is the evidence.
+            None => r
+                .reasons
+                .iter()
+                .any(|x| is_boundary_reason(x))
+                .then_some(true),
+        },
         flip: source_route.zip(variant_route).map(|(a, b)| a != b),
     }
 }
@@ -257,9 +349,86 @@ fn route_mismatch(recorded: Option<Route>, computed: Option<Route>) -> bool {
     recorded.zip(computed).is_some_and(|(a, b)| a != b)
 }
 
-/// Whether a side's request failed (what [`Side::failure_phrase`] puts in words).
-fn request_failed(side: &Side) -> bool {
-    side.outcome.as_ref().is_some_and(|o| !o.is_ok())
+/// Whether a side's request failed (what [`Side::failure_phrase`] puts in
+/// words), or its answer has no valid result ([`Side::answer_fault`]).
+fn side_failed(side: &Side) -> bool {
+    side.outcome.as_ref().is_some_and(|o| !o.is_ok()) || side.answer_fault().is_some()
+}
+
+/// What failed on each side: a request, or an answer with no valid result.
+struct SideFaults {
+    source: Option<SideFault>,
+    variant: Option<SideFault>,
+}
+
+enum SideFault {
+    /// The request failed; [`Side::failure_phrase`].
+    Request(String),
+    /// The request gave an answer with no valid result.
+    Answer(AnswerFault),
+}
+
+impl SideFaults {
+    fn of(r: &PairRecord) -> SideFaults {
+        let one = |side: &Side| match side.failure_phrase() {
+            Some(phrase) => Some(SideFault::Request(phrase)),
+            None => side.answer_fault().map(SideFault::Answer),
+        };
+        SideFaults {
+            source: one(&r.source),
+            variant: one(&r.variant),
+        }
+    }
+
+    fn any(&self) -> bool {
+        self.source.is_some() || self.variant.is_some()
+    }
+
+    /// One sentence per side that failed, source first.
+    fn sentences(&self) -> Vec<String> {
+        [("source", &self.source), ("variant", &self.variant)]
+            .into_iter()
+            .filter_map(|(side, f)| f.as_ref().map(|f| f.sentence(side)))
+            .collect()
+    }
+}
+
+impl SideFault {
+    fn sentence(&self, side: &str) -> String {
+        match self {
+            SideFault::Request(phrase) => format!("The {side} request {phrase}."),
+            SideFault::Answer(fault) => fault.message(side),
+        }
+    }
+}
+
+/// Which kinds of condition the re-check found broken.
+#[derive(Debug, Clone, Copy, Default)]
+struct BrokenKinds {
+    margin: bool,
+    other: bool,
+}
+
+impl BrokenKinds {
+    fn note(&mut self, b: &Broken<'_>) {
+        if matches!(b, Broken::TooClose { .. }) {
+            self.margin = true;
+        } else {
+            self.other = true;
+        }
+    }
+}
+
+/// Whether a failure is boundary sensitivity alone (seed 000, section 4):
+/// the source is near a threshold, the re-check or the runner's reasons
+/// say so, and neither names any other broken condition.
+fn boundary_only(r: &PairRecord, n: &Numbers, broken: BrokenKinds) -> bool {
+    let recorded_margin = r.reasons.iter().any(|x| is_boundary_reason(x));
+    let recorded_other = r.reasons.iter().any(|x| !is_boundary_reason(x));
+    n.near_boundary == Some(true)
+        && (broken.margin || recorded_margin)
+        && !broken.other
+        && !recorded_other
 }
 
 /// The effective verdict from the runner's and the re-check's, and, when
@@ -272,8 +441,14 @@ fn verdict(recorded: Option<bool>, checked_pass: Option<bool>) -> (Option<bool>,
 }
 
 /// Where a pair stands: an undeclared change beats a failed request, which
-/// beats the verdict.
-fn status_of(invalid: bool, service_error: bool, verdict: Option<bool>) -> Status {
+/// beats the verdict; a failure whose only cause is the boundary margin is
+/// a boundary observation.
+fn status_of(
+    invalid: bool,
+    service_error: bool,
+    verdict: Option<bool>,
+    boundary_only: bool,
+) -> Status {
     if invalid {
         Status::Invalid
     } else if service_error {
@@ -281,18 +456,10 @@ fn status_of(invalid: bool, service_error: bool, verdict: Option<bool>) -> Statu
     } else {
         match verdict {
             Some(true) => Status::Pass,
+            Some(false) if boundary_only => Status::Boundary,
             Some(false) => Status::Fail,
             None => Status::Unchecked,
         }
-    }
-}
-
-fn service_failures(src: &Option<String>, var: &Option<String>, out: &mut Vec<String>) {
-    if let Some(s) = src {
-        out.push(format!("The source request {s}."));
-    }
-    if let Some(v) = var {
-        out.push(format!("The variant request {v}."));
     }
 }
 
@@ -370,12 +537,12 @@ fn check_expectation<'a>(
             // The reference runner treats a source too close to a threshold as
             // a failure of the invariant test; so do we, to agree with it.
             if let (Some(m), Some(min)) = (n.source_margin, r.minimum_boundary_margin)
-                && m < min
+                && under_margin(m, min)
             {
                 broken(Broken::TooClose { margin: m, min });
             }
             if let (Some(d), Some(max)) = (n.dp, max_probability_drift)
-                && d.abs() > *max + 1e-12
+                && exceeds(d.abs(), *max)
             {
                 broken(Broken::ProbabilityDrift {
                     drift: d.abs(),
@@ -383,7 +550,7 @@ fn check_expectation<'a>(
                 });
             }
             if let (Some(d), Some(max)) = (n.dc, max_confidence_drift)
-                && d.abs() > *max + 1e-12
+                && exceeds(d.abs(), *max)
             {
                 broken(Broken::ConfidenceDrift {
                     drift: d.abs(),
@@ -401,7 +568,7 @@ fn check_expectation<'a>(
             permitted_probability_movement: m,
         } => {
             if let Some(d) = n.dp
-                && -d > *m + 1e-12
+                && exceeds(-d, *m)
             {
                 broken(Broken::Fell {
                     by: -d,
@@ -413,7 +580,7 @@ fn check_expectation<'a>(
             permitted_probability_movement: m,
         } => {
             if let Some(d) = n.dp
-                && d > *m + 1e-12
+                && exceeds(d, *m)
             {
                 broken(Broken::Rose {
                     by: d,
@@ -507,14 +674,14 @@ fn lean_with(
     let n = numbers(r);
     let route_mismatch = route_mismatch(r.source.route, n.computed_source_route)
         || route_mismatch(r.variant.route, n.computed_variant_route);
-    let service_error = request_failed(&r.source) || request_failed(&r.variant);
-    let mut broken = 0usize;
-    let checked = check_expectation(r, &n, |_| broken += 1);
-    // A failed request adds its own line to the check.
+    let service_error = side_failed(&r.source) || side_failed(&r.variant);
+    let mut broken = BrokenKinds::default();
+    let checked = check_expectation(r, &n, |b| broken.note(&b));
+    // A failed request or answer is what its check says.
     let checked_pass = if service_error {
         Some(false)
     } else {
-        checked.then_some(broken == 0)
+        checked.then_some(!broken.margin && !broken.other)
     };
     let (verdict, runner_disagrees) = verdict(r.passed, checked_pass);
 
@@ -534,7 +701,12 @@ fn lean_with(
             (Some(name), name != NOT_RECORDED)
         }
     };
-    let status = status_of(invalid, service_error, verdict);
+    let status = status_of(
+        invalid,
+        service_error,
+        verdict,
+        boundary_only(r, &n, broken),
+    );
     // The suggestion reads the changes of a failure only.
     if always || status.is_failure() {
         changes_of(r, &mut state, &mut diff);
@@ -583,8 +755,15 @@ pub fn member_permitted(r: &PairRecord, key: &str) -> bool {
 fn state_unexpected(r: &PairRecord, state: &[DiffEntry]) -> bool {
     state
         .iter()
-        .filter(|e| !matches!(e.change, Change::Reordered { .. }))
+        .filter(|e| changes_facts(&e.change))
         .any(|e| !permitted(r, Changed::Path(&e.path.0)))
+}
+
+/// Whether a change alters the canonical JSON value, which validity
+/// compares (seed 001): every change but an object's keys in another
+/// order. Array order is fixed, so elements moved are a change.
+fn changes_facts(change: &Change) -> bool {
+    !matches!(change, Change::Reordered { .. })
 }
 
 /// Whether some entry of `allowed_changes` permits a change at `path`.
@@ -737,8 +916,7 @@ fn compute_changes(r: &PairRecord, state_diff: Option<Vec<DiffEntry>>) -> Change
         sort("question".to_string(), Changed::Question);
     }
     for e in &c.state {
-        // A reorder keeps every canonical value, so it is not a change of facts.
-        if !matches!(e.change, Change::Reordered { .. }) {
+        if changes_facts(&e.change) {
             sort(e.path.to_string(), Changed::Path(&e.path.0));
         }
     }
@@ -893,7 +1071,7 @@ fn infer_transformation(
                 "add-field"
             } else if all(|ch| matches!(ch, Change::Removed { .. })) {
                 "remove-field"
-            } else if all(|ch| matches!(ch, Change::Reordered { .. })) {
+            } else if all(|ch| matches!(ch, Change::Reordered { .. } | Change::Moved { .. })) {
                 "reorder"
             } else {
                 "value-change"
@@ -902,320 +1080,89 @@ fn infer_transformation(
     }
 }
 
+/// The one line of why a pair stands where it does, and how many of the
+/// re-check's first lines it already says.
 fn why_line(
     r: &PairRecord,
     status: Status,
     validity: &Validity,
     check: Option<&[String]>,
-    src_fail: &Option<String>,
-    var_fail: &Option<String>,
-) -> String {
+) -> (String, usize) {
+    let check = check.unwrap_or_default();
     match status {
-        Status::Invalid => match validity {
-            Validity::Invalid { unexpected } => format!(
-                "The variant also changed {}, which it did not declare: the test pair is at fault, not the model.",
-                unexpected.join(", ")
-            ),
-            _ => "The pair is invalid.".to_string(),
-        },
-        Status::ServiceError => {
-            let side = if var_fail.is_some() {
-                "variant"
-            } else {
-                "source"
-            };
-            let phrase = var_fail
-                .as_ref()
-                .or(src_fail.as_ref())
-                .cloned()
-                .unwrap_or_default();
-            format!("The {side} request {phrase}; the pair says nothing about the model.")
-        }
-        Status::Fail => match check.and_then(|c| c.first()) {
-            Some(first) => first.clone(),
-            None => match r.reasons.first() {
-                Some(reason) => format!("Recorded as failed: {reason}"),
-                None => "Recorded as failed; the file gives no reason.".to_string(),
+        Status::Invalid => (
+            match validity {
+                Validity::Invalid { unexpected } => format!(
+                    "The variant also changed {}, which it did not declare: the test pair is at fault, not the model.",
+                    unexpected.join(", ")
+                ),
+                _ => "The pair is invalid.".to_string(),
             },
-        },
-        Status::Unchecked => {
-            "No verdict recorded and no expectation to check it against.".to_string()
+            0,
+        ),
+        // The check of a failed request or answer is one sentence a side;
+        // when both sides failed, both are named.
+        Status::ServiceError => {
+            let clauses: Vec<String> = check
+                .iter()
+                .enumerate()
+                .map(|(i, sentence)| {
+                    let clause = sentence.trim_end_matches('.');
+                    if i == 0 {
+                        clause.to_string()
+                    } else {
+                        lowercase_first(clause)
+                    }
+                })
+                .collect();
+            (
+                format!(
+                    "{}; the pair says nothing about the model.",
+                    clauses.join(", and ")
+                ),
+                check.len(),
+            )
         }
-        Status::Pass => "The variant kept its expectation.".to_string(),
+        Status::Fail => match check.first() {
+            Some(first) => (first.clone(), 1),
+            None => (recorded_failure(r), 0),
+        },
+        Status::Boundary => {
+            let (first, said) = match check.first() {
+                Some(first) => (first.trim_end_matches('.').to_string(), 1),
+                None => (recorded_failure(r).trim_end_matches('.').to_string(), 0),
+            };
+            (
+                format!(
+                    "{first}; nothing else broke, so this is boundary sensitivity, not an invariant violation."
+                ),
+                said,
+            )
+        }
+        Status::Unchecked => (
+            "No verdict recorded and no expectation to check it against.".to_string(),
+            0,
+        ),
+        Status::Pass => ("The variant kept its expectation.".to_string(), 0),
+    }
+}
+
+/// A failure as the runner recorded it.
+fn recorded_failure(r: &PairRecord) -> String {
+    match r.reasons.first() {
+        Some(reason) => format!("Recorded as failed: {reason}"),
+        None => "Recorded as failed; the file gives no reason.".to_string(),
+    }
+}
+
+/// `s` with its first letter in lower case ("The variant" → "the variant").
+fn lowercase_first(s: &str) -> String {
+    let mut chars = s.chars();
+    match chars.next() {
+        Some(c) => c.to_lowercase().chain(chars).collect(),
+        None => String::new(),
     }
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
-    use super::*;
-    use crate::core::model::{Outcome, Policy, Side};
-    use serde_json::json;
-
-    /// A failing-invariant pair with both thresholds and a margin, for tests.
-    pub(crate) fn pair(ps: f64, pv: f64) -> PairRecord {
-        PairRecord {
-            case_id: "c".into(),
-            variant_id: "v".into(),
-            policy: Some(Policy {
-                review_threshold: 0.55,
-                action_threshold: 0.9,
-            }),
-            expectation: Some(Expectation::Invariant {
-                max_probability_drift: Some(0.1),
-                max_confidence_drift: Some(0.15),
-                require_same_route: true,
-            }),
-            minimum_boundary_margin: Some(0.1),
-            source: Side {
-                probability: Some(ps),
-                confidence: Some(0.8),
-                question: Some("q".into()),
-                state: Some(json!({"a": 1})),
-                ..Side::default()
-            },
-            variant: Side {
-                probability: Some(pv),
-                confidence: Some(0.8),
-                question: Some("q".into()),
-                state: Some(json!({"a": 1})),
-                ..Side::default()
-            },
-            ..PairRecord::default()
-        }
-    }
-
-    #[test]
-    fn drift_routes_and_margin() {
-        let d = derive(&pair(0.91, 0.52));
-        assert!((d.dp.unwrap() + 0.39).abs() < 1e-9);
-        assert_eq!(d.source_route, Some(Route::Action));
-        assert_eq!(d.variant_route, Some(Route::Pass));
-        assert!((d.source_margin.unwrap() - 0.01).abs() < 1e-9);
-        assert!((d.variant_margin.unwrap() - 0.03).abs() < 1e-9);
-        assert_eq!(d.flip, Some(true));
-        assert_eq!(d.near_boundary, Some(true));
-        assert_eq!(d.status, Status::Fail);
-        let c = d.check.unwrap();
-        assert_eq!(c.len(), 3, "{c:?}");
-        assert!(c[0].contains("margin 0.010 < 0.1"));
-        assert!(c[1].contains("Probability drift 0.390"));
-        assert!(c[2].contains("from action to pass"));
-    }
-
-    #[test]
-    fn thresholds_are_inclusive() {
-        let pol = Policy {
-            review_threshold: 0.55,
-            action_threshold: 0.9,
-        };
-        assert_eq!(pol.route(0.9), Route::Action);
-        assert_eq!(pol.route(0.55), Route::Review);
-        assert_eq!(pol.route(0.5499), Route::Pass);
-    }
-
-    #[test]
-    fn stable_pair_passes() {
-        let d = derive(&pair(0.3, 0.32));
-        assert_eq!(d.status, Status::Pass);
-        assert_eq!(d.check, Some(vec![]));
-        assert_eq!(d.transformation.name, "identical");
-        assert!(d.transformation.inferred);
-    }
-
-    #[test]
-    fn recorded_route_mismatch_is_a_warning() {
-        let mut r = pair(0.3, 0.32);
-        r.source.route = Some(Route::Review);
-        let d = derive(&r);
-        assert!(d.warnings.iter().any(|w| w.contains("recorded as review")));
-        assert_eq!(d.source_route, Some(Route::Review));
-    }
-
-    #[test]
-    fn passed_mismatch_fails_the_pair() {
-        let mut r = pair(0.3, 0.7);
-        r.passed = Some(true);
-        let d = derive(&r);
-        assert_eq!(d.verdict, Some(false));
-        assert_eq!(d.status, Status::Fail);
-        assert!(d.warnings.iter().any(|w| w.contains("recorded a pass")));
-    }
-
-    #[test]
-    fn directional_expectations() {
-        let mut r = pair(0.7, 0.6);
-        r.expectation = Some(Expectation::NotLessUrgent {
-            permitted_probability_movement: 0.05,
-        });
-        let d = derive(&r);
-        assert_eq!(d.status, Status::Fail);
-        assert!(d.why.contains("fell by 0.100"));
-        r.expectation = Some(Expectation::NotMoreUrgent {
-            permitted_probability_movement: 0.05,
-        });
-        assert_eq!(derive(&r).status, Status::Pass);
-    }
-
-    #[test]
-    fn allowed_routes() {
-        let mut r = pair(0.7, 0.95);
-        r.expectation = Some(Expectation::AllowedRoutes {
-            allowed_routes: vec![Route::Review, Route::Pass],
-        });
-        let d = derive(&r);
-        assert_eq!(d.status, Status::Fail);
-        assert!(d.why.contains("action is not among"));
-    }
-
-    #[test]
-    fn service_error_is_its_own_status() {
-        let mut r = pair(0.7, 0.7);
-        r.variant.probability = None;
-        r.variant.outcome = Some(Outcome::Timeout);
-        r.variant.latency_ms = Some(30000.0);
-        let d = derive(&r);
-        assert_eq!(d.status, Status::ServiceError);
-        assert!(d.why.contains("timed out after 30000 ms"), "{}", d.why);
-        assert!(d.service_error);
-    }
-
-    #[test]
-    fn validity_splits_permitted_and_unexpected() {
-        let mut r = pair(0.3, 0.3);
-        r.variant.state = Some(json!({"a": 2, "theme": "dark"}));
-        r.allowed_changes = Some(vec!["state.theme".into()]);
-        let d = derive(&r);
-        assert_eq!(d.changes.permitted, vec!["state.theme"]);
-        assert_eq!(d.changes.unexpected, vec!["state.a"]);
-        assert_eq!(d.status, Status::Invalid);
-        assert_eq!(d.transformation.name, "value-change");
-
-        r.allowed_changes = Some(vec!["state".into()]);
-        assert_eq!(derive(&r).validity, Validity::Valid);
-        // A bare key names a state field.
-        r.allowed_changes = Some(vec!["a".into(), "theme".into()]);
-        assert_eq!(derive(&r).validity, Validity::Valid);
-        r.allowed_changes = None;
-        assert_eq!(derive(&r).validity, Validity::Undeclared);
-    }
-
-    /// An entry permits a whole state member when it names the member or
-    /// a path above it, however it is spelled; one below it does not.
-    #[test]
-    fn members_permitted_whole() {
-        let mut r = pair(0.3, 0.3);
-        for (entry, evidence, a) in [
-            ("state", true, true),
-            ("state.evidence", true, false),
-            ("evidence", true, false),
-            (" evidence ", true, false),
-            ("state.evidence.text", false, false),
-            ("evidence[0]", false, false),
-            ("question", false, false),
-            ("a", false, true),
-        ] {
-            r.allowed_changes = Some(vec![entry.into()]);
-            assert_eq!(member_permitted(&r, "evidence"), evidence, "{entry:?}");
-            assert_eq!(member_permitted(&r, "a"), a, "{entry:?}");
-        }
-        r.allowed_changes = None;
-        assert!(!member_permitted(&r, "a"));
-    }
-
-    proptest::proptest! {
-        /// A member of the state is covered as its path `state.<key>` is.
-        #[test]
-        fn a_member_is_covered_as_its_path_is(
-            entry in "( ?(state|question|a|b-c|a\\.b|\\[0\\]|\\[\"a\"\\]|\\.|x y|_1)){1,4} ?",
-            key in "(state|a|b-c|a\\.b|x y|_1|\\[0\\]|)",
-        ) {
-            let entry = entry.replace(' ', if entry.len() % 2 == 0 { "" } else { " " });
-            let entry = entry.trim_start_matches('.');
-            let path = [diff::Seg::Key("state".into()), diff::Seg::Key(key.clone())];
-            proptest::prop_assert_eq!(
-                allowed_covers(entry, Changed::Member(&key)),
-                allowed_covers(entry, Changed::Path(&path)),
-                "{:?} {:?}", entry, key
-            );
-        }
-    }
-
-    /// The lazy derivation agrees with the eager one, and makes the diff
-    /// only when something reads it.
-    #[test]
-    fn the_state_is_diffed_only_when_read() {
-        let mut r = pair(0.3, 0.31);
-        r.source.state = Some(json!({"a": 1, "theme": "light"}));
-        r.variant.state = Some(json!({"a": 1, "theme": "dark"}));
-        r.transformation = Some("theme".into());
-        r.allowed_changes = Some(vec!["state.theme".into()]);
-        let eager = lean(&r, None);
-        assert_eq!(eager.validity, ValidityCode::Valid);
-        assert_eq!(eager.status, Status::Pass);
-        // A passing pair whose changed member is permitted whole: no diff.
-        let lazy = lean_on(&r, true, || panic!("diffed"));
-        assert_eq!(
-            (lazy.status, lazy.validity, lazy.state.len()),
-            (Status::Pass, ValidityCode::Valid, 0)
-        );
-        // Not covered: the validity needs the diff.
-        let mut asked = false;
-        let lazy = lean_on(&r, false, || {
-            asked = true;
-            None
-        });
-        assert!(asked);
-        assert_eq!((lazy.status, lazy.validity), (eager.status, eager.validity));
-        // A failure's suggestion reads it, covered or not.
-        let mut f = pair(0.3, 0.8);
-        f.source.state = r.source.state.clone();
-        f.variant.state = r.variant.state.clone();
-        f.allowed_changes = r.allowed_changes.clone();
-        let lazy = lean_on(&f, true, || None);
-        assert_eq!(lazy.status, Status::Fail);
-        assert_eq!(lazy.state, lean(&f, None).state);
-        assert_eq!(lazy.state.len(), 1);
-    }
-
-    #[test]
-    fn inference_names_the_change() {
-        let mut r = pair(0.3, 0.3);
-        r.variant.question = Some("q2".into());
-        assert_eq!(derive(&r).transformation.name, "question-wording");
-        let mut r = pair(0.3, 0.3);
-        r.variant.state = Some(json!({"a": 1, "b": 2}));
-        assert_eq!(derive(&r).transformation.name, "add-field");
-        let mut r = pair(0.3, 0.3);
-        r.source.state = Some(json!({"a": 1, "b": 2}));
-        r.variant.state = Some(json!({"b": 2, "a": 1}));
-        let d = derive(&r);
-        assert_eq!(d.transformation.name, "reorder");
-        // A reorder keeps every value: not a change of facts.
-        r.allowed_changes = Some(vec![]);
-        assert_eq!(derive(&r).validity, Validity::Valid);
-        let mut r = pair(0.3, 0.3);
-        r.variant.state = Some(json!({}));
-        assert_eq!(derive(&r).transformation.name, "remove-field");
-        r.transformation = Some("remove-evidence".into());
-        let d = derive(&r);
-        assert_eq!(d.transformation.name, "remove-evidence");
-        assert!(!d.transformation.inferred);
-    }
-
-    #[test]
-    fn bare_rows_have_no_validity() {
-        let mut r = pair(0.91, 0.93);
-        r.source.state = None;
-        r.variant.state = None;
-        r.source.question = None;
-        r.variant.question = None;
-        r.policy = None;
-        r.source.route = Some(Route::Action);
-        r.variant.route = Some(Route::Action);
-        let d = derive(&r);
-        assert_eq!(d.validity, Validity::NotRecorded);
-        assert_eq!(d.transformation.name, "not recorded");
-        assert_eq!(d.source_margin, None);
-        assert_eq!(d.status, Status::Pass);
-    }
-}
+pub(crate) mod tests;

@@ -2,9 +2,9 @@
 //!
 //! [`JsonPath`] names a place inside a JSON value (`state.evidence[1].status`) and
 //! round-trips through `Display` / [`JsonPath::parse`]. [`diff_values`] walks two JSON
-//! values and lists what changed as [`DiffEntry`]s (added / removed / changed / reordered);
-//! arrays are matched by element `id` when every element has one, otherwise aligned with
-//! an LCS. [`word_diff`] and [`changed_words`] explain how a string changed word by word.
+//! values and lists what changed as [`DiffEntry`]s (added / removed / changed, keys
+//! reordered, elements moved); arrays are matched by element `id` when every element has
+//! one, otherwise aligned with an LCS. Key order is not a change of facts; array order is. [`word_diff`] and [`changed_words`] explain how a string changed word by word.
 //! Everything here is pure and terminal-free: rendering (and making text inert) is the
 //! caller's job.
 
@@ -199,11 +199,21 @@ pub enum Change {
         /// The variant's value.
         after: Value,
     },
-    /// Same keys (object) or same id-matched elements (array) with equal values, in another order. Lists the keys / ids (for arrays: the `id` values rendered as strings, or indices) in each order.
+    /// An object's keys in another order, with the same values: canonical JSON does not
+    /// order keys, so this is not a change of facts. Lists the keys in each order.
     Reordered {
-        /// Keys / ids in source order.
+        /// Keys in source order.
         before: Vec<String>,
-        /// Keys / ids in variant order.
+        /// Keys in variant order.
+        after: Vec<String>,
+    },
+    /// An array whose elements are matched by `id` holds the elements both sides share in
+    /// another order. Array order is part of the value (seed 001), so this is a change,
+    /// reported beside any change inside the elements. Lists the `id`s in each order.
+    Moved {
+        /// Ids in source order.
+        before: Vec<String>,
+        /// Ids in variant order.
         after: Vec<String>,
     },
 }
@@ -315,7 +325,7 @@ impl<'a> Tree<'a> for &'a Value {
 
 /// [`diff_values`] over any [`Tree`]. Without `values`, the entries carry
 /// only where and what kind of change (their values are `null`, a reorder
-/// lists nothing): what the loader's index needs, built for less.
+/// or a move lists nothing): what the loader's index needs, built for less.
 pub(crate) fn diff_trees<'a, T: Tree<'a>>(
     root: &JsonPath,
     a: T,
@@ -427,6 +437,21 @@ impl<'a> Walk<'a, '_> {
         self.push(self.path(false, None), change);
     }
 
+    fn moved(&mut self, before: impl Iterator<Item = String>, after: impl Iterator<Item = String>) {
+        let change = if self.values {
+            Change::Moved {
+                before: before.collect(),
+                after: after.collect(),
+            }
+        } else {
+            Change::Moved {
+                before: Vec::new(),
+                after: Vec::new(),
+            }
+        };
+        self.push(self.path(false, None), change);
+    }
+
     /// Diff `a` and `b`, which sit at the current steps.
     fn diff<T: Tree<'a>>(&mut self, a: T, b: T, depth: usize) {
         if depth >= MAX_DEPTH {
@@ -504,21 +529,20 @@ impl<'a> Walk<'a, '_> {
         let pos_x = Positions::of(ix);
         let pos_y = Positions::of(iy);
 
-        // As for object keys: a reorder is reported only when it is the whole story.
-        let reordered_only = x.len() == y.len()
-            && !ix.iter().zip(iy).all(|(p, q)| p.key() == q.key())
-            && ix.iter().zip(x).all(|(id, v)| {
-                pos_y
-                    .get(id.key())
-                    .and_then(|j| y.get(j))
-                    .is_some_and(|w| v.canon_eq(*w))
-            });
-        if reordered_only {
-            self.reordered(
+        // Array order is part of the value (seed 001): when the elements both
+        // sides share sit in another order, that is a change, reported beside
+        // whatever else changed.
+        let mut last = None;
+        let moved = !ix.iter().filter_map(|id| pos_y.get(id.key())).all(|j| {
+            let ascending = last.is_none_or(|l| j > l);
+            last = Some(j);
+            ascending
+        });
+        if moved {
+            self.moved(
                 ix.iter().map(|id| id.label.to_string()),
                 iy.iter().map(|id| id.label.to_string()),
             );
-            return;
         }
         for (i, (id, v)) in ix.iter().zip(x).enumerate() {
             match pos_y.get(id.key()).and_then(|j| Some((j, y.get(j)?))) {

@@ -259,6 +259,7 @@ fn status_label(s: Status) -> &'static str {
         Status::Invalid => "invalid pair",
         Status::ServiceError => "service error",
         Status::Fail => "fail",
+        Status::Boundary => "boundary",
         Status::Unchecked => "unchecked",
         Status::Pass => "pass",
     }

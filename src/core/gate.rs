@@ -745,12 +745,16 @@ fn header(
         );
     }
     let (failed, judged) = (overall.failed, overall.judged);
+    let boundary = selected
+        .iter()
+        .filter(|&&i| index.rows[i as usize].status() == crate::core::derive::Status::Boundary)
+        .count() as u64;
     let other = s
         .failures
-        .saturating_sub(failed + o.service_errors + o.invalid_pairs);
+        .saturating_sub(failed + boundary + o.service_errors + o.invalid_pairs);
     let _ = writeln!(
         r,
-        "  {}, {}: {failed} failed, {}, {} invalid{}",
+        "  {}, {}: {failed} failed, {boundary} boundary, {}, {} invalid{}",
         plural(s.pairs, "pair", "pairs"),
         plural(s.failures, "failure", "failures"),
         plural(o.service_errors, "service error", "service errors"),

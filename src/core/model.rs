@@ -234,6 +234,51 @@ pub struct Side {
     /// A decision that is not an urgency route (another tool's `approve`,
     /// `hold`, `pass`…), kept as recorded for the detail view.
     pub decision: Option<String>,
+    /// Whether the side records an answer in any form: a `response`, or a
+    /// probability or confidence of any type.
+    pub answered: bool,
+    /// A probability that was recorded but cannot be used (`probability`
+    /// is then `None`).
+    pub bad_probability: Option<BadNumber>,
+    /// A confidence that was recorded but cannot be used.
+    pub bad_confidence: Option<BadNumber>,
+}
+
+/// A probability or confidence recorded in a form no runner could use.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BadNumber {
+    /// Not a JSON number; its type, as "a string".
+    NotANumber(&'static str),
+    /// A number outside [0, 1] (or not finite).
+    OutOfRange(f64),
+}
+
+/// Why a side's answer has no valid result, in the terms of the seed
+/// runner's `validateAssessment` (seed 000, section 5): its probability
+/// and its confidence must each be a finite number from 0 through 1.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AnswerFault {
+    /// `probability` or `confidence`.
+    pub field: &'static str,
+    /// What is wrong with it; `None` when the answer has no such field.
+    pub problem: Option<BadNumber>,
+}
+
+impl AnswerFault {
+    /// The fault in words, naming the side: "The variant answer has no
+    /// confidence." or "The source probability 1.4 is outside [0, 1]."
+    pub fn message(&self, side: &str) -> String {
+        let field = self.field;
+        match self.problem {
+            None => format!("The {side} answer has no {field}."),
+            Some(BadNumber::NotANumber(ty)) => {
+                format!("The {side} {field} is {ty}, not a number from 0 through 1.")
+            }
+            Some(BadNumber::OutOfRange(x)) => {
+                format!("The {side} {field} {x} is outside [0, 1].")
+            }
+        }
+    }
 }
 
 impl Side {
@@ -244,6 +289,44 @@ impl Side {
             None if self.probability.is_some() => Some(Outcome::Ok),
             None => None,
         }
+    }
+
+    /// Why the side's answer has no valid result, when its request did not
+    /// fail: with `outcome` `ok`, or no `outcome` but an answer recorded, the
+    /// probability and then the confidence must each be a finite number in
+    /// [0, 1] (seed 000, `validateAssessment`). A side with no outcome and
+    /// no answer at all records nothing to check.
+    pub fn answer_fault(&self) -> Option<AnswerFault> {
+        match &self.outcome {
+            Some(o) if !o.is_ok() => return None,
+            Some(_) => {}
+            None => {
+                let recorded = self.answered
+                    || self.probability.is_some()
+                    || self.confidence.is_some()
+                    || self.bad_probability.is_some()
+                    || self.bad_confidence.is_some();
+                if !recorded {
+                    return None;
+                }
+            }
+        }
+        [
+            ("probability", self.probability, self.bad_probability),
+            ("confidence", self.confidence, self.bad_confidence),
+        ]
+        .into_iter()
+        .find_map(|(field, value, bad)| match value {
+            Some(x) if x.is_finite() && (0.0..=1.0).contains(&x) => None,
+            Some(x) => Some(AnswerFault {
+                field,
+                problem: Some(BadNumber::OutOfRange(x)),
+            }),
+            None => Some(AnswerFault {
+                field,
+                problem: bad,
+            }),
+        })
     }
 
     /// A short phrase for a failed request, such as "timed out after 30000 ms".
@@ -262,12 +345,32 @@ impl Side {
             Outcome::Other(o) => format!("ended with outcome {o}"),
             Outcome::Ok => String::new(),
         };
-        if let Some(e) = &self.error {
+        // The recorded error, unless it only says again what the phrase
+        // says ("timeout" after "timed out after 30000 ms").
+        if let Some(e) = &self.error
+            && !repeats(e, outcome.name(), &s)
+        {
             s.push_str(": ");
             s.push_str(e);
         }
         Some(s)
     }
+}
+
+/// Whether an error text adds nothing to a failure phrase: it is empty,
+/// names the outcome, or is already part of the phrase (ignoring case,
+/// spaces, `-`, `_` and a final period).
+fn repeats(error: &str, outcome: &str, phrase: &str) -> bool {
+    let norm = |s: &str| -> String {
+        s.trim()
+            .trim_end_matches('.')
+            .chars()
+            .filter(|c| !matches!(c, ' ' | '-' | '_'))
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let e = norm(error);
+    e.is_empty() || e == norm(outcome) || norm(phrase).contains(&e)
 }
 
 /// One pair as its line in the run file records it.

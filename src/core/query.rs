@@ -193,7 +193,15 @@ impl Field {
     /// The values an enumerated field accepts (for messages and completion); empty for free text.
     pub fn values(self) -> &'static [&'static str] {
         match self {
-            Field::Status => &["fail", "pass", "invalid", "error", "unchecked", "failure"],
+            Field::Status => &[
+                "fail",
+                "pass",
+                "invalid",
+                "error",
+                "boundary",
+                "unchecked",
+                "failure",
+            ],
             Field::Expectation => &[
                 "invariant",
                 "not-less-urgent",
@@ -748,6 +756,7 @@ fn status_bit(s: Status) -> u8 {
         Status::Fail => 2,
         Status::Unchecked => 3,
         Status::Pass => 4,
+        Status::Boundary => 5,
     }
 }
 

@@ -11,7 +11,7 @@
 
 use serde_json::{Map, Value};
 
-use super::model::{Expectation, Outcome, PairRecord, Policy, Route, Side};
+use super::model::{BadNumber, Expectation, Outcome, PairRecord, Policy, Route, Side};
 use super::schema::{
     self, E_KIND, E_MAX_C, E_MAX_P, E_MOVEMENT, E_ROUTES, E_SAME_ROUTE, EXPECTATION, Field, Json,
     N_TOP, P_ACTION, P_REVIEW, POLICY, R_CONFIDENCE, R_PROBABILITY, RESPONSE, S_CONFIDENCE,
@@ -162,19 +162,26 @@ impl<'a> Fields<'a> {
         }
     }
 
-    fn unit(&mut self, field: Field) -> Option<f64> {
+    /// A probability or confidence: `Ok(None)` when it is not recorded,
+    /// `Err` (with its warning) when it is recorded in a form that cannot
+    /// be used.
+    fn unit(&mut self, field: Field) -> Result<Option<f64>, BadNumber> {
         debug_assert!(matches!(field.json, Json::Unit), "{field:?}");
-        let names = field.spellings;
-        let x = self.number(field)?;
+        let Some((_, v)) = self.find(field.spellings) else {
+            return Ok(None);
+        };
+        let Some(x) = self.number(field) else {
+            return Err(BadNumber::NotANumber(type_name(v)));
+        };
         if !(0.0..=1.0).contains(&x) {
-            let (k, _) = self.find(names)?;
+            let (k, _) = self.find(field.spellings).ok_or(BadNumber::OutOfRange(x))?;
             self.warnings.push(format!(
                 "`{}{k}` is {x}, outside [0, 1]; treated as not recorded",
                 self.prefix
             ));
-            return None;
+            return Err(BadNumber::OutOfRange(x));
         }
-        Some(x)
+        Ok(Some(x))
     }
 
     fn boolean(&mut self, field: Field) -> Option<bool> {
@@ -436,6 +443,9 @@ fn side_from(s: &Map<String, Value>, prefix: &str, warnings: &mut Vec<String>) -
         ..Side::default()
     };
     side.state = f.find(SIDE[S_STATE].spellings).map(|(_, v)| v.clone());
+    side.answered = [SIDE[S_RESPONSE], SIDE[S_PROBABILITY], SIDE[S_CONFIDENCE]]
+        .iter()
+        .any(|field| f.find(field.spellings).is_some());
     let response = f.object(SIDE[S_RESPONSE]);
     let (p, c) = match response {
         Some(r) => {
@@ -449,11 +459,20 @@ fn side_from(s: &Map<String, Value>, prefix: &str, warnings: &mut Vec<String>) -
                 rf.unit(RESPONSE[R_CONFIDENCE]),
             )
         }
-        None => (None, None),
+        None => (Ok(None), Ok(None)),
     };
-    // Bare rows put the response fields on the side itself.
-    side.probability = p.or_else(|| f.unit(SIDE[S_PROBABILITY]));
-    side.confidence = c.or_else(|| f.unit(SIDE[S_CONFIDENCE]));
+    // Bare rows put the response fields on the side itself; the first
+    // unusable spelling is kept when no spelling is usable.
+    let mut either = |first: Result<Option<f64>, BadNumber>, field: Field| match first {
+        Ok(Some(x)) => (Some(x), None),
+        first => match f.unit(field) {
+            Ok(Some(x)) => (Some(x), None),
+            Ok(None) => (None, first.err()),
+            Err(bad) => (None, Some(first.err().unwrap_or(bad))),
+        },
+    };
+    (side.probability, side.bad_probability) = either(p, SIDE[S_PROBABILITY]);
+    (side.confidence, side.bad_confidence) = either(c, SIDE[S_CONFIDENCE]);
     side.route = f.route(SIDE[S_ROUTE]);
     side.outcome = f.string(SIDE[S_OUTCOME]).map(|o| Outcome::parse(&o));
     side.error = f.string(SIDE[S_ERROR]);

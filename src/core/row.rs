@@ -250,12 +250,13 @@ pub struct RowCodes {
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PackedCodes(u32);
 
-const STATUSES: [Status; 5] = [
+const STATUSES: [Status; 6] = [
     Status::Invalid,
     Status::ServiceError,
     Status::Fail,
     Status::Unchecked,
     Status::Pass,
+    Status::Boundary,
 ];
 const EXP_KINDS: [ExpKind; 6] = [
     ExpKind::None,
@@ -460,6 +461,6 @@ mod tests {
                 }
             }
         }
-        assert_eq!(n, 8 * 5 * 4 * 6 * 6 * 4);
+        assert_eq!(n, 8 * STATUSES.len() * 4 * 6 * 6 * 4);
     }
 }

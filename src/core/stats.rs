@@ -348,9 +348,11 @@ impl Acc {
         if flip {
             self.flips += 1;
         }
+        // A boundary observation is counted in the boundary columns (its
+        // source is near a threshold), never as an invariant trial.
         if row.expectation() == ExpKind::Invariant
             && row.validity() != ValidityCode::Invalid
-            && row.status() != Status::ServiceError
+            && !matches!(row.status(), Status::ServiceError | Status::Boundary)
         {
             self.invariant_trials += 1;
             if row.status() == Status::Fail {
@@ -504,7 +506,7 @@ fn repeated_trials(index: &RunIndex, rows: &[u32], cases: &Cases) -> (u64, u64) 
             if run.len() > 1 {
                 repeated += 1;
                 let has = |s: Status| run.iter().any(|t| t.2 == s);
-                if has(Status::Pass) && has(Status::Fail) {
+                if has(Status::Pass) && (has(Status::Fail) || has(Status::Boundary)) {
                     inconsistent += 1;
                 }
             }
@@ -937,7 +939,7 @@ fn tally_transformations<'a>(index: &'a RunIndex, rows: &[u32]) -> Tally<'a> {
         if flip {
             let f = flips_by_id.entry(row.transformation).or_default();
             f.n += 1;
-            f.failed += u64::from(row.status() == Status::Fail);
+            f.failed += u64::from(matches!(row.status(), Status::Fail | Status::Boundary));
             f.passed += u64::from(row.status() == Status::Pass);
             f.margins.extend(micros(row.margin));
         }

@@ -236,7 +236,7 @@ fn decide<'a>(r: &'a PairRecord, b: &Basis<'a>) -> Option<Rule<'a>> {
         return Some(Rule::InvalidPair);
     }
     // Rule 3: the source sits inside the minimum margin, as derive judges it.
-    if b.near_boundary == Some(true) {
+    if b.near_boundary == Some(true) && b.source_margin.is_some() {
         return Some(Rule::Boundary {
             margin: b.source_margin.unwrap_or(0.0),
             min: r.minimum_boundary_margin,
@@ -256,7 +256,7 @@ fn decide<'a>(r: &'a PairRecord, b: &Basis<'a>) -> Option<Rule<'a>> {
     let change = b
         .state
         .iter()
-        .find(|e| !matches!(e.change, Change::Reordered { .. }))
+        .find(|e| !matches!(e.change, Change::Reordered { .. } | Change::Moved { .. }))
         .or(b.state.first());
     let recorded = r.family.as_deref();
     if let Some(family) = recorded.and_then(Family::parse) {
@@ -526,6 +526,7 @@ fn what_changed(r: &PairRecord, d: &Derived, family: Family, change: Option<&Dif
             Change::Removed { .. } => format!("{} removed", e.path),
             Change::Changed { .. } => format!("{} changed", e.path),
             Change::Reordered { .. } => format!("keys reordered at {}", e.path),
+            Change::Moved { .. } => format!("elements reordered at {}", e.path),
         });
     }
     if family == Family::EvidenceContrast

@@ -353,10 +353,10 @@ fn unified(b: &mut Builder, r: &PairRecord, d: &Derived) {
 /// runner's reasons and the derivation's warnings.
 fn verdict_block(b: &mut Builder, r: &PairRecord, d: &Derived) {
     let t = b.t;
-    let why_style = if d.status == Status::Pass {
-        t.pass
-    } else {
-        t.fail
+    let why_style = match d.status {
+        Status::Pass => t.pass,
+        Status::Boundary => t.boundary,
+        _ => t.fail,
     };
     let mark = if d.status == Status::Pass {
         "✓ "
@@ -366,12 +366,10 @@ fn verdict_block(b: &mut Builder, r: &PairRecord, d: &Derived) {
     let mut why = vec![s(mark, why_style)];
     why.extend(inert_spans(&d.why, why_style, t));
     b.push(why);
-    if let Some(c) = &d.check {
-        for f in c.iter().skip(usize::from(d.status == Status::Fail)) {
-            let mut l = vec![s("  • ", t.fail)];
-            l.extend(inert_spans(f, t.base, t));
-            b.push_indent(l, 4);
-        }
+    for f in d.further_checks() {
+        let mut l = vec![s("  • ", t.fail)];
+        l.extend(inert_spans(f, t.base, t));
+        b.push_indent(l, 4);
     }
     if !r.reasons.is_empty() {
         b.push(vec![s("recorded reasons", t.dim)]);
@@ -517,6 +515,7 @@ fn unpaired(b: &mut Builder, r: &PairRecord, d: &Derived) {
 fn status_span(st: Status, t: &Theme) -> Span<'static> {
     match st {
         Status::Fail => s("FAIL", t.fail),
+        Status::Boundary => s("BOUNDARY", t.boundary),
         Status::Pass => s("PASS", t.pass),
         Status::Invalid => s("INVALID PAIR", t.invalid),
         Status::ServiceError => s("SERVICE ERROR", t.error),
@@ -585,7 +584,9 @@ fn decision(b: &mut Builder, r: &PairRecord, d: &Derived) {
             None => l.push(not_recorded(t)),
         }
         if let Some(m) = margin {
-            let near = r.minimum_boundary_margin.is_some_and(|min| m < min);
+            let near = r
+                .minimum_boundary_margin
+                .is_some_and(|min| crate::core::derive::under_margin(m, min));
             l.push(s(
                 format!("  margin {}", fmt3(m)),
                 if near && name == "source " {
@@ -940,6 +941,16 @@ fn state_diff(b: &mut Builder, r: &PairRecord, d: &Derived) {
                 let mut l = vec![s("  ↕ ", t.changed)];
                 l.extend(inert_spans(&path, t.changed, t));
                 l.push(s("  reordered: ", t.dim));
+                l.extend(inert_spans(&before.join(", "), t.base, t));
+                l.push(s(" → ", t.dim));
+                l.extend(inert_spans(&after.join(", "), t.base, t));
+                b.push_indent(l, 6);
+            }
+            Change::Moved { before, after } => {
+                let mut l = vec![s("  ⇅ ", t.changed)];
+                l.extend(inert_spans(&path, t.changed, t));
+                l.push(flag);
+                l.push(s("  elements moved: ", t.dim));
                 l.extend(inert_spans(&before.join(", "), t.base, t));
                 l.push(s(" → ", t.dim));
                 l.extend(inert_spans(&after.join(", "), t.base, t));

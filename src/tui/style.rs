@@ -27,6 +27,8 @@ pub struct Theme {
     pub warn: Style,
     pub error: Style,
     pub invalid: Style,
+    /// A boundary observation: a failure whose only cause is a source near a threshold.
+    pub boundary: Style,
     pub added: Style,
     pub removed: Style,
     pub changed: Style,
@@ -62,6 +64,7 @@ impl Theme {
             warn: s().fg(Color::Yellow),
             error: s().fg(Color::LightMagenta).add_modifier(Modifier::BOLD),
             invalid: s().fg(Color::Yellow).add_modifier(Modifier::BOLD),
+            boundary: s().fg(Color::LightBlue).add_modifier(Modifier::BOLD),
             added: s().fg(Color::Green),
             removed: s().fg(Color::Red).add_modifier(Modifier::CROSSED_OUT),
             changed: s().fg(Color::Yellow),
@@ -98,6 +101,7 @@ impl Theme {
             warn: b(),
             error: b(),
             invalid: b(),
+            boundary: b(),
             added: s().add_modifier(Modifier::UNDERLINED),
             removed: s().add_modifier(Modifier::CROSSED_OUT),
             changed: b(),
@@ -139,6 +143,9 @@ impl Theme {
         t.changed = Style::default().fg(Color::Rgb(160, 100, 0));
         t.invalid = Style::default()
             .fg(Color::Rgb(160, 100, 0))
+            .add_modifier(Modifier::BOLD);
+        t.boundary = Style::default()
+            .fg(Color::Rgb(40, 80, 200))
             .add_modifier(Modifier::BOLD);
         t.marked = Style::default()
             .fg(Color::Rgb(160, 100, 0))

@@ -201,6 +201,14 @@ fn id_matched_change_uses_source_index() {
     assert_eq!(
         d,
         vec![
+            // e2 came before e3 and now comes after it: array order is a fact.
+            entry(
+                "state.evidence",
+                Change::Moved {
+                    before: vec!["e1".into(), "e2".into(), "e3".into()],
+                    after: vec!["e3".into(), "e2".into(), "e4".into()]
+                }
+            ),
             entry(
                 "state.evidence[0]",
                 Change::Removed {
@@ -222,7 +230,51 @@ fn id_matched_change_uses_source_index() {
             ),
         ]
     );
-    assert_eq!(d[1].path.to_string(), "state.evidence[1].status");
+    assert_eq!(d[2].path.to_string(), "state.evidence[1].status");
+}
+
+#[test]
+fn id_matched_elements_that_keep_their_order_are_not_moved() {
+    // e1 removed and e4 added, e2 and e3 still in the same order: no move.
+    let a = json!({"evidence": evidence()});
+    let b = json!({"evidence": [
+        {"id": "e2", "status": "open"},
+        {"id": "e3", "status": "closed"},
+        {"id": "e4", "status": "new"}
+    ]});
+    let d = diff_values(&state(), &a, &b);
+    assert!(
+        d.iter().all(|e| !matches!(e.change, Change::Moved { .. })),
+        "{d:?}"
+    );
+    assert_eq!(d.len(), 2, "{d:?}");
+}
+
+#[test]
+fn id_matched_reorder_with_an_edit_reports_both() {
+    // The reorder is not hidden by the edit inside an element.
+    let a = json!({"steps": [{"id": "s1", "do": "restart"}, {"id": "s2", "do": "notify"}]});
+    let b = json!({"steps": [{"id": "s2", "do": "notify all"}, {"id": "s1", "do": "restart"}]});
+    let d = diff_values(&state(), &a, &b);
+    assert_eq!(
+        d,
+        vec![
+            entry(
+                "state.steps",
+                Change::Moved {
+                    before: vec!["s1".into(), "s2".into()],
+                    after: vec!["s2".into(), "s1".into()]
+                }
+            ),
+            entry(
+                "state.steps[1].do",
+                Change::Changed {
+                    before: json!("notify"),
+                    after: json!("notify all")
+                }
+            ),
+        ]
+    );
 }
 
 #[test]
@@ -251,11 +303,13 @@ fn id_matched_reorder() {
     let mut b = a.clone();
     b["evidence"].as_array_mut().unwrap().reverse();
     let d = diff_values(&state(), &a, &b);
+    // Array order is part of the value (seed 001): a reorder of id-matched
+    // elements is a move, which validity counts as a change.
     assert_eq!(
         d,
         vec![entry(
             "state.evidence",
-            Change::Reordered {
+            Change::Moved {
                 before: vec!["e1".into(), "e2".into(), "e3".into()],
                 after: vec!["e3".into(), "e2".into(), "e1".into()]
             }
@@ -271,7 +325,7 @@ fn id_matched_reorder() {
         d,
         vec![entry(
             "state",
-            Change::Reordered {
+            Change::Moved {
                 before: vec!["1".into(), "2".into()],
                 after: vec!["2".into(), "1.0".into()]
             }
@@ -675,6 +729,12 @@ fn swapped_key(e: &DiffEntry, with_path: bool) -> (u8, String, String, String) {
             after.join("\u{0}"),
             before.join("\u{0}"),
         ),
+        Change::Moved { before, after } => (
+            4,
+            path(with_path),
+            after.join("\u{0}"),
+            before.join("\u{0}"),
+        ),
     }
 }
 
@@ -694,6 +754,12 @@ fn plain_key(e: &DiffEntry, with_path: bool) -> (u8, String, String, String) {
         }
         Change::Reordered { before, after } => (
             3,
+            path(with_path),
+            before.join("\u{0}"),
+            after.join("\u{0}"),
+        ),
+        Change::Moved { before, after } => (
+            4,
             path(with_path),
             before.join("\u{0}"),
             after.join("\u{0}"),
@@ -724,7 +790,11 @@ proptest! {
                 }
                 Change::Reordered { .. } => {
                     let v = resolve(&root, &a, &e.path);
-                    prop_assert!(v.is_some_and(|v| v.is_object() || v.is_array()), "{}", e.path);
+                    prop_assert!(v.is_some_and(Value::is_object), "{}", e.path);
+                }
+                Change::Moved { .. } => {
+                    let v = resolve(&root, &a, &e.path);
+                    prop_assert!(v.is_some_and(Value::is_array), "{}", e.path);
                 }
             }
             // Displayed paths can be parsed back (the UI uses them as jump targets).

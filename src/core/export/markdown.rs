@@ -340,6 +340,11 @@ fn change_lines(lp: &LoadedPair) -> Vec<String> {
             }
             Change::Changed { before, after } => format!("{p}{flag}: {} → {}", v(before), v(after)),
             Change::Reordered { .. } => format!("{p}: same entries in another order"),
+            Change::Moved { before, after } => format!(
+                "{p}{flag}: elements in another order ({} → {})",
+                code_capped(&before.join(", "), 60, false),
+                code_capped(&after.join(", "), 60, false)
+            ),
         });
     }
     if d.changes.state.len() > MAX_CHANGES {
@@ -400,7 +405,11 @@ impl Md<'_, '_> {
             if let Some(min) = r.minimum_boundary_margin {
                 s.push_str(&format!(
                     " ({} the minimum {})",
-                    if m < min { "under" } else { "over" },
+                    if crate::core::derive::under_margin(m, min) {
+                        "under"
+                    } else {
+                        "over"
+                    },
                     crate::core::model::fmt_num(min)
                 ));
             }
@@ -627,6 +636,11 @@ fn failure_kinds(index: &RunIndex) -> String {
     let mut kinds = Vec::new();
     for (s, one, many) in [
         (Status::Fail, "failed expectation", "failed expectations"),
+        (
+            Status::Boundary,
+            "boundary observation",
+            "boundary observations",
+        ),
         (Status::ServiceError, "service error", "service errors"),
         (Status::Invalid, "invalid pair", "invalid pairs"),
     ] {

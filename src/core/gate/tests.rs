@@ -263,7 +263,7 @@ fn rate_gates_count_judged_pairs_only() {
     );
     assert!(
         o.report
-            .contains("25 pairs, 7 failures: 2 failed, 3 service errors, 2 invalid"),
+            .contains("25 pairs, 7 failures: 2 failed, 0 boundary, 3 service errors, 2 invalid"),
         "{}",
         o.report
     );

@@ -374,7 +374,7 @@ fn check_value(field: Field, v: &str) -> Result<(), String> {
 }
 
 // Value names in the order of the enums' bit positions.
-const STATUS_BITS: [&str; 5] = ["invalid", "error", "fail", "unchecked", "pass"];
+const STATUS_BITS: [&str; 6] = ["invalid", "error", "fail", "unchecked", "pass", "boundary"];
 const EXP_BITS: [&str; 6] = [
     "none",
     "invariant",
@@ -409,7 +409,7 @@ fn glob_mask(pattern: &str, names: &[&str]) -> u64 {
 /// The bits of an enumerated field's values that one value (maybe a glob) selects.
 pub(super) fn enum_mask(field: Field, v: &str) -> u64 {
     match field {
-        Field::Status if v.eq_ignore_ascii_case("failure") => 0b111,
+        Field::Status if v.eq_ignore_ascii_case("failure") => 0b10_0111,
         Field::Status => glob_mask(v, &STATUS_BITS),
         Field::Expectation => glob_mask(v, &EXP_BITS),
         Field::Validity => glob_mask(v, &VALIDITY_BITS),

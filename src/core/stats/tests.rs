@@ -307,7 +307,8 @@ fn groups_of_one_name_are_one_group() {
         .enumerate()
     {
         let mut l = json!({"case_id": format!("c{i}"), "variant_id": "v", "passed": i % 2 == 0,
-                "source": {"probability": 0.1 * i as f64}, "variant": {"probability": 0.5}});
+                "source": {"probability": 0.1 * i as f64, "confidence": 0.8},
+                "variant": {"probability": 0.5, "confidence": 0.8}});
         if let Some(fam) = family {
             l["family"] = json!(fam);
         }

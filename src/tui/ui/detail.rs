@@ -141,6 +141,7 @@ fn case_lines(
         let row = &idx.rows[r as usize];
         let (st, style) = match row.status() {
             crate::core::derive::Status::Fail => ("FAIL", t.fail),
+            crate::core::derive::Status::Boundary => ("BND ", t.boundary),
             crate::core::derive::Status::Pass => ("pass", t.pass),
             crate::core::derive::Status::Invalid => ("INV ", t.invalid),
             crate::core::derive::Status::ServiceError => ("ERR ", t.error),

@@ -219,6 +219,7 @@ fn row_line(
     ));
     let (st, st_style) = match row.status() {
         Status::Fail => ("FAIL", t.fail),
+        Status::Boundary => ("BND ", t.boundary),
         Status::Pass => ("pass", t.pass),
         Status::Invalid => ("INV ", t.invalid),
         Status::ServiceError => ("ERR ", t.error),

@@ -23,6 +23,7 @@ fn shape(d: &[DiffEntry]) -> Vec<(String, &'static str)> {
                 Change::Removed { .. } => "removed",
                 Change::Changed { .. } => "changed",
                 Change::Reordered { .. } => "reordered",
+                Change::Moved { .. } => "moved",
             };
             (e.path.to_string(), kind)
         })

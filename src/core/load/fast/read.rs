@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::cell::Cell;
 
 use crate::core::diff::DiffEntry;
-use crate::core::model::{Expectation, Outcome, PairRecord, Policy, Route, Side};
+use crate::core::model::{BadNumber, Expectation, Outcome, PairRecord, Policy, Route, Side};
 
 use super::memo::{Reading, Scratch};
 use super::raw_diff::{Diff, Members, Node, diff_members, diff_states};
@@ -333,9 +333,14 @@ impl<'a> Reader<'a> {
     }
 
     /// A probability or confidence in [0, 1]; one outside is not
-    /// recorded, with the slow path's warning (its field is `warn`'s
-    /// prefix, `within`, and the key as the line spells it).
-    fn unit(&self, v: Option<Val>, warn: &mut Warn<'_>, within: &str) -> Option<Option<f64>> {
+    /// recorded (`Err`), with the slow path's warning (its field is
+    /// `warn`'s prefix, `within`, and the key as the line spells it).
+    fn unit(
+        &self,
+        v: Option<Val>,
+        warn: &mut Warn<'_>,
+        within: &str,
+    ) -> Option<Result<Option<f64>, BadNumber>> {
         match self.number(v)? {
             Some(x) if !(0.0..=1.0).contains(&x) => {
                 let key = self.key_of(v?)?;
@@ -343,9 +348,9 @@ impl<'a> Reader<'a> {
                     "`{}{within}{key}` is {x}, outside [0, 1]; treated as not recorded",
                     warn.prefix
                 ));
-                Some(None)
+                Some(Err(BadNumber::OutOfRange(x)))
             }
-            other => Some(other),
+            other => Some(Ok(other)),
         }
     }
 
@@ -488,19 +493,25 @@ fn side<'a>(
             r.unit(response[R_CONFIDENCE], &mut warn, "response.")?,
         ),
         Some(_) => return None,
-        None => (None, None),
+        None => (Ok(None), Ok(None)),
     };
-    // Bare rows put the response fields on the side itself.
-    let probability = match p {
-        Some(p) => Some(p),
-        None => r.unit(slots[S_PROBABILITY], &mut warn, "")?,
+    out.answered = [S_RESPONSE, S_PROBABILITY, S_CONFIDENCE]
+        .iter()
+        .any(|&slot| present(slots[slot]).is_some());
+    // Bare rows put the response fields on the side itself; the first
+    // unusable spelling is kept when no spelling is usable.
+    let mut either = |first: Result<Option<f64>, BadNumber>, slot: usize| {
+        Some(match first {
+            Ok(Some(x)) => (Some(x), None),
+            first => match r.unit(slots[slot], &mut warn, "")? {
+                Ok(Some(x)) => (Some(x), None),
+                Ok(None) => (None, first.err()),
+                Err(bad) => (None, Some(first.err().unwrap_or(bad))),
+            },
+        })
     };
-    let confidence = match c {
-        Some(c) => Some(c),
-        None => r.unit(slots[S_CONFIDENCE], &mut warn, "")?,
-    };
-    out.probability = probability;
-    out.confidence = confidence;
+    (out.probability, out.bad_probability) = either(p, S_PROBABILITY)?;
+    (out.confidence, out.bad_confidence) = either(c, S_CONFIDENCE)?;
     out.route = r.route(slots[S_ROUTE])?;
     out.outcome = r.text(slots[S_OUTCOME])?.map(|o| outcome(&o));
     set_text(&mut out.error, r.text(slots[S_ERROR])?.as_deref());

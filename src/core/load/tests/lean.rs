@@ -1,7 +1,7 @@
 use super::*;
 use crate::core::derive::{Derived, ValidityCode, derive_with, lean};
 use crate::core::diff::{DiffEntry, JsonPath, diff_values};
-use crate::core::model::{Expectation, Outcome, Policy, Route, Side};
+use crate::core::model::{BadNumber, Expectation, Outcome, Policy, Route, Side};
 use proptest::prelude::*;
 use serde_json::{Map, json};
 use std::path::{Path, PathBuf};
@@ -275,11 +275,25 @@ fn side() -> impl Strategy<Value = Side> {
         outcome(),
         proptest::option::weighted(0.2, Just("HTTP 503".to_string())),
         proptest::option::of(proptest::sample::select(vec![10.0, 30000.0])),
+        // An answer recorded in any form, and numbers no runner could use.
+        (any::<bool>(), bad_number(), bad_number()),
     )
         .prop_map(
-            |(question, state, probability, confidence, route, outcome, error, latency)| Side {
+            |(
+                question,
+                state,
+                probability,
+                confidence,
+                route,
+                outcome,
+                error,
+                latency,
+                (answered, bad_probability, bad_confidence),
+            )| Side {
                 question: question.map(str::to_string),
                 state,
+                bad_probability: bad_probability.filter(|_| probability.is_none()),
+                bad_confidence: bad_confidence.filter(|_| confidence.is_none()),
                 probability,
                 confidence,
                 route,
@@ -287,8 +301,20 @@ fn side() -> impl Strategy<Value = Side> {
                 error,
                 latency_ms: latency,
                 decision: None,
+                answered,
             },
         )
+}
+
+fn bad_number() -> impl Strategy<Value = Option<BadNumber>> {
+    proptest::option::weighted(
+        0.15,
+        prop_oneof![
+            Just(BadNumber::OutOfRange(1.4)),
+            Just(BadNumber::OutOfRange(-0.2)),
+            Just(BadNumber::NotANumber("a string")),
+        ],
+    )
 }
 
 /// `allowed_changes` entries: root paths, bare keys, prefixes, quoted

@@ -11,7 +11,39 @@ const GOOD: &str = r#"{"case_id":"c1","variant_id":"v1","passed":false,"reasons"
 /// Every sample in sample-runs/, read both ways: identical rows, strings and problems.
 #[test]
 fn fast_path_matches_slow_path_on_every_sample() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-runs");
+    let n = runs_read_both_ways_alike("sample-runs");
+    assert!(n >= 4, "samples found: {n}");
+}
+
+/// Every fixture of the seeds' rules (unusable answers, boundary
+/// observations, array order, recorded routes, service errors), read both
+/// ways alike; and the fast path reads most of their lines itself, so the
+/// comparison is not only of the slow path with itself.
+#[test]
+fn fast_path_matches_slow_path_on_every_fidelity_fixture() {
+    let n = runs_read_both_ways_alike("tests/fixtures/fidelity");
+    assert!(n >= 6, "fixtures found: {n}");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fidelity");
+    let (mut lines, mut fast) = (0, 0);
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "jsonl") {
+            for line in std::fs::read_to_string(&path).unwrap().lines() {
+                lines += 1;
+                fast += usize::from(assert_agrees(line));
+            }
+        }
+    }
+    assert!(
+        fast * 4 >= lines * 3,
+        "{fast} of {lines} lines read the fast way"
+    );
+}
+
+/// Load every run in `dir` (relative to the crate) the fast way and the
+/// slow way and compare rows, strings and problems; how many runs.
+fn runs_read_both_ways_alike(dir: &str) -> usize {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join(dir);
     let mut n = 0;
     for entry in std::fs::read_dir(&dir).unwrap() {
         let path = entry.unwrap().path();
@@ -39,7 +71,7 @@ fn fast_path_matches_slow_path_on_every_sample() {
         assert_eq!(fast.problems, slow.problems, "{name}");
         n += 1;
     }
-    assert!(n >= 4, "samples found: {n}");
+    n
 }
 
 /// Odd lines the fast path must hand to the slow path, or read the same.
