@@ -204,6 +204,21 @@ pub struct ConvertReport {
     pub failures: usize,
     /// Things the reader should know: differing model ids, skipped rows, ...
     pub warnings: Vec<String>,
+    /// Records the tool's own rules call into question (a configuration
+    /// that changed between trials, a digest that no longer matches its
+    /// record, a variant in another split than its base): each with the
+    /// 1-based line of the converted record it concerns. Opening the file
+    /// lists them as problems, which `triage check --strict` fails on.
+    pub problems: Vec<ConvertProblem>,
+}
+
+/// A record a converter found at fault by the tool's own rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConvertProblem {
+    /// The converted record's line (1-based), as problems and exports count them.
+    pub line: u64,
+    /// What is wrong and what to do about it.
+    pub message: String,
 }
 
 /// Convert a foreign file into native JSONL pair records written to `out`.
@@ -337,6 +352,22 @@ pub struct Sink<'a> {
 }
 
 impl Sink<'_> {
+    /// Write one native record (one line) and the problems found with it.
+    pub fn record_with_problems(
+        &mut self,
+        rec: Value,
+        problems: Vec<String>,
+    ) -> Result<(), ConvertError> {
+        self.record(rec)?;
+        let line = self.report.records as u64;
+        self.report.problems.extend(
+            problems
+                .into_iter()
+                .map(|message| ConvertProblem { line, message }),
+        );
+        Ok(())
+    }
+
     /// Write one native record (one line).
     pub fn record(&mut self, rec: Value) -> Result<(), ConvertError> {
         let paired = rec.get("transformation").and_then(Value::as_str) != Some(UNPAIRED);
