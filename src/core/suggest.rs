@@ -243,8 +243,10 @@ fn reason(r: &PairRecord, d: &Derived, rule: &Rule) -> String {
             } else {
                 String::new()
             };
-            let first = unexpected.first().map(String::as_str).unwrap_or_default();
-            format!("undeclared change: {first}{more}")
+            match unexpected.first() {
+                Some(first) => format!("undeclared change: {first}{more}"),
+                None => "recorded as invalid by its validator".to_string(),
+            }
         }
         Rule::Boundary { margin, min } => {
             if d.flip == Some(true) {
