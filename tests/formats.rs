@@ -491,7 +491,7 @@ fn unknown_files_say_what_was_tried() {
 
 /// Each fixture, its format, and the pairs (with unpaired rows), unpaired
 /// rows and failures it must open with.
-const OPENED: [(&str, Format, usize, usize, usize); 13] = [
+const OPENED: [(&str, Format, usize, usize, usize); 16] = [
     (
         "context-probe/demo-results.jsonl",
         Format::ContextProbe,
@@ -541,13 +541,25 @@ const OPENED: [(&str, Format, usize, usize, usize); 13] = [
     ("multivon/validations.jsonl", Format::Multivon, 4, 0, 1),
     ("multivon/manifest.json", Format::Multivon, 1, 0, 0),
     ("multivon/report.json", Format::Multivon, 4, 1, 3),
+    (
+        "multivon/checks-validations.jsonl",
+        Format::Multivon,
+        5,
+        0,
+        1,
+    ),
+    ("multivon/checks-manifest.json", Format::Multivon, 1, 0, 0),
+    ("multivon/checks-report.json", Format::Multivon, 2, 0, 0),
 ];
 
 /// The fixtures whose records break their tool's own rules, and how many
 /// problems opening each lists.
-const WITH_PROBLEMS: [(&str, usize); 2] = [
+const WITH_PROBLEMS: [(&str, usize); 5] = [
     ("context-probe/errors-results.jsonl", 2),
     ("context-probe/drift-results.jsonl", 6),
+    ("multivon/checks-validations.jsonl", 2),
+    ("multivon/checks-manifest.json", 2),
+    ("multivon/checks-report.json", 0),
 ];
 
 #[test]
@@ -772,4 +784,95 @@ fn a_native_run_with_a_first_line_longer_than_the_head_gets_no_note() {
     assert_eq!(idx.files[0].format, Format::Native);
     assert!(idx.files[0].notes.is_empty(), "{:?}", idx.files[0].notes);
     assert_eq!((idx.rows.len(), idx.failures), (2, 1));
+}
+
+#[test]
+fn multivon_records_count_as_multivon_means() {
+    let file = fixture("multivon/checks-validations.jsonl");
+    let c = convert("multivon/checks-validations.jsonl", Format::Multivon);
+    let find = |id: &str| {
+        c.records
+            .iter()
+            .position(|r| r["variant_id"] == id)
+            .unwrap_or_else(|| panic!("{id}"))
+    };
+    let derived = |i: usize| derive(&map_record(c.records[i].clone()).expect("record"));
+    // Made by multivon itself, with non-ASCII text, escapes and floats in
+    // its evidence: the digest checks out byte for byte.
+    let words = find("addition:words");
+    assert_eq!(c.records[words]["validation_status"], "valid");
+    assert_eq!(derived(words).validity.code().name(), "valid");
+    // Invalid although the input is the base's: it stays invalid.
+    let copy = find("addition:copy");
+    assert_eq!(
+        c.records[copy]["source"]["question"],
+        c.records[copy]["variant"]["question"]
+    );
+    assert_eq!(derived(copy).status.name(), "invalid");
+    // Unknown is its own validity; the pair has no verdict.
+    let spelled = find("addition:spelled");
+    assert_eq!(derived(spelled).validity.code().name(), "unknown");
+    assert_eq!(derived(spelled).status.name(), "unchecked");
+    // The same base content under a second case id is a problem.
+    let tight = find("addition:tight");
+    // Edited after validation: the digest no longer matches.
+    let changed = find("addition:changed");
+    assert_eq!(c.records[changed]["validation_status"], "unknown");
+    assert_eq!(derived(changed).validity.code().name(), "unknown");
+    let at = |line: usize| -> Vec<&str> {
+        c.report
+            .problems
+            .iter()
+            .filter(|p| p.line == line as u64 + 1)
+            .map(|p| p.message.as_str())
+            .collect()
+    };
+    assert!(at(words).is_empty() && at(copy).is_empty() && at(spelled).is_empty());
+    assert!(
+        at(tight)[0].contains("the base case addition:base-again has the same content as the base case addition:base of record 1"),
+        "{:?}",
+        at(tight)
+    );
+    assert!(at(changed)[0].contains("digest"), "{:?}", at(changed));
+    // Opened, they are problems that --strict fails on; validity:unknown finds two.
+    let idx = open(&file);
+    assert_eq!(idx.problems.len(), 2, "{:?}", idx.problems);
+    let unknown = idx
+        .rows
+        .iter()
+        .filter(|r| r.validity().name() == "unknown")
+        .count();
+    assert_eq!(unknown, 2);
+    let (code, out, _) = triage(&["check", "--strict"], &file);
+    assert_eq!(code, Some(1), "{out}");
+
+    // A variant moved to another split, in a manifest edited after export.
+    let m = convert("multivon/checks-manifest.json", Format::Multivon);
+    let told: Vec<&str> = m
+        .report
+        .problems
+        .iter()
+        .map(|p| p.message.as_str())
+        .collect();
+    assert_eq!(told.len(), 2, "{told:?}");
+    assert!(
+        told[0].contains("digest of manifest addition development cases"),
+        "{told:?}"
+    );
+    assert!(
+        told[1].contains("the variant addition:changed is in split test but its base addition:base is in split development"),
+        "{told:?}"
+    );
+    assert_eq!(m.records[0]["validation_status"], "unknown");
+
+    // A skipped variant, and one with no output, have no verdict, though
+    // their base passed.
+    let r = convert("multivon/checks-report.json", Format::Multivon);
+    assert_eq!(r.statuses, st(&[("unchecked", 2)]));
+    for rec in &r.records {
+        assert!(rec.get("passed").is_none(), "{rec}");
+        assert_eq!(rec["source"]["decision"], "pass");
+    }
+    assert!(reasons(&r.records[0]).contains("skipped: no verdict"));
+    assert!(reasons(&r.records[1]).contains("no output, so no verdict"));
 }
