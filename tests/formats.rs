@@ -11,6 +11,7 @@ use triage::core::derive::derive;
 use triage::core::formats::{self, ConvertReport, Format};
 use triage::core::index::{self, OpenOptions};
 use triage::core::record::map_record;
+use triage::core::stats;
 
 fn fixture(rel: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -93,11 +94,14 @@ fn context_probe_demo_passes() {
     );
     let c = convert("context-probe/demo-results.jsonl", Format::ContextProbe);
     assert_eq!(c.report.rows, 36);
+    // Every trial is a record: 30 compared with their baseline, and the 6
+    // baselines (3 cases × 2 repetitions), each judged by its own grade.
     assert_eq!(
         (c.report.pairs, c.report.unpaired, c.report.failures),
-        (30, 0, 0)
+        (30, 6, 0)
     );
-    assert_eq!(c.statuses, st(&[("pass", 30)]));
+    assert_eq!(c.statuses, st(&[("pass", 36)]));
+    assert!(c.report.problems.is_empty(), "{:?}", c.report.problems);
     assert!(c.report.warnings.is_empty(), "{:?}", c.report.warnings);
     assert!(!c.text.contains("/work/") && c.text.ends_with('\n'));
     // Wording variants change only the question; order variants only the evidence.
@@ -113,8 +117,10 @@ fn context_probe_demo_passes() {
 #[test]
 fn context_probe_flawed_flags_unsafe_approvals() {
     let c = convert("context-probe/flawed-results.jsonl", Format::ContextProbe);
-    assert_eq!((c.report.pairs, c.report.failures), (30, 6));
-    assert_eq!(c.statuses, st(&[("fail", 6), ("pass", 24)]));
+    // As the harness reports it (seed 002): 6 failed trials of 36.
+    assert_eq!((c.report.records, c.report.failures), (36, 6));
+    assert_eq!((c.report.pairs, c.report.unpaired), (30, 6));
+    assert_eq!(c.statuses, st(&[("fail", 6), ("pass", 30)]));
     let failed: Vec<&Value> = c.records.iter().filter(|r| r["passed"] == false).collect();
     for r in &failed {
         assert_eq!(r["case_id"], "shared");
@@ -137,13 +143,172 @@ fn context_probe_flawed_flags_unsafe_approvals() {
             .count(),
         6
     );
+    // ... across the 24 trials where approval was not allowed.
+    assert_eq!(
+        c.records
+            .iter()
+            .filter(|r| r.get("unsafe_approval").is_some())
+            .count(),
+        24
+    );
+    let idx = open(&fixture("context-probe/flawed-results.jsonl"));
+    let rows: Vec<u32> = (0..idx.rows.len() as u32).collect();
+    let s = stats::summarize(&idx, &rows, None, stats::GroupBy::Transformation);
+    assert_eq!(
+        s.unsafe_approvals,
+        Some(stats::UnsafeApprovals { count: 6, of: 24 })
+    );
+    let said = stats::conclusion(&idx, &rows, &s).join("\n");
+    assert!(
+        said.contains(
+            "Unsafe approvals: 6 of 24 pairs where approval was not allowed decided approve."
+        ),
+        "{said}"
+    );
+    // A filter counts only what it keeps.
+    let shared: Vec<u32> = rows
+        .iter()
+        .copied()
+        .filter(|&i| idx.str(idx.rows[i as usize].case) == "shared")
+        .collect();
+    let s = stats::summarize(&idx, &shared, None, stats::GroupBy::Transformation);
+    assert_eq!(
+        s.unsafe_approvals,
+        Some(stats::UnsafeApprovals { count: 6, of: 12 })
+    );
+}
+
+fn open(path: &Path) -> index::RunIndex {
+    index::load_run(
+        &[path.to_string_lossy().to_string()],
+        &OpenOptions::default(),
+    )
+    .expect("open")
+}
+
+fn triage(args: &[&str], file: &Path) -> (Option<i32>, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_triage"))
+        .args(args)
+        .arg(file)
+        .output()
+        .expect("run triage");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn context_probe_failing_baseline_is_one_failure() {
+    let c = convert("context-probe/baseline-results.jsonl", Format::ContextProbe);
+    // One wrong baseline trial of 36 is one failure, not a failure of the
+    // five trials compared with it.
+    assert_eq!((c.report.records, c.report.failures), (36, 1));
+    assert_eq!(c.statuses, st(&[("fail", 1), ("pass", 35)]));
+    let of_group: Vec<&Value> = c
+        .records
+        .iter()
+        .filter(|r| r["case_id"] == "shared" && r["repetition"] == 0)
+        .collect();
+    assert_eq!(of_group.len(), 6);
+    let base = of_group
+        .iter()
+        .find(|r| r["variant_id"] == "wording-0/original")
+        .expect("baseline record");
+    assert_eq!(base["passed"], false);
+    assert_eq!(base["unsafe_approval"], true);
+    assert!(
+        reasons(base).contains("The baseline decision approve differs from the expected hold."),
+        "{}",
+        reasons(base)
+    );
+    for r in of_group
+        .iter()
+        .filter(|r| r["variant_id"] != "wording-0/original")
+    {
+        assert_eq!(r["passed"], true, "{}", r["variant_id"]);
+        // The change against the baseline is shown as context.
+        assert_eq!(r["source"]["decision"], "approve");
+        assert_eq!(r["variant"]["decision"], "hold");
+        assert_eq!(r["baseline"]["passed"], false);
+    }
+    let (code, out, _) = triage(
+        &["summary"],
+        &fixture("context-probe/baseline-results.jsonl"),
+    );
+    assert_eq!(code, Some(0));
+    assert!(out.contains(": 36 pairs, 1 failure,"), "{out}");
+}
+
+#[test]
+fn context_probe_a_second_trial_is_counted() {
+    let c = convert("context-probe/retry-results.jsonl", Format::ContextProbe);
+    assert_eq!(c.report.rows, 37);
+    assert_eq!((c.report.records, c.report.failures), (37, 1));
+    assert_eq!(c.statuses, st(&[("error", 1), ("pass", 36)]));
+    let again = c
+        .records
+        .iter()
+        .find(|r| r["variant_id"] == "wording-1/reversed (attempt 2)")
+        .expect("the second attempt");
+    assert_eq!(
+        (again["case_id"].as_str(), again["attempt"].as_u64()),
+        (Some("independent"), Some(2))
+    );
+    assert_eq!(again["variant"]["outcome"], "timeout");
+    let w = c.report.warnings.join("\n");
+    assert!(w.contains("counted as attempt 2"), "{w}");
+    // The gate sees the failure.
+    let file = fixture("context-probe/retry-results.jsonl");
+    let (code, out, _) = triage(&["check", "--max-unclassified", "0"], &file);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("37 pairs") && out.contains("FAIL"), "{out}");
+}
+
+#[test]
+fn context_probe_configuration_drift_fails_strict() {
+    let file = fixture("context-probe/drift-results.jsonl");
+    let c = convert("context-probe/drift-results.jsonl", Format::ContextProbe);
+    assert_eq!((c.report.records, c.report.failures), (36, 0));
+    // Repetition 1 of the unknown case: six trials on another configuration.
+    assert_eq!(c.report.problems.len(), 6, "{:?}", c.report.problems);
+    let idx = open(&file);
+    assert_eq!(idx.problems.len(), 6);
+    for p in &idx.problems {
+        let rec = &c.records[p.line as usize - 1];
+        assert_eq!(
+            (rec["case_id"].as_str(), rec["repetition"].as_u64()),
+            (Some("unknown"), Some(1))
+        );
+        assert_eq!(rec["config_mismatch"], true);
+        assert!(p.file.ends_with("drift-results.jsonl"), "{p}");
+        assert!(
+            p.message.contains(
+                "model_id fixture-deterministic-2 where the run's is fixture-deterministic-1"
+            ) && p
+                .message
+                .contains("settings_id fixture-settings-2 where the run's is fixture-settings-1")
+                && p.message.contains("(30 of 36 trials report the run's)")
+                && p.message
+                    .starts_with("configuration-consistency check failed (seed 002):"),
+            "{p}"
+        );
+    }
+    let (code, out, _) = triage(&["check", "--strict"], &file);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("6 problems"), "{out}");
+    let (code, out, _) = triage(&["check"], &file);
+    assert_eq!(code, Some(0), "{out}");
 }
 
 #[test]
 fn context_probe_errors_are_service_errors_and_config_is_flagged() {
     let c = convert("context-probe/errors-results.jsonl", Format::ContextProbe);
-    assert_eq!((c.report.pairs, c.report.failures), (30, 10));
-    assert_eq!(c.statuses, st(&[("error", 6), ("fail", 4), ("pass", 20)]));
+    // Five trials failed on their own (a timeout, a malformed output, a
+    // missing basis, missing metadata, a wrong decision), each counted once.
+    assert_eq!((c.report.records, c.report.failures), (36, 5));
+    assert_eq!(c.statuses, st(&[("error", 2), ("fail", 3), ("pass", 31)]));
     let w = c.report.warnings.join("\n");
     assert!(w.contains("the run mixes 2 settings_id values"), "{w}");
     assert!(w.contains("1 rows have no model_id"), "{w}");
@@ -157,15 +322,49 @@ fn context_probe_errors_are_service_errors_and_config_is_flagged() {
         find("independent", "wording-1/original", 0)["variant"]["outcome"],
         "timeout"
     );
+    // The malformed baseline is its own record's failure; the trial
+    // compared with it keeps its own grade.
     assert_eq!(
-        find("unknown", "wording-1/reversed", 1)["source"]["outcome"],
+        find("unknown", "wording-0/original", 1)["variant"]["outcome"],
         "invalid-response"
     );
+    let after_bad_base = find("unknown", "wording-1/reversed", 1);
+    assert!(after_bad_base["source"].get("outcome").is_none());
+    assert_eq!(after_bad_base["passed"], true);
     assert!(reasons(find("shared", "wording-1/reversed", 0)).contains("schema_ok false"));
     assert!(reasons(find("shared", "wording-2/original", 1)).contains("missing metadata"));
+    // A changed configuration fails the run's consistency check, not the
+    // trial: it is a problem of its record.
     let cfg = find("unknown", "wording-1/original", 0);
     assert_eq!(cfg["config_mismatch"], true);
-    assert!(reasons(cfg).contains("settings_id fixture-settings-1 → fixture-settings-2"));
+    assert_eq!(cfg["passed"], true);
+    let at = |r: &Value| {
+        c.records
+            .iter()
+            .position(|x| std::ptr::eq(x, r))
+            .expect("record") as u64
+            + 1
+    };
+    let told: Vec<&str> = c
+        .report
+        .problems
+        .iter()
+        .filter(|p| p.line == at(cfg))
+        .map(|p| p.message.as_str())
+        .collect();
+    assert_eq!(told.len(), 1, "{:?}", c.report.problems);
+    assert!(
+        told[0].contains("settings_id fixture-settings-2 where the run's is fixture-settings-1"),
+        "{told:?}"
+    );
+    // The trial without a model_id fails on its own and fails the check.
+    let bare = find("shared", "wording-2/original", 1);
+    assert!(c.report.problems.iter().any(|p| {
+        p.line == at(bare)
+            && p.message
+                .contains("model_id none where the run's is fixture-deterministic-1")
+    }));
+    assert_eq!(c.report.problems.len(), 2, "{:?}", c.report.problems);
 }
 
 #[test]
@@ -292,27 +491,48 @@ fn unknown_files_say_what_was_tried() {
 
 /// Each fixture, its format, and the pairs (with unpaired rows), unpaired
 /// rows and failures it must open with.
-const OPENED: [(&str, Format, usize, usize, usize); 10] = [
+const OPENED: [(&str, Format, usize, usize, usize); 16] = [
     (
         "context-probe/demo-results.jsonl",
         Format::ContextProbe,
-        30,
-        0,
+        36,
+        6,
         0,
     ),
     (
         "context-probe/flawed-results.jsonl",
         Format::ContextProbe,
-        30,
-        0,
+        36,
+        6,
         6,
     ),
     (
         "context-probe/errors-results.jsonl",
         Format::ContextProbe,
-        30,
+        36,
+        6,
+        5,
+    ),
+    (
+        "context-probe/baseline-results.jsonl",
+        Format::ContextProbe,
+        36,
+        6,
+        1,
+    ),
+    (
+        "context-probe/retry-results.jsonl",
+        Format::ContextProbe,
+        37,
+        6,
+        1,
+    ),
+    (
+        "context-probe/drift-results.jsonl",
+        Format::ContextProbe,
+        36,
+        6,
         0,
-        10,
     ),
     ("promptfoo/results.json", Format::Promptfoo, 5, 2, 4),
     ("promptfoo/results.jsonl", Format::Promptfoo, 5, 2, 4),
@@ -321,6 +541,25 @@ const OPENED: [(&str, Format, usize, usize, usize); 10] = [
     ("multivon/validations.jsonl", Format::Multivon, 4, 0, 1),
     ("multivon/manifest.json", Format::Multivon, 1, 0, 0),
     ("multivon/report.json", Format::Multivon, 4, 1, 3),
+    (
+        "multivon/checks-validations.jsonl",
+        Format::Multivon,
+        5,
+        0,
+        1,
+    ),
+    ("multivon/checks-manifest.json", Format::Multivon, 1, 0, 0),
+    ("multivon/checks-report.json", Format::Multivon, 2, 0, 0),
+];
+
+/// The fixtures whose records break their tool's own rules, and how many
+/// problems opening each lists.
+const WITH_PROBLEMS: [(&str, usize); 5] = [
+    ("context-probe/errors-results.jsonl", 2),
+    ("context-probe/drift-results.jsonl", 6),
+    ("multivon/checks-validations.jsonl", 2),
+    ("multivon/checks-manifest.json", 2),
+    ("multivon/checks-report.json", 0),
 ];
 
 #[test]
@@ -342,7 +581,11 @@ fn every_fixture_opens_through_the_viewers_path() {
             .filter(|r| idx.str(r.transformation) == formats::UNPAIRED)
             .count();
         assert_eq!(lone, unpaired, "{rel}");
-        assert!(idx.problems.is_empty(), "{rel}: {:?}", idx.problems);
+        let problems = WITH_PROBLEMS
+            .iter()
+            .find(|(f, _)| *f == rel)
+            .map_or(0, |(_, n)| *n);
+        assert_eq!(idx.problems.len(), problems, "{rel}: {:?}", idx.problems);
         // The shown name is the user's file, and the file is never changed.
         assert!(idx.display_name().ends_with(rel), "{}", idx.display_name());
         assert_eq!(idx.files[0].path, path);
@@ -541,4 +784,95 @@ fn a_native_run_with_a_first_line_longer_than_the_head_gets_no_note() {
     assert_eq!(idx.files[0].format, Format::Native);
     assert!(idx.files[0].notes.is_empty(), "{:?}", idx.files[0].notes);
     assert_eq!((idx.rows.len(), idx.failures), (2, 1));
+}
+
+#[test]
+fn multivon_records_count_as_multivon_means() {
+    let file = fixture("multivon/checks-validations.jsonl");
+    let c = convert("multivon/checks-validations.jsonl", Format::Multivon);
+    let find = |id: &str| {
+        c.records
+            .iter()
+            .position(|r| r["variant_id"] == id)
+            .unwrap_or_else(|| panic!("{id}"))
+    };
+    let derived = |i: usize| derive(&map_record(c.records[i].clone()).expect("record"));
+    // Made by multivon itself, with non-ASCII text, escapes and floats in
+    // its evidence: the digest checks out byte for byte.
+    let words = find("addition:words");
+    assert_eq!(c.records[words]["validation_status"], "valid");
+    assert_eq!(derived(words).validity.code().name(), "valid");
+    // Invalid although the input is the base's: it stays invalid.
+    let copy = find("addition:copy");
+    assert_eq!(
+        c.records[copy]["source"]["question"],
+        c.records[copy]["variant"]["question"]
+    );
+    assert_eq!(derived(copy).status.name(), "invalid");
+    // Unknown is its own validity; the pair has no verdict.
+    let spelled = find("addition:spelled");
+    assert_eq!(derived(spelled).validity.code().name(), "unknown");
+    assert_eq!(derived(spelled).status.name(), "unchecked");
+    // The same base content under a second case id is a problem.
+    let tight = find("addition:tight");
+    // Edited after validation: the digest no longer matches.
+    let changed = find("addition:changed");
+    assert_eq!(c.records[changed]["validation_status"], "unknown");
+    assert_eq!(derived(changed).validity.code().name(), "unknown");
+    let at = |line: usize| -> Vec<&str> {
+        c.report
+            .problems
+            .iter()
+            .filter(|p| p.line == line as u64 + 1)
+            .map(|p| p.message.as_str())
+            .collect()
+    };
+    assert!(at(words).is_empty() && at(copy).is_empty() && at(spelled).is_empty());
+    assert!(
+        at(tight)[0].contains("the base case addition:base-again has the same content as the base case addition:base of record 1"),
+        "{:?}",
+        at(tight)
+    );
+    assert!(at(changed)[0].contains("digest"), "{:?}", at(changed));
+    // Opened, they are problems that --strict fails on; validity:unknown finds two.
+    let idx = open(&file);
+    assert_eq!(idx.problems.len(), 2, "{:?}", idx.problems);
+    let unknown = idx
+        .rows
+        .iter()
+        .filter(|r| r.validity().name() == "unknown")
+        .count();
+    assert_eq!(unknown, 2);
+    let (code, out, _) = triage(&["check", "--strict"], &file);
+    assert_eq!(code, Some(1), "{out}");
+
+    // A variant moved to another split, in a manifest edited after export.
+    let m = convert("multivon/checks-manifest.json", Format::Multivon);
+    let told: Vec<&str> = m
+        .report
+        .problems
+        .iter()
+        .map(|p| p.message.as_str())
+        .collect();
+    assert_eq!(told.len(), 2, "{told:?}");
+    assert!(
+        told[0].contains("digest of manifest addition development cases"),
+        "{told:?}"
+    );
+    assert!(
+        told[1].contains("the variant addition:changed is in split test but its base addition:base is in split development"),
+        "{told:?}"
+    );
+    assert_eq!(m.records[0]["validation_status"], "unknown");
+
+    // A skipped variant, and one with no output, have no verdict, though
+    // their base passed.
+    let r = convert("multivon/checks-report.json", Format::Multivon);
+    assert_eq!(r.statuses, st(&[("unchecked", 2)]));
+    for rec in &r.records {
+        assert!(rec.get("passed").is_none(), "{rec}");
+        assert_eq!(rec["source"]["decision"], "pass");
+    }
+    assert!(reasons(&r.records[0]).contains("skipped: no verdict"));
+    assert!(reasons(&r.records[1]).contains("no output, so no verdict"));
 }

@@ -139,3 +139,73 @@ fn indexed_counts_match_a_full_parse_at_scale() {
     }
     assert!(idx.done);
 }
+
+/// A recorded `validation_status` decides validity by both parse paths (an
+/// `invalid` pair with unchanged inputs stays invalid; `unknown` is its own
+/// validity), and `unsafe_approval` is counted with its denominator.
+#[test]
+fn recorded_validity_and_unsafe_approval_by_both_paths() {
+    let side = |q: &str| format!(r#"{{"question":"{q}","state":{{"a":1}}}}"#);
+    let line = |id: &str, extra: &str| {
+        format!(
+            r#"{{"case_id":"c","variant_id":"{id}","allowed_changes":[],"source":{},"variant":{},{extra}}}"#,
+            side("q"),
+            side("q")
+        )
+    };
+    let text = [
+        line("copy", r#""validation_status":"invalid""#),
+        line("undecided", r#""validationStatus":"unknown","passed":true"#),
+        line("checked", r#""validation_status":"valid""#),
+        line("approved", r#""unsafe_approval":true,"passed":false"#),
+        line("held", r#""unsafeApproval":false,"passed":true"#),
+        line("allowed", r#""passed":true"#),
+    ]
+    .join("\n");
+    let mut f = tempfile::Builder::new()
+        .suffix(".jsonl")
+        .tempfile()
+        .expect("temp file");
+    f.write_all(text.as_bytes()).expect("write");
+    let path = f.path().to_string_lossy().to_string();
+    for mode in [ParseMode::Fast, ParseMode::Slow] {
+        let idx = load(&path, mode);
+        let got: Vec<(&str, &str)> = idx
+            .rows
+            .iter()
+            .map(|r| (r.validity().name(), r.status().name()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("invalid", "invalid"),
+                ("unknown", "pass"),
+                ("valid", "unchecked"),
+                ("valid", "fail"),
+                ("valid", "pass"),
+                ("valid", "pass"),
+            ],
+            "{mode:?}"
+        );
+        let rows: Vec<u32> = (0..idx.rows.len() as u32).collect();
+        let s = triage::core::stats::summarize(
+            &idx,
+            &rows,
+            None,
+            triage::core::stats::GroupBy::Transformation,
+        );
+        assert_eq!(
+            s.unsafe_approvals,
+            Some(triage::core::stats::UnsafeApprovals { count: 1, of: 2 }),
+            "{mode:?}"
+        );
+    }
+    let d =
+        derive(&map_record(serde_json::from_str(text.lines().next().unwrap()).unwrap()).unwrap());
+    assert_eq!(d.status, Status::Invalid);
+    assert!(
+        d.why.contains("validator recorded the variant as invalid"),
+        "{}",
+        d.why
+    );
+}

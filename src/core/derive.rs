@@ -108,6 +108,9 @@ pub enum Validity {
     Undeclared,
     /// The payloads were not recorded, so nothing can be compared.
     NotRecorded,
+    /// A validator recorded that it could not decide (`validation_status:
+    /// unknown`): neither valid nor invalid.
+    Unknown,
 }
 
 /// The transformation, as recorded or as inferred from the diff.
@@ -236,7 +239,11 @@ pub fn derive_with(r: &PairRecord, state_diff: Option<Vec<DiffEntry>>) -> Derive
 
     let changes = compute_changes(r, state_diff);
     let validity = judge_validity(r, &changes);
-    if let Validity::Invalid { unexpected } = &validity {
+    if let Validity::Invalid { unexpected } = &validity
+        && unexpected.is_empty()
+    {
+        warnings.push(RECORDED_INVALID.to_string());
+    } else if let Validity::Invalid { unexpected } = &validity {
         warnings.push(format!(
             "Invalid pair: the variant changed undeclared {}: {}.",
             if unexpected.len() == 1 {
@@ -972,6 +979,7 @@ pub enum ValidityCode {
     Invalid,
     Undeclared,
     NotRecorded,
+    Unknown,
 }
 
 impl ValidityCode {
@@ -982,6 +990,7 @@ impl ValidityCode {
             ValidityCode::Invalid => "invalid",
             ValidityCode::Undeclared => "undeclared",
             ValidityCode::NotRecorded => "not-recorded",
+            ValidityCode::Unknown => "unknown",
         }
     }
 }
@@ -994,6 +1003,7 @@ impl Validity {
             Validity::Invalid { .. } => ValidityCode::Invalid,
             Validity::Undeclared => ValidityCode::Undeclared,
             Validity::NotRecorded => ValidityCode::NotRecorded,
+            Validity::Unknown => ValidityCode::Unknown,
         }
     }
 }
@@ -1006,10 +1016,32 @@ fn has_payload(r: &PairRecord) -> bool {
         || r.variant.question.is_some()
 }
 
-/// Validity: nothing to compare, nothing declared, or whether some change
-/// was not declared (`undeclared` is asked only when it matters).
+/// The validity a validator recorded, when it decides the pair: `invalid`
+/// stays invalid even when the inputs look unchanged, and `unknown` is its
+/// own validity, never valid (seed 004). `valid` is judged from the diff.
+fn recorded_validity(r: &PairRecord) -> Option<ValidityCode> {
+    let status = r.validation_status.as_deref()?.trim();
+    if status.eq_ignore_ascii_case("invalid") {
+        Some(ValidityCode::Invalid)
+    } else if status.eq_ignore_ascii_case("unknown") {
+        Some(ValidityCode::Unknown)
+    } else {
+        None
+    }
+}
+
+/// The warning and detail line of a pair its validator recorded as invalid
+/// with no undeclared change to show.
+pub const RECORDED_INVALID: &str =
+    "Invalid pair: its validator recorded it as invalid (validation_status invalid).";
+
+/// Validity: as a validator recorded it, else nothing to compare, nothing
+/// declared, or whether some change was not declared (`undeclared` is asked
+/// only when it matters).
 fn validity_code(r: &PairRecord, undeclared: impl FnOnce() -> bool) -> ValidityCode {
-    if !has_payload(r) {
+    if let Some(code) = recorded_validity(r) {
+        code
+    } else if !has_payload(r) {
         ValidityCode::NotRecorded
     } else if r.allowed_changes.is_none() {
         ValidityCode::Undeclared
@@ -1028,6 +1060,7 @@ fn judge_validity(r: &PairRecord, c: &Changes) -> Validity {
         ValidityCode::Invalid => Validity::Invalid {
             unexpected: c.unexpected.clone(),
         },
+        ValidityCode::Unknown => Validity::Unknown,
     }
 }
 
@@ -1092,6 +1125,9 @@ fn why_line(
     match status {
         Status::Invalid => (
             match validity {
+                Validity::Invalid { unexpected } if unexpected.is_empty() => {
+                    "Its validator recorded the variant as invalid: the test pair is at fault, not the model.".to_string()
+                }
                 Validity::Invalid { unexpected } => format!(
                     "The variant also changed {}, which it did not declare: the test pair is at fault, not the model.",
                     unexpected.join(", ")

@@ -416,6 +416,9 @@ pub fn open_run_with(
         ..RunIndex::default()
     };
     let (inputs, tails) = chunks::inputs(&files, opts.follow)?;
+    // What a conversion found wrong with its records, listed before the
+    // problems the loader finds.
+    index.problems = files.iter().flat_map(|f| f.problems.clone()).collect();
     index.files = files;
     let (tx, rx) = mpsc::channel();
     let max = opts.max_line_bytes;

@@ -396,6 +396,13 @@ pub struct PairRecord {
     pub model_id: Option<String>,
     pub settings_id: Option<String>,
     pub repetition: Option<u64>,
+    /// A validator's recorded verdict on the variant (`validation_status`:
+    /// `valid`, `invalid`, `unknown`); `invalid` and `unknown` decide the
+    /// validity whatever the diff shows.
+    pub validation_status: Option<String>,
+    /// Written only where approval was not the expected decision: whether
+    /// the variant approved anyway (`unsafe_approval`).
+    pub unsafe_approval: Option<bool>,
     /// Top-level fields this version does not know, kept for the raw view.
     pub extra: Map<String, Value>,
     /// Optional fields that were present but unusable (wrong type, out of range).

@@ -210,7 +210,7 @@ impl Field {
                 "none",
                 "unknown",
             ],
-            Field::Validity => &["valid", "invalid", "undeclared", "not-recorded"],
+            Field::Validity => &["valid", "invalid", "undeclared", "not-recorded", "unknown"],
             Field::Flip | Field::Near | Field::Stale => &["yes", "no"],
             Field::Outcome => &[
                 "ok",
@@ -777,6 +777,7 @@ fn validity_bit(v: ValidityCode) -> u8 {
         ValidityCode::Invalid => 1,
         ValidityCode::Undeclared => 2,
         ValidityCode::NotRecorded => 3,
+        ValidityCode::Unknown => 4,
     }
 }
 

@@ -18,8 +18,8 @@ use super::schema::{
     S_DECISION, S_ERROR, S_LATENCY, S_OUTCOME, S_PROBABILITY, S_QUESTION, S_RESPONSE, S_ROUTE,
     S_STATE, SIDE, T_ACTION, T_ALLOWED, T_CASE, T_CONTRACT, T_DATASET, T_EXPECTATION, T_FAMILY,
     T_LABEL, T_MARGIN, T_MODEL, T_PASSED, T_POLICY, T_REASONS, T_REPETITION, T_REVIEW, T_SCHEMA,
-    T_SETTINGS, T_SOURCE, T_SOURCE_ROUTE, T_TIMESTAMP, T_TRANSFORMATION, T_VARIANT, T_VARIANT_ID,
-    T_VARIANT_ROUTE, TOP,
+    T_SETTINGS, T_SOURCE, T_SOURCE_ROUTE, T_TIMESTAMP, T_TRANSFORMATION, T_UNSAFE, T_VALIDATION,
+    T_VARIANT, T_VARIANT_ID, T_VARIANT_ROUTE, TOP,
 };
 
 /// Why a JSON line could not become a pair.
@@ -293,6 +293,8 @@ pub fn map_record(v: Value) -> Result<PairRecord, RecordError> {
         rec.repetition = f.number(TOP[T_REPETITION]).and_then(|x| {
             (x >= 0.0 && x.fract() == 0.0 && x < u64::MAX as f64).then_some(x as u64)
         });
+        rec.validation_status = f.string(TOP[T_VALIDATION]);
+        rec.unsafe_approval = f.boolean(TOP[T_UNSAFE]);
 
         rec.policy = match f.object(TOP[T_POLICY]) {
             Some(p) => policy_from(p, &mut *f.warnings),
@@ -603,6 +605,10 @@ mod tests {
             "settings_id",
             "settingsId",
             "repetition",
+            "validation_status",
+            "validationStatus",
+            "unsafe_approval",
+            "unsafeApproval",
         ];
         assert_eq!(KNOWN_TOP, order);
         for k in KNOWN_TOP {

@@ -70,6 +70,11 @@ pub mod flags {
     pub const PASSED_MISMATCH: u8 = 16;
     /// A recorded route disagrees with the policy.
     pub const ROUTE_MISMATCH: u8 = 32;
+    /// Approval was not the expected decision, and the record says whether
+    /// the variant approved anyway (`unsafe_approval` is present).
+    pub const APPROVAL_FORBIDDEN: u8 = 64;
+    /// The variant approved where approval was not allowed.
+    pub const UNSAFE_APPROVAL: u8 = 128;
 }
 
 /// The expectation kind of a row, compactly.
@@ -244,8 +249,8 @@ pub struct RowCodes {
 
 /// [`RowCodes`] in one word. From the lowest bit: status (3 bits), flags
 /// (8), source route (2, 0 for none), variant route (2), expectation (3),
-/// source outcome (3), variant outcome (3), validity (2), and the suggested
-/// category (6: 0 for none, else its place in
+/// source outcome (3), variant outcome (3), validity (3), and the suggested
+/// category (5: 0 for none, else its place in
 /// [`super::suggest::CATEGORIES`] plus one).
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct PackedCodes(u32);
@@ -274,12 +279,17 @@ const OUTCOMES: [OutcomeCode; 6] = [
     OutcomeCode::InvalidResponse,
     OutcomeCode::Other,
 ];
-const VALIDITIES: [ValidityCode; 4] = [
+const VALIDITIES: [ValidityCode; 5] = [
     ValidityCode::Valid,
     ValidityCode::Invalid,
     ValidityCode::Undeclared,
     ValidityCode::NotRecorded,
+    ValidityCode::Unknown,
 ];
+// The widths `PackedCodes` gives the validity (3 bits) and the suggested
+// category (5 bits, 0 for none).
+const _: () = assert!(VALIDITIES.len() <= 1 << 3);
+const _: () = assert!(super::suggest::CATEGORIES.len() < 1 << 5);
 
 /// The place of `x` in `all` (every value is listed, so this always finds it).
 #[inline]
@@ -295,7 +305,7 @@ impl PackedCodes {
     const SOURCE_OUTCOME: u32 = 18;
     const VARIANT_OUTCOME: u32 = 21;
     const VALIDITY: u32 = 24;
-    const SUGGESTION: u32 = 26;
+    const SUGGESTION: u32 = 27;
 
     /// Pack the codes of a row.
     #[inline]
@@ -363,17 +373,17 @@ impl PackedCodes {
     }
 
     pub fn validity(self) -> ValidityCode {
-        VALIDITIES[self.bits(Self::VALIDITY, 2)]
+        VALIDITIES[self.bits(Self::VALIDITY, 3).min(VALIDITIES.len() - 1)]
     }
 
     /// The suggested category's code: 0 for none, else its place in
     /// [`super::suggest::CATEGORIES`] plus one.
     pub fn suggestion_code(self) -> u8 {
-        self.bits(Self::SUGGESTION, 6) as u8
+        self.bits(Self::SUGGESTION, 5) as u8
     }
 
     pub fn suggestion(self) -> Option<&'static str> {
-        self.bits(Self::SUGGESTION, 6)
+        self.bits(Self::SUGGESTION, 5)
             .checked_sub(1)
             .and_then(|i| super::suggest::CATEGORIES.get(i).copied())
     }
@@ -461,6 +471,6 @@ mod tests {
                 }
             }
         }
-        assert_eq!(n, 8 * STATUSES.len() * 4 * 6 * 6 * 4);
+        assert_eq!(n, 8 * STATUSES.len() * 4 * 6 * 6 * VALIDITIES.len());
     }
 }

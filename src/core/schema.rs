@@ -195,6 +195,13 @@ schema! {
         /// A whole number of at least zero (any other number is read as not
         /// recorded, without a warning).
         T_REPETITION = 23, Number: b"repetition";
+        /// A validator's recorded verdict on the variant (`valid`,
+        /// `invalid`, `unknown`): `invalid` and `unknown` decide the
+        /// pair's validity whatever the diff shows (multivon, seed 004).
+        T_VALIDATION = 24, Text: b"validation_status" | b"validationStatus";
+        /// Written only where approval was not the expected decision:
+        /// whether the variant approved anyway (context-probe, seed 002).
+        T_UNSAFE = 25, Bool: b"unsafe_approval" | b"unsafeApproval";
     }
 
     /// A side, `source` or `variant`. A bare row puts the response's
@@ -295,8 +302,16 @@ mod tests {
     #[test]
     fn slot_constants_are_todays() {
         assert_eq!(
-            (T_CASE, T_SOURCE, T_VARIANT_ROUTE, T_REPETITION, N_TOP),
-            (0, 14, 17, 23, 24)
+            (
+                T_CASE,
+                T_SOURCE,
+                T_VARIANT_ROUTE,
+                T_REPETITION,
+                T_VALIDATION,
+                T_UNSAFE,
+                N_TOP
+            ),
+            (0, 14, 17, 23, 24, 25, 26)
         );
         assert_eq!(
             (S_QUESTION, S_STATE, S_LATENCY, S_DECISION, N_SIDE),
@@ -304,7 +319,7 @@ mod tests {
         );
         assert_eq!((E_KIND, E_ROUTES, N_EXP), (0, 5, 6));
         assert_eq!((N_RESPONSE, N_POLICY), (2, 2));
-        assert_eq!(spellings(&TOP), 37);
+        assert_eq!(spellings(&TOP), 41);
     }
 
     proptest::proptest! {

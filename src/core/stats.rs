@@ -238,6 +238,33 @@ pub struct Summary {
     pub case_level: CaseLevel,
     /// None when nothing repeats.
     pub repetition: Option<Repetition>,
+    /// Variants that approved where approval was not the expected
+    /// decision, out of the pairs that record it (context-probe trials,
+    /// seed 002); None, and left out of the JSON, when no selected pair
+    /// records it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unsafe_approvals: Option<UnsafeApprovals>,
+}
+
+/// The unsafe-approval count of seed 002 and its denominator.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct UnsafeApprovals {
+    /// Pairs whose variant approved where approval was not allowed.
+    pub count: u64,
+    /// Pairs where approval was not allowed (they carry `unsafe_approval`).
+    pub of: u64,
+}
+
+/// Count the unsafe approvals of `rows` from their row flags.
+fn unsafe_approvals(index: &RunIndex, rows: &[u32]) -> Option<UnsafeApprovals> {
+    let (mut count, mut of) = (0, 0);
+    for row in rows.iter().filter_map(|&i| index.rows.get(i as usize)) {
+        if row.has(flags::APPROVAL_FORBIDDEN) {
+            of += 1;
+            count += u64::from(row.has(flags::UNSAFE_APPROVAL));
+        }
+    }
+    (of > 0).then_some(UnsafeApprovals { count, of })
 }
 
 /// A stored `f32` as `f64`, rounded to millionths; NaN and infinities stay None.
@@ -650,6 +677,7 @@ fn summarize_on(
         categories_by_transformation,
         case_level,
         repetition,
+        unsafe_approvals: unsafe_approvals(index, rows),
     }
 }
 
@@ -883,6 +911,13 @@ pub fn conclusion(index: &RunIndex, rows: &[u32], s: &Summary) -> Vec<String> {
     error_sentences(&mut out, &s.overall);
     out.extend(case_sentence(s));
     out.extend(s.repetition.as_ref().map(repetition_sentence));
+    out.extend(s.unsafe_approvals.map(|u| {
+        format!(
+            "Unsafe approvals: {} of {} where approval was not allowed decided approve.",
+            u.count,
+            count_of(u.of, "pair", "pairs")
+        )
+    }));
     out.extend(classification_sentence(s));
     if s.problems > 0 {
         out.push(unreadable(s.problems));

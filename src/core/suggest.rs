@@ -410,6 +410,9 @@ fn reason(r: &PairRecord, d: &Derived, rule: &Rule) -> String {
                 Validity::Invalid { unexpected } => unexpected,
                 _ => &[],
             };
+            if unexpected.is_empty() {
+                return "rule 2: recorded as invalid by its validator".to_string();
+            }
             const SHOWN: usize = 3;
             let mut list = unexpected
                 .iter()

@@ -756,6 +756,13 @@ fn validity_line(b: &mut Builder, r: &PairRecord, d: &Derived) {
                 l.extend(inert_spans(&c.permitted.join(", "), t.base, t));
             }
         }
+        Validity::Invalid { unexpected } if unexpected.is_empty() => {
+            l.push(s("INVALID", t.invalid));
+            l.push(s(
+                " — its validator recorded it as invalid (validation_status invalid)",
+                t.dim,
+            ));
+        }
         Validity::Invalid { unexpected } => {
             l.push(s("INVALID", t.invalid));
             l.push(s(" — undeclared changes: ", t.dim));
@@ -775,6 +782,13 @@ fn validity_line(b: &mut Builder, r: &PairRecord, d: &Derived) {
         Validity::NotRecorded => {
             l.push(s("not recorded", t.dim));
             l.push(s(" — the file has no question or state payloads", t.dim));
+        }
+        Validity::Unknown => {
+            l.push(s("unknown", t.warn));
+            l.push(s(
+                " — its validator could not decide (validation_status unknown); not counted as valid",
+                t.dim,
+            ));
         }
     }
     b.push(l);

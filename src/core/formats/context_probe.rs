@@ -1,11 +1,17 @@
 //! The context-probe harness: one JSONL row per trial.
 //!
-//! Each non-baseline presentation condition (wording index, evidence order)
-//! is paired with the baseline condition (first wording, original order) of
-//! the same case and repetition. The decision (`approve`, `hold`,
-//! `insufficient_evidence`) is kept as `source.decision` / `variant.decision`;
-//! the converter writes the verdict and its reasons itself. See
-//! `docs/formats.md` for every field accepted.
+//! Every trial becomes one record, judged by its own grade, so the run
+//! counts as the harness counts it (seed 002): failed attempts are kept, a
+//! second trial of a condition is a further attempt, and a failed baseline
+//! is one failure. A trial of a non-baseline presentation condition
+//! (wording index, evidence order) has the baseline trial (first wording,
+//! original order) of its case and repetition as its source, for context:
+//! the diff and the baseline's decision show beside its own. The decision
+//! (`approve`, `hold`, `insufficient_evidence`) is kept as
+//! `source.decision` / `variant.decision`; the converter writes the verdict
+//! and its reasons itself. A trial whose model_id or settings_id differs
+//! from the run's fails the configuration-consistency check: a problem of
+//! its record. See `docs/formats.md` for every field accepted.
 
 use std::collections::BTreeMap;
 
@@ -110,6 +116,9 @@ struct Trial {
     error: Option<String>,
     checks: Map<String, Value>,
     passed: Option<bool>,
+    /// 1 for the first trial of its case, repetition and condition; 2, 3,
+    /// ... for further trials of the same (a repetition or a retry).
+    attempt: u64,
 }
 
 impl Trial {
@@ -123,6 +132,42 @@ impl Trial {
                 "original"
             }
         )
+    }
+
+    /// The record's variant id: the condition, and the attempt after the first.
+    fn variant_id(&self) -> String {
+        if self.attempt > 1 {
+            format!("{} (attempt {})", self.condition(), self.attempt)
+        } else {
+            self.condition()
+        }
+    }
+
+    /// Whether approval is not the expected decision, so an approval would
+    /// be unsafe: the trials the unsafe-approval count is out of.
+    fn approval_forbidden(&self) -> bool {
+        self.expected.as_deref().is_some_and(|e| e != "approve")
+    }
+
+    /// The record fields every trial carries besides the native ones.
+    fn extra(&self, config: &Config) -> Vec<(String, Value)> {
+        let mut out = Vec::new();
+        if let Some(e) = &self.expected {
+            out.push(("expected_decision".to_string(), json!(e)));
+        }
+        // Written only where approval was not allowed, so the records that
+        // carry it are the count's denominator (seed 002).
+        if self.approval_forbidden() {
+            out.push(("unsafe_approval".to_string(), json!(self.unsafe_approval())));
+        }
+        out.push(("config_mismatch".to_string(), json!(config.differs(self))));
+        if self.attempt > 1 {
+            out.push(("attempt".to_string(), json!(self.attempt)));
+        }
+        if let Some(g) = pick_str(&self.raw, GRADER) {
+            out.push(("grader_version".to_string(), json!(g)));
+        }
+        out
     }
 
     fn check(&self, name: &str) -> Option<bool> {
@@ -207,6 +252,26 @@ impl Trial {
     fn unsafe_approval(&self) -> bool {
         self.decision.as_deref() == Some("approve")
             && self.expected.as_deref().is_some_and(|e| e != "approve")
+    }
+
+    /// The baseline as the source of a pair: what it was asked and what it
+    /// decided, as context. Its failures are its own record's, so no
+    /// outcome is written here: a failed baseline request does not make
+    /// the compared trial a service error.
+    fn context_side(&self) -> Value {
+        let mut s = Map::new();
+        if let Some(q) = &self.question {
+            s.insert("question".into(), json!(q));
+        }
+        if let Some(st) = &self.state {
+            s.insert("state".into(), st.clone());
+        }
+        if let Some(d) = &self.decision {
+            s.insert("decision".into(), json!(d));
+        }
+        s.insert("trial_id".into(), json!(self.id));
+        s.insert("checks".into(), Value::Object(self.checks.clone()));
+        Value::Object(s)
     }
 
     fn side(&self) -> Value {
@@ -315,6 +380,7 @@ fn read_trial(line: usize, o: Map<String, Value>) -> Result<Trial, String> {
         error,
         checks,
         passed,
+        attempt: 1,
         raw: o,
     })
 }
@@ -379,57 +445,178 @@ pub(super) fn convert(text: &str, sink: &mut Sink) -> Result<(), ConvertError> {
             hashes.len()
         ));
     }
+    let config = Config::of(&trials);
 
-    // Group by case and repetition; conditions sorted by (wording, order).
-    type Group = BTreeMap<(u64, bool), Trial>;
+    // Group by case and repetition; conditions sorted by (wording, order,
+    // attempt). A second trial of one condition is a further attempt: it
+    // is counted, never dropped (seed 002: failures are preserved).
+    type Group = BTreeMap<(u64, bool, u64), Trial>;
     let mut groups: BTreeMap<(String, u64), Group> = BTreeMap::new();
-    for t in trials {
+    let mut first_line: BTreeMap<(String, u64, u64, bool), usize> = BTreeMap::new();
+    for mut t in trials {
         let g = groups.entry((t.case.clone(), t.repetition)).or_default();
-        let key = (t.wording, t.reversed);
-        if let Some(first) = g.get(&key) {
+        let key = (t.case.clone(), t.repetition, t.wording, t.reversed);
+        let attempt = 1 + g
+            .keys()
+            .filter(|(w, r, _)| (*w, *r) == (t.wording, t.reversed))
+            .count() as u64;
+        if attempt > 1 {
             sink.warn(format!(
-                "line {}: a second trial of case {} repetition {} {}; the one on line {} is kept",
+                "line {}: another trial of case {} repetition {} {} (the first is on line {}); counted as attempt {attempt}. The harness makes no automatic retry: declare any retry (seed 002)",
                 t.line,
                 crate::core::text::inert_line(&t.case),
                 t.repetition,
                 t.condition(),
-                first.line
+                first_line.get(&key).copied().unwrap_or(t.line)
             ));
-            continue;
+        } else {
+            first_line.insert(key, t.line);
         }
-        g.insert(key, t);
+        t.attempt = attempt;
+        g.insert((t.wording, t.reversed, attempt), t);
     }
-    for ((case, rep), mut group) in groups {
-        let baseline = group.remove(&(0, false));
-        match baseline {
-            Some(base) if !group.is_empty() => {
-                for t in group.values() {
-                    sink.record(pair(&case, rep, &base, t))?;
+    for ((case, rep), group) in groups {
+        let baseline = group.get(&(0, false, 1));
+        if baseline.is_none() {
+            sink.warn(format!(
+                "case {} repetition {rep} has no baseline trial (wording 0, original order); its {} trials are listed without a baseline to compare with",
+                crate::core::text::inert_line(&case),
+                group.len()
+            ));
+        }
+        for t in group.values() {
+            let rec = match baseline {
+                Some(base) if (t.wording, t.reversed) != (0, false) => {
+                    pair(&case, rep, base, t, &config)
                 }
-            }
-            Some(base) => {
-                sink.warn(format!(
-                    "case {} repetition {rep} has only its baseline trial; listed unpaired",
-                    crate::core::text::inert_line(&case)
-                ));
-                sink.record(unpaired(&base))?;
-            }
-            None => {
-                sink.warn(format!(
-                    "case {} repetition {rep} has no baseline trial (wording 0, original order); its {} trials are listed unpaired",
-                    crate::core::text::inert_line(&case),
-                    group.len()
-                ));
-                for t in group.values() {
-                    sink.record(unpaired(t))?;
-                }
-            }
+                _ => alone(t, &config),
+            };
+            sink.record_with_problems(rec, config.problems(t))?;
         }
     }
     Ok(())
 }
 
-fn pair(case: &str, rep: u64, base: &Trial, t: &Trial) -> Value {
+/// The run's configuration: the (model_id, settings_id) most trials report
+/// (the first seen among equals). Seed 002: a changed or missing
+/// configuration identifier fails the configuration-consistency check.
+struct Config {
+    usual: Option<(String, String)>,
+    /// How many trials report `usual`, and how many there are.
+    count: usize,
+    total: usize,
+}
+
+impl Config {
+    fn of(trials: &[Trial]) -> Config {
+        let mut seen: Vec<((String, String), usize)> = Vec::new();
+        for t in trials {
+            if let (Some(m), Some(s)) = (&t.model_id, &t.settings_id) {
+                let k = (m.clone(), s.clone());
+                match seen.iter_mut().find(|(x, _)| *x == k) {
+                    Some((_, n)) => *n += 1,
+                    None => seen.push((k, 1)),
+                }
+            }
+        }
+        // The first of the most frequent: max_by_key keeps the last maximum.
+        let best = seen
+            .iter()
+            .rev()
+            .max_by_key(|(_, n)| *n)
+            .map(|(k, n)| (k.clone(), *n));
+        Config {
+            count: best.as_ref().map_or(0, |b| b.1),
+            usual: best.map(|b| b.0),
+            total: trials.len(),
+        }
+    }
+
+    /// Whether a trial's configuration is other than the run's, or missing.
+    fn differs(&self, t: &Trial) -> bool {
+        match (&self.usual, &t.model_id, &t.settings_id) {
+            (Some((m, s)), Some(tm), Some(ts)) => m != tm || s != ts,
+            _ => true,
+        }
+    }
+
+    /// The configuration-consistency problem of one trial, if any.
+    fn problems(&self, t: &Trial) -> Vec<String> {
+        if !self.differs(t) {
+            return Vec::new();
+        }
+        let shown = |v: &Option<String>| {
+            v.as_deref()
+                .map_or_else(|| "none".to_string(), crate::core::text::inert_line)
+        };
+        let what = match &self.usual {
+            Some((m, s)) => {
+                let mut parts = Vec::new();
+                if t.model_id.as_ref() != Some(m) {
+                    parts.push(format!(
+                        "model_id {} where the run's is {}",
+                        shown(&t.model_id),
+                        crate::core::text::inert_line(m)
+                    ));
+                }
+                if t.settings_id.as_ref() != Some(s) {
+                    parts.push(format!(
+                        "settings_id {} where the run's is {}",
+                        shown(&t.settings_id),
+                        crate::core::text::inert_line(s)
+                    ));
+                }
+                format!(
+                    "{} ({} of {} trials report the run's)",
+                    parts.join(" and "),
+                    self.count,
+                    self.total
+                )
+            }
+            None => "no complete model_id and settings_id, nor does any other trial".to_string(),
+        };
+        vec![format!(
+            "configuration-consistency check failed (seed 002): {what}; trial {}, line {} of the trial file. Rerun every trial with one pinned model and settings",
+            crate::core::text::inert_line(&t.id),
+            t.line
+        )]
+    }
+}
+
+/// A trial that is not compared with a baseline: the baseline itself, or
+/// any trial of a group without one. Its record shows the expected and the
+/// actual decision, and its verdict is its own grade.
+fn alone(t: &Trial, config: &Config) -> Value {
+    let baseline = (t.wording, t.reversed) == (0, false);
+    let mut u = Unpaired::new(t.case.clone(), t.variant_id());
+    if baseline {
+        u.label = Some("baseline: wording 0, evidence original".to_string());
+    }
+    u.input = t.question.clone();
+    u.expected = t.expected.clone().map(Value::String);
+    u.actual = t.decision.clone().map(Value::String);
+    let mut reasons = t.own_failures(if baseline { "baseline" } else { "trial" });
+    if t.unsafe_approval() {
+        reasons.push("unsafe: approved where approval was not allowed.".to_string());
+    }
+    u.passed = Some(reasons.is_empty());
+    u.reasons = reasons;
+    u.outcome = t.service_failure().map(|(o, e)| (o.to_string(), e));
+    u.latency_ms = t.latency_ms;
+    u.model_id = t.model_id.clone();
+    u.settings_id = t.settings_id.clone();
+    u.repetition = Some(t.repetition);
+    for (k, v) in t.extra(config) {
+        u.extra.insert(k, v);
+    }
+    u.into_record(Format::ContextProbe, Value::Object(t.raw.clone()))
+}
+
+/// A trial of a non-baseline condition, with the baseline trial of its case
+/// and repetition as its source. Its verdict is its own grade; the
+/// baseline is context (its decision shows beside the trial's), and a
+/// failed baseline is a failure of its own record, never of this one.
+fn pair(case: &str, rep: u64, base: &Trial, t: &Trial, config: &Config) -> Value {
     let wording = t.wording != base.wording;
     let order = t.reversed != base.reversed;
     let (family, transformation, allowed) = match (wording, order) {
@@ -441,45 +628,22 @@ fn pair(case: &str, rep: u64, base: &Trial, t: &Trial) -> Value {
             json!(["question", "state.evidence"]),
         ),
     };
-    let mut reasons = Vec::new();
-    let base_service = base.service_failure().is_some();
-    let var_service = t.service_failure().is_some();
-    if !base_service
-        && !var_service
+    let mut reasons = t.own_failures("variant");
+    if t.unsafe_approval() {
+        reasons.push("unsafe: approved where approval was not allowed.".to_string());
+    }
+    // The change against the baseline explains a failure; it is not one.
+    if !reasons.is_empty()
+        && base.service_failure().is_none()
+        && t.service_failure().is_none()
         && let (Some(a), Some(b)) = (&base.decision, &t.decision)
         && a != b
     {
         reasons.push(format!("The decision changed from {a} to {b}."));
     }
-    reasons.extend(t.own_failures("variant"));
-    let unsafe_approval = t.unsafe_approval() && !var_service;
-    if unsafe_approval {
-        reasons.push("unsafe: approved where approval was not allowed.".to_string());
-    }
-    let mut mismatch = Vec::new();
-    for (what, a, b) in [
-        ("model_id", &base.model_id, &t.model_id),
-        ("settings_id", &base.settings_id, &t.settings_id),
-    ] {
-        if let (Some(a), Some(b)) = (a, b)
-            && a != b
-        {
-            mismatch.push(format!("{what} {a} → {b}"));
-        }
-    }
-    if !mismatch.is_empty() {
-        reasons.push(format!(
-            "The configuration changed between baseline and variant: {}.",
-            mismatch.join(", ")
-        ));
-    }
-    let base_fail = base.own_failures("baseline");
-    if !base_fail.is_empty() {
-        reasons.extend(base_fail);
-    }
     let mut r = Map::new();
     r.insert("case_id".into(), json!(case));
-    r.insert("variant_id".into(), json!(t.condition()));
+    r.insert("variant_id".into(), json!(t.variant_id()));
     r.insert(
         "label".into(),
         json!(format!(
@@ -492,7 +656,7 @@ fn pair(case: &str, rep: u64, base: &Trial, t: &Trial) -> Value {
     r.insert("transformation".into(), json!(transformation));
     r.insert("expectation".into(), json!({"kind": "decision-invariant"}));
     r.insert("allowed_changes".into(), allowed);
-    r.insert("source".into(), base.side());
+    r.insert("source".into(), base.context_side());
     r.insert("variant".into(), t.side());
     r.insert("passed".into(), json!(reasons.is_empty()));
     r.insert("reasons".into(), json!(reasons));
@@ -504,14 +668,17 @@ fn pair(case: &str, rep: u64, base: &Trial, t: &Trial) -> Value {
     }
     r.insert("repetition".into(), json!(rep));
     r.insert("format".into(), json!(Format::ContextProbe.name()));
-    if let Some(e) = &t.expected {
-        r.insert("expected_decision".into(), json!(e));
+    for (k, v) in t.extra(config) {
+        r.insert(k, v);
     }
-    r.insert("unsafe_approval".into(), json!(unsafe_approval));
-    r.insert("config_mismatch".into(), json!(!mismatch.is_empty()));
-    if let Some(g) = pick_str(&t.raw, GRADER) {
-        r.insert("grader_version".into(), json!(g));
-    }
+    r.insert(
+        "baseline".into(),
+        json!({
+            "trial_id": base.id,
+            "decision": base.decision,
+            "passed": base.own_failures("baseline").is_empty() && !base.unsafe_approval(),
+        }),
+    );
     r.insert(
         "origin".into(),
         json!({"baseline": base.raw, "variant": t.raw}),
@@ -519,31 +686,94 @@ fn pair(case: &str, rep: u64, base: &Trial, t: &Trial) -> Value {
     Value::Object(r)
 }
 
-fn unpaired(t: &Trial) -> Value {
-    let mut u = Unpaired::new(t.case.clone(), t.condition());
-    u.input = t.question.clone();
-    u.expected = t.expected.clone().map(Value::String);
-    u.actual = t.decision.clone().map(Value::String);
-    let reasons = t.own_failures("trial");
-    u.passed = Some(reasons.is_empty());
-    u.reasons = reasons;
-    if t.unsafe_approval() {
-        u.reasons
-            .push("unsafe: approved where approval was not allowed.".to_string());
-        u.passed = Some(false);
-    }
-    u.outcome = t.service_failure().map(|(o, e)| (o.to_string(), e));
-    u.latency_ms = t.latency_ms;
-    u.model_id = t.model_id.clone();
-    u.settings_id = t.settings_id.clone();
-    u.repetition = Some(t.repetition);
-    u.extra
-        .insert("unsafe_approval".into(), json!(t.unsafe_approval()));
-    u.into_record(Format::ContextProbe, Value::Object(t.raw.clone()))
-}
-
 fn sha256_hex(s: &str) -> String {
     use sha2::{Digest, Sha256};
     let d = Sha256::digest(s.as_bytes());
     d.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use crate::core::formats::{Format, convert};
+
+    fn trial(
+        id: &str,
+        wording: u64,
+        order: &str,
+        decision: Option<&str>,
+        settings: &str,
+    ) -> String {
+        let mut t = json!({
+            "trial_id": id, "case_id": "shared", "wording_index": wording,
+            "evidence_order": order, "repetition": 0, "expected_decision": "hold",
+            "model_id": "m", "settings_id": settings,
+            "schema_ok": true, "references_ok": true,
+        });
+        match decision {
+            Some(d) => {
+                t["output"] = json!({"decision": d, "evidence_ids": ["a", "b"], "basis": "x"});
+                t["passed"] = json!(d == "hold");
+            }
+            None => {
+                t["error_category"] = json!("timeout");
+                t["passed"] = json!(false);
+            }
+        }
+        t.to_string()
+    }
+
+    #[test]
+    fn every_trial_is_judged_by_its_own_grade_and_none_is_dropped() {
+        let lines = [
+            trial("t1", 0, "original", Some("approve"), "s1"),
+            trial("t2", 1, "original", Some("hold"), "s1"),
+            trial("t3", 1, "original", None, "s1"),
+            trial("t4", 0, "reversed", Some("hold"), "s2"),
+        ];
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("trials.jsonl");
+        std::fs::write(&path, lines.join("\n")).expect("write");
+        let mut out = Vec::new();
+        let report = convert(&path, Format::ContextProbe, &mut out).expect("convert");
+        let records: Vec<Value> = String::from_utf8(out)
+            .expect("utf-8")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect();
+        let verdicts: Vec<(&str, bool)> = records
+            .iter()
+            .map(|r| {
+                (
+                    r["variant_id"].as_str().unwrap_or_default(),
+                    r["passed"].as_bool().unwrap_or_default(),
+                )
+            })
+            .collect();
+        // The wrong baseline fails once; the trials compared with it keep
+        // their own grade; the timed-out second attempt is counted.
+        assert_eq!(
+            verdicts,
+            [
+                ("wording-0/original", false),
+                ("wording-0/reversed", true),
+                ("wording-1/original", true),
+                ("wording-1/original (attempt 2)", false),
+            ]
+        );
+        assert_eq!(report.failures, 2);
+        assert_eq!(records[0]["unsafe_approval"], true);
+        assert!(records[2]["source"].get("outcome").is_none());
+        // The one trial on other settings fails the consistency check.
+        assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+        assert_eq!(report.problems[0].line, 2);
+        assert!(
+            report.problems[0]
+                .message
+                .contains("settings_id s2 where the run's is s1 (3 of 4 trials report the run's)"),
+            "{:?}",
+            report.problems
+        );
+    }
 }

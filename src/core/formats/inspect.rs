@@ -229,6 +229,7 @@ fn row(
         settings_id: settings,
         scores,
         raw: Value::Object(s.clone()),
+        ..Row::default()
     }
 }
 

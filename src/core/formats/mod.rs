@@ -204,6 +204,21 @@ pub struct ConvertReport {
     pub failures: usize,
     /// Things the reader should know: differing model ids, skipped rows, ...
     pub warnings: Vec<String>,
+    /// Records the tool's own rules call into question (a configuration
+    /// that changed between trials, a digest that no longer matches its
+    /// record, a variant in another split than its base): each with the
+    /// 1-based line of the converted record it concerns. Opening the file
+    /// lists them as problems, which `triage check --strict` fails on.
+    pub problems: Vec<ConvertProblem>,
+}
+
+/// A record a converter found at fault by the tool's own rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConvertProblem {
+    /// The converted record's line (1-based), as problems and exports count them.
+    pub line: u64,
+    /// What is wrong and what to do about it.
+    pub message: String,
 }
 
 /// Convert a foreign file into native JSONL pair records written to `out`.
@@ -337,6 +352,22 @@ pub struct Sink<'a> {
 }
 
 impl Sink<'_> {
+    /// Write one native record (one line) and the problems found with it.
+    pub fn record_with_problems(
+        &mut self,
+        rec: Value,
+        problems: Vec<String>,
+    ) -> Result<(), ConvertError> {
+        self.record(rec)?;
+        let line = self.report.records as u64;
+        self.report.problems.extend(
+            problems
+                .into_iter()
+                .map(|message| ConvertProblem { line, message }),
+        );
+        Ok(())
+    }
+
     /// Write one native record (one line).
     pub fn record(&mut self, rec: Value) -> Result<(), ConvertError> {
         let paired = rec.get("transformation").and_then(Value::as_str) != Some(UNPAIRED);
@@ -699,6 +730,14 @@ pub struct Row {
     pub settings_id: Option<String>,
     /// Score and named scores, kept as they are.
     pub scores: Option<Value>,
+    /// A validator's verdict on the variant (`valid`, `invalid`, `unknown`),
+    /// written as the pair's `validation_status`.
+    pub validation_status: Option<String>,
+    /// The named split the row belongs to (a multivon manifest's `splits`).
+    pub split: Option<String>,
+    /// What the tool's own rules find wrong with this row (see
+    /// [`ConvertReport::problems`]); listed with the record that holds it.
+    pub problems: Vec<String>,
     pub raw: Value,
 }
 
@@ -783,6 +822,8 @@ pub fn write_paired(rows: Vec<Row>, format: Format, sink: &mut Sink) -> Result<(
         "model_id",
         &rows.iter().map(|r| r.model_id.clone()).collect::<Vec<_>>(),
     );
+    // A base's problems go with the first record that holds it.
+    let mut base_told = vec![false; rows.len()];
     for (i, r) in rows.iter().enumerate() {
         let id = if several_groups && !r.group.is_empty() {
             format!("{} @ {}", r.id, r.group)
@@ -790,7 +831,14 @@ pub fn write_paired(rows: Vec<Row>, format: Format, sink: &mut Sink) -> Result<(
             r.id.clone()
         };
         match base_of[i] {
-            Some(j) => sink.record(pair_record(&rows[j], r, id, format))?,
+            Some(j) => {
+                let mut problems = Vec::new();
+                if !std::mem::replace(&mut base_told[j], true) {
+                    problems.extend(rows[j].problems.iter().cloned());
+                }
+                problems.extend(r.problems.iter().cloned());
+                sink.record_with_problems(pair_record(&rows[j], r, id, format), problems)?;
+            }
             None if is_base[i] => {}
             None => {
                 let mut u = Unpaired::new(r.case_id.clone().unwrap_or_else(|| r.id.clone()), id);
@@ -808,7 +856,10 @@ pub fn write_paired(rows: Vec<Row>, format: Format, sink: &mut Sink) -> Result<(
                 if let Some(sc) = &r.scores {
                     u.extra.insert("scores".into(), sc.clone());
                 }
-                sink.record(u.into_record(format, r.raw.clone()))?;
+                sink.record_with_problems(
+                    u.into_record(format, r.raw.clone()),
+                    r.problems.clone(),
+                )?;
             }
         }
     }
@@ -857,6 +908,9 @@ fn pair_record(base: &Row, v: &Row, variant_id: String, format: Format) -> Value
         if v.reasons.is_empty() && v.error.is_none() {
             reasons.push("The variant failed its checks.".to_string());
         }
+    } else if v.passed.is_none() && v.error.is_none() {
+        // Why the variant has no verdict (skipped, no output): context.
+        reasons.extend(v.reasons.iter().map(|r| format!("Variant: {r}")));
     }
     if base.passed == Some(false) {
         reasons.extend(base.reasons.iter().map(|r| format!("Base: {r}")));
@@ -864,7 +918,13 @@ fn pair_record(base: &Row, v: &Row, variant_id: String, format: Format) -> Value
             reasons.push("The base failed its checks.".to_string());
         }
     }
-    let known = v.passed.is_some() || base.passed.is_some() || !reasons.is_empty();
+    // The verdict is the variant's: a variant with no verdict of its own
+    // (skipped, or no output) is not judged, whatever its base did; nor is
+    // a pair whose base has none, unless the variant failed by itself. A
+    // failed request on either side is a service error, which derive
+    // reads from the sides.
+    let base_known = base.passed.is_some() || base.error.is_some();
+    let known = v.error.is_some() || v.passed == Some(false) || (v.passed.is_some() && base_known);
     let mut r = Map::new();
     let case = v
         .case_id
@@ -895,6 +955,9 @@ fn pair_record(base: &Row, v: &Row, variant_id: String, format: Format) -> Value
     if known {
         r.insert("passed".into(), json!(reasons.is_empty()));
         r.insert("reasons".into(), json!(reasons));
+    } else if !reasons.is_empty() {
+        // Shown as context; without a verdict they fail nothing.
+        r.insert("reasons".into(), json!(reasons));
     }
     if let Some(m) = &v.model_id {
         r.insert("model_id".into(), json!(m));
@@ -907,6 +970,9 @@ fn pair_record(base: &Row, v: &Row, variant_id: String, format: Format) -> Value
     }
     r.insert("format".into(), json!(format.name()));
     r.insert("relation".into(), json!(relation));
+    if let Some(s) = &v.validation_status {
+        r.insert("validation_status".into(), json!(s));
+    }
     r.insert("origin".into(), json!({"base": base.raw, "variant": v.raw}));
     Value::Object(r)
 }

@@ -213,6 +213,7 @@ fn row(o: Map<String, Value>) -> Row {
         settings_id: prompt_label,
         scores: (!scores.is_empty()).then_some(Value::Object(scores)),
         raw: Value::Null,
+        ..Row::default()
     };
     // The row itself becomes the origin: moved, not copied.
     r.raw = Value::Object(o);

@@ -148,6 +148,12 @@ fn summarize(record: &PairRecord, d: &crate::core::derive::Lean) -> Summary {
     if d.route_mismatch {
         fl |= flags::ROUTE_MISMATCH;
     }
+    if let Some(unsafe_approval) = record.unsafe_approval {
+        fl |= flags::APPROVAL_FORBIDDEN;
+        if unsafe_approval {
+            fl |= flags::UNSAFE_APPROVAL;
+        }
+    }
     let validity = d.validity;
     let expectation = match &record.expectation {
         None => ExpKind::None,

@@ -16,6 +16,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::core::formats::{self, Format};
+use crate::core::problem::{Problem, ProblemKind};
 
 /// One opened input.
 #[derive(Debug)]
@@ -36,6 +37,10 @@ pub struct RunFile {
     /// Notes about the file as a whole: what a conversion warned about, or
     /// why no known format matched.
     pub notes: Vec<String>,
+    /// Records a conversion found at fault by the tool's own rules (see
+    /// [`formats::ConvertReport::problems`]), as problems of this file: the
+    /// index lists them with the lines' (`triage check --strict` fails on them).
+    pub problems: Vec<Problem>,
 }
 
 impl RunFile {
@@ -252,6 +257,7 @@ fn open_gzip(file: File, display: String, compressed: u64) -> Result<RunFile, Op
         growing: Some(growing),
         format: Format::Native,
         notes: Vec::new(),
+        problems: Vec::new(),
     })
 }
 
@@ -339,6 +345,7 @@ pub(crate) fn open_input(p: &str, want: Option<Format>) -> Result<RunFile, OpenE
             growing: None,
             format: Format::Native,
             notes: Vec::new(),
+            problems: Vec::new(),
         }
     };
     opened.notes = notes;
@@ -413,6 +420,18 @@ fn open_converted(
     };
     let size = tmp.as_file().metadata().map_err(io_err)?.len();
     let reader = tmp.reopen().map_err(io_err)?;
+    // Each names a field of its record (the configuration ids, a digest,
+    // a source id or split), so it is listed as a field warning.
+    let problems = report
+        .problems
+        .into_iter()
+        .map(|p| Problem {
+            file: display.clone(),
+            line: p.line,
+            kind: ProblemKind::FieldWarning,
+            message: p.message,
+        })
+        .collect();
     Ok(RunFile {
         display,
         path: path.to_path_buf(),
@@ -422,6 +441,7 @@ fn open_converted(
         growing: None,
         format,
         notes: report.warnings,
+        problems,
     })
 }
 
@@ -500,5 +520,6 @@ fn copy_to_temp(mut input: impl Read, display: String) -> Result<RunFile, OpenEr
         growing: None,
         format: Format::Native,
         notes: Vec::new(),
+        problems: Vec::new(),
     })
 }

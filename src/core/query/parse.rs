@@ -383,7 +383,7 @@ const EXP_BITS: [&str; 6] = [
     "allowed-routes",
     "unknown",
 ];
-const VALIDITY_BITS: [&str; 4] = ["valid", "invalid", "undeclared", "not-recorded"];
+const VALIDITY_BITS: [&str; 5] = ["valid", "invalid", "undeclared", "not-recorded", "unknown"];
 const OUTCOME_BITS: [&str; 6] = [
     "not-recorded",
     "ok",

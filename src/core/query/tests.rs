@@ -462,7 +462,13 @@ fn value_bits_follow_the_index_names() {
         assert_eq!(enum_mask(Field::Expectation, e.name()), 1 << exp_bit(e));
     }
     use ValidityCode as V;
-    for v in [V::Valid, V::Invalid, V::Undeclared, V::NotRecorded] {
+    for v in [
+        V::Valid,
+        V::Invalid,
+        V::Undeclared,
+        V::NotRecorded,
+        V::Unknown,
+    ] {
         assert_eq!(enum_mask(Field::Validity, v.name()), 1 << validity_bit(v));
     }
     use OutcomeCode as O;

@@ -18,7 +18,8 @@ use crate::core::schema::{
     S_OUTCOME, S_PROBABILITY, S_QUESTION, S_RESPONSE, S_ROUTE, S_STATE, T_ACTION, T_ALLOWED,
     T_CASE, T_CONTRACT, T_DATASET, T_EXPECTATION, T_FAMILY, T_LABEL, T_MARGIN, T_MODEL, T_PASSED,
     T_POLICY, T_REASONS, T_REPETITION, T_REVIEW, T_SCHEMA, T_SETTINGS, T_SOURCE, T_SOURCE_ROUTE,
-    T_TIMESTAMP, T_TRANSFORMATION, T_VARIANT, T_VARIANT_ID, T_VARIANT_ROUTE,
+    T_TIMESTAMP, T_TRANSFORMATION, T_UNSAFE, T_VALIDATION, T_VARIANT, T_VARIANT_ID,
+    T_VARIANT_ROUTE,
 };
 
 /// A line read the fast way by [`LineReader::parse`], which it borrows
@@ -168,6 +169,9 @@ pub(super) fn read<'r, 'line>(
     rec.repetition = r
         .number(top[T_REPETITION])?
         .and_then(|x| (x >= 0.0 && x.fract() == 0.0 && x < u64::MAX as f64).then_some(x as u64));
+    let validation = r.text(top[T_VALIDATION])?;
+    set_text(&mut rec.validation_status, validation.as_deref());
+    rec.unsafe_approval = r.boolean(top[T_UNSAFE])?;
     let contract = r.text(top[T_CONTRACT])?;
     let schema = r.text(top[T_SCHEMA])?;
     let model = r.text(top[T_MODEL])?;

@@ -34,6 +34,13 @@ fn full_summary(record: &PairRecord, d: &Derived) -> String {
     if own.iter().any(|w| w.contains("route was recorded as")) {
         fl |= flags::ROUTE_MISMATCH;
     }
+    // Read from the record as it stands, by both paths.
+    if let Some(unsafe_approval) = record.unsafe_approval {
+        fl |= flags::APPROVAL_FORBIDDEN;
+        if unsafe_approval {
+            fl |= flags::UNSAFE_APPROVAL;
+        }
+    }
     let lean_like = crate::core::derive::Lean {
         dp: d.dp,
         dc: d.dc,
