@@ -18,7 +18,7 @@ use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use triage::core::annotations::{self, AnnotationStore, StoreOpenError};
 use triage::core::config;
 use triage::core::export::{self, ExportInput, ExportOptions, Format, Gates, SummaryFormat};
-use triage::core::formats::Format as RunFormat;
+use triage::core::formats::{ConvertOptions, Format as RunFormat};
 use triage::core::index::{self, OpenOptions, RunIndex};
 use triage::core::query;
 use triage::core::stats::GroupBy;
@@ -66,6 +66,10 @@ struct Cli {
     /// native, context-probe, promptfoo, inspect, multivon.
     #[arg(long, visible_alias = "run-format", value_name = "NAME", value_parser = parse_run_format)]
     format: Option<RunFormat>,
+    /// For an Inspect log: the scorer whose value is each sample's verdict
+    /// (default: the first scorer that gives verdicts, as Inspect lists them).
+    #[arg(long, value_name = "NAME")]
+    scorer: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -94,6 +98,10 @@ enum Command {
         /// results are written out as native records.
         #[arg(long, visible_alias = "run-format", value_name = "NAME", value_parser = parse_run_format)]
         format: Option<RunFormat>,
+        /// For an Inspect log: the scorer whose value is each sample's verdict
+        /// (default: the first scorer that gives verdicts).
+        #[arg(long, value_name = "NAME")]
+        scorer: Option<String>,
     },
     /// Print the key bindings in effect, by mode.
     Keys,
@@ -198,6 +206,10 @@ struct LoadArgs {
     /// native, context-probe, promptfoo, inspect, multivon.
     #[arg(long, visible_alias = "input-format", value_name = "NAME", value_parser = parse_run_format)]
     run_format: Option<RunFormat>,
+    /// For an Inspect log: the scorer whose value is each sample's verdict
+    /// (default: the first scorer that gives verdicts, as Inspect lists them).
+    #[arg(long, value_name = "NAME")]
+    scorer: Option<String>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -274,6 +286,7 @@ fn main() -> ExitCode {
             output,
             force,
             format,
+            scorer,
         }) => done(
             triage::core::apply::apply(
                 Path::new(&run),
@@ -281,6 +294,7 @@ fn main() -> ExitCode {
                 &output,
                 force,
                 format,
+                &ConvertOptions { scorer },
             )
             .map_err(|e| e.to_string()),
         ),
@@ -431,6 +445,9 @@ fn load_with_config(
         max_line_bytes: line_limit(load.max_line_bytes, &cfg),
         follow: false,
         format: load.run_format,
+        convert: ConvertOptions {
+            scorer: load.scorer.clone(),
+        },
     };
     let mut index = index_with_progress(runs, &opts)?;
     let store = read_journal(&runs[0], load.annotations.as_deref())?;
@@ -866,6 +883,9 @@ fn open(cli: Cli) -> ExitCode {
         max_line_bytes: line_limit(cli.max_line_bytes, &cfg),
         follow: cli.follow,
         format: cli.format,
+        convert: ConvertOptions {
+            scorer: cli.scorer.clone(),
+        },
     };
     let (idx, loader) = match index::open_run(&cli.runs, &opts) {
         Ok(x) => x,

@@ -212,6 +212,7 @@ fn row(o: Map<String, Value>) -> Row {
         model_id: provider,
         settings_id: prompt_label,
         scores: (!scores.is_empty()).then_some(Value::Object(scores)),
+        side_extra: Map::new(),
         raw: Value::Null,
     };
     // The row itself becomes the origin: moved, not copied.
