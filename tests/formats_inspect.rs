@@ -7,7 +7,9 @@
 //! (`results.scores`, `results.total_samples`, `eval.config.epochs`)
 //! wherever the log states them.
 
-use std::collections::BTreeMap;
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -392,6 +394,29 @@ fn scorer_on_another_format_is_a_note() {
     assert_eq!(code, Some(0), "{err}");
     assert!(out.contains("5 pairs"), "{out}");
     assert!(err.contains("--scorer x applies to Inspect logs"), "{err}");
+}
+
+#[test]
+fn the_viewer_shows_answers_targets_and_scores() {
+    let dir = tempfile::tempdir().expect("temp");
+    std::fs::copy(fixture("urgency.eval"), dir.path().join("urgency.eval")).expect("copy");
+    let mut t = common::Tui::spawn(&["urgency.eval"], 120, 60, dir.path(), &[]);
+    t.wait_for("q1-typo @ epoch 1");
+    t.wait_for("── Answers");
+    t.wait_for("decision urgent → routine");
+    t.wait_for("target   urgent");
+    t.wait_for("answer routine");
+    t.wait_for("scores answer I, confidence_on_target 0.3");
+    t.wait_for("│ ANSWER: routine");
+    let screen = t.screen();
+    assert!(!screen.contains("decision fail"), "{screen}");
+    let seen: BTreeSet<&str> = ["typo", "question"]
+        .into_iter()
+        .filter(|w| screen.contains(w))
+        .collect();
+    assert_eq!(seen.len(), 2, "{screen}");
+    t.send("q");
+    t.wait_exit();
 }
 
 #[test]

@@ -8,6 +8,8 @@
 //! Row counts and verdicts are checked against the file's own
 //! `results.stats` (successes, failures, errors).
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -355,6 +357,25 @@ fn csv_yaml_and_xml_exports_are_refused_with_the_file_to_open() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/formats/unknown/results.csv");
     let head = std::fs::read(other).expect("fixture");
     assert_eq!(formats::detect(&head).format, None);
+}
+
+#[test]
+fn the_viewer_shows_outputs_verdicts_and_reasons() {
+    let dir = tempfile::tempdir().expect("temp");
+    std::fs::copy(
+        fixture("keyword/results.json"),
+        dir.path().join("results.json"),
+    )
+    .expect("copy");
+    let mut t = common::Tui::spawn(&["results.json"], 120, 60, dir.path(), &[]);
+    t.wait_for("outage-typo @ keyword / prompt 0");
+    t.wait_for("── Answers");
+    t.wait_for("decision pass → fail");
+    t.wait_for("target   urgent");
+    t.wait_for("│ routine");
+    t.wait_for("Variant: icontains: Expected output to contain \"urgent\"");
+    t.send("q");
+    t.wait_exit();
 }
 
 #[test]
