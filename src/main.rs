@@ -18,7 +18,7 @@ use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 use triage::core::annotations::{self, AnnotationStore, StoreOpenError};
 use triage::core::config;
 use triage::core::export::{self, ExportInput, ExportOptions, Format, SummaryFormat};
-use triage::core::formats::Format as RunFormat;
+use triage::core::formats::{ConvertOptions, Format as RunFormat};
 use triage::core::gate::{self, Gates};
 use triage::core::index::{self, OpenOptions, RunIndex};
 use triage::core::query;
@@ -67,6 +67,10 @@ struct Cli {
     /// native, context-probe, promptfoo, inspect, multivon.
     #[arg(long, visible_alias = "run-format", value_name = "NAME", value_parser = parse_run_format)]
     format: Option<RunFormat>,
+    /// For an Inspect log: the scorer whose value is each sample's verdict
+    /// (default: the first scorer that gives verdicts, as Inspect lists them).
+    #[arg(long, value_name = "NAME")]
+    scorer: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -95,6 +99,10 @@ enum Command {
         /// results are written out as native records.
         #[arg(long, visible_alias = "run-format", value_name = "NAME", value_parser = parse_run_format)]
         format: Option<RunFormat>,
+        /// For an Inspect log: the scorer whose value is each sample's verdict
+        /// (default: the first scorer that gives verdicts).
+        #[arg(long, value_name = "NAME")]
+        scorer: Option<String>,
     },
     /// Print the key bindings in effect, by mode.
     Keys,
@@ -229,6 +237,10 @@ struct LoadArgs {
     /// native, context-probe, promptfoo, inspect, multivon.
     #[arg(long, visible_alias = "input-format", value_name = "NAME", value_parser = parse_run_format)]
     run_format: Option<RunFormat>,
+    /// For an Inspect log: the scorer whose value is each sample's verdict
+    /// (default: the first scorer that gives verdicts, as Inspect lists them).
+    #[arg(long, value_name = "NAME")]
+    scorer: Option<String>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
@@ -323,6 +335,7 @@ fn main() -> ExitCode {
             output,
             force,
             format,
+            scorer,
         }) => done(
             triage::core::apply::apply(
                 Path::new(&run),
@@ -330,6 +343,7 @@ fn main() -> ExitCode {
                 &output,
                 force,
                 format,
+                &ConvertOptions { scorer },
             )
             .map_err(|e| e.to_string()),
         ),
@@ -498,6 +512,9 @@ fn load_with_config(
         max_line_bytes: line_limit(load.max_line_bytes, &cfg),
         follow: false,
         format: load.run_format,
+        convert: ConvertOptions {
+            scorer: load.scorer.clone(),
+        },
     };
     let mut index = index_with_progress(runs, &opts)?;
     let store = read_journal(&runs[0], load.annotations.as_deref())?;
@@ -936,6 +953,9 @@ fn open(cli: Cli) -> ExitCode {
         max_line_bytes: line_limit(cli.max_line_bytes, &cfg),
         follow: cli.follow,
         format: cli.format,
+        convert: ConvertOptions {
+            scorer: cli.scorer.clone(),
+        },
     };
     let (idx, loader) = match index::open_run(&cli.runs, &opts) {
         Ok(x) => x,

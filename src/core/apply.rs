@@ -33,6 +33,7 @@ pub fn apply(
     out: &Path,
     force: bool,
     format: Option<Format>,
+    convert_opts: &formats::ConvertOptions,
 ) -> Result<String, ApplyError> {
     let shown = super::text::inert_line(&run.display().to_string());
     let open = |error| ApplyError::Open {
@@ -89,7 +90,7 @@ pub fn apply(
         let mut tmp = tempfile::NamedTempFile::new().map_err(convert)?;
         {
             let mut w = BufWriter::new(tmp.as_file_mut());
-            formats::convert(run, format, &mut w).map_err(ApplyError::Format)?;
+            formats::convert_with(run, format, convert_opts, &mut w).map_err(ApplyError::Format)?;
             w.flush().map_err(convert)?;
         }
         input = tmp.reopen().map_err(convert)?;
@@ -262,7 +263,9 @@ mod tests {
         let out = dir.path().join("out.jsonl");
         let shown = |p: &Path| p.display().to_string();
         let err = |run: &Path, out: &Path, force| {
-            apply(run, None, out, force, None).unwrap_err().to_string()
+            apply(run, None, out, force, None, &Default::default())
+                .unwrap_err()
+                .to_string()
         };
         let io = std::fs::metadata(&run).unwrap_err();
         assert_eq!(

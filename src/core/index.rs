@@ -375,6 +375,8 @@ pub struct OpenOptions {
     pub follow: bool,
     /// Read every input as this format instead of detecting it (`--format`).
     pub format: Option<Format>,
+    /// How another tool's file is converted (`--scorer`).
+    pub convert: crate::core::formats::ConvertOptions,
 }
 
 impl Default for OpenOptions {
@@ -383,6 +385,7 @@ impl Default for OpenOptions {
             max_line_bytes: DEFAULT_MAX_LINE_BYTES,
             follow: false,
             format: None,
+            convert: crate::core::formats::ConvertOptions::default(),
         }
     }
 }
@@ -409,7 +412,7 @@ pub fn open_run_with(
     clock_start();
     let mut files = Vec::new();
     for p in paths {
-        files.push(open_input(p, opts.format)?);
+        files.push(open_input(p, opts.format, &opts.convert)?);
     }
     let mut index = RunIndex {
         bytes_total: files.iter().map(|f| f.size).sum(),

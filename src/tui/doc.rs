@@ -22,6 +22,8 @@ use crate::core::text;
 
 use super::style::{Theme, inert_spans};
 
+mod answers;
+
 /// How the detail pane shows the pair.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DetailMode {
@@ -55,7 +57,9 @@ pub struct DetailDoc {
 impl DetailDoc {
     fn built(&self, mode: DetailMode) -> &Built {
         let (cell, f): (&OnceLock<Built>, fn(&mut Builder, &LoadedPair)) = match mode {
-            DetailMode::Unified => (&self.unified, |b, p| unified(b, &p.record, &p.derived)),
+            DetailMode::Unified => (&self.unified, |b, p| {
+                unified(b, &p.record, &p.derived, &p.raw)
+            }),
             DetailMode::SideBySide => (&self.side, |b, p| side_by_side(b, &p.record, &p.derived)),
             DetailMode::Raw => (&self.raw, |b, p| raw(b, &p.raw)),
         };
@@ -263,7 +267,7 @@ pub fn wrap(spans: Vec<Span<'static>>, width: usize, indent: usize) -> Vec<Line<
     out
 }
 
-fn unified(b: &mut Builder, r: &PairRecord, d: &Derived) {
+fn unified(b: &mut Builder, r: &PairRecord, d: &Derived, raw: &Value) {
     let t = b.t;
     // Header.
     let mut head = inert_spans(&cap(&r.case_id, VALUE_CAP), t.title, t);
@@ -315,6 +319,8 @@ fn unified(b: &mut Builder, r: &PairRecord, d: &Derived) {
     // Decision strip.
     b.heading("Decision");
     decision(b, r, d);
+    // Another tool's answers, target and scores.
+    answers::answers(b, raw);
 
     // Expectation.
     b.heading("Expectation");

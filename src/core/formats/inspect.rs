@@ -1,16 +1,27 @@
-//! Inspect AI: an eval log in Inspect's JSON log format (`--log-format json`).
+//! Inspect AI: an eval log in Inspect's JSON log format (`--log-format
+//! json`), or its `.eval` archive (a zip of `header.json` and one
+//! `samples/*.json` per sample, zstd-compressed), unpacked into the same log
+//! shape first.
 //!
-//! Samples pair through their metadata, as promptfoo rows do:
-//! `metadata.case_id`, `metadata.variant_id` (or the sample id),
-//! `metadata.base_id` and `metadata.relation`. A base and its variant pair
-//! within the same epoch; the epoch becomes the repetition (epoch 1 is
-//! repetition 0). `.eval` archives (a zip of `header.json` and one
-//! `samples/*.json` per sample, zstd-compressed) are unpacked into the same
-//! log shape first.
+//! A sample's verdict is the value of its verdict scorer: the first scorer
+//! whose values are verdicts (`C`/`I`, correct/incorrect, true/false, 1/0),
+//! in the order Inspect lists them, or the one `--scorer NAME` names. Every
+//! other scorer's value (a float such as `confidence_on_target`) is kept
+//! beside the pair as a metric. The verdict scorer's parsed answer is the
+//! side's decision.
+//!
+//! Samples pair through their metadata: `base_id` names the sample this one
+//! is a variant of, `variant`/`transformation` what was done, `group`/
+//! `family` the kind of change, `relation` the expectation. A base and its
+//! variant pair within the same epoch; the epoch becomes the repetition
+//! (epoch 1 is repetition 0). A log without samples is refused.
 
 use serde_json::{Map, Value, json};
 
-use super::{ConvertError, Format, Row, Sink, Sniff, as_text, pick, pick_str, write_paired};
+use super::{
+    ConvertError, ConvertOptions, Format, Row, Sink, Sniff, as_text, pick, pick_str, write_paired,
+};
+use crate::core::text::inert_line;
 
 pub(super) fn sniff(s: &Sniff) -> Result<(), String> {
     if s.zip {
@@ -50,13 +61,17 @@ fn is_log(o: &Map<String, Value>) -> bool {
         && (o.contains_key("samples") || o.contains_key("status"))
 }
 
-pub(super) fn convert(text: &str, sink: &mut Sink) -> Result<(), ConvertError> {
+pub(super) fn convert(
+    text: &str,
+    opts: &ConvertOptions,
+    sink: &mut Sink,
+) -> Result<(), ConvertError> {
     let doc: Value = serde_json::from_str(text.trim_start())
         .map_err(|e| format!("not a JSON document ({e}); expected an Inspect JSON log"))?;
     let Value::Object(log) = doc else {
         return Err("expected an Inspect JSON log (an object with eval and samples)".into());
     };
-    convert_log(log, sink)
+    convert_log(log, opts, sink)
 }
 
 /// The most one member of an `.eval` archive may unpack to.
@@ -70,7 +85,11 @@ pub(super) fn is_zip(bytes: &[u8]) -> bool {
 /// Convert an `.eval` archive: `header.json` is the log without its
 /// samples, each `samples/*.json` one sample. They are put together in the
 /// JSON log's order (by epoch, then id) and converted like a JSON log.
-pub(super) fn convert_archive(bytes: &[u8], sink: &mut Sink) -> Result<(), ConvertError> {
+pub(super) fn convert_archive(
+    bytes: &[u8],
+    opts: &ConvertOptions,
+    sink: &mut Sink,
+) -> Result<(), ConvertError> {
     let bad = |e: zip::result::ZipError| format!("not a readable .eval archive ({e})");
     let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(bad)?;
     let mut header: Option<Map<String, Value>> = None;
@@ -103,7 +122,7 @@ pub(super) fn convert_archive(bytes: &[u8], sink: &mut Sink) -> Result<(), Conve
     if !samples.is_empty() {
         log.insert("samples".into(), Value::Array(samples));
     }
-    convert_log(log, sink)
+    convert_log(log, opts, sink)
 }
 
 /// One member's bytes: stored, deflated or zstd-compressed (what Inspect writes).
@@ -135,7 +154,11 @@ fn unpack(
     Ok(out)
 }
 
-fn convert_log(log: Map<String, Value>, sink: &mut Sink) -> Result<(), ConvertError> {
+fn convert_log(
+    log: Map<String, Value>,
+    opts: &ConvertOptions,
+    sink: &mut Sink,
+) -> Result<(), ConvertError> {
     if !is_log(&log) {
         return Err("expected an Inspect JSON log: no eval.task".into());
     }
@@ -152,24 +175,235 @@ fn convert_log(log: Map<String, Value>, sink: &mut Sink) -> Result<(), ConvertEr
         sink.warn(format!("the eval's status is {st}, not success"));
     }
     let samples = match log.get("samples") {
-        Some(Value::Array(a)) => a,
-        _ => {
-            return Err(
-                "the log has no samples (written with --no-log-samples?); nothing to triage".into(),
-            );
-        }
+        Some(Value::Array(a)) if !a.is_empty() => a,
+        _ => return Err(ConvertError::Refused(no_samples(&log))),
     };
     sink.report.rows = samples.len();
+    let samples: Vec<&Map<String, Value>> = samples.iter().filter_map(Value::as_object).collect();
+    let scorers =
+        Scorers::of(&log, &samples, opts.scorer.as_deref()).map_err(ConvertError::Refused)?;
+    if let Some(w) = scorers.note() {
+        sink.warn(w);
+    }
     let rows = samples
-        .iter()
-        .filter_map(Value::as_object)
-        .map(|s| row(s, model.clone(), settings.clone(), task.as_deref()))
+        .into_iter()
+        .map(|s| {
+            row(
+                s,
+                &scorers,
+                model.clone(),
+                settings.clone(),
+                task.as_deref(),
+            )
+        })
         .collect();
     write_paired(rows, Format::Inspect, sink)
 }
 
+/// Why a log without samples cannot be read, with what it does hold.
+fn no_samples(log: &Map<String, Value>) -> String {
+    let results = log.get("results").and_then(Value::as_object);
+    let total = results
+        .and_then(|r| r.get("total_samples"))
+        .and_then(Value::as_u64);
+    let metrics: Vec<String> = results
+        .and_then(|r| r.get("scores"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|sc| {
+            let name = sc.get("name").and_then(Value::as_str)?;
+            let (metric, m) = sc.get("metrics")?.as_object()?.iter().next()?;
+            let value = m.get("value").and_then(Value::as_f64)?;
+            Some(format!(
+                "{name} {metric} {}",
+                (value * 1000.0).round() / 1000.0
+            ))
+        })
+        .collect();
+    let mut held = String::new();
+    if let Some(n) = total {
+        held.push_str(&format!("{n} samples were run"));
+    }
+    if !metrics.is_empty() {
+        held.push_str(if held.is_empty() { "" } else { ": " });
+        held.push_str(&metrics.join(", "));
+    }
+    let without = log
+        .get("eval")
+        .and_then(|e| e.get("config"))
+        .and_then(|c| c.get("log_samples"))
+        == Some(&Value::Bool(false));
+    let why = if without {
+        "it was written with --no-log-samples"
+    } else {
+        "it holds no samples"
+    };
+    let held = if held.is_empty() {
+        String::new()
+    } else {
+        format!(" (only the summary: {})", inert_line(&held))
+    };
+    format!(
+        "this Inspect log has no samples to pair: {why}{held}; re-run the eval with samples logged (the default) and open that log"
+    )
+}
+
+/// The log's scorers, in Inspect's order, and the one whose value is a
+/// sample's verdict.
+#[derive(Debug)]
+struct Scorers {
+    /// Every scorer's name, in the order Inspect lists them.
+    names: Vec<String>,
+    /// The verdict scorer, when one gives verdicts.
+    verdict: Option<String>,
+    /// Scorers whose values are verdicts (`C`/`I`, true/false, 1/0, ...).
+    verdicts: Vec<String>,
+    /// Whether the verdict scorer was named by `--scorer`.
+    chosen: bool,
+}
+
+impl Scorers {
+    /// Inspect's order is the task's: `eval.scorers`, then `results.scores`,
+    /// then any other name a sample's scores hold. The verdict scorer is
+    /// the one `--scorer` names, else the first that gives verdicts.
+    fn of(
+        log: &Map<String, Value>,
+        samples: &[&Map<String, Value>],
+        wanted: Option<&str>,
+    ) -> Result<Scorers, String> {
+        let mut names: Vec<String> = Vec::new();
+        let mut add = |n: &str| {
+            if !names.iter().any(|m| m == n) {
+                names.push(n.to_string());
+            }
+        };
+        let listed = |v: Option<&Value>| -> Vec<String> {
+            v.and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|s| s.get("name").and_then(Value::as_str))
+                .map(str::to_string)
+                .collect()
+        };
+        let eval = log.get("eval");
+        for n in listed(eval.and_then(|e| e.get("scorers"))) {
+            add(&n);
+        }
+        for n in listed(log.get("results").and_then(|r| r.get("scores"))) {
+            add(&n);
+        }
+        for s in samples {
+            if let Some(Value::Object(sc)) = s.get("scores") {
+                for n in sc.keys() {
+                    add(n);
+                }
+            }
+        }
+        // A scorer gives verdicts when every value it gave is one.
+        let verdicts: Vec<String> = names
+            .iter()
+            .filter(|n| {
+                let mut values = samples
+                    .iter()
+                    .filter_map(|s| s.get("scores")?.get(n.as_str())?.get("value"))
+                    .filter(|v| !v.is_null())
+                    .peekable();
+                values.peek().is_some() && values.all(|v| verdict_of(v).is_some())
+            })
+            .cloned()
+            .collect();
+        let shown = |list: &[String]| {
+            list.iter()
+                .map(|n| inert_line(n))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let verdict = match wanted {
+            None => verdicts.first().cloned(),
+            Some(w) if verdicts.iter().any(|n| n == w) => Some(w.to_string()),
+            Some(w) if names.iter().any(|n| n == w) => {
+                let example = samples
+                    .iter()
+                    .filter_map(|s| s.get("scores")?.get(w)?.get("value"))
+                    .find(|v| verdict_of(v).is_none())
+                    .map(|v| inert_line(&as_text(v)))
+                    .unwrap_or_default();
+                let others = if verdicts.is_empty() {
+                    "no scorer of this log gives verdicts".to_string()
+                } else {
+                    format!("scorers that give verdicts: {}", shown(&verdicts))
+                };
+                return Err(format!(
+                    "scorer {} gives values such as {example}, not verdicts (C/I, correct/incorrect, true/false, 1/0); {others}",
+                    inert_line(w)
+                ));
+            }
+            Some(w) => {
+                return Err(format!(
+                    "no scorer named {} in this Inspect log; its scorers: {}",
+                    inert_line(w),
+                    if names.is_empty() {
+                        "none".to_string()
+                    } else {
+                        shown(&names)
+                    }
+                ));
+            }
+        };
+        Ok(Scorers {
+            names,
+            verdict,
+            verdicts,
+            chosen: wanted.is_some(),
+        })
+    }
+
+    /// A note for the reader: which scorer gives the verdicts and why.
+    fn note(&self) -> Option<String> {
+        let shown = |list: &[String]| {
+            list.iter()
+                .map(|n| inert_line(n))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match &self.verdict {
+            None if !self.names.is_empty() => Some(format!(
+                "no scorer gives verdicts (C/I, correct/incorrect, true/false, 1/0), so no pair is checked; the scores ({}) are shown beside each pair",
+                shown(&self.names)
+            )),
+            Some(v) if !self.chosen && (self.verdicts.len() > 1 || self.names[0] != *v) => {
+                let others: Vec<String> =
+                    self.verdicts.iter().filter(|n| *n != v).cloned().collect();
+                let first = if self.names[0] == *v {
+                    "the first scorer".to_string()
+                } else {
+                    format!(
+                        "the first scorer that gives verdicts ({} gives numbers)",
+                        inert_line(&self.names[0])
+                    )
+                };
+                let mut note = format!("verdicts come from scorer {}, {first}", inert_line(v));
+                if !others.is_empty() {
+                    note.push_str(&format!(
+                        "; --scorer {} reads another's",
+                        others
+                            .iter()
+                            .map(|n| inert_line(n))
+                            .collect::<Vec<_>>()
+                            .join(" or --scorer ")
+                    ));
+                }
+                Some(note)
+            }
+            _ => None,
+        }
+    }
+}
+
 fn row(
     s: &Map<String, Value>,
+    scorers: &Scorers,
     model: Option<String>,
     settings: Option<String>,
     task: Option<&str>,
@@ -202,14 +436,57 @@ fn row(
             other => as_text(other),
         })
         .map(|m| ("error".to_string(), m));
-    let (passed, reasons, scores) = verdict(s.get("scores"));
+    let scores = s.get("scores").and_then(Value::as_object);
+    let judged = verdict(scores, scorers, completion.as_deref());
+    // The metadata names words for what a variant is; a flag is not one.
+    let word = |names: &[&str]| {
+        pick(meta, names).and_then(|v| match v {
+            Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
+            _ => None,
+        })
+    };
+    let mut side_extra = Map::new();
+    // The model's parsed answer is its decision; a pass/fail verdict is not.
+    side_extra.insert(
+        "decision".into(),
+        judged
+            .answer
+            .as_ref()
+            .filter(|a| !a.contains('\n') && a.chars().count() <= 80)
+            .map_or(Value::Null, |a| json!(a)),
+    );
+    if let Some(a) = &judged.answer {
+        side_extra.insert("answer".into(), json!(a));
+    }
+    // The side's own verdict, and the scorer it came from.
+    if let (Some(p), None) = (judged.passed, &error) {
+        side_extra.insert("verdict".into(), json!(if p { "pass" } else { "fail" }));
+    }
+    if let Some(v) = &scorers.verdict {
+        side_extra.insert("verdict_scorer".into(), json!(v));
+    }
     Row {
-        id: pick_str(meta, &["variant_id", "variantId"]).unwrap_or_else(|| sample_id.clone()),
-        case_id: pick_str(meta, &["case_id", "caseId"]),
-        base_id: pick_str(meta, &["base_id", "baseId", "variant_of", "variantOf"]),
-        relation: pick_str(meta, &["relation", "expectation"]),
-        transformation: pick_str(meta, &["transformation"]),
-        family: pick_str(meta, &["family"]),
+        id: word(&["variant_id", "variantId"]).unwrap_or_else(|| sample_id.clone()),
+        case_id: word(&["case_id", "caseId"]),
+        base_id: word(&[
+            "base_id",
+            "baseId",
+            "variant_of",
+            "variantOf",
+            "parent_id",
+            "parentId",
+            "original_id",
+        ]),
+        relation: word(&["relation", "expectation"]),
+        transformation: word(&[
+            "transformation",
+            "variant",
+            "variant_type",
+            "perturbation",
+            "mutation",
+            "transform",
+        ]),
+        family: word(&["family", "group", "variant_group", "variant_family"]),
         allowed_changes: pick(meta, &["allowed_changes", "allowedChanges"]).cloned(),
         label: task.map(|t| format!("{t} sample {sample_id}")),
         group: format!("epoch {epoch}"),
@@ -218,8 +495,8 @@ fn row(
         vars: None,
         expected: s.get("target").cloned(),
         output: completion.map(Value::String),
-        passed: if error.is_some() { None } else { passed },
-        reasons,
+        passed: if error.is_some() { None } else { judged.passed },
+        reasons: judged.reasons,
         error,
         latency_ms: s
             .get("total_time")
@@ -227,7 +504,8 @@ fn row(
             .map(|t| (t * 1000.0).round()),
         model_id: output.and_then(|o| pick_str(o, &["model"])).or(model),
         settings_id: settings,
-        scores,
+        scores: judged.scores,
+        side_extra,
         raw: Value::Object(s.clone()),
         ..Row::default()
     }
@@ -261,56 +539,234 @@ fn input_text(v: &Value) -> String {
     }
 }
 
-/// Pass when every scorer's value counts as correct: `C`, `true`, `yes` or
-/// a number ≥ 1. `I`, `P` (partial), `N` (no answer), `false` and numbers
-/// below 1 fail. No scores: no verdict.
-fn verdict(scores: Option<&Value>) -> (Option<bool>, Vec<String>, Option<Value>) {
-    let Some(Value::Object(scores)) = scores else {
-        return (None, Vec::new(), None);
-    };
-    if scores.is_empty() {
-        return (None, Vec::new(), None);
-    }
-    let mut all = true;
-    let mut reasons = Vec::new();
-    let mut kept = Map::new();
-    for (name, sc) in scores {
-        let value = sc.get("value").cloned().unwrap_or(Value::Null);
-        let ok = score_passes(&value);
-        if !ok {
-            all = false;
-            let answer = sc
-                .get("answer")
-                .filter(|a| !a.is_null())
-                .map(as_text)
-                .unwrap_or_default();
-            let mut r = format!("Scorer {name} gave {}", as_text(&value));
-            if !answer.is_empty() {
-                r.push_str(&format!(" for the answer {answer:?}"));
-            }
-            if let Some(e) = sc.get("explanation").and_then(Value::as_str)
-                && !e.is_empty()
-                && e != answer
-            {
-                r.push_str(&format!(": {e}"));
-            }
-            r.push('.');
-            reasons.push(r);
-        }
-        kept.insert(name.clone(), json!({"value": value}));
-    }
-    (Some(all), reasons, Some(Value::Object(kept)))
+/// What a sample's scores say.
+#[derive(Debug, Default, PartialEq)]
+struct Judged {
+    /// The verdict scorer's verdict; none without a verdict scorer or its score.
+    passed: Option<bool>,
+    reasons: Vec<String>,
+    /// The verdict scorer's parsed answer (else the first scorer's).
+    answer: Option<String>,
+    /// Every scorer's value, by name.
+    scores: Option<Value>,
 }
 
-fn score_passes(v: &Value) -> bool {
+/// A sample's verdict is its verdict scorer's value; every other scorer's
+/// value (a float such as `confidence_on_target`, or another verdict) is
+/// kept as a score beside it, never a failure.
+fn verdict(
+    scores: Option<&Map<String, Value>>,
+    scorers: &Scorers,
+    completion: Option<&str>,
+) -> Judged {
+    let Some(scores) = scores.filter(|s| !s.is_empty()) else {
+        return Judged::default();
+    };
+    let answer_of = |sc: &Value| {
+        sc.get("answer")
+            .filter(|a| !a.is_null())
+            .map(as_text)
+            .filter(|a| !a.is_empty())
+    };
+    let mut judged = Judged {
+        scores: Some(Value::Object(
+            scores
+                .iter()
+                .map(|(n, sc)| (n.clone(), sc.get("value").cloned().unwrap_or(Value::Null)))
+                .collect(),
+        )),
+        ..Judged::default()
+    };
+    let chosen = scorers
+        .verdict
+        .as_deref()
+        .and_then(|n| Some((n, scores.get(n)?)));
+    judged.answer = chosen
+        .and_then(|(_, sc)| answer_of(sc))
+        .or_else(|| scores.values().find_map(answer_of));
+    let Some((name, sc)) = chosen else {
+        return judged;
+    };
+    let value = sc.get("value").cloned().unwrap_or(Value::Null);
+    judged.passed = verdict_of(&value);
+    if judged.passed == Some(false) {
+        let mut r = format!("Scorer {name} gave {}", as_text(&value));
+        if let Some(a) = answer_of(sc) {
+            r.push_str(&format!(" for the answer {a:?}"));
+        }
+        if let Some(e) = sc.get("explanation").and_then(Value::as_str)
+            && !e.trim().is_empty()
+            && Some(e) != answer_of(sc).as_deref()
+            && Some(e.trim()) != completion.map(str::trim)
+        {
+            r.push_str(&format!(": {e}"));
+        }
+        r.push('.');
+        judged.reasons.push(r);
+    }
+    judged
+}
+
+/// A score value as a verdict: `C`, `correct`, `true`, `yes`, `pass` and 1
+/// pass; `I`, `incorrect`, `false`, `no`, `fail`, 0, and Inspect's `P`
+/// (partial) and `N` (no answer) fail. Any other value (a float such as
+/// 0.9, a dict of values) is a metric, not a verdict.
+fn verdict_of(v: &Value) -> Option<bool> {
     match v {
-        Value::String(s) => matches!(
-            s.to_ascii_lowercase().as_str(),
-            "c" | "correct" | "true" | "yes" | "pass"
-        ),
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|x| x >= 1.0),
-        Value::Object(m) => !m.is_empty() && m.values().all(score_passes),
-        _ => false,
+        Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+            "c" | "correct" | "true" | "yes" | "pass" | "passed" => Some(true),
+            "i" | "incorrect" | "false" | "no" | "fail" | "failed" | "p" | "partial" | "n"
+            | "noanswer" => Some(false),
+            _ => None,
+        },
+        Value::Bool(b) => Some(*b),
+        Value::Number(n) => match n.as_f64() {
+            Some(1.0) => Some(true),
+            Some(0.0) => Some(false),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A log of two samples (a base and its typo variant) scored by the
+    /// given scorers, `scores[i]` being sample i's `{name: value}`.
+    fn log(names: &[&str], scores: [Value; 2]) -> String {
+        let [base, variant] = scores;
+        let sample = |id: &str, meta: Value, sc: Value| {
+            let sc: Map<String, Value> = sc
+                .as_object()
+                .expect("scores")
+                .iter()
+                .map(|(k, v)| (k.clone(), json!({"value": v, "answer": "urgent"})))
+                .collect();
+            json!({"id": id, "epoch": 1, "input": format!("ticket {id}"), "target": "urgent",
+                   "output": {"completion": "ANSWER: urgent"}, "scores": sc, "metadata": meta})
+        };
+        json!({
+            "status": "success",
+            "eval": {"task": "t", "model": "m",
+                     "scorers": names.iter().map(|n| json!({"name": n})).collect::<Vec<_>>()},
+            "samples": [
+                sample("q1", json!({}), base),
+                sample("q1-typo", json!({"base_id": "q1", "variant": "typo", "group": "question"}), variant),
+            ],
+        })
+        .to_string()
+    }
+
+    fn run(text: &str, scorer: Option<&str>) -> Result<(Vec<Value>, Vec<String>), ConvertError> {
+        let mut out = Vec::new();
+        let mut sink = Sink {
+            out: &mut out,
+            report: super::super::ConvertReport::default(),
+        };
+        let opts = ConvertOptions {
+            scorer: scorer.map(str::to_string),
+        };
+        convert(text, &opts, &mut sink)?;
+        let warnings = sink.report.warnings.clone();
+        let records = String::from_utf8(out)
+            .expect("utf-8")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("JSON"))
+            .collect();
+        Ok((records, warnings))
+    }
+
+    #[test]
+    fn verdict_values_and_metrics() {
+        for (v, want) in [
+            (json!("C"), Some(true)),
+            (json!("correct"), Some(true)),
+            (json!(true), Some(true)),
+            (json!(1), Some(true)),
+            (json!(1.0), Some(true)),
+            (json!("I"), Some(false)),
+            (json!("incorrect"), Some(false)),
+            (json!(false), Some(false)),
+            (json!(0), Some(false)),
+            (json!("P"), Some(false)),
+            (json!("N"), Some(false)),
+            (json!(0.9), None),
+            (json!(0.5), None),
+            (json!({"a": 1}), None),
+            (json!("maybe"), None),
+        ] {
+            assert_eq!(verdict_of(&v), want, "{v}");
+        }
+    }
+
+    #[test]
+    fn a_float_scorer_alone_gives_no_verdict() {
+        let (records, warnings) = run(
+            &log(
+                &["confidence"],
+                [json!({"confidence": 0.9}), json!({"confidence": 0.2})],
+            ),
+            None,
+        )
+        .expect("convert");
+        assert_eq!(records.len(), 1);
+        let r = &records[0];
+        assert!(r.get("passed").is_none(), "{r}");
+        assert_eq!(r["variant"]["scores"]["confidence"], 0.2);
+        assert!(r["variant"].get("verdict").is_none());
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("no scorer gives verdicts")),
+            "{warnings:?}"
+        );
+    }
+
+    #[test]
+    fn the_first_scorer_that_gives_verdicts_decides_and_the_note_says_why() {
+        let text = log(
+            &["confidence", "exact", "loose"],
+            [
+                json!({"confidence": 0.9, "exact": "C", "loose": "C"}),
+                json!({"confidence": 0.4, "exact": "I", "loose": 1}),
+            ],
+        );
+        let (records, warnings) = run(&text, None).expect("convert");
+        let r = &records[0];
+        assert_eq!(r["passed"], false);
+        assert_eq!(r["variant"]["verdict_scorer"], "exact");
+        assert_eq!(r["transformation"], "typo");
+        assert_eq!(r["family"], "question");
+        assert_eq!(r["variant"]["decision"], "urgent");
+        assert!(r["reasons"].to_string().contains("Scorer exact gave I"));
+        let note = warnings.join("\n");
+        assert!(
+            note.contains("verdicts come from scorer exact")
+                && note.contains("(confidence gives numbers)")
+                && note.contains("--scorer loose"),
+            "{note}"
+        );
+        let (records, warnings) = run(&text, Some("loose")).expect("convert");
+        assert_eq!(records[0]["passed"], true);
+        assert!(warnings.is_empty(), "{warnings:?}");
+    }
+
+    #[test]
+    fn no_samples_says_what_the_summary_holds() {
+        let text = json!({
+            "status": "success",
+            "eval": {"task": "t", "config": {"log_samples": false}},
+            "results": {"total_samples": 4,
+                        "scores": [{"name": "match", "metrics": {"accuracy": {"value": 0.5}}}]},
+        })
+        .to_string();
+        let e = run(&text, None).expect_err("refused");
+        assert!(e.is_refusal());
+        assert_eq!(
+            e.to_string(),
+            "this Inspect log has no samples to pair: it was written with --no-log-samples (only the summary: 4 samples were run: match accuracy 0.5); re-run the eval with samples logged (the default) and open that log"
+        );
     }
 }

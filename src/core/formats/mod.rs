@@ -221,6 +221,14 @@ pub struct ConvertProblem {
     pub message: String,
 }
 
+/// Choices that change how a foreign file is read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConvertOptions {
+    /// The Inspect scorer whose value is a sample's verdict (`--scorer
+    /// NAME`); by default the first scorer that gives verdicts.
+    pub scorer: Option<String>,
+}
+
 /// Convert a foreign file into native JSONL pair records written to `out`.
 ///
 /// [`Format::Native`] is copied through unchanged. Errors name the file and
@@ -228,6 +236,16 @@ pub struct ConvertProblem {
 pub fn convert(
     path: &Path,
     format: Format,
+    out: &mut dyn Write,
+) -> Result<ConvertReport, ConvertError> {
+    convert_with(path, format, &ConvertOptions::default(), out)
+}
+
+/// [`convert`] with [`ConvertOptions`].
+pub fn convert_with(
+    path: &Path,
+    format: Format,
+    opts: &ConvertOptions,
     out: &mut dyn Write,
 ) -> Result<ConvertReport, ConvertError> {
     let shown = crate::core::text::inert_line(&path.display().to_string());
@@ -244,7 +262,7 @@ pub fn convert(
                 ..ConvertReport::default()
             },
         };
-        inspect::convert_archive(&bytes, &mut sink).map_err(in_file)?;
+        inspect::convert_archive(&bytes, opts, &mut sink).map_err(in_file)?;
         sink.out.flush().map_err(ConvertError::Write)?;
         return Ok(sink.report);
     }
@@ -276,7 +294,7 @@ pub fn convert(
         }
         Format::ContextProbe => context_probe::convert(text, &mut sink),
         Format::Promptfoo => promptfoo::convert(text, &mut sink),
-        Format::Inspect => inspect::convert(text, &mut sink),
+        Format::Inspect => inspect::convert(text, opts, &mut sink),
         Format::Multivon => multivon::convert(text, &mut sink),
     };
     res.map_err(in_file)?;
@@ -298,6 +316,10 @@ pub enum ConvertError {
     /// The content does not fit the format: what was found, and what was
     /// expected (each converter says it in its own words).
     Content(String),
+    /// The file is that format, in a shape triage does not read (an export
+    /// without the rows it pairs, a log without samples, an unknown
+    /// scorer): why, and what to open or pass instead.
+    Refused(String),
     /// A converted record could not be serialised.
     Serialize(serde_json::Error),
     /// The converted run could not be written.
@@ -323,10 +345,22 @@ impl fmt::Display for ConvertError {
                 "not UTF-8 text (byte {byte}); expected a {} file",
                 format.name()
             ),
-            ConvertError::Content(why) => f.write_str(why),
+            ConvertError::Content(why) | ConvertError::Refused(why) => f.write_str(why),
             ConvertError::Serialize(e) => write!(f, "cannot serialize a converted record: {e}"),
             ConvertError::Write(e) => write!(f, "cannot write the converted run: {e}"),
             ConvertError::InFile { file, error } => write!(f, "{file}: {error}"),
+        }
+    }
+}
+
+impl ConvertError {
+    /// Whether the file was recognised and refused, so that a hint to
+    /// choose another format would mislead.
+    pub fn is_refusal(&self) -> bool {
+        match self {
+            ConvertError::Refused(_) => true,
+            ConvertError::InFile { error, .. } => error.is_refusal(),
+            _ => false,
         }
     }
 }
@@ -738,6 +772,10 @@ pub struct Row {
     /// What the tool's own rules find wrong with this row (see
     /// [`ConvertReport::problems`]); listed with the record that holds it.
     pub problems: Vec<String>,
+    /// More fields of the row's side (the parsed answer, ...): a key
+    /// written from the fields above (`decision`) is replaced, or removed
+    /// by a null.
+    pub side_extra: Map<String, Value>,
     pub raw: Value,
 }
 
@@ -774,6 +812,13 @@ impl Row {
             s.insert("scores".into(), sc.clone());
         }
         s.insert("row_id".into(), json!(self.id));
+        for (k, v) in &self.side_extra {
+            if v.is_null() {
+                s.remove(k);
+            } else {
+                s.insert(k.clone(), v.clone());
+            }
+        }
         Value::Object(s)
     }
 }

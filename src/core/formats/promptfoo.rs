@@ -1,11 +1,16 @@
 //! promptfoo: `promptfoo eval -o results.json` (one JSON document) or
 //! `-o results.jsonl` (one result per line).
 //!
-//! Rows pair through the test metadata: `metadata.case_id` names the case,
-//! `metadata.variant_id` (or `id`) the row, `metadata.base_id` the row it is
-//! a variant of, and `metadata.relation` (`invariant` or `counterfactual`)
-//! the expectation. A base and its variant pair when they ran on the same
-//! provider and prompt. Rows with no relation are listed unpaired.
+//! Results arrive in completion order; each names its test (`testIdx`) and
+//! its column (`promptIdx`: one prompt on one provider). Rows pair within a
+//! column through the test metadata: a row whose `metadata.base_id` names
+//! an id pairs with the row of the same column whose `variant_id`, else
+//! `case_id`, else test description is that id. A test repeated (`repeat`)
+//! pairs repetition by repetition. Rows with no relation are listed
+//! unpaired. promptfoo's CSV, YAML and XML exports keep no test metadata,
+//! so they are refused with the file to open instead.
+
+use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
@@ -31,10 +36,44 @@ pub(super) fn sniff(s: &Sniff) -> Result<(), String> {
     {
         return Ok(());
     }
+    // promptfoo's other exports: recognised, so that they are refused
+    // with a clear message rather than read as lines.
+    if export_kind(s.text).is_some() {
+        return Ok(());
+    }
     Err(format!(
         "needs a results file with evalId and results, or result lines; found {}",
         s.describe()
     ))
+}
+
+/// Which of promptfoo's table exports the text starts like, if any:
+/// `-o results.csv`, `-o results.yaml` or `-o results.xml`.
+fn export_kind(text: &str) -> Option<&'static str> {
+    let text = text.trim_start_matches('\u{feff}').trim_start();
+    let first = text.lines().next().unwrap_or_default();
+    let starts_xml = text.starts_with("<?xml") || text.starts_with('<');
+    if starts_xml && text.contains("<promptfoo>") {
+        return Some("XML");
+    }
+    let yaml_key = |k: &str| {
+        text.lines()
+            .any(|l| l.starts_with(k) && l[k.len()..].starts_with(':'))
+    };
+    if !text.starts_with('{')
+        && !text.starts_with('[')
+        && yaml_key("evalId")
+        && (yaml_key("results") || text.contains("promptIdx:"))
+    {
+        return Some("YAML");
+    }
+    // The CSV table: one column per prompt and provider (`[provider] prompt`)
+    // followed by its Status, Score, Named Scores and Grader Reason.
+    let cols: Vec<&str> = first.split(',').map(str::trim).collect();
+    if cols.contains(&"Grader Reason") && cols.contains(&"Status") {
+        return Some("CSV");
+    }
+    None
 }
 
 fn is_result(o: &Map<String, Value>) -> bool {
@@ -54,6 +93,16 @@ fn results_of(o: &Map<String, Value>) -> Option<&Vec<Value>> {
 
 pub(super) fn convert(text: &str, sink: &mut Sink) -> Result<(), ConvertError> {
     let trimmed = text.trim_start();
+    if let Some(kind) = export_kind(trimmed) {
+        let why = if kind == "CSV" {
+            "a table for reading that keeps no test metadata, test or column indexes, so its rows cannot be paired"
+        } else {
+            "which triage does not read"
+        };
+        return Err(ConvertError::Refused(format!(
+            "this is promptfoo's {kind} export, {why}; open the results.json (or results.jsonl) of the same run instead (promptfoo eval -o results.json)"
+        )));
+    }
     let results: Vec<Map<String, Value>> = match serde_json::from_str::<Value>(trimmed) {
         Ok(Value::Object(mut o)) if !is_result(&o) => {
             if results_of(&o).is_none() {
@@ -91,8 +140,147 @@ pub(super) fn convert(text: &str, sink: &mut Sink) -> Result<(), ConvertError> {
         return Err("no promptfoo results (objects with testCase and provider)".into());
     }
     sink.report.rows = results.len();
-    let rows = results.into_iter().map(row).collect();
+    let mut rows: Vec<Row> = results.into_iter().map(row).collect();
+    // Completion order says nothing: records follow the columns and tests.
+    rows.sort_by_key(|r| {
+        let (test, column) = indexes(r);
+        (column.unwrap_or(u64::MAX), test.unwrap_or(u64::MAX))
+    });
+    link(&mut rows, sink);
     write_paired(rows, Format::Promptfoo, sink)
+}
+
+/// The test's index and column of a row (from its origin).
+fn indexes(r: &Row) -> (Option<u64>, Option<u64>) {
+    let idx = |k: &str| r.raw.get(k).and_then(Value::as_u64);
+    (idx("testIdx"), idx("promptIdx"))
+}
+
+/// The test metadata of a row's origin.
+fn meta_of(r: &Row) -> Option<&Map<String, Value>> {
+    r.raw
+        .get("testCase")
+        .and_then(|t| t.get("metadata"))
+        .or_else(|| r.raw.get("metadata"))
+        .and_then(Value::as_object)
+}
+
+fn description_of(r: &Row) -> Option<String> {
+    r.raw
+        .get("testCase")
+        .and_then(Value::as_object)
+        .and_then(|t| pick_str(t, &["description"]))
+}
+
+/// Pair rows within their column: number the repetitions of each test,
+/// then point every `base_id` at the id of the row it names, matched by
+/// `variant_id`, else `case_id`, else test description, in the same column
+/// and repetition. A matched variant takes its base's case.
+fn link(rows: &mut [Row], sink: &mut Sink) {
+    // Repetitions (`repeat`): rows of one column with the same test (id,
+    // description and vars), numbered in test order.
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by_key(|&i| indexes(&rows[i]).0.unwrap_or(u64::MAX));
+    let mut seen: BTreeMap<(String, String, String), u64> = BTreeMap::new();
+    let mut repeated = false;
+    for i in order {
+        let test = format!(
+            "{:?} {}",
+            description_of(&rows[i]),
+            rows[i]
+                .vars
+                .as_ref()
+                .map(Value::to_string)
+                .unwrap_or_default()
+        );
+        let n = seen
+            .entry((rows[i].group.clone(), rows[i].id.clone(), test))
+            .or_insert(0);
+        rows[i].repetition = Some(*n);
+        repeated |= *n > 0;
+        *n += 1;
+    }
+    for r in rows.iter_mut() {
+        let rep = r.repetition.unwrap_or(0);
+        if repeated {
+            r.group = format!("{} · repetition {rep}", r.group);
+        } else {
+            r.repetition = None;
+        }
+    }
+    // Distinct tests that share an id in one column keep it apart by their index.
+    let mut count: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for r in rows.iter() {
+        *count.entry((r.group.clone(), r.id.clone())).or_default() += 1;
+    }
+    for r in rows.iter_mut() {
+        if count[&(r.group.clone(), r.id.clone())] > 1
+            && let Some(test) = r.raw.get("testIdx").and_then(Value::as_u64)
+        {
+            r.id = format!("{} (test {test})", r.id);
+        }
+    }
+    // Each key names rows of a column: by their own id (rank 0), their
+    // case (1) or their description (2).
+    let mut names: BTreeMap<(&str, String), Vec<(u8, usize)>> = BTreeMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        let keys = [
+            Some(r.id.clone()),
+            meta_of(r).and_then(|m| pick_str(m, &["case_id", "caseId"])),
+            description_of(r),
+        ];
+        for (rank, key) in (0u8..).zip(keys) {
+            if let Some(k) = key {
+                names
+                    .entry((r.group.as_str(), k))
+                    .or_default()
+                    .push((rank, i));
+            }
+        }
+    }
+    let mut linked: Vec<(usize, usize)> = Vec::new();
+    let mut ambiguous = 0usize;
+    for (i, r) in rows.iter().enumerate() {
+        let Some(b) = &r.base_id else { continue };
+        let Some(list) = names.get(&(r.group.as_str(), b.clone())) else {
+            continue;
+        };
+        // The best name first; a base (a row with no base of its own)
+        // before a variant; then the test order.
+        let rank_of = |&(rank, j): &(u8, usize)| {
+            (
+                rank,
+                rows[j].base_id.is_some(),
+                indexes(&rows[j]).0.unwrap_or(u64::MAX),
+                j,
+            )
+        };
+        let mut candidates: Vec<&(u8, usize)> = list.iter().filter(|&&(_, j)| j != i).collect();
+        candidates.sort_by_key(|c| rank_of(c));
+        let Some(best) = candidates.first() else {
+            continue;
+        };
+        let level = |c: &&(u8, usize)| (c.0, rows[c.1].base_id.is_some());
+        if candidates
+            .iter()
+            .filter(|c| level(c) == level(best))
+            .count()
+            > 1
+        {
+            ambiguous += 1;
+        }
+        linked.push((i, best.1));
+    }
+    if ambiguous > 0 {
+        sink.warn(format!(
+            "{ambiguous} rows name a base_id that several rows of their column carry; each pairs with the first test of them"
+        ));
+    }
+    for (i, j) in linked {
+        let (id, case) = (rows[j].id.clone(), rows[j].case_id.clone());
+        rows[i].case_id = Some(case.unwrap_or_else(|| id.clone()));
+        rows[i].base_id = Some(id);
+    }
 }
 
 fn row(o: Map<String, Value>) -> Row {
@@ -109,6 +297,7 @@ fn row(o: Map<String, Value>) -> Row {
         meta,
         &["variant_id", "variantId", "id", "test_id", "testId"],
     )
+    .or_else(|| pick_str(meta, &["case_id", "caseId"]))
     .or_else(|| description.clone())
     .unwrap_or_else(|| format!("test-{}", test_idx.unwrap_or(0)));
     let provider = o.get("provider").and_then(|p| match p {
@@ -121,12 +310,15 @@ fn row(o: Map<String, Value>) -> Row {
     });
     let prompt = o.get("prompt").and_then(Value::as_object);
     let prompt_label = prompt.and_then(|p| pick_str(p, &["label", "id"]));
-    let prompt_idx = o.get("promptIdx").and_then(Value::as_u64);
-    let group = format!(
-        "{} / prompt {}",
-        provider.clone().unwrap_or_default(),
-        prompt_idx.unwrap_or(0)
-    );
+    // The column: promptIdx numbers each prompt on each provider.
+    let group = match o.get("promptIdx").and_then(Value::as_u64) {
+        Some(i) => format!("{} / prompt {i}", provider.clone().unwrap_or_default()),
+        None => format!(
+            "{} / {}",
+            provider.clone().unwrap_or_default(),
+            prompt_label.clone().unwrap_or_default()
+        ),
+    };
     let response = o.get("response").and_then(Value::as_object);
     let output = response.and_then(|r| r.get("output")).cloned();
     let grading = o.get("gradingResult").and_then(Value::as_object);
@@ -139,24 +331,27 @@ fn row(o: Map<String, Value>) -> Row {
         Some((
             "error".to_string(),
             error_text
-                .clone()
+                .as_deref()
+                .map(first_line)
                 .unwrap_or_else(|| "the provider failed".into()),
         ))
     } else {
         None
     };
+    let components: Vec<&Map<String, Value>> = grading
+        .and_then(|g| g.get("componentResults"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object)
+        .collect();
     let mut reasons = Vec::new();
     if success == Some(false) && error.is_none() {
-        if let Some(components) = grading
-            .and_then(|g| g.get("componentResults"))
-            .and_then(Value::as_array)
-        {
-            for c in components.iter().filter_map(Value::as_object) {
-                if c.get("pass").and_then(Value::as_bool) == Some(false)
-                    && let Some(r) = pick_str(c, &["reason"])
-                {
-                    reasons.push(r);
-                }
+        for c in &components {
+            if c.get("pass").and_then(Value::as_bool) == Some(false)
+                && let Some(r) = pick_str(c, &["reason"])
+            {
+                reasons.push(component_reason(c, &r));
             }
         }
         if reasons.is_empty()
@@ -164,7 +359,7 @@ fn row(o: Map<String, Value>) -> Row {
                 .and_then(|g| pick_str(g, &["reason"]))
                 .or_else(|| error_text.clone())
         {
-            reasons.push(r);
+            reasons.push(first_line(&r));
         }
     }
     let mut scores = Map::new();
@@ -189,7 +384,7 @@ fn row(o: Map<String, Value>) -> Row {
                 .and_then(|v| pick(v, &["expected", "expected_output"]))
         })
         .cloned()
-        .or_else(|| expected_from_asserts(test));
+        .or_else(|| expected_from_asserts(&components, test));
     let mut r = Row {
         id,
         case_id: pick_str(meta, &["case_id", "caseId"]),
@@ -212,6 +407,7 @@ fn row(o: Map<String, Value>) -> Row {
         model_id: provider,
         settings_id: prompt_label,
         scores: (!scores.is_empty()).then_some(Value::Object(scores)),
+        side_extra: Map::new(),
         raw: Value::Null,
         ..Row::default()
     };
@@ -220,19 +416,250 @@ fn row(o: Map<String, Value>) -> Row {
     r
 }
 
-/// The expected answer from the first string-valued assertion, as
-/// `{"type": ..., "value": ...}` when it is not an equality.
-fn expected_from_asserts(test: Option<&Map<String, Value>>) -> Option<Value> {
-    let asserts = test?.get("assert")?.as_array()?;
-    let a = asserts
-        .iter()
-        .filter_map(Value::as_object)
-        .find(|a| a.get("value").is_some())?;
-    let kind = pick_str(a, &["type"]).unwrap_or_default();
-    let value = a.get("value")?.clone();
+/// The first line of a message: promptfoo appends stack traces and the
+/// assertion's source to some reasons; the origin keeps them whole.
+fn first_line(s: &str) -> String {
+    s.trim()
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// A failed assertion as a reason: its metric (or type), then the first
+/// line of promptfoo's reason, as in `label (javascript): Custom function
+/// returned false`.
+fn component_reason(c: &Map<String, Value>, reason: &str) -> String {
+    let a = c.get("assertion").and_then(Value::as_object);
+    let kind = a.and_then(|a| pick_str(a, &["type"]));
+    let metric = a.and_then(|a| pick_str(a, &["metric"]));
+    let head = match (metric, kind) {
+        (Some(m), Some(k)) => format!("{m} ({k}): "),
+        (Some(m), None) => format!("{m}: "),
+        (None, Some(k)) => format!("{k}: "),
+        (None, None) => String::new(),
+    };
+    format!("{head}{}", first_line(reason))
+}
+
+/// Assertions whose value is an answer the output is compared with. Code,
+/// rubrics and similarity checks hold no answer.
+const ANSWER_ASSERTIONS: [&str; 10] = [
+    "equals",
+    "contains",
+    "icontains",
+    "starts-with",
+    "contains-any",
+    "icontains-any",
+    "contains-all",
+    "icontains-all",
+    "regex",
+    "is-json",
+];
+
+/// The expected answer from the first assertion that compares the output
+/// with a value, as rendered for this test (`{{expected}}` filled in), and
+/// as `{"type": ..., "value": ...}` when it is not an equality. A
+/// javascript, python or rubric assertion's source is never an answer.
+fn expected_from_asserts(
+    components: &[&Map<String, Value>],
+    test: Option<&Map<String, Value>>,
+) -> Option<Value> {
+    let rendered = components.iter().find_map(|c| {
+        let a = c.get("assertion")?.as_object()?;
+        let kind = pick_str(a, &["type"])?;
+        if !ANSWER_ASSERTIONS.contains(&kind.as_str()) {
+            return None;
+        }
+        let value = c
+            .get("metadata")
+            .and_then(|m| m.get("renderedAssertionValue"))
+            .or_else(|| a.get("value"))?
+            .clone();
+        Some((kind, value))
+    });
+    let (kind, value) = rendered.or_else(|| {
+        test?
+            .get("assert")?
+            .as_array()?
+            .iter()
+            .filter_map(Value::as_object)
+            .find_map(|a| {
+                let kind = pick_str(a, &["type"])?;
+                ANSWER_ASSERTIONS
+                    .contains(&kind.as_str())
+                    .then(|| Some((kind, a.get("value")?.clone())))?
+            })
+    })?;
     Some(if kind == "equals" {
         value
     } else {
         json!({"type": kind, "value": value})
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn component(kind: &str, value: &str, rendered: Option<&str>) -> Map<String, Value> {
+        let mut c =
+            json!({"pass": false, "reason": "no", "assertion": {"type": kind, "value": value}});
+        if let Some(r) = rendered {
+            c["metadata"] = json!({"renderedAssertionValue": r});
+        }
+        c.as_object().expect("object").clone()
+    }
+
+    #[test]
+    fn the_expected_answer_is_a_rendered_value_never_code() {
+        let js = component("javascript", "JSON.parse(output).label === 'x'", None);
+        let rubric = component("llm-rubric", "is polite", None);
+        let contains = component("icontains", "{{expected}}", Some("urgent"));
+        assert_eq!(expected_from_asserts(&[&js, &rubric], None), None);
+        assert_eq!(
+            expected_from_asserts(&[&js, &contains], None),
+            Some(json!({"type": "icontains", "value": "urgent"}))
+        );
+        let equals = component("equals", "Hello", None);
+        assert_eq!(
+            expected_from_asserts(&[&equals], None),
+            Some(json!("Hello"))
+        );
+        // No grading result yet: the test's own assertions, code skipped.
+        let test = json!({"assert": [{"type": "javascript", "value": "1"}, {"type": "equals", "value": "Hi"}]});
+        assert_eq!(
+            expected_from_asserts(&[], test.as_object()),
+            Some(json!("Hi"))
+        );
+    }
+
+    #[test]
+    fn promptfoos_table_exports_are_recognised() {
+        let csv = "Description,ticket,[echo] Ticket: {{ticket}},Status,Score,Named Scores,Grader Reason,Comment\n";
+        assert_eq!(export_kind(csv), Some("CSV"));
+        assert_eq!(export_kind("id,input,output,expected\n1,a,b,c\n"), None);
+        assert_eq!(
+            export_kind("evalId: eval-x\nresults:\n  version: 3\n"),
+            Some("YAML")
+        );
+        assert_eq!(
+            export_kind("<promptfoo>\n  <evalId>x</evalId>\n"),
+            Some("XML")
+        );
+        assert_eq!(export_kind("{\"evalId\": \"x\", \"results\": {}}"), None);
+        assert_eq!(export_kind("<html><body>promptfoo</body></html>"), None);
+    }
+
+    /// A result row of column `column` for test `test`.
+    fn result(test: u64, column: u64, description: &str, meta: Value, success: bool) -> Value {
+        json!({
+            "testIdx": test, "promptIdx": column, "success": success,
+            "provider": {"id": "p", "label": ""},
+            "prompt": {"raw": description, "label": "t"},
+            "response": {"output": description},
+            "testCase": {"description": description, "metadata": meta},
+        })
+    }
+
+    fn run(results: Vec<Value>) -> (Vec<Value>, Vec<String>) {
+        let mut out = Vec::new();
+        let mut sink = Sink {
+            out: &mut out,
+            report: super::super::ConvertReport::default(),
+        };
+        let text = json!({"evalId": "e", "results": {"results": results}}).to_string();
+        convert(&text, &mut sink).expect("convert");
+        let warnings = sink.report.warnings.clone();
+        let records = String::from_utf8(out)
+            .expect("utf-8")
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("JSON"))
+            .collect();
+        (records, warnings)
+    }
+
+    #[test]
+    fn a_base_is_named_by_its_case_id_else_its_description_within_its_column() {
+        let (records, warnings) = run(vec![
+            result(
+                1,
+                1,
+                "Typo",
+                json!({"case_id": "a-typo", "base_id": "a"}),
+                false,
+            ),
+            result(0, 0, "First", json!({"case_id": "a"}), true),
+            result(2, 0, "breach", json!({}), true),
+            result(3, 0, "Synonym", json!({"base_id": "breach"}), true),
+            result(
+                1,
+                0,
+                "Typo",
+                json!({"case_id": "a-typo", "base_id": "a"}),
+                false,
+            ),
+            result(0, 1, "First", json!({"case_id": "a"}), true),
+            result(2, 1, "breach", json!({}), true),
+            result(3, 1, "Synonym", json!({"base_id": "breach"}), true),
+        ]);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        let ids: Vec<&str> = records
+            .iter()
+            .map(|r| r["variant_id"].as_str().expect("id"))
+            .collect();
+        assert_eq!(
+            ids,
+            [
+                "a-typo @ p / prompt 0",
+                "Synonym @ p / prompt 0",
+                "a-typo @ p / prompt 1",
+                "Synonym @ p / prompt 1",
+            ]
+        );
+        for r in &records {
+            assert_eq!(
+                r["origin"]["base"]["promptIdx"],
+                r["origin"]["variant"]["promptIdx"]
+            );
+            assert!(r.get("repetition").is_none());
+        }
+        assert_eq!(records[0]["case_id"], "a");
+        assert_eq!(records[0]["passed"], false);
+        assert_eq!(records[1]["case_id"], "breach");
+        assert_eq!(records[1]["passed"], true);
+    }
+
+    #[test]
+    fn a_base_id_several_rows_carry_pairs_with_the_first_and_says_so() {
+        let (records, warnings) = run(vec![
+            result(0, 0, "one", json!({"case_id": "a"}), true),
+            result(1, 0, "two", json!({"case_id": "a"}), true),
+            result(
+                2,
+                0,
+                "variant",
+                json!({"case_id": "v", "base_id": "a"}),
+                true,
+            ),
+        ]);
+        assert_eq!(records.len(), 2, "{records:?}");
+        let pair = records
+            .iter()
+            .find(|r| r["variant_id"] == "v")
+            .expect("pair");
+        let lone = records
+            .iter()
+            .find(|r| r["variant_id"] == "a (test 1)")
+            .expect("the second row named a, unpaired");
+        assert_eq!(lone["transformation"], super::super::UNPAIRED);
+        assert_eq!(pair["origin"]["base"]["testIdx"], 0);
+        assert!(
+            warnings
+                .iter()
+                .any(|w| w.contains("several rows of their column")),
+            "{warnings:?}"
+        );
+    }
 }

@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::core::formats::{self, Format};
+use crate::core::formats::{self, ConvertOptions, Format};
 use crate::core::problem::{Problem, ProblemKind};
 
 /// One opened input.
@@ -295,9 +295,28 @@ pub fn open_error(shown: &str, e: &io::Error) -> OpenError {
 }
 
 /// Check and open one input: `-` is standard input, anything else a path.
-pub(crate) fn open_input(p: &str, want: Option<Format>) -> Result<RunFile, OpenError> {
+pub(crate) fn open_input(
+    p: &str,
+    want: Option<Format>,
+    convert: &ConvertOptions,
+) -> Result<RunFile, OpenError> {
+    let mut opened = open_any(p, want, convert)?;
+    if let Some(name) = &convert.scorer
+        && opened.format != Format::Inspect
+    {
+        opened.notes.push(format!(
+            "--scorer {} applies to Inspect logs; this {} file was read without it",
+            crate::core::text::inert_line(name),
+            opened.format
+        ));
+    }
+    Ok(opened)
+}
+
+/// [`open_input`], before its note on a `--scorer` that does not apply.
+fn open_any(p: &str, want: Option<Format>, convert: &ConvertOptions) -> Result<RunFile, OpenError> {
     if p == "-" {
-        return as_format(stdin_copy()?, want);
+        return as_format(stdin_copy()?, want, convert);
     }
     let path = Path::new(p);
     let shown = crate::core::text::inert_line(p);
@@ -316,7 +335,7 @@ pub(crate) fn open_input(p: &str, want: Option<Format>) -> Result<RunFile, OpenE
             // private copy; one nobody writes to is refused, not waited on
             // forever.
             let file = open_pipe(path, &shown, pipe_wait())?;
-            return as_format(copy_to_temp(file, shown)?, want);
+            return as_format(copy_to_temp(file, shown)?, want, convert);
         }
         if t.is_char_device() || t.is_block_device() || t.is_socket() {
             return Err(OpenError(format!(
@@ -327,11 +346,11 @@ pub(crate) fn open_input(p: &str, want: Option<Format>) -> Result<RunFile, OpenE
     let file = File::open(path).map_err(|e| open_error(&shown, &e))?;
     if !meta.is_file() {
         // Anything else that is not a plain file cannot be read twice: keep a private copy.
-        return as_format(copy_to_temp(file, shown)?, want);
+        return as_format(copy_to_temp(file, shown)?, want, convert);
     }
     let (format, notes) = sniff_format(&file, meta.len(), want);
     if format != Format::Native {
-        return open_converted(path, path, shown, format, want.is_some());
+        return open_converted(path, path, shown, format, want.is_some(), convert);
     }
     let mut opened = if is_gzip(&file) {
         open_gzip(file, shown, meta.len())?
@@ -379,14 +398,25 @@ fn sniff_format(file: &File, len: u64, want: Option<Format>) -> (Format, Vec<Str
 
 /// An input already copied to a private file (standard input, a FIFO):
 /// detect its format there, and convert it when it is another tool's.
-fn as_format(mut opened: RunFile, want: Option<Format>) -> Result<RunFile, OpenError> {
+fn as_format(
+    mut opened: RunFile,
+    want: Option<Format>,
+    convert: &ConvertOptions,
+) -> Result<RunFile, OpenError> {
     let (format, notes) = sniff_format(&opened.reader, opened.size, want);
     if format == Format::Native {
         opened.notes = notes;
         return Ok(opened);
     }
     let path = opened.path.clone();
-    open_converted(&path, &path, opened.display.clone(), format, want.is_some())
+    open_converted(
+        &path,
+        &path,
+        opened.display.clone(),
+        format,
+        want.is_some(),
+        convert,
+    )
 }
 
 /// Convert another tool's result file into native records in a private
@@ -399,13 +429,17 @@ fn open_converted(
     display: String,
     format: Format,
     chosen: bool,
+    convert: &ConvertOptions,
 ) -> Result<RunFile, OpenError> {
     let io_err =
         |e: io::Error| OpenError(format!("triage: cannot convert {display} ({format}): {e}"));
     let mut tmp = tempfile::NamedTempFile::new().map_err(io_err)?;
     let report = {
         let mut w = io::BufWriter::new(tmp.as_file_mut());
-        let report = formats::convert(src, format, &mut w).map_err(|e| {
+        let report = formats::convert_with(src, format, convert, &mut w).map_err(|e| {
+            if e.is_refusal() {
+                return OpenError(format!("triage: {e}"));
+            }
             let how = if chosen {
                 "check that --format names the tool that wrote it".to_string()
             } else {

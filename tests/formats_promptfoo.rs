@@ -1,0 +1,404 @@
+//! promptfoo results read the way promptfoo means them, against files
+//! written by promptfoo 0.121.20 (`tests/fixtures/formats/promptfoo/make.sh`):
+//! rows pair within their column (`promptIdx`) and repetition through the
+//! test metadata, whatever order they completed in; the provider is the
+//! model; assertion results are the reasons; the CSV, YAML and XML exports
+//! are refused.
+//!
+//! Row counts and verdicts are checked against the file's own
+//! `results.stats` (successes, failures, errors).
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+use triage::core::derive::derive;
+use triage::core::formats::{self, Format};
+use triage::core::record::map_record;
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/formats/promptfoo")
+        .join(name)
+}
+
+/// promptfoo's own tally of a run: (successes, failures, errors).
+fn stats(results_json: &str) -> (usize, usize, usize) {
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(fixture(results_json)).expect("fixture"))
+            .expect("JSON");
+    let s = &doc["results"]["stats"];
+    let n = |k: &str| s[k].as_u64().expect("stat") as usize;
+    (n("successes"), n("failures"), n("errors"))
+}
+
+struct Converted {
+    report: formats::ConvertReport,
+    records: Vec<Value>,
+}
+
+fn convert(name: &str) -> Converted {
+    let mut out = Vec::new();
+    let report = formats::convert(&fixture(name), Format::Promptfoo, &mut out).expect("convert");
+    let records = String::from_utf8(out)
+        .expect("utf-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect();
+    Converted { report, records }
+}
+
+/// Every result row the records hold, once each, by (promptIdx, testIdx):
+/// "success", "failure" or "error" as the converted side says it.
+fn row_verdicts(records: &[Value]) -> BTreeMap<(u64, u64), &'static str> {
+    let mut out = BTreeMap::new();
+    for r in records {
+        let sides: Vec<(&Value, &Value)> = if r["transformation"] == formats::UNPAIRED {
+            vec![(&r["origin"], &r["variant"])]
+        } else {
+            vec![
+                (&r["origin"]["base"], &r["source"]),
+                (&r["origin"]["variant"], &r["variant"]),
+            ]
+        };
+        for (raw, side) in sides {
+            let key = (
+                raw["promptIdx"].as_u64().expect("promptIdx"),
+                raw["testIdx"].as_u64().expect("testIdx"),
+            );
+            let verdict = if side["outcome"] == "error" {
+                "error"
+            } else if r["transformation"] == formats::UNPAIRED {
+                if r["passed"] == true {
+                    "success"
+                } else {
+                    "failure"
+                }
+            } else if side["decision"] == "pass" {
+                "success"
+            } else {
+                "failure"
+            };
+            out.insert(key, verdict);
+        }
+    }
+    out
+}
+
+fn tally(v: &BTreeMap<(u64, u64), &'static str>) -> (usize, usize, usize) {
+    let n = |w: &str| v.values().filter(|x| **x == w).count();
+    (n("success"), n("failure"), n("error"))
+}
+
+fn statuses(records: &[Value]) -> BTreeMap<&'static str, usize> {
+    let mut out = BTreeMap::new();
+    for r in records {
+        let d = derive(&map_record(r.clone()).expect("native record"));
+        *out.entry(d.status.name()).or_default() += 1;
+    }
+    out
+}
+
+#[test]
+fn two_providers_six_tests_three_bases_open_as_six_pairs() {
+    let (ok, failed, errors) = stats("keyword/results.json");
+    for name in ["keyword/results.json", "keyword/results.jsonl"] {
+        let c = convert(name);
+        assert_eq!(c.report.rows, ok + failed + errors, "{name}");
+        assert_eq!(
+            (c.report.pairs, c.report.unpaired),
+            (6, 0),
+            "{name}: {:?}",
+            c.report.warnings
+        );
+        assert!(
+            !c.report.warnings.iter().any(|w| w.contains("base_id")),
+            "{:?}",
+            c.report.warnings
+        );
+        // Every row is in a record, with promptfoo's own verdict.
+        let rows = row_verdicts(&c.records);
+        assert_eq!(rows.len(), c.report.rows);
+        assert_eq!(tally(&rows), (ok, failed, errors), "{name}");
+        // The keyword classifier misses the typo and the synonym; echo repeats the prompt.
+        assert_eq!(
+            statuses(&c.records),
+            BTreeMap::from([("fail", 2), ("pass", 4)])
+        );
+        for r in &c.records {
+            let (b, v) = (&r["origin"]["base"], &r["origin"]["variant"]);
+            assert_eq!(b["promptIdx"], v["promptIdx"], "{name}: one column");
+            assert_eq!(
+                r["model_id"],
+                if b["promptIdx"] == 0 {
+                    "keyword"
+                } else {
+                    "echo"
+                }
+            );
+        }
+        // The base is found by its case_id, or by its description when it has no metadata.
+        let synonym = c
+            .records
+            .iter()
+            .find(|r| r["variant_id"] == "breach-synonym @ keyword / prompt 0")
+            .expect("breach synonym");
+        assert_eq!(synonym["case_id"], "breach");
+        assert_eq!(
+            synonym["origin"]["base"]["testCase"]["description"],
+            "breach"
+        );
+        assert_eq!(synonym["source"]["output"], "urgent");
+        assert_eq!(synonym["variant"]["output"], "routine");
+        assert_eq!(synonym["variant"]["expected"], "urgent");
+        let typo = c
+            .records
+            .iter()
+            .find(|r| r["variant_id"] == "outage-typo @ keyword / prompt 0")
+            .expect("typo");
+        assert_eq!(typo["case_id"], "outage");
+        assert_eq!(
+            (&typo["family"], &typo["transformation"]),
+            (&Value::from("question"), &Value::from("typo"))
+        );
+    }
+}
+
+#[test]
+fn completion_order_does_not_change_the_pairs() {
+    let path = fixture("keyword/results.json");
+    let mut doc: Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("fixture")).expect("JSON");
+    let rows = doc["results"]["results"].as_array_mut().expect("results");
+    rows.reverse();
+    let dir = tempfile::tempdir().expect("temp");
+    let reversed = dir.path().join("results.json");
+    std::fs::write(&reversed, doc.to_string()).expect("write");
+    let mut a = Vec::new();
+    formats::convert(&path, Format::Promptfoo, &mut a).expect("convert");
+    let mut b = Vec::new();
+    formats::convert(&reversed, Format::Promptfoo, &mut b).expect("convert");
+    assert_eq!(String::from_utf8(a).unwrap(), String::from_utf8(b).unwrap());
+}
+
+#[test]
+fn prompts_providers_and_repetitions_each_pair_in_their_own_column() {
+    let (ok, failed, errors) = stats("columns/results.json");
+    for name in ["columns/results.json", "columns/results.jsonl"] {
+        let c = convert(name);
+        assert_eq!(c.report.rows, ok + failed + errors);
+        let rows = row_verdicts(&c.records);
+        assert_eq!(rows.len(), c.report.rows, "{name}: every row once");
+        assert_eq!(tally(&rows), (ok, failed, errors), "{name}");
+        // 2 prompts × 2 providers × 2 repetitions, each with 3 variants and
+        // one test that is nobody's variant.
+        assert_eq!((c.report.pairs, c.report.unpaired), (24, 8), "{name}");
+        assert!(
+            !c.report
+                .warnings
+                .iter()
+                .any(|w| w.contains("repeat the id")),
+            "{:?}",
+            c.report.warnings
+        );
+        let mut reps = BTreeSet::new();
+        for r in c
+            .records
+            .iter()
+            .filter(|r| r["transformation"] != formats::UNPAIRED)
+        {
+            let (b, v) = (&r["origin"]["base"], &r["origin"]["variant"]);
+            assert_eq!(b["promptIdx"], v["promptIdx"]);
+            // Repetitions pair in test order: the first base with the first variant.
+            let rank = |raw: &Value| raw["testIdx"].as_u64().expect("testIdx") % 2;
+            assert_eq!(rank(b), rank(v), "{name}");
+            assert_eq!(r["repetition"].as_u64(), Some(rank(v)));
+            reps.insert(r["repetition"].as_u64());
+        }
+        assert_eq!(reps.len(), 2);
+        // The keyword provider throws on one test: a service error in both
+        // of its prompt columns and both repetitions.
+        let st = statuses(&c.records);
+        assert_eq!(st.get("error"), Some(&errors), "{st:?}");
+        let err = c
+            .records
+            .iter()
+            .find(|r| r["variant"]["outcome"] == "error")
+            .expect("error pair");
+        assert!(
+            err["variant"]["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("keyword classifier crashed") && !e.contains('\n')),
+            "{}",
+            err["variant"]["error"]
+        );
+    }
+}
+
+#[test]
+fn reasons_are_the_failed_assertions_and_the_output_is_what_is_compared() {
+    let c = convert("columns/results.json");
+    let typo = c
+        .records
+        .iter()
+        .find(|r| r["variant_id"] == "outage-typo @ keyword-json / prompt 0 · repetition 0")
+        .expect("typo");
+    let reasons: Vec<&str> = typo["reasons"]
+        .as_array()
+        .expect("reasons")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            "The verdict changed from pass to fail.",
+            "Variant: label (javascript): Custom function returned false",
+            "Variant: mentions (icontains): Expected output to contain \"urgent\"",
+        ]
+    );
+    assert_eq!(typo["variant"]["scores"]["named"]["label"], 0);
+    // echo's output makes the javascript assertion throw: the reason is its
+    // first line, not the stack trace.
+    for r in &c.records {
+        for reason in r["reasons"].as_array().expect("reasons") {
+            let reason = reason.as_str().expect("text");
+            assert!(
+                !reason.contains('\n') && !reason.contains("Stack Trace"),
+                "{reason}"
+            );
+        }
+        // The expected answer is never an assertion's code.
+        for side in ["source", "variant"] {
+            assert!(
+                !r[side]["expected"].to_string().contains("JSON.parse"),
+                "{}",
+                r[side]["expected"]
+            );
+        }
+    }
+    // A test with only an equals assertion: the rendered value is the expected answer.
+    let greeting = c
+        .records
+        .iter()
+        .find(|r| r["variant_id"] == "Greeting @ keyword-json / prompt 0 · repetition 0")
+        .expect("greeting");
+    assert_eq!(greeting["transformation"], formats::UNPAIRED);
+    assert_eq!(greeting["source"]["state"]["answer"], "routine");
+    assert_eq!(
+        greeting["variant"]["state"]["answer"],
+        r#"{"label": "routine", "keywords": []}"#
+    );
+}
+
+fn triage(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_triage"))
+        .args(args)
+        .output()
+        .expect("run triage");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_provider_is_the_model_so_summaries_split_by_it() {
+    let file = fixture("keyword/results.json");
+    let file = file.to_str().expect("path");
+    for (model, want) in [
+        ("keyword", ": 3 pairs, 2 failures,"),
+        ("echo", ": 3 pairs, 0 failures,"),
+    ] {
+        let query = format!("model:{model}");
+        let (code, out, err) = triage(&["summary", "--filter", &query, file]);
+        assert_eq!(code, Some(0), "{err}");
+        assert!(out.contains(want), "{model}: {out}");
+    }
+}
+
+#[test]
+fn csv_yaml_and_xml_exports_are_refused_with_the_file_to_open() {
+    for ext in ["csv", "yaml", "xml"] {
+        let name = format!("keyword/results.{ext}");
+        let path = fixture(&name);
+        let head = std::fs::read(&path).expect("fixture");
+        let n = head.len().min(formats::DETECT_HEAD_BYTES);
+        assert_eq!(
+            formats::detect(&head[..n]).format,
+            Some(Format::Promptfoo),
+            "{name}"
+        );
+        let e = formats::convert(&path, Format::Promptfoo, &mut Vec::new()).unwrap_err();
+        assert!(e.is_refusal(), "{name}: {e}");
+        assert!(
+            e.to_string().contains("results.json (or results.jsonl)"),
+            "{e}"
+        );
+        for sub in ["summary", "check"] {
+            let (code, out, err) = triage(&[sub, path.to_str().expect("path")]);
+            assert_eq!(code, Some(2), "{sub} {name}: {out}");
+            assert!(out.is_empty(), "{out}");
+            assert_eq!(err.trim().lines().count(), 1, "{err}");
+            assert!(
+                err.contains(&format!("promptfoo's {}", ext.to_uppercase()))
+                    && err.contains("results.json"),
+                "{err}"
+            );
+            assert!(!err.contains("unreadable"), "{err}");
+        }
+    }
+    // Another tool's CSV is still no format at all.
+    let other =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/formats/unknown/results.csv");
+    let head = std::fs::read(other).expect("fixture");
+    assert_eq!(formats::detect(&head).format, None);
+}
+
+#[test]
+fn the_viewer_shows_outputs_verdicts_and_reasons() {
+    let dir = tempfile::tempdir().expect("temp");
+    std::fs::copy(
+        fixture("keyword/results.json"),
+        dir.path().join("results.json"),
+    )
+    .expect("copy");
+    let mut t = common::Tui::spawn(&["results.json"], 120, 60, dir.path(), &[]);
+    t.wait_for("outage-typo @ keyword / prompt 0");
+    t.wait_for("── Answers");
+    t.wait_for("decision pass → fail");
+    t.wait_for("target   urgent");
+    t.wait_for("│ routine");
+    t.wait_for("Variant: icontains: Expected output to contain \"urgent\"");
+    t.send("q");
+    t.wait_exit();
+}
+
+#[test]
+fn the_fixtures_open_through_the_index_without_problems() {
+    for name in [
+        "keyword/results.json",
+        "keyword/results.jsonl",
+        "columns/results.json",
+        "columns/results.jsonl",
+    ] {
+        let path = fixture(name);
+        let idx = triage::core::index::load_run(
+            &[path.to_string_lossy().to_string()],
+            &triage::core::index::OpenOptions::default(),
+        )
+        .unwrap_or_else(|e| panic!("{name}: {e}"));
+        assert_eq!(idx.files[0].format, Format::Promptfoo, "{name}");
+        assert!(idx.problems.is_empty(), "{name}: {:?}", idx.problems);
+        let c = convert(name);
+        assert_eq!(idx.rows.len(), c.records.len(), "{name}");
+        assert_eq!(idx.failures, c.report.failures, "{name}");
+        for r in &idx.rows {
+            idx.load_pair(r).expect("detail");
+        }
+    }
+}
