@@ -323,8 +323,8 @@ pub(crate) fn open_input(p: &str, want: Option<Format>) -> Result<RunFile, OpenE
         // Anything else that is not a plain file cannot be read twice: keep a private copy.
         return as_format(copy_to_temp(file, shown)?, want);
     }
-    let (format, notes) = sniff_format(&file, meta.len(), want);
-    if format != Format::Native {
+    let (format, convert, notes) = sniff_format(&file, meta.len(), want);
+    if convert {
         return open_converted(path, path, shown, format, want.is_some());
     }
     let mut opened = if is_gzip(&file) {
@@ -346,35 +346,38 @@ pub(crate) fn open_input(p: &str, want: Option<Format>) -> Result<RunFile, OpenE
 }
 
 /// Which format to read a file as: `want` when given, else what its head
-/// looks like. Only the first [`formats::DETECT_HEAD_BYTES`] are read, so a
-/// large native run pays for one small read. A file no format recognises
-/// is read as native lines, with a note of what was tried.
-fn sniff_format(file: &File, len: u64, want: Option<Format>) -> (Format, Vec<String>) {
-    if let Some(f) = want {
-        return (f, Vec::new());
-    }
+/// looks like; and whether it must be converted (another tool's format, or
+/// native records held in one JSON document). Only the first
+/// [`formats::DETECT_HEAD_BYTES`] are read, so a large native run pays for
+/// one small read. A file no format recognises is read as native lines,
+/// with a note of what was tried.
+fn sniff_format(file: &File, len: u64, want: Option<Format>) -> (Format, bool, Vec<String>) {
     let mut head = vec![0u8; (len as usize).min(formats::DETECT_HEAD_BYTES)];
     if head.is_empty() || read_exact_at(file, &mut head, 0).is_err() {
         // Nothing to sniff; the loader reports an unreadable file itself.
-        return (Format::Native, Vec::new());
+        let f = want.unwrap_or(Format::Native);
+        return (f, f != Format::Native, Vec::new());
+    }
+    if let Some(f) = want {
+        return (f, formats::must_convert(f, &head), Vec::new());
     }
     let found = formats::detect(&head);
     if let Some(f) = found.format {
-        return (f, Vec::new());
+        return (f, formats::must_convert(f, &head), Vec::new());
     }
     // A first line longer than the head says nothing either way: the
     // loader reads it (or reports it) as a native line.
     if head.len() < len as usize && !head.contains(&b'\n') {
-        return (Format::Native, Vec::new());
+        return (Format::Native, false, Vec::new());
     }
-    (Format::Native, vec![found.note()])
+    (Format::Native, false, vec![found.note()])
 }
 
 /// An input already copied to a private file (standard input, a FIFO):
 /// detect its format there, and convert it when it is another tool's.
 fn as_format(mut opened: RunFile, want: Option<Format>) -> Result<RunFile, OpenError> {
-    let (format, notes) = sniff_format(&opened.reader, opened.size, want);
-    if format == Format::Native {
+    let (format, convert, notes) = sniff_format(&opened.reader, opened.size, want);
+    if !convert {
         opened.notes = notes;
         return Ok(opened);
     }
