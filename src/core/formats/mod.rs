@@ -22,6 +22,7 @@ use std::str::FromStr;
 
 use serde_json::{Map, Value, json};
 
+pub mod checklist;
 pub mod context_probe;
 pub mod inspect;
 pub mod multivon;
@@ -40,16 +41,20 @@ pub enum Format {
     Inspect,
     /// multivon-eval variant validations, case manifests and eval reports.
     Multivon,
+    /// CheckList test results: the viewer's data dumped as JSON, or the
+    /// text of `TestSuite.summary()`.
+    CheckList,
 }
 
 impl Format {
     /// Every format, in the order [`detect`] tries them.
-    pub const ALL: [Format; 5] = [
+    pub const ALL: [Format; 6] = [
         Format::Native,
         Format::ContextProbe,
         Format::Promptfoo,
         Format::Inspect,
         Format::Multivon,
+        Format::CheckList,
     ];
 
     /// The name used by `--format`, in the status bar and in `"format"`.
@@ -60,6 +65,7 @@ impl Format {
             Format::Promptfoo => "promptfoo",
             Format::Inspect => "inspect",
             Format::Multivon => "multivon",
+            Format::CheckList => "checklist",
         }
     }
 }
@@ -81,6 +87,7 @@ impl FromStr for Format {
             "promptfoo" => Format::Promptfoo,
             "inspect" | "inspect-ai" | "inspectai" => Format::Inspect,
             "multivon" | "multivon-eval" => Format::Multivon,
+            "checklist" | "check-list" => Format::CheckList,
             _ => {
                 return Err(UnknownFormat {
                     given: s.to_string(),
@@ -227,6 +234,7 @@ fn sniff_as(f: Format, sniff: &Sniff) -> Result<(), String> {
         Format::Promptfoo => promptfoo::sniff(sniff),
         Format::Inspect => inspect::sniff(sniff),
         Format::Multivon => multivon::sniff(sniff),
+        Format::CheckList => checklist::sniff(sniff),
     }
 }
 
@@ -424,6 +432,7 @@ pub fn convert(
         Format::Promptfoo => promptfoo::convert(text, &mut sink),
         Format::Inspect => inspect::convert(text, &mut sink),
         Format::Multivon => multivon::convert(text, &mut sink),
+        Format::CheckList => checklist::convert(text, &mut sink),
     };
     res.map_err(in_file)?;
     sink.out.flush().map_err(ConvertError::Write)?;
@@ -1092,7 +1101,7 @@ mod tests {
         assert_eq!(
             "c\u{1b}sv".parse::<Format>().unwrap_err().to_string(),
             format!(
-                "unknown format '{}'; known formats: native, context-probe, promptfoo, inspect, multivon",
+                "unknown format '{}'; known formats: native, context-probe, promptfoo, inspect, multivon, checklist",
                 crate::core::text::inert_line("c\u{1b}sv")
             )
         );
