@@ -1,6 +1,7 @@
 //! CheckList results (the viewer's data dumped as JSON, and the text of
 //! `TestSuite.summary()`), multivon validations written as one JSON array,
-//! and other JSON documents that hold records of a known format. The CheckList and multivon fixtures are written by the
+//! other JSON documents that hold records of a known format, and the seed
+//! runner's bare rows. The CheckList and multivon fixtures are written by the
 //! real tools (see `make.py`/`make_array.py` beside them); CheckList's own
 //! numbers are read from the files it generated, never restated here.
 
@@ -522,6 +523,67 @@ fn json_arrays_of_trial_rows_convert_as_the_rows_do() {
     assert_eq!((found.format, found.records), (None, None));
 }
 
+// ------------------------------------------------------------ bare rows
+
+#[test]
+fn the_seed_runners_bare_rows_are_named_from_their_variant_ids() {
+    let bare = root().join("sample-runs/bare-camelcase.jsonl");
+    let by_transformation = summary(&bare, &["--by", "transformation"]);
+    for name in [
+        "paraphrase",
+        "typo",
+        "add-irrelevant-field",
+        "concise-phrasing",
+        "explicit-scope",
+    ] {
+        assert!(
+            by_transformation.contains(name),
+            "{name}: {by_transformation}"
+        );
+    }
+    assert!(
+        !by_transformation.contains("not recorded"),
+        "{by_transformation}"
+    );
+    let by_family = summary(&bare, &["--by", "family"]);
+    assert!(
+        by_family.contains("question") && by_family.contains("state-noise"),
+        "{by_family}"
+    );
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let p = bare.to_string_lossy();
+    let out = run(&["export", "--format", "json", "--all", &p], dir.path());
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON export");
+    let pairs = doc["pairs"].as_array().expect("pairs");
+    let pair = |case: &str, variant: &str| {
+        pairs
+            .iter()
+            .find(|p| p["case_id"] == case && p["variant_id"] == variant)
+            .unwrap_or_else(|| panic!("{case} / {variant}"))
+    };
+    // Δp −0.39 on a source 0.01 from the threshold: a real effect of the
+    // irrelevant field, not boundary sensitivity.
+    let noise = pair("checkout-outage-001", "irrelevant-ui-metadata");
+    assert_eq!(noise["transformation"], "add-irrelevant-field");
+    assert_eq!(noise["transformation_inferred"], true);
+    assert_eq!(noise["family"], "state-noise");
+    assert_eq!(noise["suggestion"]["category"], "distractor");
+    // Δp −0.02 flipping the route there is boundary sensitivity.
+    let typo = pair("checkout-outage-001", "question-typo");
+    assert_eq!(typo["suggestion"]["category"], "boundary");
+    let trace = pair("api-rate-limiting-008", "irrelevant-request-trace");
+    assert_eq!(trace["suggestion"]["category"], "distractor");
+    let concise = pair("api-rate-limiting-008", "concise-phrasing");
+    assert_eq!(concise["family"], "question");
+    assert_eq!(concise["suggestion"]["category"], "ambiguous-contract");
+}
+
 // ------------------------------------------------------------ the viewer
 
 #[path = "common/mod.rs"]
@@ -558,6 +620,33 @@ fn a_checklist_dump_opens_in_the_viewer_with_both_predictions() {
     ] {
         t.wait_for(shown);
     }
+    t.send("q");
+    assert_eq!(t.wait_exit(), 0);
+}
+
+#[test]
+fn a_bare_rows_inferred_names_are_marked_in_the_viewer() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    std::fs::copy(
+        root().join("sample-runs/bare-camelcase.jsonl"),
+        dir.path().join("run.jsonl"),
+    )
+    .expect("copy the sample");
+    let mut t = common::Tui::spawn(
+        &["run.jsonl", "--reviewer", "tester"],
+        140,
+        45,
+        dir.path(),
+        &[],
+    );
+    t.wait_for("12 pairs · 7 failures");
+    t.send("/");
+    t.send("irrelevant-ui-metadata\r");
+    t.wait_for("1 pairs match");
+    t.wait_for(
+        "family state-noise (inferred from the variant id) · transformation add-irrelevant-field (inferred from the variant id)",
+    );
+    t.wait_for("suggested distractor — state-noise transformation `add-irrelevant-field`");
     t.send("q");
     assert_eq!(t.wait_exit(), 0);
 }

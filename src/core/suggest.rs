@@ -164,12 +164,14 @@ fn decide<'a>(r: &'a PairRecord, b: &Basis<'a>) -> Option<Rule<'a>> {
         }
     }
     // Without a policy the margin cannot be computed, but the reference
-    // runner says so in its reasons.
+    // runner says so in its reasons; a drift it also recorded as beyond its
+    // tolerance, many times that margin, is a real effect, as above.
     if b.source_margin.is_none()
         && let Some(reason) = r
             .reasons
             .iter()
             .find(|x| contains_ignore_case(x, "decision boundary"))
+        && !recorded_drift_is_real(r, reason, b.dp)
     {
         return Some(Rule::RecordedBoundary(reason));
     }
@@ -220,6 +222,38 @@ fn decide<'a>(r: &'a PairRecord, b: &Basis<'a>) -> Option<Rule<'a>> {
         return Some(Rule::NearBoundary);
     }
     Some(Rule::NoChange)
+}
+
+/// Whether the runner's reasons record a probability drift beyond its
+/// tolerance (`Noul drift 0.390 exceeds 0.1.`) that is more than
+/// [`BOUNDARY_DRIFT_FACTOR`] times the margin its boundary reason records
+/// (`... decision boundary: margin 0.010.`): the variant moved the
+/// probability for real, whatever the threshold.
+fn recorded_drift_is_real(r: &PairRecord, boundary_reason: &str, dp: Option<f64>) -> bool {
+    let Some(drift_reason) = r.reasons.iter().find(|x| {
+        (contains_ignore_case(x, "noul drift") || contains_ignore_case(x, "probability drift"))
+            && contains_ignore_case(x, "exceeds")
+    }) else {
+        return false;
+    };
+    let margin = number_after(boundary_reason, "margin").unwrap_or(0.0);
+    let drift = dp
+        .map(f64::abs)
+        .or_else(|| number_after(drift_reason, "drift"))
+        .unwrap_or(0.0);
+    drift > BOUNDARY_DRIFT_FACTOR * margin
+}
+
+/// The number that follows the first `word` (ASCII, any case) in `s`.
+fn number_after(s: &str, word: &str) -> Option<f64> {
+    let at = s.to_ascii_lowercase().find(word)? + word.len();
+    s.get(at..)?
+        .split_whitespace()
+        .next()?
+        .trim_end_matches(['.', ',', ':', ';'])
+        .parse()
+        .ok()
+        .filter(|x: &f64| x.is_finite())
 }
 
 /// The reason for a rule's suggestion, in words.
@@ -520,6 +554,90 @@ mod tests {
             s.reason,
             "recorded: Source is too close to a decision boundary: margin 0.010"
         );
+    }
+
+    /// The seed runner's bare row: no payload, policy or transformation.
+    fn bare(variant_id: &str, ps: f64, pv: f64, reasons: &[&str]) -> PairRecord {
+        let mut r = pair(ps, pv);
+        r.variant_id = variant_id.into();
+        r.policy = None;
+        r.expectation = None;
+        r.minimum_boundary_margin = None;
+        for side in [&mut r.source, &mut r.variant] {
+            side.question = None;
+            side.state = None;
+        }
+        r.passed = Some(false);
+        r.reasons = reasons.iter().map(|x| x.to_string()).collect();
+        r
+    }
+
+    #[test]
+    fn a_recorded_drift_many_times_the_margin_is_not_boundary() {
+        let r = bare(
+            "irrelevant-ui-metadata",
+            0.91,
+            0.52,
+            &[
+                "Source is too close to a decision boundary: margin 0.010.",
+                "Noul drift 0.390 exceeds 0.1.",
+                "Route changed from action to pass.",
+            ],
+        );
+        let s = sug(&r).unwrap();
+        assert_eq!(s.category, "distractor");
+        assert_eq!(
+            s.reason,
+            "state-noise transformation `add-irrelevant-field`"
+        );
+        assert_eq!(
+            lean_category(&r, &crate::core::derive::lean(&r, None)),
+            Some("distractor")
+        );
+        // A drift within three margins stays boundary sensitivity.
+        let r = bare(
+            "question-typo",
+            0.91,
+            0.89,
+            &[
+                "Source is too close to a decision boundary: margin 0.010.",
+                "Route changed from action to review.",
+            ],
+        );
+        assert_eq!(sug(&r).unwrap().category, "boundary");
+        let r = bare(
+            "question-typo",
+            0.91,
+            0.6,
+            &[
+                "Source is too close to a decision boundary: margin 0.010.",
+                "Noul drift 0.310 exceeds 0.1.",
+            ],
+        );
+        let s = sug(&r).unwrap();
+        assert_eq!(s.category, "ambiguous-contract");
+        assert_eq!(s.reason, "question transformation `typo`");
+        // Without the probabilities, the recorded drift decides.
+        let mut r = r;
+        r.source.probability = None;
+        r.variant.probability = None;
+        assert_eq!(sug(&r).unwrap().category, "ambiguous-contract");
+        r.reasons[1] = "Noul drift 0.020 exceeds 0.01.".into();
+        assert_eq!(sug(&r).unwrap().category, "boundary");
+    }
+
+    #[test]
+    fn number_after_reads_the_recorded_figures() {
+        assert_eq!(
+            number_after("boundary: margin 0.010.", "margin"),
+            Some(0.01)
+        );
+        assert_eq!(
+            number_after("Noul drift 0.390 exceeds 0.1.", "drift"),
+            Some(0.39)
+        );
+        assert_eq!(number_after("margin NaN", "margin"), None);
+        assert_eq!(number_after("no figure", "margin"), None);
     }
 
     #[test]
