@@ -213,7 +213,7 @@ impl Said {
     fn quoted(&self) -> String {
         let pred = self.pred.as_deref().unwrap_or("no prediction");
         match self.conf {
-            Some(c) => format!("{pred} (conf {})", super::super::model::fmt_num(c)),
+            Some(c) => format!("{pred} (conf {})", crate::core::model::fmt_num(c)),
             None => pred.to_string(),
         }
     }
