@@ -71,19 +71,18 @@ pub fn apply(
     };
 
     let mut input = File::open(run).map_err(open)?;
+    let mut head = Vec::new();
+    (&input)
+        .take(formats::DETECT_HEAD_BYTES as u64)
+        .read_to_end(&mut head)
+        .map_err(read)?;
     let format = match format {
         Some(f) => f,
-        None => {
-            let mut head = Vec::new();
-            (&input)
-                .take(formats::DETECT_HEAD_BYTES as u64)
-                .read_to_end(&mut head)
-                .map_err(read)?;
-            formats::detect(&head).format.unwrap_or(Format::Native)
-        }
+        None => formats::detect(&head).format.unwrap_or(Format::Native),
     };
-    // Another tool's results: the records the viewer annotated are the converted ones.
-    let _converted = if format == Format::Native {
+    // Another tool's results (or native records in one JSON document): the
+    // records the viewer annotated are the converted ones.
+    let _converted = if !formats::must_convert(format, &head) {
         input.seek(SeekFrom::Start(0)).map_err(read)?;
         None
     } else {

@@ -1084,14 +1084,16 @@ fn transformation_of<'a>(
     }
 }
 
-/// Name the transformation from what the diff shows.
+/// Name the transformation from what the diff shows; a row that records
+/// no payload (the seed runner's bare `VariantResult`) is named from its
+/// variant id instead (see [`transformation_from_id`]).
 fn infer_transformation(
     r: &PairRecord,
     question_changed: bool,
     state: &[DiffEntry],
 ) -> &'static str {
     if !has_payload(r) {
-        return NOT_RECORDED;
+        return transformation_from_id(&r.variant_id).unwrap_or(NOT_RECORDED);
     }
     let state_changed = !state.is_empty();
     match (question_changed, state_changed) {
@@ -1100,16 +1102,147 @@ fn infer_transformation(
         (true, true) => "question-and-state",
         (false, true) => {
             let all = |f: fn(&Change) -> bool| state.iter().all(|e| f(&e.change));
+            let evidence = state.iter().any(|e| names_evidence(&e.path));
             if all(|ch| matches!(ch, Change::Added { .. })) {
-                "add-field"
+                if evidence {
+                    "add-evidence"
+                } else {
+                    "add-field"
+                }
             } else if all(|ch| matches!(ch, Change::Removed { .. })) {
-                "remove-field"
+                if evidence {
+                    "remove-evidence"
+                } else {
+                    "remove-field"
+                }
             } else if all(|ch| matches!(ch, Change::Reordered { .. } | Change::Moved { .. })) {
                 "reorder"
             } else {
                 "value-change"
             }
         }
+    }
+}
+
+/// Whether a changed path names evidence (`state.evidence`,
+/// `state.supportingProof[0]`, ...).
+fn names_evidence(path: &JsonPath) -> bool {
+    path.0.iter().any(|seg| {
+        matches!(seg, diff::Seg::Key(k) if {
+            let k = k.to_ascii_lowercase();
+            k.contains("evidence") || k.contains("proof")
+        })
+    })
+}
+
+/// The transformation a variant id names, in the words of seed 000 §3
+/// (question-contract and state-payload transformations): `question-typo`
+/// is a `typo`, `irrelevant-ui-metadata` an `add-irrelevant-field`,
+/// `remove-evidence` a `remove-evidence`. The id is split into words at
+/// `-`, `_`, spaces and camelCase humps; `None` when no word says.
+pub fn transformation_from_id(id: &str) -> Option<&'static str> {
+    let mut words: Vec<String> = Vec::new();
+    let mut word = String::new();
+    let mut prev_lower = false;
+    for c in id.chars() {
+        if (!c.is_alphanumeric() || (c.is_uppercase() && prev_lower)) && !word.is_empty() {
+            words.push(std::mem::take(&mut word));
+        }
+        if c.is_alphanumeric() {
+            word.extend(c.to_lowercase());
+        }
+        prev_lower = c.is_lowercase() || c.is_ascii_digit();
+    }
+    if !word.is_empty() {
+        words.push(word);
+    }
+    let has = |set: &[&str]| words.iter().any(|w| set.contains(&w.as_str()));
+    const REMOVE: &[&str] = &[
+        "remove", "removed", "removes", "drop", "dropped", "omit", "omitted", "without", "missing",
+        "delete", "deleted", "strip", "stripped", "ablation", "ablate", "ablated",
+    ];
+    if has(&["evidence", "proof", "ablation", "ablate", "ablated"]) {
+        return Some(if has(REMOVE) {
+            "remove-evidence"
+        } else if has(&["resolve", "resolved", "resolution", "restored", "mitigated"]) {
+            "resolve-evidence"
+        } else {
+            "add-evidence"
+        });
+    }
+    if has(&["typo", "typos", "misspelling", "misspelled", "misspelt"]) {
+        return Some("typo");
+    }
+    if has(&[
+        "paraphrase",
+        "paraphrased",
+        "rephrase",
+        "rephrased",
+        "reworded",
+        "rewording",
+    ]) {
+        return Some("paraphrase");
+    }
+    if has(&["concise", "shorter", "terse"]) {
+        return Some("concise-phrasing");
+    }
+    if has(&["scope"]) {
+        return Some("explicit-scope");
+    }
+    if has(&["deadline"]) {
+        return Some("deadline-change");
+    }
+    if has(&["question", "wording", "phrasing"]) {
+        return Some("question-wording");
+    }
+    if has(&["reorder", "reordered", "shuffle", "shuffled"]) {
+        return Some("reorder");
+    }
+    if has(&[
+        "irrelevant",
+        "noise",
+        "noisy",
+        "metadata",
+        "distractor",
+        "unrelated",
+        "field",
+    ]) {
+        return Some(if has(REMOVE) {
+            "remove-irrelevant-field"
+        } else {
+            "add-irrelevant-field"
+        });
+    }
+    None
+}
+
+/// The test family an inferred transformation belongs to (seed 000 §2):
+/// question wording, irrelevant state (state noise), evidence removed
+/// (ablation) or a verified fact added or changed (contrast); `None` for a
+/// change that says no family (`value-change`, `question-and-state`).
+pub fn family_of_transformation(name: &str) -> Option<&'static str> {
+    Some(match name {
+        "question-wording" | "paraphrase" | "typo" | "concise-phrasing" | "explicit-scope"
+        | "deadline-change" => "question",
+        "add-field"
+        | "remove-field"
+        | "reorder"
+        | "add-irrelevant-field"
+        | "remove-irrelevant-field" => "state-noise",
+        "remove-evidence" => "evidence-ablation",
+        "add-evidence" | "resolve-evidence" => "evidence-contrast",
+        _ => return None,
+    })
+}
+
+/// The family as recorded; else, for a record that names neither family
+/// nor transformation, the family of the inferred transformation. The flag
+/// says whether it was inferred.
+pub fn family_of<'a>(r: &'a PairRecord, t: &Transformation) -> Option<(&'a str, bool)> {
+    match &r.family {
+        Some(f) => Some((f.as_str(), false)),
+        None if t.inferred => family_of_transformation(&t.name).map(|f| (f, true)),
+        None => None,
     }
 }
 

@@ -247,6 +247,12 @@ fn transformation(lp: &LoadedPair) -> Option<&str> {
     (lp.record.transformation.is_some() || t.inferred).then_some(t.name.as_str())
 }
 
+/// The family as recorded, else the inferred transformation's
+/// (`transformation_inferred` says it was inferred).
+fn family(lp: &LoadedPair) -> Option<&str> {
+    super::derive::family_of(&lp.record, &lp.derived.transformation).map(|(f, _)| f)
+}
+
 fn source_name(s: AnnotationSource) -> &'static str {
     match s {
         AnnotationSource::Manual => "manual",
@@ -348,7 +354,7 @@ fn csv_row(p: &Pair) -> Vec<String> {
         d.status.name().to_string(),
         csv_bool(r.passed),
         csv_bool(d.verdict),
-        r.family.as_deref().map(csv_text).unwrap_or_default(),
+        family(&p.lp).map(csv_text).unwrap_or_default(),
         transformation(&p.lp).map(csv_text).unwrap_or_default(),
         d.transformation.inferred.to_string(),
         r.expectation
@@ -438,7 +444,7 @@ fn pair_json(p: &Pair) -> Value {
         "status": d.status.name(),
         "passed": r.passed,
         "verdict": d.verdict,
-        "family": r.family,
+        "family": family(&p.lp),
         "transformation": transformation(&p.lp),
         "transformation_inferred": d.transformation.inferred,
         "expectation": r.expectation.as_ref().map(|e| e.kind().to_string()),

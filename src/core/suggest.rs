@@ -871,6 +871,22 @@ mod tests {
         );
     }
 
+    /// The seed runner's bare row: no payload, policy or transformation.
+    fn bare(variant_id: &str, ps: f64, pv: f64, reasons: &[&str]) -> PairRecord {
+        let mut r = pair(ps, pv);
+        r.variant_id = variant_id.into();
+        r.policy = None;
+        r.expectation = None;
+        r.minimum_boundary_margin = None;
+        for side in [&mut r.source, &mut r.variant] {
+            side.question = None;
+            side.state = None;
+        }
+        r.passed = Some(false);
+        r.reasons = reasons.iter().map(|x| x.to_string()).collect();
+        r
+    }
+
     #[test]
     fn undeclared_change_is_invalid_pair() {
         let mut r = pair(0.3, 0.7);

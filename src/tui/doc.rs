@@ -279,15 +279,26 @@ fn unified(b: &mut Builder, r: &PairRecord, d: &Derived, raw: &Value) {
     if let Some(l) = &r.label {
         b.push(inert_spans(&cap(l, VALUE_CAP), t.base, t));
     }
+    // A record without payloads has its names inferred from the variant id.
+    let from = if d.validity == Validity::NotRecorded {
+        " (inferred from the variant id)"
+    } else {
+        " (inferred from the diff)"
+    };
     let mut fam = vec![s("family ", t.dim)];
-    match &r.family {
-        Some(f) => fam.extend(inert_spans(f, t.base, t)),
+    match crate::core::derive::family_of(r, &d.transformation) {
+        Some((f, inferred)) => {
+            fam.extend(inert_spans(f, t.base, t));
+            if inferred {
+                fam.push(s(from, t.dim));
+            }
+        }
         None => fam.push(not_recorded(t)),
     }
     fam.push(s(" · transformation ", t.dim));
     fam.extend(inert_spans(&d.transformation.name, t.base, t));
-    if d.transformation.inferred && d.validity != Validity::NotRecorded {
-        fam.push(s(" (inferred from the diff)", t.dim));
+    if d.transformation.inferred {
+        fam.push(s(from, t.dim));
     }
     b.push(fam);
     let mut ver = Vec::new();

@@ -559,3 +559,99 @@ fn a_service_error_says_each_thing_once() {
             .contains("after 30000 ms: no response within 30000 ms;")
     );
 }
+
+#[test]
+fn variant_ids_name_the_seed_runners_transformations() {
+    let named = |id: &str| transformation_from_id(id);
+    for (id, want) in [
+        ("question-paraphrase", Some("paraphrase")),
+        ("question-typo", Some("typo")),
+        ("concise-phrasing", Some("concise-phrasing")),
+        ("explicit-scope", Some("explicit-scope")),
+        ("broaden-deadline", Some("deadline-change")),
+        ("questionWording2", Some("question-wording")),
+        ("irrelevant-ui-metadata", Some("add-irrelevant-field")),
+        ("irrelevant-request-trace", Some("add-irrelevant-field")),
+        ("remove_irrelevant_field", Some("remove-irrelevant-field")),
+        ("reorderFields", Some("reorder")),
+        ("remove-evidence", Some("remove-evidence")),
+        ("evidenceAblation", Some("remove-evidence")),
+        ("add-verified-evidence", Some("add-evidence")),
+        ("resolved-evidence", Some("resolve-evidence")),
+        ("v", None),
+        ("checkout-order-7", None),
+        ("", None),
+    ] {
+        assert_eq!(named(id), want, "{id}");
+    }
+}
+
+#[test]
+fn bare_rows_are_named_from_their_variant_id() {
+    let mut r = pair(0.91, 0.52);
+    for side in [&mut r.source, &mut r.variant] {
+        side.question = None;
+        side.state = None;
+    }
+    r.variant_id = "irrelevant-ui-metadata".into();
+    let d = derive(&r);
+    assert_eq!(d.transformation.name, "add-irrelevant-field");
+    assert!(d.transformation.inferred);
+    assert_eq!(
+        family_of(&r, &d.transformation),
+        Some(("state-noise", true))
+    );
+    let l = lean(&r, None);
+    assert_eq!(l.inferred_transformation, Some("add-irrelevant-field"));
+    assert!(l.inferred);
+    r.variant_id = "question-paraphrase".into();
+    let d = derive(&r);
+    assert_eq!(
+        (
+            d.transformation.name.as_str(),
+            family_of(&r, &d.transformation)
+        ),
+        ("paraphrase", Some(("question", true)))
+    );
+    // A recorded family or transformation is never overridden.
+    r.family = Some("mine".into());
+    assert_eq!(family_of(&r, &d.transformation), Some(("mine", false)));
+    r.family = None;
+    r.transformation = Some("custom".into());
+    let d = derive(&r);
+    assert!(!d.transformation.inferred);
+    assert_eq!(family_of(&r, &d.transformation), None);
+    // With payloads, the diff names the change, not the id.
+    let mut r = pair(0.3, 0.3);
+    r.variant_id = "question-typo".into();
+    r.variant.state = Some(json!({}));
+    assert_eq!(derive(&r).transformation.name, "remove-field");
+}
+
+#[test]
+fn removed_or_added_evidence_is_named_from_the_diff() {
+    let mut r = pair(0.3, 0.3);
+    r.source.state = Some(json!({"a": 1, "evidence": ["E1", "E2"]}));
+    r.variant.state = Some(json!({"a": 1, "evidence": ["E1"]}));
+    let d = derive(&r);
+    assert_eq!(d.transformation.name, "remove-evidence");
+    assert_eq!(
+        family_of(&r, &d.transformation),
+        Some(("evidence-ablation", true))
+    );
+    r.variant.state = Some(json!({"a": 1}));
+    assert_eq!(derive(&r).transformation.name, "remove-evidence");
+    r.variant.state = Some(json!({"a": 1, "evidence": ["E1", "E2"], "supportingProof": "x"}));
+    assert_eq!(derive(&r).transformation.name, "add-evidence");
+    r.variant.state = Some(json!({"a": 1, "evidence": ["E1", "E2"], "theme": "dark"}));
+    let d = derive(&r);
+    assert_eq!(d.transformation.name, "add-field");
+    assert_eq!(
+        family_of(&r, &d.transformation),
+        Some(("state-noise", true))
+    );
+    r.variant.state = Some(json!({"a": 2, "evidence": ["E1", "E2"]}));
+    let d = derive(&r);
+    assert_eq!(d.transformation.name, "value-change");
+    assert_eq!(family_of(&r, &d.transformation), None);
+}

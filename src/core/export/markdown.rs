@@ -476,8 +476,9 @@ impl Md<'_, '_> {
             )?;
         }
         let mut from = vec![code(&format!("{}:{}", p.file, p.row.loc.line), false)];
-        if let Some(f) = &r.family {
-            from.push(format!("family {}", code(f, false)));
+        if let Some((f, inferred)) = crate::core::derive::family_of(r, &d.transformation) {
+            let inferred = if inferred { " (inferred)" } else { "" };
+            from.push(format!("family {}{inferred}", code(f, false)));
         }
         let inferred = if d.transformation.inferred {
             " (inferred)"

@@ -22,6 +22,7 @@ use std::str::FromStr;
 
 use serde_json::{Map, Value, json};
 
+pub mod checklist;
 pub mod context_probe;
 pub mod inspect;
 pub mod multivon;
@@ -40,16 +41,20 @@ pub enum Format {
     Inspect,
     /// multivon-eval variant validations, case manifests and eval reports.
     Multivon,
+    /// CheckList test results: the viewer's data dumped as JSON, or the
+    /// text of `TestSuite.summary()`.
+    CheckList,
 }
 
 impl Format {
     /// Every format, in the order [`detect`] tries them.
-    pub const ALL: [Format; 5] = [
+    pub const ALL: [Format; 6] = [
         Format::Native,
         Format::ContextProbe,
         Format::Promptfoo,
         Format::Inspect,
         Format::Multivon,
+        Format::CheckList,
     ];
 
     /// The name used by `--format`, in the status bar and in `"format"`.
@@ -60,6 +65,7 @@ impl Format {
             Format::Promptfoo => "promptfoo",
             Format::Inspect => "inspect",
             Format::Multivon => "multivon",
+            Format::CheckList => "checklist",
         }
     }
 }
@@ -81,6 +87,7 @@ impl FromStr for Format {
             "promptfoo" => Format::Promptfoo,
             "inspect" | "inspect-ai" | "inspectai" => Format::Inspect,
             "multivon" | "multivon-eval" => Format::Multivon,
+            "checklist" | "check-list" => Format::CheckList,
             _ => {
                 return Err(UnknownFormat {
                     given: s.to_string(),
@@ -117,6 +124,32 @@ pub struct Detection {
     pub format: Option<Format>,
     /// Every format tried before (and instead of) the match, with why it did not fit.
     pub tried: Vec<(Format, String)>,
+    /// Where the records sit when the file is one JSON document holding
+    /// records that the format writes one per line.
+    pub records: Option<RecordsAt>,
+}
+
+/// Where a JSON document keeps records that are otherwise one per line:
+/// the document is an array of them, or one member of a top-level object is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RecordsAt {
+    /// `[{...}, {...}]`
+    Array,
+    /// `{"name": [{...}, {...}], ...}`
+    Member(String),
+}
+
+impl fmt::Display for RecordsAt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecordsAt::Array => f.write_str("a JSON array of records"),
+            RecordsAt::Member(m) => write!(
+                f,
+                "a JSON document with its records in \"{}\"",
+                crate::core::text::inert_line(m)
+            ),
+        }
+    }
 }
 
 impl Detection {
@@ -165,27 +198,156 @@ pub fn detect(head: &[u8]) -> Detection {
     let sniff = Sniff::new(text, head);
     let mut tried = Vec::new();
     for f in Format::ALL {
-        let verdict = match f {
-            Format::Native => sniff_native(&sniff),
-            Format::ContextProbe => context_probe::sniff(&sniff),
-            Format::Promptfoo => promptfoo::sniff(&sniff),
-            Format::Inspect => inspect::sniff(&sniff),
-            Format::Multivon => multivon::sniff(&sniff),
-        };
-        match verdict {
+        match sniff_as(f, &sniff) {
             Ok(()) => {
                 return Detection {
                     format: Some(f),
                     tried,
+                    records: None,
                 };
             }
             Err(why) => tried.push((f, why)),
         }
     }
+    // One JSON document holding records of a format that writes them one
+    // per line: judged by its first record, as that format's first line.
+    if let Some((at, first)) = first_record(sniff.text)
+        && let Some(f) = record_format(&first)
+    {
+        return Detection {
+            format: Some(f),
+            tried,
+            records: Some(at),
+        };
+    }
     Detection {
         format: None,
         tried,
+        records: None,
     }
+}
+
+fn sniff_as(f: Format, sniff: &Sniff) -> Result<(), String> {
+    match f {
+        Format::Native => sniff_native(sniff),
+        Format::ContextProbe => context_probe::sniff(sniff),
+        Format::Promptfoo => promptfoo::sniff(sniff),
+        Format::Inspect => inspect::sniff(sniff),
+        Format::Multivon => multivon::sniff(sniff),
+        Format::CheckList => checklist::sniff(sniff),
+    }
+}
+
+/// The formats whose records can stand one per line, in detection order.
+const LINE_FORMATS: [Format; 4] = [
+    Format::Native,
+    Format::ContextProbe,
+    Format::Promptfoo,
+    Format::Multivon,
+];
+
+/// The line format whose first line `record` would be.
+fn record_format(record: &Value) -> Option<Format> {
+    let line = serde_json::to_string(record).ok()?;
+    let sniff = Sniff::new(&line, line.as_bytes());
+    LINE_FORMATS
+        .into_iter()
+        .find(|f| sniff_as(*f, &sniff).is_ok())
+}
+
+/// Whether a file whose head is `head` must be converted to be read as
+/// `format`: another tool's format, or native records inside one JSON
+/// document rather than one per line.
+pub fn must_convert(format: Format, head: &[u8]) -> bool {
+    if format != Format::Native {
+        return true;
+    }
+    let owned;
+    let head = if is_gzip(head) {
+        owned = gunzip_prefix(head);
+        &owned[..]
+    } else {
+        head
+    };
+    let text = String::from_utf8_lossy(head);
+    let text = text.trim_start_matches('\u{feff}').trim_start();
+    // One object per line is the native layout itself.
+    if text.starts_with('{') && Sniff::new(text, head).line_object().is_some() {
+        return false;
+    }
+    first_record(text).is_some_and(|(_, r)| sniff_native(&Sniff::new(&r.to_string(), b"")).is_ok())
+}
+
+/// The first record of a JSON document that keeps its records in an array
+/// (the document itself, or a member of a top-level object whose value is
+/// an array of objects), read from `text` even when it is a cut head.
+fn first_record(text: &str) -> Option<(RecordsAt, Value)> {
+    let text = text.trim_start();
+    let first_object = |after_bracket: &str| -> Option<Value> {
+        let rest = after_bracket.trim_start();
+        if !rest.starts_with('{') {
+            return None;
+        }
+        let mut values = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
+        match values.next()? {
+            Ok(v @ Value::Object(_)) => Some(v),
+            _ => None,
+        }
+    };
+    if let Some(rest) = text.strip_prefix('[') {
+        return first_object(rest).map(|v| (RecordsAt::Array, v));
+    }
+    // The members of a top-level object, in order, as far as the head goes.
+    let mut rest = text.strip_prefix('{')?;
+    loop {
+        rest = rest.trim_start();
+        let mut keys = serde_json::Deserializer::from_str(rest).into_iter::<String>();
+        let key = keys.next()?.ok()?;
+        rest = rest[keys.byte_offset()..]
+            .trim_start()
+            .strip_prefix(':')?
+            .trim_start();
+        if let Some(after) = rest.strip_prefix('[')
+            && let Some(v) = first_object(after)
+            && record_format(&v).is_some()
+        {
+            return Some((RecordsAt::Member(key), v));
+        }
+        let mut skip =
+            serde_json::Deserializer::from_str(rest).into_iter::<serde::de::IgnoredAny>();
+        skip.next()?.ok()?;
+        rest = rest[skip.byte_offset()..].trim_start();
+        rest = rest.strip_prefix(',')?;
+    }
+}
+
+/// The records of a JSON document that keeps them in an array (see
+/// [`RecordsAt`]) whose first record reads as `format`'s, as JSON lines;
+/// `None` when `text` is not such a document.
+fn records_as_lines(text: &str, format: Format) -> Option<String> {
+    let trimmed = text.trim_start();
+    if !(trimmed.starts_with('[') || trimmed.starts_with('{')) {
+        return None;
+    }
+    let (at, first) = first_record(trimmed)?;
+    if record_format(&first) != Some(format) {
+        return None;
+    }
+    let doc: Value = serde_json::from_str(trimmed).ok()?;
+    let list = match (&at, doc) {
+        (RecordsAt::Array, Value::Array(a)) => a,
+        (RecordsAt::Member(m), Value::Object(mut o)) => match o.remove(m) {
+            Some(Value::Array(a)) => a,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let mut lines = String::new();
+    for v in list {
+        lines.push_str(&serde_json::to_string(&v).ok()?);
+        lines.push('\n');
+    }
+    Some(lines)
 }
 
 /// What a converter reports besides the records it wrote.
@@ -282,6 +444,13 @@ pub fn convert_with(
             ..ConvertReport::default()
         },
     };
+    // Records of a line format held in one JSON document: read as lines.
+    let lines = if LINE_FORMATS.contains(&format) {
+        records_as_lines(text, format)
+    } else {
+        None
+    };
+    let text = lines.as_deref().unwrap_or(text);
     let res = match format {
         Format::Native => {
             sink.out
@@ -296,6 +465,7 @@ pub fn convert_with(
         Format::Promptfoo => promptfoo::convert(text, &mut sink),
         Format::Inspect => inspect::convert(text, opts, &mut sink),
         Format::Multivon => multivon::convert(text, &mut sink),
+        Format::CheckList => checklist::convert(text, &mut sink),
     };
     res.map_err(in_file)?;
     sink.out.flush().map_err(ConvertError::Write)?;
@@ -1042,7 +1212,7 @@ mod tests {
         assert_eq!(
             "c\u{1b}sv".parse::<Format>().unwrap_err().to_string(),
             format!(
-                "unknown format '{}'; known formats: native, context-probe, promptfoo, inspect, multivon",
+                "unknown format '{}'; known formats: native, context-probe, promptfoo, inspect, multivon, checklist",
                 crate::core::text::inert_line("c\u{1b}sv")
             )
         );
@@ -1054,6 +1224,63 @@ mod tests {
         assert_eq!(d.format, None);
         assert_eq!(d.tried.len(), Format::ALL.len());
         assert!(d.message("x.csv").contains("promptfoo"));
+    }
+
+    #[test]
+    fn records_in_one_document_are_found_in_a_cut_head() {
+        let rec = r#"{"case_id":"a","variant_id":"b","passed":true}"#;
+        // An array cut after its first record.
+        let head = format!("[{rec},{{\"case_id\":\"a\",\"vari");
+        let d = detect(head.as_bytes());
+        assert_eq!(d.format, Some(Format::Native));
+        assert_eq!(d.records, Some(RecordsAt::Array));
+        assert!(must_convert(Format::Native, head.as_bytes()));
+        // A member of an object, after members of other kinds.
+        let head = format!(
+            "{{\"run\": {{\"id\": [1, 2]}}, \"notes\": [\"x\"], \"pairs\": [\n  {rec},\n  {{\"cut"
+        );
+        let d = detect(head.as_bytes());
+        assert_eq!(d.records, Some(RecordsAt::Member("pairs".into())));
+        assert_eq!(d.format, Some(Format::Native));
+        // One record per line is the native layout: nothing to convert.
+        let lines = format!("{rec}\n{rec}\n");
+        assert_eq!(detect(lines.as_bytes()).records, None);
+        assert!(!must_convert(Format::Native, lines.as_bytes()));
+        assert!(must_convert(Format::Promptfoo, lines.as_bytes()));
+        // Arrays of other things say nothing.
+        for head in [
+            "[1, 2, 3]",
+            "[]",
+            "[{\"a\": 1}]",
+            "{\"a\": [{\"b\": 1}]}",
+            "[{\"case_id\"",
+        ] {
+            let d = detect(head.as_bytes());
+            assert_eq!((d.format, d.records), (None, None), "{head}");
+            assert!(!must_convert(Format::Native, head.as_bytes()), "{head}");
+        }
+    }
+
+    #[test]
+    fn an_array_converts_as_its_lines() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let rec = |v: &str| format!(r#"{{"case_id":"a","variant_id":"{v}","passed":true}}"#);
+        let array = dir.path().join("a.json");
+        std::fs::write(&array, format!("[\n {},\n {}\n]\n", rec("b"), rec("c"))).unwrap();
+        let mut out = Vec::new();
+        let report = convert(&array, Format::Native, &mut out).expect("convert");
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            format!("{}\n{}\n", rec("b"), rec("c"))
+        );
+        assert_eq!((report.rows, report.records), (2, 2));
+        // Lines stay lines, byte for byte.
+        let lines = dir.path().join("l.jsonl");
+        let text = format!("{}\n{}\n", rec("b"), rec("c"));
+        std::fs::write(&lines, &text).unwrap();
+        let mut out = Vec::new();
+        convert(&lines, Format::Native, &mut out).expect("convert");
+        assert_eq!(out, text.as_bytes());
     }
 
     #[test]

@@ -31,8 +31,13 @@ pub(super) fn sniff(s: &Sniff) -> Result<(), String> {
     {
         return Ok(());
     }
+    // `results` alone is a common name: its entries must be promptfoo's.
     if let Some(Value::Object(o)) = &s.document
-        && (o.contains_key("evalId") || results_of(o).is_some())
+        && (o.contains_key("evalId")
+            || results_of(o).is_some_and(|a| {
+                a.first()
+                    .is_none_or(|r| r.as_object().is_some_and(is_result))
+            }))
     {
         return Ok(());
     }

@@ -354,6 +354,12 @@ fn fast_row(buf: &[u8], body: &str) -> Option<RowData> {
 
 fn read_row(reader: &mut LineReader, buf: &[u8], body: &str) -> Option<RowData> {
     let mut f = reader.parse(body)?;
+    // The reader leaves ids out of the record; a row that names no
+    // transformation may have it inferred from its variant id.
+    f.record.variant_id.clear();
+    if f.record.transformation.is_none() {
+        f.record.variant_id.push_str(&f.variant_id);
+    }
     // Two states that differ are diffed only if the derivation reads it.
     let failed = std::cell::Cell::new(false);
     let d = match f.diff {
@@ -388,7 +394,11 @@ fn read_row(reader: &mut LineReader, buf: &[u8], body: &str) -> Option<RowData> 
         case: Text::of(buf, std::mem::take(&mut f.case_id)),
         variant: Text::of(buf, std::mem::take(&mut f.variant_id)),
         transformation,
-        family: f.family.take().map(|s| Text::of(buf, s)),
+        family: f
+            .family
+            .take()
+            .map(|s| Text::of(buf, s))
+            .or_else(|| inferred_family(&d)),
         suggestion,
         contract: f.contract.take().map(|s| Text::of(buf, s)),
         schema: f.schema.take().map(|s| Text::of(buf, s)),
@@ -407,6 +417,15 @@ fn transformation_name(d: &crate::core::derive::Lean, recorded: Text) -> Text {
         Some(name) => Text::Static(name),
         None => recorded,
     }
+}
+
+/// The family of a row that records neither family nor transformation:
+/// the inferred transformation's (see [`crate::core::derive::family_of`]).
+fn inferred_family(d: &crate::core::derive::Lean) -> Option<Text> {
+    d.inferred_transformation
+        .filter(|_| d.inferred)
+        .and_then(crate::core::derive::family_of_transformation)
+        .map(Text::Static)
 }
 
 /// The slow path: a whole [`Value`], [`map_record`] and [`derive`].
@@ -453,7 +472,11 @@ fn slow_row(body: &str, terminated: bool) -> LineOut {
         case: Text::Owned(std::mem::take(&mut record.case_id)),
         variant: Text::Owned(std::mem::take(&mut record.variant_id)),
         transformation,
-        family: record.family.take().map(Text::Owned),
+        family: record
+            .family
+            .take()
+            .map(Text::Owned)
+            .or_else(|| inferred_family(&d)),
         suggestion,
         contract: record.contract_version.take().map(Text::Owned),
         schema: record.state_schema_version.take().map(Text::Owned),

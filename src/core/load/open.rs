@@ -348,8 +348,8 @@ fn open_any(p: &str, want: Option<Format>, convert: &ConvertOptions) -> Result<R
         // Anything else that is not a plain file cannot be read twice: keep a private copy.
         return as_format(copy_to_temp(file, shown)?, want, convert);
     }
-    let (format, notes) = sniff_format(&file, meta.len(), want);
-    if format != Format::Native {
+    let (format, needs_convert, notes) = sniff_format(&file, meta.len(), want);
+    if needs_convert {
         return open_converted(path, path, shown, format, want.is_some(), convert);
     }
     let mut opened = if is_gzip(&file) {
@@ -372,28 +372,31 @@ fn open_any(p: &str, want: Option<Format>, convert: &ConvertOptions) -> Result<R
 }
 
 /// Which format to read a file as: `want` when given, else what its head
-/// looks like. Only the first [`formats::DETECT_HEAD_BYTES`] are read, so a
-/// large native run pays for one small read. A file no format recognises
-/// is read as native lines, with a note of what was tried.
-fn sniff_format(file: &File, len: u64, want: Option<Format>) -> (Format, Vec<String>) {
-    if let Some(f) = want {
-        return (f, Vec::new());
-    }
+/// looks like; and whether it must be converted (another tool's format, or
+/// native records held in one JSON document). Only the first
+/// [`formats::DETECT_HEAD_BYTES`] are read, so a large native run pays for
+/// one small read. A file no format recognises is read as native lines,
+/// with a note of what was tried.
+fn sniff_format(file: &File, len: u64, want: Option<Format>) -> (Format, bool, Vec<String>) {
     let mut head = vec![0u8; (len as usize).min(formats::DETECT_HEAD_BYTES)];
     if head.is_empty() || read_exact_at(file, &mut head, 0).is_err() {
         // Nothing to sniff; the loader reports an unreadable file itself.
-        return (Format::Native, Vec::new());
+        let f = want.unwrap_or(Format::Native);
+        return (f, f != Format::Native, Vec::new());
+    }
+    if let Some(f) = want {
+        return (f, formats::must_convert(f, &head), Vec::new());
     }
     let found = formats::detect(&head);
     if let Some(f) = found.format {
-        return (f, Vec::new());
+        return (f, formats::must_convert(f, &head), Vec::new());
     }
     // A first line longer than the head says nothing either way: the
     // loader reads it (or reports it) as a native line.
     if head.len() < len as usize && !head.contains(&b'\n') {
-        return (Format::Native, Vec::new());
+        return (Format::Native, false, Vec::new());
     }
-    (Format::Native, vec![found.note()])
+    (Format::Native, false, vec![found.note()])
 }
 
 /// An input already copied to a private file (standard input, a FIFO):
@@ -403,8 +406,8 @@ fn as_format(
     want: Option<Format>,
     convert: &ConvertOptions,
 ) -> Result<RunFile, OpenError> {
-    let (format, notes) = sniff_format(&opened.reader, opened.size, want);
-    if format == Format::Native {
+    let (format, needs_convert, notes) = sniff_format(&opened.reader, opened.size, want);
+    if !needs_convert {
         opened.notes = notes;
         return Ok(opened);
     }
