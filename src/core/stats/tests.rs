@@ -1,3 +1,4 @@
+use super::conclusion::{Flips, margin_clause, verdict_clause};
 use super::*;
 use crate::core::annotations::{AnnotationSource, Change};
 use crate::core::index::{OpenOptions, load_run};
