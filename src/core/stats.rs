@@ -141,37 +141,73 @@ impl GroupBy {
 }
 
 /// The statistics of one group of pairs.
+///
+/// Two kinds of numbers sit side by side. The triage counts (`pairs`,
+/// `failures`, `failure_rate`, `service_errors`, `invalid_pairs`,
+/// `classified`) cover every pair: each failure needs a reviewer. The model
+/// metrics (route flips, invariant violations, boundary pairs and flips,
+/// drift) cover only the pairs that test the model ([`tests_model`]): an
+/// invalid pair faults the test, not the model (seed 001), and a service
+/// error says nothing about the model's decision (seed 000, section 8).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GroupStats {
     /// The group's name as recorded ("not recorded", "unclassified", "passed" or "all").
     pub name: String,
     pub pairs: u64,
-    /// Pairs whose status is a failure (fail, service error or invalid).
+    /// Pairs whose status is a failure (fail, service error, invalid, or
+    /// any other status that needs a reviewer's diagnosis).
     pub failures: u64,
     /// failures / pairs.
     pub failure_rate: Option<Rate>,
+    /// Pairs whose status is fail: they broke their expectation.
+    pub failed: u64,
+    /// Pairs that test the model: neither invalid nor a service error. Every
+    /// model metric below counts among these.
+    pub model_pairs: u64,
+    /// Route flips among the model pairs with both routes known.
     pub route_flips: u64,
-    /// Route flips / pairs with both routes known.
+    /// Route flips / model pairs with both routes known.
     pub route_flip_rate: Option<Rate>,
-    /// Among invariant pairs that are not invalid and had no service error:
-    /// the share whose status is fail.
+    /// Among model pairs with an `invariant` expectation whose validity is
+    /// not left unjudged: the share whose status is fail.
     pub invariant_violation_rate: Option<Rate>,
-    /// Pairs whose source margin is under their minimum boundary margin.
+    /// Model pairs whose source margin is under their minimum boundary margin.
     pub boundary_pairs: u64,
     /// Route flips / boundary pairs with both routes known.
     pub boundary_flip_rate: Option<Rate>,
     pub service_errors: u64,
     /// Service errors / pairs, counted apart from robustness failures.
     pub service_error_rate: Option<Rate>,
+    /// Pairs that changed facts they did not declare: test faults.
     pub invalid_pairs: u64,
-    /// Median |Δp| over pairs with both probabilities recorded.
+    /// Model pairs that declare no `allowed_changes`: their validity is not
+    /// judged, so they are left out of the invariant violation rate.
+    pub undeclared_pairs: u64,
+    /// Median |Δp| over model pairs with both probabilities recorded.
     pub median_abs_dp: Option<f64>,
     pub max_abs_dp: Option<f64>,
-    /// Median |Δc| over pairs with both confidences recorded.
+    /// Median |Δc| over model pairs with both confidences recorded.
     pub median_abs_dc: Option<f64>,
     pub max_abs_dc: Option<f64>,
+    /// The 50th and 95th percentiles of the pairs' latency, where recorded.
+    pub latency: Option<Latency>,
     /// Failures that carry a reviewer's category.
     pub classified: u64,
+}
+
+/// Percentiles of the latency of a group's pairs, in milliseconds.
+///
+/// A pair's latency is the larger of its two recorded request latencies;
+/// every pair with one counts, service errors included (a timeout's 30 s is
+/// exactly what a p95 must show). The percentiles are nearest-rank: the
+/// smallest recorded latency that at least p % of the pairs do not exceed,
+/// so each is a latency some pair took.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Latency {
+    /// Pairs with a recorded latency.
+    pub pairs: u64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
 }
 
 /// Per source case, so correlated variants are not mistaken for independent evidence.
@@ -179,13 +215,15 @@ pub struct GroupStats {
 pub struct CaseLevel {
     /// Distinct source cases among the pairs.
     pub cases: u64,
-    /// Cases with at least one failing pair.
+    /// Cases with at least one pair that tests the model (see [`tests_model`]).
+    pub model_cases: u64,
+    /// Cases where a pair that tests the model broke its expectation.
     pub failing_cases: u64,
-    /// failing_cases / cases.
+    /// failing_cases / model_cases.
     pub failing_case_rate: Option<Rate>,
-    /// Cases with at least one route flip.
+    /// Cases with at least one route flip among the pairs that test the model.
     pub flipping_cases: u64,
-    /// flipping_cases / cases with at least one pair whose both routes are known.
+    /// flipping_cases / cases with at least one such pair whose both routes are known.
     pub flipping_case_rate: Option<Rate>,
 }
 
@@ -226,9 +264,10 @@ pub struct Summary {
     /// Sorted by failures, most first, then by name.
     pub groups: Vec<GroupStats>,
     /// `[source route rank][variant route rank]` (pass 0, review 1, action 2),
-    /// over pairs with both routes known.
+    /// over the model pairs with both routes known.
     pub route_matrix: [[u64; 3]; 3],
-    /// |Δp| in 10 buckets of 0.05 from 0; the last is open-ended (≥ 0.45).
+    /// |Δp| of the model pairs in 10 buckets of 0.05 from 0; the last is
+    /// open-ended (≥ 0.45).
     pub dp_histogram: Vec<Bucket>,
     /// Per transformation (most failures first, then by name), the failures per
     /// category id or "unclassified" (most first, then by name).
@@ -289,11 +328,67 @@ fn both_routes(row: &PairRow) -> bool {
     row.source_route().is_some() && row.variant_route().is_some()
 }
 
+/// Whether a pair tests the model: it is not invalid (its variant changed
+/// facts it did not declare, which faults the test pair, not the model:
+/// seed 001) and had no service error (a failed request says nothing about
+/// the model's decision: seed 000, section 8). Only such pairs feed the model
+/// metrics: route flips, invariant violations, boundary pairs, drift, the
+/// route matrix, the histogram and the failing cases.
+pub fn tests_model(row: &PairRow) -> bool {
+    !matches!(row.status(), Status::Invalid | Status::ServiceError)
+}
+
+/// Whether a pair that tests the model counts among the valid equivalent
+/// variants of the invariant violation rate (seed 000, section 8): its
+/// expectation is `invariant`, and its validity is not left unjudged by a
+/// missing `allowed_changes`. A pair that records no payloads at all (the
+/// reference runner's own rows) has nothing to compare, and counts as the
+/// run declares it.
+fn counts_as_valid_invariant(row: &PairRow) -> bool {
+    row.expectation() == ExpKind::Invariant && row.validity() != ValidityCode::Undeclared
+}
+
+/// A stored latency in whole thousandths of a millisecond; a missing,
+/// infinite or negative one is none.
+fn latency_units(ms: f32) -> Option<u64> {
+    (ms.is_finite() && ms >= 0.0).then(|| (f64::from(ms) * LATENCY_UNITS).round() as u64)
+}
+
+/// Latencies are kept in thousandths of a millisecond, so that a recorded
+/// 1197.3 ms is reported as 1197.3 and not 1197.300048828125.
+const LATENCY_UNITS: f64 = 1e3;
+
+/// The nearest-rank `pct`th percentile of `v` (1 ≤ pct ≤ 100): the value at
+/// rank ⌈pct · n / 100⌉ of the sorted values, counted from 1. None when empty.
+fn nearest_rank(v: &mut [u64], pct: u64) -> Option<u64> {
+    let n = v.len() as u64;
+    if n == 0 {
+        return None;
+    }
+    let rank = (pct * n).div_ceil(100).clamp(1, n);
+    let (_, &mut x, _) = v.select_nth_unstable((rank - 1) as usize);
+    Some(x)
+}
+
+/// The latency percentiles of a group's latencies (in [`LATENCY_UNITS`]).
+fn latency_of(mut v: Vec<u64>) -> Option<Latency> {
+    let ms = |x: u64| x as f64 / LATENCY_UNITS;
+    let p50 = nearest_rank(&mut v, 50)?;
+    let p95 = nearest_rank(&mut v, 95)?;
+    Some(Latency {
+        pairs: v.len() as u64,
+        p50_ms: ms(p50),
+        p95_ms: ms(p95),
+    })
+}
+
 /// Running counts of one group.
 #[derive(Debug, Default)]
 struct Acc {
     pairs: u64,
     failures: u64,
+    failed: u64,
+    model_pairs: u64,
     with_routes: u64,
     flips: u64,
     invariant_trials: u64,
@@ -303,17 +398,39 @@ struct Acc {
     boundary_flips: u64,
     service_errors: u64,
     invalid: u64,
+    undeclared: u64,
     /// |Δp| and |Δc| in millionths (as [`widen`] rounds them): exact, half
     /// the size of `f64`s, and selected faster for the medians.
     abs_dp: Vec<u64>,
     abs_dc: Vec<u64>,
+    /// Latencies in [`LATENCY_UNITS`].
+    latencies: Vec<u64>,
     classified: u64,
 }
 
+/// What [`Acc::add`] reads of a row besides its codes, computed once per row.
+#[derive(Debug, Clone, Copy)]
+struct Measures {
+    /// |Δp| and |Δc| in millionths (see [`micros`]).
+    dp: Option<u64>,
+    dc: Option<u64>,
+    /// The latency in [`LATENCY_UNITS`].
+    latency: Option<u64>,
+}
+
+impl Measures {
+    fn of(row: &PairRow) -> Measures {
+        Measures {
+            dp: micros(row.dp),
+            dc: micros(row.dc),
+            latency: latency_units(row.latency),
+        }
+    }
+}
+
 impl Acc {
-    /// Count `row`, whose |Δp| and |Δc| in millionths (see [`micros`]) are
-    /// `dp` and `dc`.
-    fn add(&mut self, row: &PairRow, category: Option<&str>, (dp, dc): (Option<u64>, Option<u64>)) {
+    /// Count `row`, whose measures are `m`.
+    fn add(&mut self, row: &PairRow, category: Option<&str>, m: Measures) {
         self.pairs += 1;
         let failed = row.status().is_failure();
         if failed {
@@ -321,6 +438,20 @@ impl Acc {
             if category.is_some() {
                 self.classified += 1;
             }
+        }
+        match row.status() {
+            Status::ServiceError => self.service_errors += 1,
+            Status::Invalid => self.invalid += 1,
+            Status::Fail => self.failed += 1,
+            _ => {}
+        }
+        self.latencies.extend(m.latency);
+        if !tests_model(row) {
+            return;
+        }
+        self.model_pairs += 1;
+        if row.validity() == ValidityCode::Undeclared {
+            self.undeclared += 1;
         }
         let known = both_routes(row);
         let flip = known && row.has(flags::FLIP);
@@ -330,10 +461,7 @@ impl Acc {
         if flip {
             self.flips += 1;
         }
-        if row.expectation() == ExpKind::Invariant
-            && row.validity() != ValidityCode::Invalid
-            && row.status() != Status::ServiceError
-        {
+        if counts_as_valid_invariant(row) {
             self.invariant_trials += 1;
             if row.status() == Status::Fail {
                 self.invariant_violations += 1;
@@ -348,13 +476,8 @@ impl Acc {
                 self.boundary_flips += 1;
             }
         }
-        match row.status() {
-            Status::ServiceError => self.service_errors += 1,
-            Status::Invalid => self.invalid += 1,
-            _ => {}
-        }
-        self.abs_dp.extend(dp);
-        self.abs_dc.extend(dc);
+        self.abs_dp.extend(m.dp);
+        self.abs_dc.extend(m.dc);
     }
 
     fn merge(&mut self, o: Acc) {
@@ -364,6 +487,8 @@ impl Acc {
         }
         self.pairs += o.pairs;
         self.failures += o.failures;
+        self.failed += o.failed;
+        self.model_pairs += o.model_pairs;
         self.with_routes += o.with_routes;
         self.flips += o.flips;
         self.invariant_trials += o.invariant_trials;
@@ -373,8 +498,10 @@ impl Acc {
         self.boundary_flips += o.boundary_flips;
         self.service_errors += o.service_errors;
         self.invalid += o.invalid;
+        self.undeclared += o.undeclared;
         extend_larger(&mut self.abs_dp, o.abs_dp);
         extend_larger(&mut self.abs_dc, o.abs_dc);
+        extend_larger(&mut self.latencies, o.latencies);
         self.classified += o.classified;
     }
 
@@ -384,6 +511,8 @@ impl Acc {
             pairs: self.pairs,
             failures: self.failures,
             failure_rate: wilson(self.failures, self.pairs),
+            failed: self.failed,
+            model_pairs: self.model_pairs,
             route_flips: self.flips,
             route_flip_rate: wilson(self.flips, self.with_routes),
             invariant_violation_rate: wilson(self.invariant_violations, self.invariant_trials),
@@ -392,10 +521,12 @@ impl Acc {
             service_errors: self.service_errors,
             service_error_rate: wilson(self.service_errors, self.pairs),
             invalid_pairs: self.invalid,
+            undeclared_pairs: self.undeclared,
             max_abs_dp: self.abs_dp.iter().max().map(|&m| m as f64 / MICRO),
             median_abs_dp: median_micros(self.abs_dp),
             max_abs_dc: self.abs_dc.iter().max().map(|&m| m as f64 / MICRO),
             median_abs_dc: median_micros(self.abs_dc),
+            latency: latency_of(self.latencies),
             classified: self.classified,
         }
     }
@@ -406,6 +537,9 @@ impl Acc {
 struct CaseAcc {
     /// Its rows among those summarised.
     rows: u32,
+    /// Whether a pair of it tests the model ([`tests_model`]); the other
+    /// facts are of such pairs only.
+    tested: bool,
     failed: bool,
     flipped: bool,
     routes_known: bool,
@@ -594,13 +728,14 @@ fn summarize_on(
 
     let count =
         |f: fn(&CaseAcc) -> bool| cases.acc.iter().filter(|c| c.rows > 0 && f(c)).count() as u64;
-    let n_cases = count(|_| true);
+    let model_cases = count(|c| c.tested);
     let failing_cases = count(|c| c.failed);
     let flipping_cases = count(|c| c.flipped);
     let case_level = CaseLevel {
-        cases: n_cases,
+        cases: count(|_| true),
+        model_cases,
         failing_cases,
-        failing_case_rate: wilson(failing_cases, n_cases),
+        failing_case_rate: wilson(failing_cases, model_cases),
         flipping_cases,
         flipping_case_rate: wilson(flipping_cases, count(|c| c.routes_known)),
     };
@@ -663,8 +798,8 @@ impl<'a> Rest<'a> {
         for row in rows.iter().filter_map(|&i| index.rows.get(i as usize)) {
             let category = index.failure_category(store, row);
             // Rounded once for every count that reads them.
-            let deltas = (micros(row.dp), micros(row.dc));
-            self.overall.add(row, category, deltas);
+            let m = Measures::of(row);
+            self.overall.add(row, category, m);
             let acc = match by {
                 GroupBy::Transformation => self.by_id.entry(row.transformation).or_default(),
                 GroupBy::Family => self.by_id.entry(row.family).or_default(),
@@ -675,12 +810,15 @@ impl<'a> Rest<'a> {
                     .or_default(),
                 GroupBy::Category => self.by_name.entry(PASSED).or_default(),
             };
-            acc.add(row, category, deltas);
+            acc.add(row, category, m);
 
-            if let (Some(s), Some(v)) = (row.source_route(), row.variant_route()) {
+            // The route matrix and the histogram are model metrics too.
+            if let (Some(s), Some(v), true) =
+                (row.source_route(), row.variant_route(), tests_model(row))
+            {
                 self.matrix[usize::from(s.rank()).min(2)][usize::from(v.rank()).min(2)] += 1;
             }
-            if let Some(d) = deltas.0 {
+            if let (Some(d), true) = (m.dp, tests_model(row)) {
                 self.histogram[bucket_of(d)] += 1;
             }
             if row.status().is_failure() {
@@ -757,14 +895,19 @@ fn count_rest_parallel<'a>(
         })
 }
 
-/// Each case's rows, and whether any failed, had both routes, flipped.
+/// Each case's rows, and whether any of its pairs that test the model
+/// broke its expectation, had both routes, flipped.
 fn count_cases(index: &RunIndex, rows: &[u32]) -> Cases {
     let mut cases = Cases::new(index);
     for row in rows.iter().filter_map(|&i| index.rows.get(i as usize)) {
         let at = cases.slot(row.case);
         let c = &mut cases.acc[at];
         c.rows += 1;
-        c.failed |= row.status().is_failure();
+        if !tests_model(row) {
+            continue;
+        }
+        c.tested = true;
+        c.failed |= row.status() == Status::Fail;
         c.routes_known |= both_routes(row);
         c.flipped |= both_routes(row) && row.has(flags::FLIP);
     }

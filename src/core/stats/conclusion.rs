@@ -5,8 +5,8 @@
 use rustc_hash::FxHashMap;
 
 use super::{
-    GroupStats, MICRO, Repetition, SMALL_N, Summary, both_routes, by_count_then_name, micros, show,
-    sym_name,
+    GroupStats, Latency, MICRO, Repetition, SMALL_N, Summary, both_routes, by_count_then_name,
+    micros, show, sym_name, tests_model,
 };
 use crate::core::derive::Status;
 use crate::core::index::RunIndex;
@@ -84,11 +84,17 @@ pub(super) fn verdict_clause(f: &Flips) -> String {
 ///
 /// `s` must summarise `rows` of `index` (the route-flip sentences read the
 /// rows' source margins). Every sentence states only what the counts show;
-/// names from the run are made inert. The order is fixed: overview,
-/// small-sample caution, invariant violations, route flips per transformation
-/// (at most three), transformations without failures, boundary cases, service
-/// errors, invalid pairs, source cases, repeated trials, classification,
-/// unreadable lines.
+/// names from the run are made inert. The order is fixed: overview, the
+/// pairs left out of the model metrics, small-sample caution, invariant
+/// violations, pairs whose validity is not judged, route flips per
+/// transformation (at most three), transformations without failures,
+/// boundary cases, service errors, invalid pairs, latency, source cases,
+/// repeated trials, classification, unreadable lines.
+///
+/// Every sentence about the model (invariant violations, route flips,
+/// stable transformations, boundary cases, failing cases) counts only the
+/// pairs that test it ([`super::tests_model`]): an invalid pair or a service
+/// error is named in its own sentence and in no other.
 pub fn conclusion(index: &RunIndex, rows: &[u32], s: &Summary) -> Vec<String> {
     let mut out = Vec::new();
     if s.pairs == 0 {
@@ -104,6 +110,7 @@ pub fn conclusion(index: &RunIndex, rows: &[u32], s: &Summary) -> Vec<String> {
     out.extend(stable_sentence(&tally.per_transformation));
     out.extend(boundary_sentence(&s.overall));
     error_sentences(&mut out, &s.overall);
+    out.extend(s.overall.latency.as_ref().map(latency_sentence));
     out.extend(case_sentence(s));
     out.extend(s.repetition.as_ref().map(repetition_sentence));
     out.extend(classification_sentence(s));
@@ -113,7 +120,9 @@ pub fn conclusion(index: &RunIndex, rows: &[u32], s: &Summary) -> Vec<String> {
     out
 }
 
-/// Writes the overview, the small-sample caution and the invariant violation rate.
+/// Writes the overview, the pairs left out of the model metrics, the
+/// small-sample caution, the invariant violation rate and the pairs whose
+/// validity is not judged.
 fn overview_sentences(out: &mut Vec<String>, s: &Summary) {
     let o = &s.overall;
     out.push(format!(
@@ -122,6 +131,7 @@ fn overview_sentences(out: &mut Vec<String>, s: &Summary) {
         count_of(s.failures, "failure", "failures"),
         show(&o.failure_rate)
     ));
+    out.extend(left_out_sentence(o));
     if s.pairs < SMALL_N {
         out.push(format!(
             "With only {} the intervals are wide: read their bounds, not just the rates.",
@@ -137,22 +147,77 @@ fn overview_sentences(out: &mut Vec<String>, s: &Summary) {
             r.display()
         ));
     }
+    if o.undeclared_pairs > 0 {
+        out.push(format!(
+            "{}: {} validity is not judged, so {} not among the valid invariant pairs.",
+            if o.undeclared_pairs == 1 {
+                "1 pair declares no allowed changes".to_string()
+            } else {
+                format!("{} pairs declare no allowed changes", o.undeclared_pairs)
+            },
+            if o.undeclared_pairs == 1 {
+                "its"
+            } else {
+                "their"
+            },
+            if o.undeclared_pairs == 1 {
+                "it is"
+            } else {
+                "they are"
+            }
+        ));
+    }
+}
+
+/// The sentence naming the pairs the model metrics leave out, if any.
+fn left_out_sentence(o: &GroupStats) -> Option<String> {
+    if o.model_pairs == o.pairs {
+        return None;
+    }
+    let mut out = Vec::new();
+    if o.invalid_pairs > 0 {
+        out.push(count_of(o.invalid_pairs, "invalid pair", "invalid pairs"));
+    }
+    if o.service_errors > 0 {
+        out.push(count_of(
+            o.service_errors,
+            "service error",
+            "service errors",
+        ));
+    }
+    Some(format!(
+        "The model metrics count the {} that {} the model; {} {} left out.",
+        count_of(o.model_pairs, "pair", "pairs"),
+        if o.model_pairs == 1 { "tests" } else { "test" },
+        out.join(" and "),
+        if o.pairs - o.model_pairs == 1 {
+            "is"
+        } else {
+            "are"
+        }
+    ))
 }
 
 /// What [`conclusion`] counts per transformation name.
 struct Tally<'a> {
     /// The route flips of each transformation that has any.
     flips: FxHashMap<&'a str, Flips>,
-    /// (pairs, pairs that failed or flipped route) of each transformation.
+    /// (pairs, pairs that failed or flipped route) of each transformation,
+    /// among the pairs that test the model.
     per_transformation: FxHashMap<&'a str, (u64, u64)>,
 }
 
-/// Route flips and (pairs, failing or flipped pairs) per transformation name, read from the rows.
+/// Route flips and (pairs, failing or flipped pairs) per transformation
+/// name, read from the rows that test the model.
 fn tally_transformations<'a>(index: &'a RunIndex, rows: &[u32]) -> Tally<'a> {
     // Counted by interned id, then by name.
     let mut flips_by_id: FxHashMap<Sym, Flips> = FxHashMap::default();
     let mut per_id: FxHashMap<Sym, (u64, u64)> = FxHashMap::default();
-    for row in rows.iter().filter_map(|&i| index.rows.get(i as usize)) {
+    for row in rows
+        .iter()
+        .filter_map(|&i| index.rows.get(i as usize))
+        .filter(|r| tests_model(r))
+    {
         let flip = both_routes(row) && row.has(flags::FLIP);
         let t = per_id.entry(row.transformation).or_default();
         t.0 += 1;
@@ -219,7 +284,8 @@ fn flip_sentences(out: &mut Vec<String>, flips: FxHashMap<&str, Flips>) {
     }
 }
 
-/// The sentence naming the transformations without failures or route flips, if any.
+/// The sentence naming the transformations whose pairs that test the model
+/// neither failed nor flipped route, if any.
 fn stable_sentence(per_transformation: &FxHashMap<&str, (u64, u64)>) -> Option<String> {
     let mut stable: Vec<(&str, u64)> = per_transformation
         .iter()
@@ -237,7 +303,7 @@ fn stable_sentence(per_transformation: &FxHashMap<&str, (u64, u64)>) -> Option<S
         .collect();
     let rest = stable.len().saturating_sub(5);
     Some(format!(
-        "No failures or route flips in {}{}.",
+        "Among the pairs that test the model, no failures or route flips in {}{}.",
         shown.join(", "),
         if rest > 0 {
             format!(" and {rest} more")
@@ -290,17 +356,28 @@ fn error_sentences(out: &mut Vec<String>, o: &GroupStats) {
     }
 }
 
-/// The sentence about how many source cases the failures touch, if there are failures.
+/// The sentence about how many source cases the broken expectations touch,
+/// if any expectation broke.
 fn case_sentence(s: &Summary) -> Option<String> {
     let cl = &s.case_level;
-    (s.failures > 0 && cl.cases > 0).then(|| {
+    (cl.failing_cases > 0).then(|| {
         format!(
-            "Failures touch {} of {} source cases ({}); variants of one case are correlated, so cases, not pairs, are the independent evidence.",
+            "Broken expectations touch {} of {} source cases that test the model ({}); variants of one case are correlated, so cases, not pairs, are the independent evidence.",
             cl.failing_cases,
-            cl.cases,
+            cl.model_cases,
             show(&cl.failing_case_rate)
         )
     })
+}
+
+/// The sentence about the latency percentiles.
+fn latency_sentence(l: &Latency) -> String {
+    format!(
+        "Latency of a pair (the slower of its two requests): p50 {} ms, p95 {} ms, over {} with a recorded latency (nearest rank).",
+        fmt_num(l.p50_ms),
+        fmt_num(l.p95_ms),
+        count_of(l.pairs, "pair", "pairs")
+    )
 }
 
 /// The sentence about whether repeated trials agree with themselves.
