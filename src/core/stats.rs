@@ -917,6 +917,7 @@ fn count_cases(index: &RunIndex, rows: &[u32]) -> Cases {
 pub use conclusion::conclusion;
 
 mod conclusion;
+pub mod table;
 
 #[cfg(test)]
 mod tests;
