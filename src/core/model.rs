@@ -293,6 +293,11 @@ pub struct PairRecord {
     pub model_id: Option<String>,
     pub settings_id: Option<String>,
     pub repetition: Option<u64>,
+    /// The source case's metadata (seed 000, section 4): its human label,
+    /// when a person reviewed it, and notes.
+    pub gold_urgent: Option<bool>,
+    pub human_reviewed_at: Option<String>,
+    pub notes: Option<String>,
     /// Top-level fields this version does not know, kept for the raw view.
     pub extra: Map<String, Value>,
     /// Optional fields that were present but unusable (wrong type, out of range).
