@@ -14,8 +14,8 @@ use std::process::Command;
 use serde_json::Value;
 
 use triage::tui::action::Action;
-use triage::tui::app::{self, Overlay};
 use triage::tui::app::overlay::summary;
+use triage::tui::app::{self, Overlay};
 use triage::tui::style::Theme;
 use triage::tui::testing;
 
@@ -51,7 +51,11 @@ fn rate(r: &Value) -> String {
     }
     format!(
         "{}/{} {:.2} [{:.2}, {:.2}]",
-        r["successes"], r["trials"], f(&r["value"]), f(&r["low"]), f(&r["high"])
+        r["successes"],
+        r["trials"],
+        f(&r["value"]),
+        f(&r["low"]),
+        f(&r["high"])
     )
 }
 
@@ -78,7 +82,11 @@ fn ms(v: &Value) -> String {
 
 /// A group's expected cells, table by table.
 fn cells(g: &Value) -> [Vec<String>; 4] {
-    let n = |k: &str| g[k].as_u64().unwrap_or_else(|| panic!("{k}: {g}")).to_string();
+    let n = |k: &str| {
+        g[k].as_u64()
+            .unwrap_or_else(|| panic!("{k}: {g}"))
+            .to_string()
+    };
     let latency = &g["latency"];
     let lat = |k: &str| {
         if latency.is_null() {
@@ -151,7 +159,12 @@ fn text_rows<'a>(lines: &[&'a str], title: &str) -> Vec<Vec<&'a str>> {
 
 /// Each group's row of every table of a text layout is the JSON's.
 #[track_caller]
-fn check_text(face: &str, lines: &[&str], titles: [String; 4], want: &[(String, [Vec<String>; 4])]) {
+fn check_text(
+    face: &str,
+    lines: &[&str],
+    titles: [String; 4],
+    want: &[(String, [Vec<String>; 4])],
+) {
     for (t, title) in titles.iter().enumerate() {
         let rows = text_rows(lines, title);
         assert_eq!(rows.len(), want.len(), "{face}: {title}: {rows:#?}");
