@@ -162,7 +162,8 @@ enum Command {
         /// Fail when the failure rate (failures / pairs) is above X, a fraction from 0 to 1.
         #[arg(long, value_name = "X")]
         max_failure_rate: Option<f64>,
-        /// Fail when the run has any problem (a bad line or an unusable field).
+        /// Fail when the run has any problem (a bad line, an unusable field, or a case
+        /// that mixes policies or regenerated its repetitions' inputs).
         #[arg(long)]
         strict: bool,
         /// Read the runs as this tool's results instead of detecting it (same as --run-format).

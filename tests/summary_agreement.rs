@@ -22,7 +22,7 @@ use triage::tui::testing;
 const BIN: &str = env!("CARGO_BIN_EXE_triage");
 
 /// The runs compared: the four samples and the stats fixtures.
-const RUNS: [&str; 7] = [
+const RUNS: [&str; 10] = [
     "sample-runs/support-urgency.jsonl",
     "sample-runs/bare-camelcase.jsonl",
     "sample-runs/camelcase-full.jsonl",
@@ -30,6 +30,9 @@ const RUNS: [&str; 7] = [
     "tests/fixtures/stats/invalid-flips.jsonl",
     "tests/fixtures/stats/undeclared.jsonl",
     "tests/fixtures/stats/service-errors.jsonl",
+    "tests/fixtures/stats/seed-names.jsonl",
+    "tests/fixtures/stats/mixed-policy.jsonl",
+    "tests/fixtures/stats/regenerated.jsonl",
 ];
 
 /// The four tables, in the order every face shows them.

@@ -511,6 +511,7 @@ pub fn problem_kind_name(k: ProblemKind) -> &'static str {
         ProblemKind::Truncated => "truncated",
         ProblemKind::FieldWarning => "field-warning",
         ProblemKind::Io => "io",
+        ProblemKind::Inconsistent => "inconsistent-case",
     }
 }
 

@@ -21,6 +21,7 @@ use serde::Serialize;
 use super::annotations::AnnotationStore;
 use super::derive::{Status, ValidityCode};
 use super::index::RunIndex;
+use super::index::inputs::InputWarning;
 use super::row::{ExpKind, NO_SYM, PairRow, Sym, flags};
 
 /// The z value of a two-sided 95% interval.
@@ -275,6 +276,10 @@ pub struct Summary {
     pub case_level: CaseLevel,
     /// None when nothing repeats.
     pub repetition: Option<Repetition>,
+    /// Cases whose pairs cannot be compared (seed 000, section 7): two
+    /// policies mixed within one case, repetitions sent with regenerated
+    /// inputs.
+    pub input_warnings: Vec<InputWarning>,
 }
 
 /// A stored `f32` as `f64`, rounded to millionths; NaN and infinities stay None.
@@ -765,6 +770,7 @@ fn summarize_on(
         categories_by_transformation,
         case_level,
         repetition,
+        input_warnings: index.input_warnings(rows),
     }
 }
 

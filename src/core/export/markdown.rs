@@ -639,13 +639,21 @@ fn problems_phrase(index: &RunIndex) -> String {
         .iter()
         .filter(|p| p.kind.skips_line())
         .count() as u64;
-    let warned = index.problems.len() as u64 - skipped;
+    let cases = index
+        .problems
+        .iter()
+        .filter(|p| p.kind == crate::core::problem::ProblemKind::Inconsistent)
+        .count() as u64;
+    let warned = index.problems.len() as u64 - skipped - cases;
     let mut v = Vec::new();
     if skipped > 0 {
         v.push(plural(skipped, "unreadable line", "unreadable lines"));
     }
     if warned > 0 {
         v.push(plural(warned, "field warning", "field warnings"));
+    }
+    if cases > 0 {
+        v.push(plural(cases, "case warning", "case warnings"));
     }
     format!("{}, listed under Problems", v.join(", "))
 }

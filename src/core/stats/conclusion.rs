@@ -10,6 +10,7 @@ use super::{
 };
 use crate::core::derive::Status;
 use crate::core::index::RunIndex;
+use crate::core::index::inputs::InputWarning;
 use crate::core::model::fmt_num;
 use crate::core::row::{Sym, flags};
 use crate::core::text::inert_line;
@@ -89,7 +90,8 @@ pub(super) fn verdict_clause(f: &Flips) -> String {
 /// violations, pairs whose validity is not judged, route flips per
 /// transformation (at most three), transformations without failures,
 /// boundary cases, service errors, invalid pairs, latency, source cases,
-/// repeated trials, classification, unreadable lines.
+/// repeated trials, cases that mix policies or regenerated their inputs,
+/// classification, unreadable lines.
 ///
 /// Every sentence about the model (invariant violations, route flips,
 /// stable transformations, boundary cases, failing cases) counts only the
@@ -113,6 +115,7 @@ pub fn conclusion(index: &RunIndex, rows: &[u32], s: &Summary) -> Vec<String> {
     out.extend(s.overall.latency.as_ref().map(latency_sentence));
     out.extend(case_sentence(s));
     out.extend(s.repetition.as_ref().map(repetition_sentence));
+    warning_sentences(&mut out, &s.input_warnings);
     out.extend(classification_sentence(s));
     if s.problems > 0 {
         out.push(unreadable(s.problems));
@@ -399,6 +402,23 @@ fn repetition_sentence(r: &Repetition) -> String {
     } else {
         "Repetitions are recorded, but no pair appears more than once in this selection."
             .to_string()
+    }
+}
+
+/// How many warnings of seed 000, section 7 the sentences name; the rest are counted.
+const WARNINGS_SHOWN: usize = 5;
+
+/// Writes one sentence per case that mixes policies or repetition sent with
+/// regenerated inputs (at most [`WARNINGS_SHOWN`]), then how many more.
+fn warning_sentences(out: &mut Vec<String>, warnings: &[InputWarning]) {
+    for w in warnings.iter().take(WARNINGS_SHOWN) {
+        out.push(format!("Warning: {}.", w.message()));
+    }
+    if warnings.len() > WARNINGS_SHOWN {
+        out.push(format!(
+            "{} more cases mix policies or regenerated their inputs; the problems list names them all.",
+            warnings.len() - WARNINGS_SHOWN
+        ));
     }
 }
 

@@ -1253,3 +1253,98 @@ fn latency_percentiles_are_nearest_rank() {
         })
     );
 }
+
+/// Seed 000, section 7: the pairs of one case routed by two policies are
+/// warned about, in the run's problems (what `--strict` fails on) and in
+/// the summary of any selection that holds both policies.
+#[test]
+fn a_case_that_mixes_policies_is_warned_about() {
+    use crate::core::index::inputs::{InputWarning, PolicyUse};
+    use crate::core::problem::ProblemKind;
+    let (index, rows, s) = {
+        let path = format!(
+            "{}/tests/fixtures/stats/mixed-policy.jsonl",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let index = load_run(&[path], &OpenOptions::default()).unwrap();
+        let rows: Vec<u32> = (0..index.rows.len() as u32).collect();
+        let s = summarize(&index, &rows, None, GroupBy::Transformation);
+        (index, rows, s)
+    };
+    let use_ = |review_threshold, pairs| PolicyUse {
+        review_threshold,
+        action_threshold: 0.9,
+        pairs,
+    };
+    let want = InputWarning::MixedPolicies {
+        case: "payment-failure-401".into(),
+        policies: vec![use_(0.55, 2), use_(0.5, 1)],
+        file: index.files[0].display.clone(),
+        line: 3,
+    };
+    assert_eq!(s.input_warnings, std::slice::from_ref(&want));
+    assert_eq!(index.problems.len(), 1);
+    let p = &index.problems[0];
+    assert_eq!((p.kind, p.line), (ProblemKind::Inconsistent, 3));
+    assert_eq!(p.message, want.message());
+    assert!(
+        p.message.starts_with(
+            "case payment-failure-401 mixes 2 policies: review 0.55 / action 0.9 (2 pairs), review 0.5 / action 0.9 (1 pair); "
+        ),
+        "{}",
+        p.message
+    );
+    let c = conclusion(&index, &rows, &s);
+    assert!(
+        c.contains(&format!("Warning: {}.", want.message())),
+        "{c:#?}"
+    );
+    // Without the pair of the other policy, nothing is mixed.
+    let s = summarize(&index, &[0, 1, 3, 4], None, GroupBy::Transformation);
+    assert_eq!(s.input_warnings, []);
+}
+
+/// Seed 000, section 7: repetitions of one case and variant must resend the
+/// exact recorded inputs; a trial sent with a regenerated paraphrase is
+/// warned about, while repetitions of the same inputs are not.
+#[test]
+fn repetitions_whose_inputs_were_regenerated_are_warned_about() {
+    use crate::core::index::inputs::InputWarning;
+    use crate::core::problem::ProblemKind;
+    let path = format!(
+        "{}/tests/fixtures/stats/regenerated.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let index = load_run(&[path], &OpenOptions::default()).unwrap();
+    let rows: Vec<u32> = (0..index.rows.len() as u32).collect();
+    let s = summarize(&index, &rows, None, GroupBy::Case);
+    let want = InputWarning::RegeneratedInputs {
+        case: "outage-403".into(),
+        variant: "paraphrase".into(),
+        model: Some("jev-noul-2026-10".into()),
+        trials: 3,
+        inputs: 2,
+        file: index.files[0].display.clone(),
+        line: 2,
+    };
+    assert_eq!(s.input_warnings, std::slice::from_ref(&want));
+    let found: Vec<(ProblemKind, u64)> = index.problems.iter().map(|p| (p.kind, p.line)).collect();
+    assert_eq!(found, [(ProblemKind::Inconsistent, 2)]);
+    assert_eq!(
+        want.message(),
+        "outage-403 / paraphrase (jev-noul-2026-10) was sent with 2 different inputs over 3 trials; a repetition must resend the exact recorded question and state, or it tests another input (seed 000, section 7)"
+    );
+    // The first and third trials alone resent the same inputs.
+    let s = summarize(&index, &[0, 2, 3, 4], None, GroupBy::Case);
+    assert_eq!(s.input_warnings, []);
+    // The sample's repetitions (checkout-outage-001) resend their inputs.
+    let sample = crate::core::index::sample::sample();
+    assert!(
+        sample
+            .problems
+            .iter()
+            .all(|p| p.kind != ProblemKind::Inconsistent),
+        "{:?}",
+        sample.problems
+    );
+}
