@@ -410,13 +410,13 @@ const WARNINGS_SHOWN: usize = 5;
 
 /// Writes one sentence per case that mixes policies or repetition sent with
 /// regenerated inputs (at most [`WARNINGS_SHOWN`]), then how many more.
-fn warning_sentences(out: &mut Vec<String>, warnings: &[InputWarning]) {
+pub(super) fn warning_sentences(out: &mut Vec<String>, warnings: &[InputWarning]) {
     for w in warnings.iter().take(WARNINGS_SHOWN) {
         out.push(format!("Warning: {}.", w.message()));
     }
     if warnings.len() > WARNINGS_SHOWN {
         out.push(format!(
-            "{} more cases mix policies or regenerated their inputs; the problems list names them all.",
+            "{} more warnings of cases that mix policies or repetitions sent with regenerated inputs; the problems list names them all.",
             warnings.len() - WARNINGS_SHOWN
         ));
     }

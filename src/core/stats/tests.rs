@@ -1,4 +1,4 @@
-use super::conclusion::{Flips, margin_clause, verdict_clause};
+use super::conclusion::{Flips, margin_clause, verdict_clause, warning_sentences};
 use super::*;
 use crate::core::annotations::{AnnotationSource, Change};
 use crate::core::index::{OpenOptions, load_run};
@@ -1347,4 +1347,32 @@ fn repetitions_whose_inputs_were_regenerated_are_warned_about() {
         "{:?}",
         sample.problems
     );
+}
+
+#[test]
+fn at_most_five_case_warnings_are_sentences() {
+    use crate::core::index::inputs::InputWarning;
+    let w = |i: u64| InputWarning::RegeneratedInputs {
+        case: format!("c{i}"),
+        variant: "v".into(),
+        model: None,
+        trials: 2,
+        inputs: 2,
+        file: "run.jsonl".into(),
+        line: i as u32,
+    };
+    let mut out = Vec::new();
+    warning_sentences(&mut out, &(1..=7).map(w).collect::<Vec<_>>());
+    assert_eq!(out.len(), 6, "{out:#?}");
+    assert_eq!(
+        out[0],
+        "Warning: c1 / v was sent with 2 different inputs over 2 trials; a repetition must resend the exact recorded question and state, or it tests another input (seed 000, section 7)."
+    );
+    assert_eq!(
+        out[5],
+        "2 more warnings of cases that mix policies or repetitions sent with regenerated inputs; the problems list names them all."
+    );
+    let mut none = Vec::new();
+    warning_sentences(&mut none, &[]);
+    assert!(none.is_empty());
 }
