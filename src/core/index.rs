@@ -73,6 +73,8 @@ pub struct RunIndex {
     /// The digest of the inputs of each line read for them, by row
     /// location (see [`inputs`]); none when the line records no inputs.
     inputs: rustc_hash::FxHashMap<u64, Option<u64>>,
+    /// How many rows [`RunIndex::check_inputs`] last checked.
+    inputs_checked: usize,
 }
 
 /// A low-cardinality string column, one byte per row: code `c` stands for

@@ -321,8 +321,14 @@ impl RunIndex {
 
     /// Learn the inputs of the trials that repeat and keep the run's
     /// warnings among its problems (kind [`ProblemKind::Inconsistent`]),
-    /// replacing the ones an earlier check left (a followed run grows).
+    /// replacing the ones an earlier check left (a followed run grows);
+    /// nothing to do when no row came since the last check.
     pub fn check_inputs(&mut self) {
+        // Nothing new since the last check: its problems stand.
+        if self.inputs_checked == self.rows.len() && self.inputs_checked > 0 {
+            return;
+        }
+        self.inputs_checked = self.rows.len();
         self.learn_inputs();
         let all: Vec<u32> = (0..self.rows.len() as u32).collect();
         let warnings = self.input_warnings(&all);
@@ -368,5 +374,32 @@ mod tests {
         );
         assert_eq!(inputs_digest(b"[1, 2]"), None);
         assert_eq!(inputs_digest(b"{not json"), None);
+    }
+
+    /// Checking again keeps one problem per warning: a followed run is
+    /// checked as it grows, and a check with no new row changes nothing.
+    #[test]
+    fn checking_again_does_not_repeat_a_warning() {
+        use crate::core::index::{OpenOptions, load_run};
+        let path = format!(
+            "{}/tests/fixtures/stats/mixed-policy.jsonl",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let mut index = load_run(&[path], &OpenOptions::default()).unwrap();
+        let warnings = |i: &RunIndex| {
+            i.problems
+                .iter()
+                .filter(|p| p.kind == ProblemKind::Inconsistent)
+                .count()
+        };
+        assert_eq!(warnings(&index), 1);
+        index.check_inputs();
+        assert_eq!(warnings(&index), 1);
+        // A row more (as a followed run grows) is a new check, replacing the old.
+        let again = index.rows[0];
+        index.rows.push(again);
+        index.check_inputs();
+        assert_eq!(warnings(&index), 1);
+        assert_eq!(index.problems.len(), 1);
     }
 }
