@@ -201,7 +201,8 @@ pair could be read. A file from which only some lines could be read is gated, an
         /// Gate only the pairs this query selects (the query syntax of the viewer's `/`).
         #[arg(long, value_name = "QUERY")]
         filter: Option<String>,
-        /// Fail when the run has any problem (a bad line or an unusable field).
+        /// Fail when the run has any problem (a bad line, an unusable field, or a case
+        /// that mixes policies or regenerated its repetitions' inputs).
         #[arg(long)]
         strict: bool,
         /// Read the runs as this tool's results instead of detecting it (same as --run-format).

@@ -193,6 +193,29 @@ fn detail_of_an_invalid_pair_at_its_first_change() {
     snap("detail_invalid_pair_change", &s);
 }
 
+/// The record's time and its case's metadata (seed 000, section 4) are in
+/// the detail's header, on the first screen, in both the unified and the
+/// side-by-side views.
+#[test]
+fn detail_header_shows_the_time_and_the_case_metadata() {
+    let mut s = Screen::new("tests/fixtures/stats/seed-names.jsonl", 120, 40);
+    let text = s.draw().backend().to_string();
+    for shown in [
+        "time 2026-11-28T10:00:03Z",
+        "gold label urgent · reviewed 2026-11-20T15:04:00Z",
+        "notes Confirmed outage; the on-call engineer labelled it urgent.",
+    ] {
+        assert!(text.contains(shown), "{shown:?} not in\n{text}");
+    }
+    s.act(Action::ToggleSideBySide);
+    let text = s.draw().backend().to_string();
+    assert!(text.contains("time 2026-11-28T10:00:03Z"), "{text}");
+    // A pair without a time says so.
+    let s = Screen::new(BARE, 120, 40);
+    let text = s.draw().backend().to_string();
+    assert!(text.contains("time not recorded"), "{text}");
+}
+
 #[test]
 fn side_by_side_mode() {
     let mut s = Screen::new(RICH, 120, 40);

@@ -37,7 +37,7 @@ use super::model::{Expectation, Route, Side};
 use super::problem::ProblemKind;
 use super::query::{Context, Query};
 use super::row::{NO_SYM, PairRow, Sym};
-use super::stats::{self, GroupBy, GroupStats, Rate, Summary};
+use super::stats::{self, GroupBy, GroupStats, Summary, table};
 use super::suggest::{self, Suggestion};
 use super::taxonomy::Taxonomy;
 use super::text;
@@ -518,6 +518,7 @@ pub fn problem_kind_name(k: ProblemKind) -> &'static str {
         ProblemKind::Truncated => "truncated",
         ProblemKind::FieldWarning => "field-warning",
         ProblemKind::Io => "io",
+        ProblemKind::Inconsistent => "inconsistent-case",
     }
 }
 
@@ -734,8 +735,11 @@ fn wrap(s: &str, width: usize) -> Vec<String> {
     lines
 }
 
-/// Columns of the text table; they add up to 98, under 100.
+/// The widest the group-name column of a text table gets.
 const NAME_W: usize = 20;
+
+/// The width a text table and its notes keep within.
+const TEXT_W: usize = 98;
 
 fn text_summary(
     index: &RunIndex,
@@ -753,61 +757,78 @@ fn text_summary(
         plural(s.problems, "unreadable line", "unreadable lines"),
         s.by.name()
     )?;
-    writeln!(out)?;
-    // The count columns grow with the run; the name column gives the room back.
-    let digits = |n: u64| n.to_string().len();
-    let (wp, wf, we) = (
-        digits(s.overall.pairs).max(5),
-        digits(s.overall.failures).max(5),
-        digits(s.overall.service_errors).max(4),
-    );
-    let name_w = NAME_W
-        .saturating_sub((wp - 5) + (wf - 5) + (we - 4))
-        .max(10);
-    let head = format!(
-        "{} {:>wp$} {:>wf$} {:>we$} {:<17} {:<17} {:<17} {:>6}",
-        fit(s.by.name(), name_w),
-        "pairs",
-        "fail",
-        "err",
-        "failure rate",
-        "invariant viol.",
-        "route flips",
-        "max|Δp|"
-    );
-    writeln!(out, "{}", head.trim_end())?;
-    let line = |g: &GroupStats| {
-        let max = g
-            .max_abs_dp
-            .map(|x| format!("{x:.3}"))
-            .unwrap_or_else(|| "—".into());
-        let l = format!(
-            "{} {:>wp$} {:>wf$} {:>we$} {} {} {} {:>6}",
-            fit(&text::inert_line(&g.name), name_w),
-            g.pairs,
-            g.failures,
-            g.service_errors,
-            fit(&rate_cell(&g.failure_rate), 17),
-            fit(&rate_cell(&g.invariant_violation_rate), 17),
-            fit(&rate_cell(&g.route_flip_rate), 17),
-            max
-        );
-        l.trim_end().to_string()
-    };
-    for g in &s.groups {
-        writeln!(out, "{}", line(g))?;
+    for t in table::TABLES {
+        writeln!(out)?;
+        text_table(out, s, &t)?;
     }
-    writeln!(out, "{}", line(&s.overall))?;
     writeln!(out)?;
     writeln!(
         out,
-        "Rates: observed value [Wilson 95% interval]; — when there is nothing to count."
+        "Rates: k/n, the observed rate and its Wilson 95% interval; — when there is nothing to count."
     )?;
     writeln!(out)?;
     for sentence in stats::conclusion(index, rows, s) {
-        for (i, l) in wrap(&sentence, 98).iter().enumerate() {
+        for (i, l) in wrap(&sentence, TEXT_W).iter().enumerate() {
             writeln!(out, "{}{l}", if i == 0 { "- " } else { "  " })?;
         }
+    }
+    Ok(())
+}
+
+/// One table of the text summary: its title, a row per group and one for
+/// every pair, and its note. Each column is as wide as its widest cell; the
+/// name column gives back what the others take, down to 10.
+fn text_table(out: &mut dyn Write, s: &Summary, t: &table::Table) -> io::Result<()> {
+    let body: Vec<(String, Vec<String>)> = table::rows(s)
+        .map(|g| {
+            (
+                text::inert_line(&g.name),
+                t.columns.iter().map(|c| (c.cell)(g)).collect(),
+            )
+        })
+        .collect();
+    let widths: Vec<usize> = t
+        .columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            body.iter()
+                .map(|(_, cells)| text::width(&cells[i]))
+                .chain([text::width(c.head)])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let rest: usize = widths.iter().map(|w| w + 2).sum();
+    let longest = body
+        .iter()
+        .map(|(name, _)| text::width(name))
+        .chain([text::width(s.by.name())])
+        .max()
+        .unwrap_or(0);
+    let name_w = longest.min(NAME_W).min(TEXT_W.saturating_sub(rest)).max(10);
+    let line = |name: &str, cells: &[&str]| {
+        let mut l = fit(name, name_w);
+        for ((c, w), cell) in t.columns.iter().zip(&widths).zip(cells) {
+            l.push_str("  ");
+            if c.rate {
+                l.push_str(&fit(cell, *w));
+            } else {
+                l.push_str(&" ".repeat(w.saturating_sub(text::width(cell))));
+                l.push_str(cell);
+            }
+        }
+        l.trim_end().to_string()
+    };
+    writeln!(out, "{}", t.title)?;
+    let heads: Vec<&str> = t.columns.iter().map(|c| c.head).collect();
+    writeln!(out, "{}", line(s.by.name(), &heads))?;
+    for (name, cells) in &body {
+        let cells: Vec<&str> = cells.iter().map(String::as_str).collect();
+        writeln!(out, "{}", line(name, &cells))?;
+    }
+    for l in wrap(t.note, TEXT_W) {
+        writeln!(out, "  {l}")?;
     }
     Ok(())
 }

@@ -28,11 +28,12 @@ use super::load::batch::Batch;
 use super::load::chunks;
 use super::load::line::ParseMode;
 use super::load::open::{OpenError, RunFile, open_input};
-use super::model::PairRecord;
+use super::model::{PairRecord, Policy};
 use super::problem::Problem;
 use super::record::{RecordError, map_record};
 use super::row::{Loc, NO_SYM, PairRow, Sym};
 
+pub mod inputs;
 pub mod keys;
 
 use keys::RowKeys;
@@ -48,6 +49,9 @@ pub struct RunIndex {
     /// Each distinct (contract, schema, model) triple; [`PairRow::versions`]
     /// indexes it.
     versions: Vec<[Sym; 3]>,
+    /// The policy of each versions id (the same triple with two policies
+    /// is two ids), beside [`RunIndex::versions`].
+    policies: Vec<Option<Policy>>,
     pub rows: Vec<PairRow>,
     /// Each row's status, one byte per row, appended with the rows by
     /// [`RunIndex::apply`]: the list and the query scan it instead of the
@@ -66,6 +70,11 @@ pub struct RunIndex {
     pub elapsed: Duration,
     /// Record keys of the rows that need one (see [`keys`]).
     keys: RowKeys,
+    /// The digest of the inputs of each line read for them, by row
+    /// location (see [`inputs`]); none when the line records no inputs.
+    inputs: rustc_hash::FxHashMap<u64, Option<u64>>,
+    /// How many rows [`RunIndex::check_inputs`] last checked.
+    inputs_checked: usize,
 }
 
 /// A low-cardinality string column, one byte per row: code `c` stands for
@@ -163,13 +172,22 @@ impl RunIndex {
         self.versions_of(row)[2]
     }
 
+    /// The thresholds that routed a row, when its line records them.
+    pub fn policy(&self, row: &PairRow) -> Option<Policy> {
+        self.policies.get(row.versions as usize).copied().flatten()
+    }
+
     /// The id of a (contract, schema, model) triple for [`PairRow::versions`],
     /// adding it to the table when new: for rows built outside the loader.
     pub fn versions_id(&mut self, triple: [Sym; 3]) -> u32 {
-        match self.versions.iter().position(|t| *t == triple) {
+        self.policies.resize(self.versions.len(), None);
+        match (0..self.versions.len())
+            .position(|i| self.versions[i] == triple && self.policies[i].is_none())
+        {
             Some(i) => i as u32,
             None => {
                 self.versions.push(triple);
+                self.policies.push(None);
                 (self.versions.len() - 1) as u32
             }
         }
@@ -178,7 +196,11 @@ impl RunIndex {
     /// Merge a batch from the loader.
     pub fn apply(&mut self, b: Batch) {
         self.strings.extend(b.strings);
+        // A batch built by hand may leave its policies out: none recorded.
+        self.policies.resize(self.versions.len(), None);
+        self.policies.extend(b.policies);
         self.versions.extend(b.versions);
+        self.policies.resize(self.versions.len(), None);
         self.failures += b.rows.iter().filter(|r| r.status().is_failure()).count();
         self.skipped_lines += b.problems.iter().filter(|p| p.kind.skips_line()).count();
         if self.statuses.len() != self.rows.len() {
@@ -351,7 +373,8 @@ impl Loader {
         any
     }
 
-    /// Wait for the whole load (the first pass, when following) and merge it.
+    /// Wait for the whole load (the first pass, when following), merge it
+    /// and check the inputs of its cases ([`RunIndex::check_inputs`]).
     pub fn finish_into(mut self, index: &mut RunIndex) {
         while let Ok(b) = self.rx.recv() {
             let last = b.finished.is_some();
@@ -360,6 +383,7 @@ impl Loader {
                 break;
             }
         }
+        index.check_inputs();
         self.stop.store(true, Ordering::Relaxed);
         if let Some(h) = self.handle.take() {
             let _ = h.join();

@@ -403,6 +403,11 @@ pub struct PairRecord {
     /// Written only where approval was not the expected decision: whether
     /// the variant approved anyway (`unsafe_approval`).
     pub unsafe_approval: Option<bool>,
+    /// The source case's metadata (seed 000, section 4): its human label,
+    /// when a person reviewed it, and notes.
+    pub gold_urgent: Option<bool>,
+    pub human_reviewed_at: Option<String>,
+    pub notes: Option<String>,
     /// Top-level fields this version does not know, kept for the raw view.
     pub extra: Map<String, Value>,
     /// Optional fields that were present but unusable (wrong type, out of range).

@@ -20,6 +20,10 @@ pub enum ProblemKind {
     /// The pair opened, but one of its fields was unusable.
     FieldWarning,
     Io,
+    /// Pairs of one case that cannot be compared: two policies mixed, or a
+    /// repetition sent with regenerated inputs (seed 000, section 7). Every
+    /// pair opened.
+    Inconsistent,
 }
 
 impl ProblemKind {
@@ -36,12 +40,13 @@ impl ProblemKind {
             ProblemKind::Truncated => "cut off",
             ProblemKind::FieldWarning => "field warning",
             ProblemKind::Io => "read error",
+            ProblemKind::Inconsistent => "case warning",
         }
     }
 
     /// Whether the line was skipped (as opposed to opened with a warning).
     pub fn skips_line(self) -> bool {
-        !matches!(self, ProblemKind::FieldWarning)
+        !matches!(self, ProblemKind::FieldWarning | ProblemKind::Inconsistent)
     }
 }
 

@@ -17,9 +17,9 @@ use super::schema::{
     N_TOP, P_ACTION, P_REVIEW, POLICY, R_CONFIDENCE, R_PROBABILITY, RESPONSE, S_CONFIDENCE,
     S_DECISION, S_ERROR, S_LATENCY, S_OUTCOME, S_PROBABILITY, S_QUESTION, S_RESPONSE, S_ROUTE,
     S_STATE, SIDE, T_ACTION, T_ALLOWED, T_CASE, T_CONTRACT, T_DATASET, T_EXPECTATION, T_FAMILY,
-    T_LABEL, T_MARGIN, T_MODEL, T_PASSED, T_POLICY, T_REASONS, T_REPETITION, T_REVIEW, T_SCHEMA,
-    T_SETTINGS, T_SOURCE, T_SOURCE_ROUTE, T_TIMESTAMP, T_TRANSFORMATION, T_UNSAFE, T_VALIDATION,
-    T_VARIANT, T_VARIANT_ID, T_VARIANT_ROUTE, TOP,
+    T_GOLD, T_LABEL, T_MARGIN, T_MODEL, T_NOTES, T_PASSED, T_POLICY, T_REASONS, T_REPETITION,
+    T_REVIEW, T_REVIEWED, T_SCHEMA, T_SETTINGS, T_SOURCE, T_SOURCE_ROUTE, T_TIMESTAMP,
+    T_TRANSFORMATION, T_UNSAFE, T_VALIDATION, T_VARIANT, T_VARIANT_ID, T_VARIANT_ROUTE, TOP,
 };
 
 /// Why a JSON line could not become a pair.
@@ -295,6 +295,9 @@ pub fn map_record(v: Value) -> Result<PairRecord, RecordError> {
         });
         rec.validation_status = f.string(TOP[T_VALIDATION]);
         rec.unsafe_approval = f.boolean(TOP[T_UNSAFE]);
+        rec.gold_urgent = f.boolean(TOP[T_GOLD]);
+        rec.human_reviewed_at = f.string(TOP[T_REVIEWED]);
+        rec.notes = f.string(TOP[T_NOTES]);
 
         rec.policy = match f.object(TOP[T_POLICY]) {
             Some(p) => policy_from(p, &mut *f.warnings),
@@ -581,6 +584,8 @@ mod tests {
             "stateSchemaVersion",
             "dataset_version",
             "datasetVersion",
+            "source_dataset_version",
+            "sourceDatasetVersion",
             "policy",
             "review_threshold",
             "reviewThreshold",
@@ -591,6 +596,7 @@ mod tests {
             "minimumBoundaryMargin",
             "allowed_changes",
             "allowedChanges",
+            "allowed",
             "source",
             "variant",
             "sourceRoute",
@@ -609,6 +615,11 @@ mod tests {
             "validationStatus",
             "unsafe_approval",
             "unsafeApproval",
+            "gold_urgent",
+            "goldUrgent",
+            "human_reviewed_at",
+            "humanReviewedAt",
+            "notes",
         ];
         assert_eq!(KNOWN_TOP, order);
         for k in KNOWN_TOP {

@@ -167,7 +167,12 @@ schema! {
         T_TRANSFORMATION = 4, Text: b"transformation";
         T_CONTRACT = 5, Text: b"contract_version" | b"contractVersion";
         T_SCHEMA = 6, Text: b"state_schema_version" | b"stateSchemaVersion";
-        T_DATASET = 7, Text: b"dataset_version" | b"datasetVersion";
+        /// Seed 000 (section 4) names it `sourceDatasetVersion` in the
+        /// source case's metadata.
+        T_DATASET = 7, Text: b"dataset_version"
+            | b"datasetVersion"
+            | b"source_dataset_version"
+            | b"sourceDatasetVersion";
         /// The thresholds, an object read by [`POLICY`].
         T_POLICY = 8, Object: b"policy";
         /// The review threshold at the top level, read only without a
@@ -178,7 +183,8 @@ schema! {
         /// An object read by [`EXPECTATION`].
         T_EXPECTATION = 11, Object: b"expectation";
         T_MARGIN = 12, Number: b"minimum_boundary_margin" | b"minimumBoundaryMargin";
-        T_ALLOWED = 13, Strings: b"allowed_changes" | b"allowedChanges";
+        /// Seed 001 writes it `allowed`.
+        T_ALLOWED = 13, Strings: b"allowed_changes" | b"allowedChanges" | b"allowed";
         /// The source side, an object read by [`SIDE`].
         T_SOURCE = 14, Object: b"source";
         /// The variant side, an object read by [`SIDE`].
@@ -202,6 +208,13 @@ schema! {
         /// Written only where approval was not the expected decision:
         /// whether the variant approved anyway (context-probe, seed 002).
         T_UNSAFE = 25, Bool: b"unsafe_approval" | b"unsafeApproval";
+        /// The source case's human label (seed 000, section 4:
+        /// `SensitivityCaseMetadata.goldUrgent`).
+        T_GOLD = 26, Bool: b"gold_urgent" | b"goldUrgent";
+        /// When a person reviewed the source case (`humanReviewedAt`).
+        T_REVIEWED = 27, Text: b"human_reviewed_at" | b"humanReviewedAt";
+        /// The source case's notes (`notes`).
+        T_NOTES = 28, Text: b"notes";
     }
 
     /// A side, `source` or `variant`. A bare row puts the response's
@@ -307,11 +320,10 @@ mod tests {
                 T_SOURCE,
                 T_VARIANT_ROUTE,
                 T_REPETITION,
-                T_VALIDATION,
-                T_UNSAFE,
+                T_NOTES,
                 N_TOP
             ),
-            (0, 14, 17, 23, 24, 25, 26)
+            (0, 14, 17, 23, 28, 29)
         );
         assert_eq!(
             (S_QUESTION, S_STATE, S_LATENCY, S_DECISION, N_SIDE),
@@ -319,7 +331,7 @@ mod tests {
         );
         assert_eq!((E_KIND, E_ROUTES, N_EXP), (0, 5, 6));
         assert_eq!((N_RESPONSE, N_POLICY), (2, 2));
-        assert_eq!(spellings(&TOP), 41);
+        assert_eq!(spellings(&TOP), 50);
     }
 
     proptest::proptest! {
@@ -513,5 +525,118 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Every field name the seeds' runners write into a record, each with
+    /// the object it is written in: seed 000's metadata, expectations,
+    /// policy, assessments and results (sections 4 and 5, and the record
+    /// list of section 5), and seed 001's `allowed`.
+    const SEED_NAMES: [(&str, &str); 37] = [
+        ("top", "caseId"),
+        ("top", "variantId"),
+        ("top", "label"),
+        ("top", "contractVersion"),
+        ("top", "stateSchemaVersion"),
+        ("top", "sourceDatasetVersion"),
+        ("top", "humanReviewedAt"),
+        ("top", "goldUrgent"),
+        ("top", "notes"),
+        ("top", "policy"),
+        ("top", "expectation"),
+        ("top", "minimumBoundaryMargin"),
+        ("top", "allowedChanges"),
+        ("top", "allowed"),
+        ("top", "source"),
+        ("top", "variant"),
+        ("top", "sourceRoute"),
+        ("top", "variantRoute"),
+        ("top", "passed"),
+        ("top", "reasons"),
+        ("top", "timestamp"),
+        ("side", "question"),
+        ("side", "state"),
+        ("side", "noul"),
+        ("side", "confidence"),
+        ("side", "latency"),
+        ("side", "latencyMs"),
+        ("side", "outcome"),
+        ("response", "noul"),
+        ("policy", "reviewThreshold"),
+        ("policy", "actionThreshold"),
+        ("expectation", "kind"),
+        ("expectation", "maximumNoulDrift"),
+        ("expectation", "maximumConfidenceDrift"),
+        ("expectation", "requireSameRoute"),
+        ("expectation", "permittedProbabilityMovement"),
+        ("expectation", "allowedRoutes"),
+    ];
+
+    #[test]
+    fn every_field_name_of_the_seeds_has_a_slot() {
+        for (object, name) in SEED_NAMES {
+            let (_, _, slot_of) = TABLES.iter().find(|t| t.0 == object).copied().unwrap();
+            assert!(slot_of(name.as_bytes()).is_some(), "{object}.{name}");
+        }
+    }
+
+    /// Records written with the seeds' names: both paths read them alike,
+    /// every name lands in its field (nothing is left in `extra`), and a
+    /// `goldUrgent` that is not a boolean is a field warning.
+    #[test]
+    fn records_in_the_seeds_names_are_read_by_both_paths() {
+        let path = format!(
+            "{}/tests/fixtures/stats/seed-names.jsonl",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let first = slow(lines[0]);
+        assert!(first.extra.is_empty(), "{:?}", first.extra);
+        assert!(
+            first.field_warnings.is_empty(),
+            "{:?}",
+            first.field_warnings
+        );
+        assert_eq!(first.dataset_version.as_deref(), Some("eval-2026-11"));
+        assert_eq!(first.gold_urgent, Some(true));
+        assert_eq!(
+            first.human_reviewed_at.as_deref(),
+            Some("2026-11-20T15:04:00Z")
+        );
+        assert_eq!(
+            first.notes.as_deref(),
+            Some("Confirmed outage; the on-call engineer labelled it urgent.")
+        );
+        assert_eq!(first.allowed_changes, Some(vec!["question".to_string()]));
+        assert_eq!(first.source.probability, Some(0.91));
+        let bad = slow(lines[2]);
+        assert_eq!(bad.gold_urgent, None);
+        assert_eq!(
+            bad.field_warnings,
+            ["`goldUrgent` should be true or false but is a string; treated as not recorded"]
+        );
+        let mut reader = LineReader::new();
+        for line in &lines[..2] {
+            let fast = reader.parse(line).unwrap_or_else(|| panic!("fast: {line}"));
+            assert_eq!(kept(&fast.record), kept(&slow(line)), "{line}");
+        }
+        assert!(reader.parse(lines[2]).is_none(), "the slow path warns");
+
+        use crate::core::derive::ValidityCode;
+        use crate::core::index::{OpenOptions, load_run_with};
+        use crate::core::load::line::ParseMode;
+        let run = |mode| {
+            load_run_with(std::slice::from_ref(&path), &OpenOptions::default(), mode).unwrap()
+        };
+        let (fast, slow) = (run(ParseMode::Fast), run(ParseMode::Slow));
+        assert_eq!(format!("{:?}", fast.rows), format!("{:?}", slow.rows));
+        assert_eq!(fast.problems, slow.problems);
+        assert_eq!(fast.problems.len(), 1);
+        // `allowed` declares the changes: the pairs are judged valid.
+        assert!(
+            fast.rows
+                .iter()
+                .all(|r| r.validity() == ValidityCode::Valid)
+        );
     }
 }

@@ -21,9 +21,8 @@ use serde::Serialize;
 use super::annotations::AnnotationStore;
 use super::derive::{Status, ValidityCode};
 use super::index::RunIndex;
-use super::model::fmt_num;
+use super::index::inputs::InputWarning;
 use super::row::{ExpKind, NO_SYM, PairRow, Sym, flags};
-use super::text::inert_line;
 
 /// The z value of a two-sided 95% interval.
 pub const Z95: f64 = 1.96;
@@ -143,37 +142,73 @@ impl GroupBy {
 }
 
 /// The statistics of one group of pairs.
+///
+/// Two kinds of numbers sit side by side. The triage counts (`pairs`,
+/// `failures`, `failure_rate`, `service_errors`, `invalid_pairs`,
+/// `classified`) cover every pair: each failure needs a reviewer. The model
+/// metrics (route flips, invariant violations, boundary pairs and flips,
+/// drift) cover only the pairs that test the model ([`tests_model`]): an
+/// invalid pair faults the test, not the model (seed 001), and a service
+/// error says nothing about the model's decision (seed 000, section 8).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct GroupStats {
     /// The group's name as recorded ("not recorded", "unclassified", "passed" or "all").
     pub name: String,
     pub pairs: u64,
-    /// Pairs whose status is a failure (fail, service error or invalid).
+    /// Pairs whose status is a failure (fail, service error, invalid, or
+    /// any other status that needs a reviewer's diagnosis).
     pub failures: u64,
     /// failures / pairs.
     pub failure_rate: Option<Rate>,
+    /// Pairs whose status is fail: they broke their expectation.
+    pub failed: u64,
+    /// Pairs that test the model: neither invalid nor a service error. Every
+    /// model metric below counts among these.
+    pub model_pairs: u64,
+    /// Route flips among the model pairs with both routes known.
     pub route_flips: u64,
-    /// Route flips / pairs with both routes known.
+    /// Route flips / model pairs with both routes known.
     pub route_flip_rate: Option<Rate>,
-    /// Among invariant pairs that are not invalid and had no service error:
-    /// the share whose status is fail.
+    /// Among model pairs with an `invariant` expectation whose validity is
+    /// not left unjudged: the share whose status is fail.
     pub invariant_violation_rate: Option<Rate>,
-    /// Pairs whose source margin is under their minimum boundary margin.
+    /// Model pairs whose source margin is under their minimum boundary margin.
     pub boundary_pairs: u64,
     /// Route flips / boundary pairs with both routes known.
     pub boundary_flip_rate: Option<Rate>,
     pub service_errors: u64,
     /// Service errors / pairs, counted apart from robustness failures.
     pub service_error_rate: Option<Rate>,
+    /// Pairs that changed facts they did not declare: test faults.
     pub invalid_pairs: u64,
-    /// Median |Δp| over pairs with both probabilities recorded.
+    /// Model pairs that declare no `allowed_changes`: their validity is not
+    /// judged, so they are left out of the invariant violation rate.
+    pub undeclared_pairs: u64,
+    /// Median |Δp| over model pairs with both probabilities recorded.
     pub median_abs_dp: Option<f64>,
     pub max_abs_dp: Option<f64>,
-    /// Median |Δc| over pairs with both confidences recorded.
+    /// Median |Δc| over model pairs with both confidences recorded.
     pub median_abs_dc: Option<f64>,
     pub max_abs_dc: Option<f64>,
+    /// The 50th and 95th percentiles of the pairs' latency, where recorded.
+    pub latency: Option<Latency>,
     /// Failures that carry a reviewer's category.
     pub classified: u64,
+}
+
+/// Percentiles of the latency of a group's pairs, in milliseconds.
+///
+/// A pair's latency is the larger of its two recorded request latencies;
+/// every pair with one counts, service errors included (a timeout's 30 s is
+/// exactly what a p95 must show). The percentiles are nearest-rank: the
+/// smallest recorded latency that at least p % of the pairs do not exceed,
+/// so each is a latency some pair took.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Latency {
+    /// Pairs with a recorded latency.
+    pub pairs: u64,
+    pub p50_ms: f64,
+    pub p95_ms: f64,
 }
 
 /// Per source case, so correlated variants are not mistaken for independent evidence.
@@ -181,13 +216,15 @@ pub struct GroupStats {
 pub struct CaseLevel {
     /// Distinct source cases among the pairs.
     pub cases: u64,
-    /// Cases with at least one failing pair.
+    /// Cases with at least one pair that tests the model (see [`tests_model`]).
+    pub model_cases: u64,
+    /// Cases where a pair that tests the model broke its expectation.
     pub failing_cases: u64,
-    /// failing_cases / cases.
+    /// failing_cases / model_cases.
     pub failing_case_rate: Option<Rate>,
-    /// Cases with at least one route flip.
+    /// Cases with at least one route flip among the pairs that test the model.
     pub flipping_cases: u64,
-    /// flipping_cases / cases with at least one pair whose both routes are known.
+    /// flipping_cases / cases with at least one such pair whose both routes are known.
     pub flipping_case_rate: Option<Rate>,
 }
 
@@ -228,9 +265,10 @@ pub struct Summary {
     /// Sorted by failures, most first, then by name.
     pub groups: Vec<GroupStats>,
     /// `[source route rank][variant route rank]` (pass 0, review 1, action 2),
-    /// over pairs with both routes known.
+    /// over the model pairs with both routes known.
     pub route_matrix: [[u64; 3]; 3],
-    /// |Δp| in 10 buckets of 0.05 from 0; the last is open-ended (≥ 0.45).
+    /// |Δp| of the model pairs in 10 buckets of 0.05 from 0; the last is
+    /// open-ended (≥ 0.45).
     pub dp_histogram: Vec<Bucket>,
     /// Per transformation (most failures first, then by name), the failures per
     /// category id or "unclassified" (most first, then by name).
@@ -238,6 +276,10 @@ pub struct Summary {
     pub case_level: CaseLevel,
     /// None when nothing repeats.
     pub repetition: Option<Repetition>,
+    /// Cases whose pairs cannot be compared (seed 000, section 7): two
+    /// policies mixed within one case, repetitions sent with regenerated
+    /// inputs.
+    pub input_warnings: Vec<InputWarning>,
     /// Variants that approved where approval was not the expected
     /// decision, out of the pairs that record it (context-probe trials,
     /// seed 002); None, and left out of the JSON, when no selected pair
@@ -334,11 +376,75 @@ fn both_routes(row: &PairRow) -> bool {
     row.source_route().is_some() && row.variant_route().is_some()
 }
 
+/// Whether a pair tests the model: it is not invalid (its variant changed
+/// facts it did not declare, which faults the test pair, not the model:
+/// seed 001) and had no service error (a failed request says nothing about
+/// the model's decision: seed 000, section 8). Only such pairs feed the model
+/// metrics: route flips, invariant violations, boundary pairs, drift, the
+/// route matrix, the histogram and the failing cases.
+pub fn tests_model(row: &PairRow) -> bool {
+    !matches!(row.status(), Status::Invalid | Status::ServiceError)
+}
+
+/// Whether a pair that tests the model counts among the valid equivalent
+/// variants of the invariant violation rate (seed 000, section 8): its
+/// expectation is `invariant`, and its validity is not left unjudged by a
+/// missing `allowed_changes`. A pair that records no payloads at all (the
+/// reference runner's own rows) has nothing to compare, and counts as the
+/// run declares it.
+fn counts_as_valid_invariant(row: &PairRow) -> bool {
+    // A boundary observation is counted in the boundary columns (its source
+    // is near a threshold), never as an invariant trial (seed 000 §4); a
+    // validator that could not decide leaves the pair unjudged (seed 004).
+    row.expectation() == ExpKind::Invariant
+        && !matches!(
+            row.validity(),
+            ValidityCode::Undeclared | ValidityCode::Unknown
+        )
+        && row.status() != Status::Boundary
+}
+
+/// A stored latency in whole thousandths of a millisecond; a missing,
+/// infinite or negative one is none.
+fn latency_units(ms: f32) -> Option<u64> {
+    (ms.is_finite() && ms >= 0.0).then(|| (f64::from(ms) * LATENCY_UNITS).round() as u64)
+}
+
+/// Latencies are kept in thousandths of a millisecond, so that a recorded
+/// 1197.3 ms is reported as 1197.3 and not 1197.300048828125.
+const LATENCY_UNITS: f64 = 1e3;
+
+/// The nearest-rank `pct`th percentile of `v` (1 ≤ pct ≤ 100): the value at
+/// rank ⌈pct · n / 100⌉ of the sorted values, counted from 1. None when empty.
+fn nearest_rank(v: &mut [u64], pct: u64) -> Option<u64> {
+    let n = v.len() as u64;
+    if n == 0 {
+        return None;
+    }
+    let rank = (pct * n).div_ceil(100).clamp(1, n);
+    let (_, &mut x, _) = v.select_nth_unstable((rank - 1) as usize);
+    Some(x)
+}
+
+/// The latency percentiles of a group's latencies (in [`LATENCY_UNITS`]).
+fn latency_of(mut v: Vec<u64>) -> Option<Latency> {
+    let ms = |x: u64| x as f64 / LATENCY_UNITS;
+    let p50 = nearest_rank(&mut v, 50)?;
+    let p95 = nearest_rank(&mut v, 95)?;
+    Some(Latency {
+        pairs: v.len() as u64,
+        p50_ms: ms(p50),
+        p95_ms: ms(p95),
+    })
+}
+
 /// Running counts of one group.
 #[derive(Debug, Default)]
 struct Acc {
     pairs: u64,
     failures: u64,
+    failed: u64,
+    model_pairs: u64,
     with_routes: u64,
     flips: u64,
     invariant_trials: u64,
@@ -348,17 +454,39 @@ struct Acc {
     boundary_flips: u64,
     service_errors: u64,
     invalid: u64,
+    undeclared: u64,
     /// |Δp| and |Δc| in millionths (as [`widen`] rounds them): exact, half
     /// the size of `f64`s, and selected faster for the medians.
     abs_dp: Vec<u64>,
     abs_dc: Vec<u64>,
+    /// Latencies in [`LATENCY_UNITS`].
+    latencies: Vec<u64>,
     classified: u64,
 }
 
+/// What [`Acc::add`] reads of a row besides its codes, computed once per row.
+#[derive(Debug, Clone, Copy)]
+struct Measures {
+    /// |Δp| and |Δc| in millionths (see [`micros`]).
+    dp: Option<u64>,
+    dc: Option<u64>,
+    /// The latency in [`LATENCY_UNITS`].
+    latency: Option<u64>,
+}
+
+impl Measures {
+    fn of(row: &PairRow) -> Measures {
+        Measures {
+            dp: micros(row.dp),
+            dc: micros(row.dc),
+            latency: latency_units(row.latency),
+        }
+    }
+}
+
 impl Acc {
-    /// Count `row`, whose |Δp| and |Δc| in millionths (see [`micros`]) are
-    /// `dp` and `dc`.
-    fn add(&mut self, row: &PairRow, category: Option<&str>, (dp, dc): (Option<u64>, Option<u64>)) {
+    /// Count `row`, whose measures are `m`.
+    fn add(&mut self, row: &PairRow, category: Option<&str>, m: Measures) {
         self.pairs += 1;
         let failed = row.status().is_failure();
         if failed {
@@ -366,6 +494,20 @@ impl Acc {
             if category.is_some() {
                 self.classified += 1;
             }
+        }
+        match row.status() {
+            Status::ServiceError => self.service_errors += 1,
+            Status::Invalid => self.invalid += 1,
+            Status::Fail => self.failed += 1,
+            _ => {}
+        }
+        self.latencies.extend(m.latency);
+        if !tests_model(row) {
+            return;
+        }
+        self.model_pairs += 1;
+        if row.validity() == ValidityCode::Undeclared {
+            self.undeclared += 1;
         }
         let known = both_routes(row);
         let flip = known && row.has(flags::FLIP);
@@ -375,12 +517,7 @@ impl Acc {
         if flip {
             self.flips += 1;
         }
-        // A boundary observation is counted in the boundary columns (its
-        // source is near a threshold), never as an invariant trial.
-        if row.expectation() == ExpKind::Invariant
-            && row.validity() != ValidityCode::Invalid
-            && !matches!(row.status(), Status::ServiceError | Status::Boundary)
-        {
+        if counts_as_valid_invariant(row) {
             self.invariant_trials += 1;
             if row.status() == Status::Fail {
                 self.invariant_violations += 1;
@@ -395,13 +532,8 @@ impl Acc {
                 self.boundary_flips += 1;
             }
         }
-        match row.status() {
-            Status::ServiceError => self.service_errors += 1,
-            Status::Invalid => self.invalid += 1,
-            _ => {}
-        }
-        self.abs_dp.extend(dp);
-        self.abs_dc.extend(dc);
+        self.abs_dp.extend(m.dp);
+        self.abs_dc.extend(m.dc);
     }
 
     fn merge(&mut self, o: Acc) {
@@ -411,6 +543,8 @@ impl Acc {
         }
         self.pairs += o.pairs;
         self.failures += o.failures;
+        self.failed += o.failed;
+        self.model_pairs += o.model_pairs;
         self.with_routes += o.with_routes;
         self.flips += o.flips;
         self.invariant_trials += o.invariant_trials;
@@ -420,8 +554,10 @@ impl Acc {
         self.boundary_flips += o.boundary_flips;
         self.service_errors += o.service_errors;
         self.invalid += o.invalid;
+        self.undeclared += o.undeclared;
         extend_larger(&mut self.abs_dp, o.abs_dp);
         extend_larger(&mut self.abs_dc, o.abs_dc);
+        extend_larger(&mut self.latencies, o.latencies);
         self.classified += o.classified;
     }
 
@@ -431,6 +567,8 @@ impl Acc {
             pairs: self.pairs,
             failures: self.failures,
             failure_rate: wilson(self.failures, self.pairs),
+            failed: self.failed,
+            model_pairs: self.model_pairs,
             route_flips: self.flips,
             route_flip_rate: wilson(self.flips, self.with_routes),
             invariant_violation_rate: wilson(self.invariant_violations, self.invariant_trials),
@@ -439,10 +577,12 @@ impl Acc {
             service_errors: self.service_errors,
             service_error_rate: wilson(self.service_errors, self.pairs),
             invalid_pairs: self.invalid,
+            undeclared_pairs: self.undeclared,
             max_abs_dp: self.abs_dp.iter().max().map(|&m| m as f64 / MICRO),
             median_abs_dp: median_micros(self.abs_dp),
             max_abs_dc: self.abs_dc.iter().max().map(|&m| m as f64 / MICRO),
             median_abs_dc: median_micros(self.abs_dc),
+            latency: latency_of(self.latencies),
             classified: self.classified,
         }
     }
@@ -453,6 +593,9 @@ impl Acc {
 struct CaseAcc {
     /// Its rows among those summarised.
     rows: u32,
+    /// Whether a pair of it tests the model ([`tests_model`]); the other
+    /// facts are of such pairs only.
+    tested: bool,
     failed: bool,
     flipped: bool,
     routes_known: bool,
@@ -641,13 +784,14 @@ fn summarize_on(
 
     let count =
         |f: fn(&CaseAcc) -> bool| cases.acc.iter().filter(|c| c.rows > 0 && f(c)).count() as u64;
-    let n_cases = count(|_| true);
+    let model_cases = count(|c| c.tested);
     let failing_cases = count(|c| c.failed);
     let flipping_cases = count(|c| c.flipped);
     let case_level = CaseLevel {
-        cases: n_cases,
+        cases: count(|_| true),
+        model_cases,
         failing_cases,
-        failing_case_rate: wilson(failing_cases, n_cases),
+        failing_case_rate: wilson(failing_cases, model_cases),
         flipping_cases,
         flipping_case_rate: wilson(flipping_cases, count(|c| c.routes_known)),
     };
@@ -678,6 +822,7 @@ fn summarize_on(
         case_level,
         repetition,
         unsafe_approvals: unsafe_approvals(index, rows),
+        input_warnings: index.input_warnings(rows),
     }
 }
 
@@ -711,8 +856,8 @@ impl<'a> Rest<'a> {
         for row in rows.iter().filter_map(|&i| index.rows.get(i as usize)) {
             let category = index.failure_category(store, row);
             // Rounded once for every count that reads them.
-            let deltas = (micros(row.dp), micros(row.dc));
-            self.overall.add(row, category, deltas);
+            let m = Measures::of(row);
+            self.overall.add(row, category, m);
             let acc = match by {
                 GroupBy::Transformation => self.by_id.entry(row.transformation).or_default(),
                 GroupBy::Family => self.by_id.entry(row.family).or_default(),
@@ -723,12 +868,15 @@ impl<'a> Rest<'a> {
                     .or_default(),
                 GroupBy::Category => self.by_name.entry(PASSED).or_default(),
             };
-            acc.add(row, category, deltas);
+            acc.add(row, category, m);
 
-            if let (Some(s), Some(v)) = (row.source_route(), row.variant_route()) {
+            // The route matrix and the histogram are model metrics too.
+            if let (Some(s), Some(v), true) =
+                (row.source_route(), row.variant_route(), tests_model(row))
+            {
                 self.matrix[usize::from(s.rank()).min(2)][usize::from(v.rank()).min(2)] += 1;
             }
-            if let Some(d) = deltas.0 {
+            if let (Some(d), true) = (m.dp, tests_model(row)) {
                 self.histogram[bucket_of(d)] += 1;
             }
             if row.status().is_failure() {
@@ -805,381 +953,29 @@ fn count_rest_parallel<'a>(
         })
 }
 
-/// Each case's rows, and whether any failed, had both routes, flipped.
+/// Each case's rows, and whether any of its pairs that test the model
+/// broke its expectation, had both routes, flipped.
 fn count_cases(index: &RunIndex, rows: &[u32]) -> Cases {
     let mut cases = Cases::new(index);
     for row in rows.iter().filter_map(|&i| index.rows.get(i as usize)) {
         let at = cases.slot(row.case);
         let c = &mut cases.acc[at];
         c.rows += 1;
-        c.failed |= row.status().is_failure();
+        if !tests_model(row) {
+            continue;
+        }
+        c.tested = true;
+        c.failed |= row.status() == Status::Fail;
         c.routes_known |= both_routes(row);
         c.flipped |= both_routes(row) && row.has(flags::FLIP);
     }
     cases
 }
 
-/// "1 pair", "3 pairs".
-fn count_of(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
+pub use conclusion::conclusion;
 
-/// The margins [`conclusion`] may claim flips lie within, smallest first, in millionths.
-const WITHIN: [u64; 4] = [10_000, 20_000, 50_000, 100_000];
-
-/// A margin in millionths as a short number: 50 000 → "0.05".
-fn fmt_micros(m: u64) -> String {
-    fmt_num(m as f64 / MICRO)
-}
-
-/// The route flips of one transformation, for [`conclusion`].
-#[derive(Debug, Default)]
-struct Flips {
-    n: u64,
-    failed: u64,
-    passed: u64,
-    /// Source margins in millionths, where recorded.
-    margins: Vec<u64>,
-}
-
-/// The clause about how near the flipping sources sat to a threshold, if the margins support one.
-fn margin_clause(f: &Flips) -> Option<String> {
-    let all_known = f.margins.len() as u64 == f.n;
-    let widest = WITHIN[WITHIN.len() - 1];
-    if all_known && let Some(&top) = f.margins.iter().max() {
-        if let Some(x) = WITHIN.iter().find(|&&x| top <= x) {
-            let lead = match f.n {
-                1 => "",
-                2 => "both ",
-                _ => "all ",
-            };
-            return Some(format!("{lead}within {} of a threshold", fmt_micros(*x)));
-        }
-        if f.margins.iter().all(|&m| m > widest) {
-            let lead = if f.n == 1 { "not" } else { "none" };
-            return Some(format!(
-                "{lead} within {} of a threshold",
-                fmt_micros(widest)
-            ));
-        }
-    }
-    let near = f.margins.iter().filter(|&&m| m <= widest).count();
-    (near > 0).then(|| {
-        format!(
-            "{near} of them within {} of a threshold",
-            fmt_micros(widest)
-        )
-    })
-}
-
-/// The clause about whether the flips broke their expectations.
-fn verdict_clause(f: &Flips) -> String {
-    match (f.n, f.failed == f.n, f.passed == f.n) {
-        (1, true, _) => "it broke its expectation".to_string(),
-        (2, true, _) => "both broke their expectation".to_string(),
-        (_, true, _) => "all broke their expectation".to_string(),
-        (1, _, true) => "it was allowed by its expectation".to_string(),
-        (2, _, true) => "both were allowed by their expectation".to_string(),
-        (_, _, true) => "all were allowed by their expectation".to_string(),
-        _ => format!("{} of them broke their expectation", f.failed),
-    }
-}
-
-/// A few plain sentences written from the numbers, for a report.
-///
-/// `s` must summarise `rows` of `index` (the route-flip sentences read the
-/// rows' source margins). Every sentence states only what the counts show;
-/// names from the run are made inert. The order is fixed: overview,
-/// small-sample caution, invariant violations, route flips per transformation
-/// (at most three), transformations without failures, boundary cases, service
-/// errors, invalid pairs, source cases, repeated trials, classification,
-/// unreadable lines.
-pub fn conclusion(index: &RunIndex, rows: &[u32], s: &Summary) -> Vec<String> {
-    let mut out = Vec::new();
-    if s.pairs == 0 {
-        out.push("No pairs to summarise.".to_string());
-        if s.problems > 0 {
-            out.push(unreadable(s.problems));
-        }
-        return out;
-    }
-    overview_sentences(&mut out, s);
-    let tally = tally_transformations(index, rows);
-    flip_sentences(&mut out, tally.flips);
-    out.extend(stable_sentence(&tally.per_transformation));
-    out.extend(boundary_sentence(&s.overall));
-    error_sentences(&mut out, &s.overall);
-    out.extend(case_sentence(s));
-    out.extend(s.repetition.as_ref().map(repetition_sentence));
-    out.extend(s.unsafe_approvals.map(|u| {
-        format!(
-            "Unsafe approvals: {} of {} where approval was not allowed decided approve.",
-            u.count,
-            count_of(u.of, "pair", "pairs")
-        )
-    }));
-    out.extend(classification_sentence(s));
-    if s.problems > 0 {
-        out.push(unreadable(s.problems));
-    }
-    out
-}
-
-/// Writes the overview, the small-sample caution and the invariant violation rate.
-fn overview_sentences(out: &mut Vec<String>, s: &Summary) {
-    let o = &s.overall;
-    out.push(format!(
-        "{}, {}: failure rate {}.",
-        count_of(s.pairs, "pair", "pairs"),
-        count_of(s.failures, "failure", "failures"),
-        show(&o.failure_rate)
-    ));
-    if s.pairs < SMALL_N {
-        out.push(format!(
-            "With only {} the intervals are wide: read their bounds, not just the rates.",
-            count_of(s.pairs, "pair", "pairs")
-        ));
-    }
-    if let Some(r) = &o.invariant_violation_rate {
-        out.push(format!(
-            "Invariant violation rate: {} of {} valid invariant {} broke the expected relation ({}).",
-            r.successes,
-            r.trials,
-            if r.trials == 1 { "pair" } else { "pairs" },
-            r.display()
-        ));
-    }
-}
-
-/// What [`conclusion`] counts per transformation name.
-struct Tally<'a> {
-    /// The route flips of each transformation that has any.
-    flips: FxHashMap<&'a str, Flips>,
-    /// (pairs, pairs that failed or flipped route) of each transformation.
-    per_transformation: FxHashMap<&'a str, (u64, u64)>,
-}
-
-/// Route flips and (pairs, failing or flipped pairs) per transformation name, read from the rows.
-fn tally_transformations<'a>(index: &'a RunIndex, rows: &[u32]) -> Tally<'a> {
-    // Counted by interned id, then by name.
-    let mut flips_by_id: FxHashMap<Sym, Flips> = FxHashMap::default();
-    let mut per_id: FxHashMap<Sym, (u64, u64)> = FxHashMap::default();
-    for row in rows.iter().filter_map(|&i| index.rows.get(i as usize)) {
-        let flip = both_routes(row) && row.has(flags::FLIP);
-        let t = per_id.entry(row.transformation).or_default();
-        t.0 += 1;
-        if flip || row.status().is_failure() {
-            t.1 += 1;
-        }
-        if flip {
-            let f = flips_by_id.entry(row.transformation).or_default();
-            f.n += 1;
-            f.failed += u64::from(matches!(row.status(), Status::Fail | Status::Boundary));
-            f.passed += u64::from(row.status() == Status::Pass);
-            f.margins.extend(micros(row.margin));
-        }
-    }
-    let mut flips: FxHashMap<&str, Flips> = FxHashMap::default();
-    for (id, f) in flips_by_id {
-        let into = flips.entry(sym_name(index, id)).or_default();
-        into.n += f.n;
-        into.failed += f.failed;
-        into.passed += f.passed;
-        into.margins.extend(f.margins);
-    }
-    let mut per_transformation: FxHashMap<&str, (u64, u64)> = FxHashMap::default();
-    for (id, (n, bad)) in per_id {
-        let into = per_transformation.entry(sym_name(index, id)).or_default();
-        into.0 += n;
-        into.1 += bad;
-    }
-    Tally {
-        flips,
-        per_transformation,
-    }
-}
-
-/// Writes one sentence per transformation with the most route flips (at most three), then how many more.
-fn flip_sentences(out: &mut Vec<String>, flips: FxHashMap<&str, Flips>) {
-    let mut flips: Vec<(&str, Flips)> = flips.into_iter().collect();
-    flips.sort_by(|a, b| b.1.n.cmp(&a.1.n).then_with(|| a.0.cmp(b.0)));
-    for (name, f) in flips.iter().take(3) {
-        let mut sentence = format!(
-            "{} came from {}",
-            count_of(f.n, "route flip", "route flips"),
-            inert_line(name)
-        );
-        if let Some(c) = margin_clause(f) {
-            sentence.push_str(", ");
-            sentence.push_str(&c);
-        }
-        sentence.push_str("; ");
-        sentence.push_str(&verdict_clause(f));
-        sentence.push('.');
-        out.push(sentence);
-    }
-    if flips.len() > 3 {
-        let more = flips.len() - 3;
-        out.push(format!(
-            "Route flips also came from {more} more {}.",
-            if more == 1 {
-                "transformation"
-            } else {
-                "transformations"
-            }
-        ));
-    }
-}
-
-/// The sentence naming the transformations without failures or route flips, if any.
-fn stable_sentence(per_transformation: &FxHashMap<&str, (u64, u64)>) -> Option<String> {
-    let mut stable: Vec<(&str, u64)> = per_transformation
-        .iter()
-        .filter(|(_, (_, bad))| *bad == 0)
-        .map(|(name, (n, _))| (*name, *n))
-        .collect();
-    by_count_then_name(&mut stable);
-    if stable.is_empty() {
-        return None;
-    }
-    let shown: Vec<String> = stable
-        .iter()
-        .take(5)
-        .map(|(name, n)| format!("{} ({})", inert_line(name), count_of(*n, "pair", "pairs")))
-        .collect();
-    let rest = stable.len().saturating_sub(5);
-    Some(format!(
-        "No failures or route flips in {}{}.",
-        shown.join(", "),
-        if rest > 0 {
-            format!(" and {rest} more")
-        } else {
-            String::new()
-        }
-    ))
-}
-
-/// The sentence about boundary cases and how many of them flipped route, if there are any.
-fn boundary_sentence(o: &GroupStats) -> Option<String> {
-    if o.boundary_pairs == 0 {
-        return None;
-    }
-    let flipped = match &o.boundary_flip_rate {
-        Some(r) => format!(
-            "{} of the {} with both routes known flipped route ({})",
-            r.successes,
-            r.trials,
-            r.display()
-        ),
-        None => "none has both routes known".to_string(),
-    };
-    Some(format!(
-        "{}; {flipped}.",
-        if o.boundary_pairs == 1 {
-            "1 pair has a source closer to a threshold than its minimum boundary margin".to_string()
-        } else {
-            format!(
-                "{} pairs have sources closer to a threshold than their minimum boundary margin",
-                o.boundary_pairs
-            )
-        }
-    ))
-}
-
-/// Writes the sentences about service errors and invalid pairs, where there are any.
-fn error_sentences(out: &mut Vec<String>, o: &GroupStats) {
-    if o.service_errors > 0 {
-        out.push(format!(
-            "Service errors ({}) are counted apart from robustness failures.",
-            o.service_errors
-        ));
-    }
-    if o.invalid_pairs > 0 {
-        out.push(format!(
-            "{} changed undeclared facts: fix the test, not the model.",
-            count_of(o.invalid_pairs, "invalid pair", "invalid pairs")
-        ));
-    }
-}
-
-/// The sentence about how many source cases the failures touch, if there are failures.
-fn case_sentence(s: &Summary) -> Option<String> {
-    let cl = &s.case_level;
-    (s.failures > 0 && cl.cases > 0).then(|| {
-        format!(
-            "Failures touch {} of {} source cases ({}); variants of one case are correlated, so cases, not pairs, are the independent evidence.",
-            cl.failing_cases,
-            cl.cases,
-            show(&cl.failing_case_rate)
-        )
-    })
-}
-
-/// The sentence about whether repeated trials agree with themselves.
-fn repetition_sentence(r: &Repetition) -> String {
-    if r.inconsistent_pair_ids > 0 {
-        format!(
-            "Repeated trials: {} across repetitions.",
-            if r.inconsistent_pair_ids == 1 {
-                "1 pair disagrees with itself".to_string()
-            } else {
-                format!("{} pairs disagree with themselves", r.inconsistent_pair_ids)
-            }
-        )
-    } else if r.repeated_pair_ids > 0 {
-        format!(
-            "Repeated trials: none of the {} changed between pass and fail.",
-            count_of(r.repeated_pair_ids, "repeated pair", "repeated pairs")
-        )
-    } else {
-        "Repetitions are recorded, but no pair appears more than once in this selection."
-            .to_string()
-    }
-}
-
-/// The sentence about how many failures are classified, if there are failures.
-fn classification_sentence(s: &Summary) -> Option<String> {
-    if s.failures == 0 {
-        return None;
-    }
-    Some(if s.classified >= s.failures {
-        format!(
-            "All {} classified.",
-            if s.failures == 1 {
-                "1 failure is".to_string()
-            } else {
-                format!("{} failures are", s.failures)
-            }
-        )
-    } else if s.classified == 0 {
-        format!(
-            "None of the {} is classified yet.",
-            count_of(s.failures, "failure", "failures")
-        )
-    } else {
-        format!(
-            "{} of {} {} classified; {} still {} a category.",
-            s.classified,
-            count_of(s.failures, "failure", "failures"),
-            if s.classified == 1 { "is" } else { "are" },
-            s.failures - s.classified,
-            if s.failures - s.classified == 1 {
-                "needs"
-            } else {
-                "need"
-            }
-        )
-    })
-}
-
-/// The sentence about lines that could not be read.
-fn unreadable(n: u64) -> String {
-    if n == 1 {
-        "1 line could not be read and is left out of every count.".to_string()
-    } else {
-        format!("{n} lines could not be read and are left out of every count.")
-    }
-}
+mod conclusion;
+pub mod table;
 
 #[cfg(test)]
 mod tests;

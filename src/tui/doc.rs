@@ -322,6 +322,8 @@ fn unified(b: &mut Builder, r: &PairRecord, d: &Derived, raw: &Value) {
         ver.push(s(format!(" · repetition {rep}"), t.dim));
     }
     b.push(ver);
+    b.push(when_line(r, t));
+    case_metadata(b, r);
     if is_unpaired(r) {
         unpaired(b, r, d);
         return;
@@ -358,12 +360,45 @@ fn unified(b: &mut Builder, r: &PairRecord, d: &Derived, raw: &Value) {
     for (name, side) in [("source ", &r.source), ("variant", &r.variant)] {
         request_line(b, name, side);
     }
-    if let Some(ts) = &r.timestamp {
-        let mut l = vec![s("timestamp ", t.dim)];
-        l.extend(inert_spans(ts, t.base, t));
+    other_fields(b, r);
+}
+
+/// The record's time (`timestamp`), or that it is not recorded.
+fn when_line(r: &PairRecord, t: &Theme) -> Vec<Span<'static>> {
+    let mut l = vec![s("time ", t.dim)];
+    match &r.timestamp {
+        Some(ts) => l.extend(inert_spans(ts, t.base, t)),
+        None => l.push(not_recorded(t)),
+    }
+    l
+}
+
+/// The source case's metadata, where recorded: its human label, when a
+/// person reviewed it, and its notes (seed 000, section 4).
+fn case_metadata(b: &mut Builder, r: &PairRecord) {
+    let t = b.t;
+    let mut l = Vec::new();
+    if let Some(gold) = r.gold_urgent {
+        l.push(s(
+            format!("gold label {}", if gold { "urgent" } else { "not urgent" }),
+            t.base,
+        ));
+    }
+    if let Some(at) = &r.human_reviewed_at {
+        if !l.is_empty() {
+            l.push(s(" · ", t.dim));
+        }
+        l.push(s("reviewed ", t.dim));
+        l.extend(inert_spans(at, t.base, t));
+    }
+    if !l.is_empty() {
         b.push(l);
     }
-    other_fields(b, r);
+    if let Some(n) = &r.notes {
+        let mut l = vec![s("notes ", t.dim)];
+        l.extend(inert_spans(&cap(n, VALUE_CAP), t.base, t));
+        b.push(l);
+    }
 }
 
 /// The recorded verdict and why: the derived reason, failed checks, the
@@ -1007,6 +1042,9 @@ fn side_payload(side: &Side) -> Value {
 fn side_by_side(b: &mut Builder, r: &PairRecord, d: &Derived) {
     let t = b.t;
     let col = (b.width.saturating_sub(3)) / 2;
+    if r.timestamp.is_some() {
+        b.push(when_line(r, t));
+    }
     if r.source.state.is_none()
         && r.source.question.is_none()
         && r.variant.state.is_none()

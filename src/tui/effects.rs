@@ -121,6 +121,7 @@ pub fn replace_index(app: &mut App, index: RunIndex) {
     let watch = RunWatch::new(&index.files);
     app.reset_index(index, watch);
     sync_keys(app);
+    check_inputs(app);
     app.filter_view();
     if app.index.done {
         app.find_orphans();
@@ -132,6 +133,16 @@ pub fn replace_index(app: &mut App, index: RunIndex) {
 /// after rows arrive or the store changes, so that `update` finds them.
 pub fn sync_keys(app: &mut App) {
     app.index.resolve_keys(&app.store);
+}
+
+/// Once the run's first pass is done, and whenever a followed run grows,
+/// check the inputs of its cases (seed 000, section 7: mixed policies,
+/// regenerated repetitions), which reads the lines of repeated trials
+/// once each; the warnings join the run's problems.
+pub fn check_inputs(app: &mut App) {
+    if app.index.done {
+        app.index.check_inputs();
+    }
 }
 
 /// Learn the record keys of `rows` (read from their lines) before

@@ -52,6 +52,7 @@ pub fn run(
         if let Some(l) = &loader {
             if l.drain_into(&mut app.index) {
                 effects::sync_keys(&mut app);
+                effects::check_inputs(&mut app);
                 app.grow_view();
                 dirty = true;
             }

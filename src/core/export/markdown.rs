@@ -86,18 +86,6 @@ fn code_capped(s: &str, max: usize, table: bool) -> String {
     format!("{fence}{pad}{s}{pad}{fence}")
 }
 
-/// A rate as a table cell: `0.40 [0.30, 0.52]`, or `—`.
-pub(super) fn rate_cell(r: &Option<Rate>) -> String {
-    match r {
-        Some(r) => format!("{:.2} [{:.2}, {:.2}]", r.value, r.low, r.high),
-        None => "—".to_string(),
-    }
-}
-
-fn num3(x: Option<f64>) -> String {
-    x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "—".into())
-}
-
 pub(super) fn signed3(x: f64) -> String {
     let s = format!("{x:+.3}");
     if s == "-0.000" { "+0.000".into() } else { s }
@@ -174,7 +162,8 @@ fn group_cell(g: &GroupStats) -> String {
     }
 }
 
-/// The per-group statistics table (shared by the report and `triage summary --format markdown`).
+/// The per-group statistics tables (shared by the report and `triage
+/// summary --format markdown`): each of [`table::TABLES`], with its note.
 pub(super) fn md_summary_table(out: &mut dyn Write, s: &Summary) -> io::Result<()> {
     let head = match s.by {
         GroupBy::Transformation => "Transformation",
@@ -182,37 +171,35 @@ pub(super) fn md_summary_table(out: &mut dyn Write, s: &Summary) -> io::Result<(
         GroupBy::Category => "Category",
         GroupBy::Case => "Case",
     };
-    writeln!(
-        out,
-        "| {head} | Pairs | Failures | Failure rate | Invariant violations | Route flips | Boundary flips | Service errors | Median \\|Δp\\| | Max \\|Δp\\| |"
-    )?;
-    writeln!(
-        out,
-        "| --- | ---: | ---: | --- | --- | --- | --- | --- | ---: | ---: |"
-    )?;
-    let row = |out: &mut dyn Write, name: String, g: &GroupStats| {
-        writeln!(
-            out,
-            "| {name} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-            g.pairs,
-            g.failures,
-            rate_cell(&g.failure_rate),
-            rate_cell(&g.invariant_violation_rate),
-            rate_cell(&g.route_flip_rate),
-            rate_cell(&g.boundary_flip_rate),
-            rate_cell(&g.service_error_rate),
-            num3(g.median_abs_dp),
-            num3(g.max_abs_dp),
-        )
-    };
-    for g in &s.groups {
-        row(out, group_cell(g), g)?;
+    for (i, t) in table::TABLES.iter().enumerate() {
+        if i > 0 {
+            writeln!(out)?;
+        }
+        writeln!(out, "**{}.** {}\n", t.title, md_escape(t.note))?;
+        let mut line = format!("| {head} |");
+        let mut rule = String::from("| --- |");
+        for c in t.columns {
+            line.push_str(&format!(" {} |", md_escape(c.title)));
+            rule.push_str(if c.rate { " --- |" } else { " ---: |" });
+        }
+        writeln!(out, "{line}\n{rule}")?;
+        for g in table::rows(s) {
+            let mut line = if std::ptr::eq(g, &s.overall) {
+                "| **All pairs** |".to_string()
+            } else {
+                format!("| {} |", group_cell(g))
+            };
+            // The cells are ours (digits, `/`, `[`, `]`, `—`): nothing to escape.
+            for c in t.columns {
+                line.push_str(&format!(" {} |", (c.cell)(g)));
+            }
+            writeln!(out, "{line}")?;
+        }
     }
-    row(out, "**All pairs**".to_string(), &s.overall)?;
     Ok(())
 }
 
-pub(super) const RATES_NOTE: &str = "Each rate is the observed proportion with its Wilson 95% interval, `value [low, high]`; `—` means there was nothing to count. Invariant violations count only valid pairs without a service error; route flips count pairs with both routes known.";
+pub(super) const RATES_NOTE: &str = "Each rate is written `k/n rate [low, high]`: k out of n, the observed proportion and its Wilson 95% interval; `—` means there was nothing to count. Each table's note says what its n counts.";
 
 struct Sections<'a> {
     /// Category id → failures, in taxonomy order then unknown ids by name.
@@ -667,13 +654,21 @@ fn problems_phrase(index: &RunIndex) -> String {
         .iter()
         .filter(|p| p.kind.skips_line())
         .count() as u64;
-    let warned = index.problems.len() as u64 - skipped;
+    let cases = index
+        .problems
+        .iter()
+        .filter(|p| p.kind == crate::core::problem::ProblemKind::Inconsistent)
+        .count() as u64;
+    let warned = index.problems.len() as u64 - skipped - cases;
     let mut v = Vec::new();
     if skipped > 0 {
         v.push(plural(skipped, "unreadable line", "unreadable lines"));
     }
     if warned > 0 {
         v.push(plural(warned, "field warning", "field warnings"));
+    }
+    if cases > 0 {
+        v.push(plural(cases, "case warning", "case warnings"));
     }
     format!("{}, listed under Problems", v.join(", "))
 }

@@ -14,8 +14,18 @@ use rustc_hash::FxHashMap;
 
 use super::intern::{Field, Strings};
 use super::line::{Line, LineOut};
+use crate::core::model::Policy;
 use crate::core::problem::{Problem, ProblemKind};
 use crate::core::row::{Loc, PackedCodes, PairRow, RowCodes, Sym};
+
+/// A versions id's key: the (contract, schema, model) triple and the
+/// policy's thresholds as bits (equal thresholds, equal bits).
+type Versions = ([Sym; 3], Option<[u64; 2]>);
+
+/// A policy's thresholds as bits, to key a map.
+fn policy_bits(p: Policy) -> [u64; 2] {
+    [p.review_threshold.to_bits(), p.action_threshold.to_bits()]
+}
 
 /// A slice of indexing work, sent from the loader thread.
 #[derive(Debug, Default)]
@@ -24,6 +34,10 @@ pub struct Batch {
     pub strings: Vec<Box<str>>,
     /// (contract, schema, model) triples first seen since the last batch, in id order.
     pub versions: Vec<[Sym; 3]>,
+    /// The policy of each of those versions ids, in the same order: a
+    /// versions id stands for a triple and the thresholds its rows were
+    /// routed by.
+    pub policies: Vec<Option<Policy>>,
     pub rows: Vec<PairRow>,
     pub problems: Vec<Problem>,
     /// Bytes read so far over all files.
@@ -36,10 +50,10 @@ pub struct Batch {
 /// the ids of the version triples, and the batch being filled for the index.
 pub(crate) struct IndexState {
     strings: Strings,
-    /// The id of each (contract, schema, model) triple seen.
-    triples: FxHashMap<[Sym; 3], u32>,
-    /// The triple of the row before, and its id.
-    last_triple: Option<([Sym; 3], u32)>,
+    /// The id of each (contract, schema, model) triple and policy seen.
+    triples: FxHashMap<Versions, u32>,
+    /// The triple and policy of the row before, and its id.
+    last_triple: Option<(Versions, u32)>,
     batch: Batch,
     bytes_read: u64,
     tx: Sender<Batch>,
@@ -67,22 +81,24 @@ impl IndexState {
         self.strings.intern(field, s, &mut self.batch.strings)
     }
 
-    fn versions(&mut self, triple: [Sym; 3]) -> u32 {
+    fn versions(&mut self, triple: [Sym; 3], policy: Option<Policy>) -> u32 {
+        let key = (triple, policy.map(policy_bits));
         if let Some((last, id)) = self.last_triple
-            && last == triple
+            && last == key
         {
             return id;
         }
-        let id = self.versions_of(triple);
-        self.last_triple = Some((triple, id));
+        let id = self.versions_of(key, policy);
+        self.last_triple = Some((key, id));
         id
     }
 
-    fn versions_of(&mut self, triple: [Sym; 3]) -> u32 {
+    fn versions_of(&mut self, key: Versions, policy: Option<Policy>) -> u32 {
         let next = self.triples.len() as u32;
-        let id = *self.triples.entry(triple).or_insert(next);
+        let id = *self.triples.entry(key).or_insert(next);
         if id == next {
-            self.batch.versions.push(triple);
+            self.batch.versions.push(key.0);
+            self.batch.policies.push(policy);
         }
         id
     }
@@ -187,7 +203,7 @@ impl IndexState {
                     margin: s.margin,
                     variant_margin: s.variant_margin,
                     latency: s.latency,
-                    versions: self.versions(versions),
+                    versions: self.versions(versions, d.policy),
                     repetition: s.repetition,
                     codes: PackedCodes::pack(RowCodes {
                         suggestion: d.suggestion,

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 
 use serde_json::Value;
 
-use crate::core::model::PairRecord;
+use crate::core::model::{PairRecord, Policy};
 use crate::core::problem::ProblemKind;
 use crate::core::record::{RecordError, map_record};
 use crate::core::row::{ExpKind, OutcomeCode, RowCodes, flags};
@@ -108,6 +108,9 @@ pub(crate) struct RowData {
     pub(super) contract: Option<Text>,
     pub(super) schema: Option<Text>,
     pub(super) model: Option<Text>,
+    /// The thresholds that route the pair, kept beside its versions (the
+    /// summary warns when one case mixes two).
+    pub(super) policy: Option<Policy>,
     pub(super) summary: Summary,
     /// Field warnings, as problem messages.
     pub(super) warnings: Vec<String>,
@@ -313,7 +316,7 @@ fn describe_row(d: &RowData, buf: &[u8]) -> String {
     let opt = |t: &Option<Text>| t.as_ref().map(|t| t.get(buf).to_string());
     format!(
         "trim {} len {} case {:?} variant {:?} transformation {:?} family {:?} \
-         suggestion {:?} contract {:?} schema {:?} model {:?} summary {:?} warnings {:?}",
+         suggestion {:?} contract {:?} schema {:?} model {:?} policy {:?} summary {:?} warnings {:?}",
         d.trim_start,
         d.body_len,
         d.case.get(buf),
@@ -324,6 +327,7 @@ fn describe_row(d: &RowData, buf: &[u8]) -> String {
         opt(&d.contract),
         opt(&d.schema),
         opt(&d.model),
+        d.policy,
         d.summary,
         d.warnings,
     )
@@ -403,6 +407,7 @@ fn read_row(reader: &mut LineReader, buf: &[u8], body: &str) -> Option<RowData> 
         contract: f.contract.take().map(|s| Text::of(buf, s)),
         schema: f.schema.take().map(|s| Text::of(buf, s)),
         model: f.model.take().map(|s| Text::of(buf, s)),
+        policy: f.record.policy,
         summary,
         warnings,
     };
@@ -481,6 +486,7 @@ fn slow_row(body: &str, terminated: bool) -> LineOut {
         contract: record.contract_version.take().map(Text::Owned),
         schema: record.state_schema_version.take().map(Text::Owned),
         model: record.model_id.take().map(Text::Owned),
+        policy: record.policy,
         summary,
         warnings,
     })

@@ -1,3 +1,4 @@
+use super::conclusion::{Flips, margin_clause, verdict_clause, warning_sentences};
 use super::*;
 use crate::core::annotations::{AnnotationSource, Change};
 use crate::core::index::{OpenOptions, load_run};
@@ -395,9 +396,12 @@ fn summary_by_transformation_matches_hand_counts() {
     assert_eq!((o.pairs, o.failures), (12, 8));
     // 8/12 = 0.667, Wilson [0.391, 0.862].
     assert_eq!(show(&o.failure_rate), "0.667 [0.391, 0.862]");
-    // Both routes known: every pair but 8 → 11; flips 2, 4, 6 → 3/11.
+    // The model metrics leave out 9 (invalid: a test fault) and 8 (a
+    // service error): 10 model pairs, 6 of them broke their expectation.
+    assert_eq!((o.model_pairs, o.failed, o.undeclared_pairs), (10, 6, 0));
+    // Both routes known among them: all 10; flips 2, 4, 6 → 3/10.
     assert_eq!(o.route_flips, 3);
-    assert_eq!(show(&o.route_flip_rate), "0.273 [0.097, 0.566]");
+    assert_eq!(show(&o.route_flip_rate), "0.300 [0.108, 0.603]");
     // Invariant pairs: all but 6, 7 = 10; minus 9 (invalid) and 8 (service
     // error) = 8 trials; fails among them: 2, 3, 4, 5, 11 = 5 → 5/8.
     assert_eq!(show(&o.invariant_violation_rate), "0.625 [0.306, 0.863]");
@@ -408,11 +412,11 @@ fn summary_by_transformation_matches_hand_counts() {
     assert_eq!(o.service_errors, 1);
     assert_eq!(show(&o.service_error_rate), "0.083 [0.015, 0.354]");
     assert_eq!(o.invalid_pairs, 1);
-    // |Δp| of the 11 recorded: .01 .01 .02 .02 .03 .03 .04 .08 .15 .15 .50;
-    // the 6th is the median.
-    assert_close(o.median_abs_dp, 0.03);
+    // |Δp| of the 10 model pairs: .01 .01 .02 .03 .03 .04 .08 .15 .15 .50
+    // (pair 9's .02 is left out); the median is (.03 + .04) / 2.
+    assert_close(o.median_abs_dp, 0.035);
     assert_close(o.max_abs_dp, 0.5);
-    // |Δc|: eight 0s, .05 (5), .1 (2), .2 (3) → median 0, max .2.
+    // |Δc|: seven 0s, .05 (5), .1 (2), .2 (3) → median 0, max .2.
     assert_close(o.median_abs_dc, 0.0);
     assert_close(o.max_abs_dc, 0.2);
     // Classified failures: 2, 4, 8 (pair 1's note is on a pass, without category).
@@ -423,9 +427,11 @@ fn summary_by_transformation_matches_hand_counts() {
     assert_eq!(g.pairs, 4);
     assert_eq!(g.failures, 4);
     assert_eq!(show(&g.failure_rate), "1.000 [0.510, 1.000]");
-    // Both routes: 2, 4, 9; flips 2, 4 → 2/3.
+    // Model pairs: 2 and 4 (9 is invalid, 8 a service error).
+    assert_eq!((g.model_pairs, g.failed), (2, 2));
+    // Both routes: 2, 4; flips 2, 4 → 2/2.
     assert_eq!(g.route_flips, 2);
-    assert_eq!(show(&g.route_flip_rate), "0.667 [0.208, 0.939]");
+    assert_eq!(show(&g.route_flip_rate), "1.000 [0.342, 1.000]");
     // Invariant trials: 2, 4 (9 invalid, 8 service error) → 2/2 fail.
     assert_eq!(show(&g.invariant_violation_rate), "1.000 [0.342, 1.000]");
     assert_eq!(g.boundary_pairs, 2);
@@ -433,11 +439,21 @@ fn summary_by_transformation_matches_hand_counts() {
     assert_eq!(g.service_errors, 1);
     assert_eq!(show(&g.service_error_rate), "0.250 [0.046, 0.699]");
     assert_eq!(g.invalid_pairs, 1);
-    // |Δp|: .02 .03 .04 → median .03, max .04; |Δc|: 0 0 .1 → median 0, max .1.
-    assert_close(g.median_abs_dp, 0.03);
+    // |Δp| of 2 and 4: .04 .03 → median .035, max .04; |Δc|: .1 0 → median
+    // .05, max .1 (pair 9's .02 and 0 are left out).
+    assert_close(g.median_abs_dp, 0.035);
     assert_close(g.max_abs_dp, 0.04);
-    assert_close(g.median_abs_dc, 0.0);
+    assert_close(g.median_abs_dc, 0.05);
     assert_close(g.max_abs_dc, 0.1);
+    // Only pair 8 records a latency: its variant's 30 s timeout.
+    assert_eq!(
+        g.latency,
+        Some(Latency {
+            pairs: 1,
+            p50_ms: 30000.0,
+            p95_ms: 30000.0
+        })
+    );
     assert_eq!(g.classified, 3);
 
     let g = &s.groups[1];
@@ -481,18 +497,19 @@ fn summary_by_transformation_matches_hand_counts() {
     assert_eq!(sum(|g| g.failures), 8);
     assert_eq!(sum(|g| g.route_flips), 3);
 
-    // [source][variant]: pass→pass 1, 7, 9, 10, 11, 12 = 6; pass→review 2;
-    // review→review 5; review→action 4; action→pass 6; action→action 3.
-    assert_eq!(s.route_matrix, [[6, 1, 0], [0, 1, 1], [1, 0, 1]]);
+    // [source][variant], model pairs only: pass→pass 1, 7, 10, 11, 12 = 5
+    // (9 is invalid); pass→review 2; review→review 5; review→action 4;
+    // action→pass 6; action→action 3.
+    assert_eq!(s.route_matrix, [[5, 1, 0], [0, 1, 1], [1, 0, 1]]);
     assert_eq!(
         s.route_matrix[usize::from(Route::Action.rank())][usize::from(Route::Pass.rank())],
         1
     );
 
-    // |Δp| buckets: [0, .05) .01 .01 .02 .02 .03 .03 .04 = 7; [.05, .1) .08;
-    // [.15, .2) .15 .15 (an edge goes up); [.45, ∞) .50.
+    // |Δp| buckets of the model pairs: [0, .05) .01 .01 .02 .03 .03 .04 = 6;
+    // [.05, .1) .08; [.15, .2) .15 .15 (an edge goes up); [.45, ∞) .50.
     let counts: Vec<u64> = s.dp_histogram.iter().map(|b| b.count).collect();
-    assert_eq!(counts, [7, 1, 0, 2, 0, 0, 0, 0, 0, 1]);
+    assert_eq!(counts, [6, 1, 0, 2, 0, 0, 0, 0, 0, 1]);
     assert_eq!(s.dp_histogram.len(), 10);
     assert_close(Some(s.dp_histogram[3].low), 0.15);
     assert_close(s.dp_histogram[3].high, 0.2);
@@ -519,22 +536,24 @@ fn summary_by_transformation_matches_hand_counts() {
         ]
     );
 
-    // Cases c1..c7. Failing: c2, c3, c4, c5, c6, c7 → 6/7 (c1 passed twice).
-    // Flipping: c1 (6), c2 (2), c3 (4) → 3 of the 6 cases with both routes
-    // known somewhere (c7's only pair timed out).
+    // Cases c1..c7; c5's only pair is invalid and c7's a service error, so
+    // five cases test the model. Failing (a pair broke its expectation): c2,
+    // c3, c4, c6 → 4/5 (c1 passed twice). Flipping: c1 (6), c2 (2), c3 (4)
+    // → 3 of the 5 cases with both routes known somewhere.
     assert_eq!(
         s.case_level,
         CaseLevel {
             cases: 7,
-            failing_cases: 6,
-            failing_case_rate: wilson(6, 7),
+            model_cases: 5,
+            failing_cases: 4,
+            failing_case_rate: wilson(4, 5),
             flipping_cases: 3,
-            flipping_case_rate: wilson(3, 6),
+            flipping_case_rate: wilson(3, 5),
         }
     );
     assert_eq!(
         show(&s.case_level.failing_case_rate),
-        "0.857 [0.487, 0.974]"
+        "0.800 [0.376, 0.964]"
     );
 
     // c6/para ran as repetitions 0, 1, 2: pass, fail, pass.
@@ -767,6 +786,7 @@ fn conclusion_of_the_fixture() {
         c,
         [
             "12 pairs, 8 failures: failure rate 0.667 [0.391, 0.862].",
+            "The model metrics count the 10 pairs that test the model; 1 invalid pair and 1 service error are left out.",
             "With only 12 pairs the intervals are wide: read their bounds, not just the rates.",
             "Invariant violation rate: 5 of 8 valid invariant pairs broke the expected relation (0.625 [0.306, 0.863]).",
             // Pairs 2 and 4: margins .02 and .02, both fail.
@@ -776,7 +796,8 @@ fn conclusion_of_the_fixture() {
             "2 pairs have sources closer to a threshold than their minimum boundary margin; 2 of the 2 with both routes known flipped route (1.000 [0.342, 1.000]).",
             "Service errors (1) are counted apart from robustness failures.",
             "1 invalid pair changed undeclared facts: fix the test, not the model.",
-            "Failures touch 6 of 7 source cases (0.857 [0.487, 0.974]); variants of one case are correlated, so cases, not pairs, are the independent evidence.",
+            "Latency of a pair (the slower of its two requests): p50 30000 ms, p95 30000 ms, over 1 pair with a recorded latency (nearest rank).",
+            "Broken expectations touch 4 of 5 source cases that test the model (0.800 [0.376, 0.964]); variants of one case are correlated, so cases, not pairs, are the independent evidence.",
             "Repeated trials: 1 pair disagrees with itself across repetitions.",
             "3 of 8 failures are classified; 5 still need a category.",
             "1 line could not be read and is left out of every count.",
@@ -840,14 +861,13 @@ fn sample_run_totals_add_up() {
         .iter()
         .filter(|r| r.status().is_failure())
         .count() as u64;
-    let flips = index
-        .rows
-        .iter()
+    // The model metrics count the pairs that are neither invalid nor a
+    // service error.
+    let model = || index.rows.iter().filter(|r| tests_model(r));
+    let flips = model()
         .filter(|r| r.has(flags::FLIP) && r.source_route().is_some() && r.variant_route().is_some())
         .count() as u64;
-    let known = index
-        .rows
-        .iter()
+    let known = model()
         .filter(|r| r.source_route().is_some() && r.variant_route().is_some())
         .count() as u64;
     for by in GroupBy::ALL {
@@ -863,7 +883,7 @@ fn sample_run_totals_add_up() {
         assert_eq!(sum(|g| g.invalid_pairs), s.overall.invalid_pairs);
         assert_eq!(sum(|g| g.boundary_pairs), s.overall.boundary_pairs);
         assert_eq!(s.route_matrix.iter().flatten().sum::<u64>(), known);
-        let with_dp = index.rows.iter().filter(|r| !r.dp.is_nan()).count() as u64;
+        let with_dp = model().filter(|r| !r.dp.is_nan()).count() as u64;
         assert_eq!(s.dp_histogram.iter().map(|b| b.count).sum::<u64>(), with_dp);
         let cat_total: u64 = s
             .categories_by_transformation
@@ -940,20 +960,21 @@ mod arbitrary {
         let validity = prop_oneof![
             Just(ValidityCode::Valid),
             Just(ValidityCode::Invalid),
+            Just(ValidityCode::Undeclared),
             Just(ValidityCode::NotRecorded),
         ];
         let repetition = prop_oneof![Just(u32::MAX), 0u32..3, any::<u32>()];
         (
             (sym(), sym(), sym(), sym(), sym()),
             (status, any::<u8>(), route(), route()),
-            (float(), float(), float()),
+            (float(), float(), float(), float()),
             (exp, validity, repetition, 0u8..3),
         )
             .prop_map(
                 |(
                     (case, variant, transformation, family, model),
                     (status, flags, source_route, variant_route),
-                    (dp, dc, margin),
+                    (dp, dc, margin, latency),
                     (expectation, validity, repetition, _),
                 )| PairRow {
                     loc: Loc::new(0, 1, 0, 0),
@@ -965,7 +986,7 @@ mod arbitrary {
                     dc,
                     margin,
                     variant_margin: f32::NAN,
-                    latency: f32::NAN,
+                    latency,
                     // The model sym, made a versions id in the test.
                     versions: model,
                     repetition,
@@ -1023,7 +1044,10 @@ mod arbitrary {
             prop_assert_eq!(s.groups.iter().map(|g| g.pairs).sum::<u64>(), s.pairs);
             prop_assert_eq!(s.groups.iter().map(|g| g.failures).sum::<u64>(), s.failures);
             prop_assert!(s.dp_histogram.iter().map(|b| b.count).sum::<u64>() <= s.pairs);
-            prop_assert!(s.route_matrix.iter().flatten().sum::<u64>() <= s.pairs);
+            prop_assert!(s.route_matrix.iter().flatten().sum::<u64>() <= s.overall.model_pairs);
+            prop_assert!(s.dp_histogram.iter().map(|b| b.count).sum::<u64>() <= s.overall.model_pairs);
+            prop_assert!(s.case_level.failing_cases <= s.case_level.model_cases);
+            prop_assert!(s.case_level.model_cases <= s.case_level.cases);
             for g in s.groups.iter().chain(std::iter::once(&s.overall)) {
                 for r in [
                     &g.failure_rate,
@@ -1034,6 +1058,10 @@ mod arbitrary {
                 ] {
                     prop_assert!(sane(r), "{:?}", r);
                 }
+                prop_assert!(g.model_pairs + g.invalid_pairs + g.service_errors == g.pairs);
+                prop_assert!(g.undeclared_pairs <= g.model_pairs && g.failed <= g.model_pairs);
+                prop_assert!(g.route_flip_rate.is_none_or(|r| r.trials <= g.model_pairs));
+                prop_assert!(g.latency.is_none_or(|l| l.p50_ms <= l.p95_ms && l.pairs <= g.pairs));
                 prop_assert!(g.median_abs_dp.is_none_or(|m| m.is_finite() && m >= 0.0));
                 prop_assert!(g.median_abs_dp <= g.max_abs_dp);
             }
@@ -1051,4 +1079,301 @@ mod arbitrary {
             prop_assert!(sane(&r));
         }
     }
+}
+
+/// A run of `tests/fixtures/stats/`, every pair of it, summarised by transformation.
+fn stats_fixture(name: &str) -> (RunIndex, Vec<u32>, Summary) {
+    let path = format!("{}/tests/fixtures/stats/{name}", env!("CARGO_MANIFEST_DIR"));
+    let index = load_run(&[path], &OpenOptions::default()).unwrap();
+    assert!(index.problems.is_empty(), "{:?}", index.problems);
+    let rows: Vec<u32> = (0..index.rows.len() as u32).collect();
+    let s = summarize(&index, &rows, None, GroupBy::Transformation);
+    (index, rows, s)
+}
+
+/// Two valid pairs keep their route; two invalid pairs flip (one from a
+/// source 0.02 from a threshold) and drift far. The invalid pairs fault the
+/// test, not the model (seed 001): every model metric is the valid pairs'.
+#[test]
+fn invalid_pairs_stay_out_of_the_model_metrics() {
+    let (index, rows, s) = stats_fixture("invalid-flips.jsonl");
+    let st: Vec<Status> = index.rows.iter().map(|r| r.status()).collect();
+    assert_eq!(
+        st,
+        [Status::Pass, Status::Pass, Status::Invalid, Status::Invalid]
+    );
+    let o = &s.overall;
+    assert_eq!(
+        (o.pairs, o.failures, o.invalid_pairs, o.model_pairs),
+        (4, 2, 2, 2)
+    );
+    // Route flips: 0 of the 2 valid pairs, not 2 of 4.
+    assert_eq!(o.route_flips, 0);
+    assert_eq!(o.route_flip_rate, wilson(0, 2));
+    // Drift: .02 and .02, not .30 and .42.
+    assert_eq!((o.median_abs_dp, o.max_abs_dp), (Some(0.02), Some(0.02)));
+    // The invalid pair whose source sits 0.02 from the review threshold is
+    // not a boundary observation of the model.
+    assert_eq!((o.boundary_pairs, o.boundary_flip_rate), (0, None));
+    assert_eq!(s.route_matrix, [[1, 0, 0], [0, 1, 0], [0, 0, 0]]);
+    assert_eq!(s.dp_histogram[0].count, 2);
+    assert_eq!(s.dp_histogram.iter().map(|b| b.count).sum::<u64>(), 2);
+    // sso-login-103 has only an invalid pair: it is not a case that tests
+    // the model, and no case broke an expectation.
+    let c = &s.case_level;
+    assert_eq!(
+        (c.cases, c.model_cases, c.failing_cases, c.flipping_cases),
+        (3, 2, 0, 0)
+    );
+    assert_eq!(c.failing_case_rate, wilson(0, 2));
+    let sentences = conclusion(&index, &rows, &s);
+    assert!(
+        sentences.iter().all(|x| !x.contains("route flip came from")
+            && !x.contains("route flips came from")
+            && !x.contains("closer to a threshold")
+            && !x.contains("touch")),
+        "{sentences:#?}"
+    );
+    assert!(
+        sentences.contains(
+            &"The model metrics count the 2 pairs that test the model; 2 invalid pairs are left out."
+                .to_string()
+        ),
+        "{sentences:#?}"
+    );
+    assert!(
+        sentences.contains(
+            &"Among the pairs that test the model, no failures or route flips in paraphrase (2 pairs)."
+                .to_string()
+        ),
+        "{sentences:#?}"
+    );
+}
+
+/// Pairs whose allowed changes were never declared cannot be judged valid:
+/// they are out of the invariant violation rate, and counted apart.
+#[test]
+fn undeclared_pairs_are_not_among_the_valid_invariant_pairs() {
+    let (index, rows, s) = stats_fixture("undeclared.jsonl");
+    let validity: Vec<ValidityCode> = index.rows.iter().map(|r| r.validity()).collect();
+    use ValidityCode::{Undeclared, Valid};
+    assert_eq!(validity, [Valid, Undeclared, Undeclared, Valid]);
+    let o = &s.overall;
+    // The valid invariant pairs: invoice-vat-201/paraphrase (kept) and
+    // webhook-lag-202/typo (|Δp| 0.15 > 0.1): 1 of 2, not 2 of 4.
+    assert_eq!(o.invariant_violation_rate, wilson(1, 2));
+    assert_eq!((o.undeclared_pairs, o.model_pairs, o.failed), (2, 4, 2));
+    // Their routes and drift are still the model's: none flipped.
+    assert_eq!(o.route_flip_rate, wilson(0, 4));
+    let g = s
+        .groups
+        .iter()
+        .find(|g| g.name == "concise-phrasing")
+        .unwrap();
+    assert_eq!((g.undeclared_pairs, g.invariant_violation_rate), (1, None));
+    let sentences = conclusion(&index, &rows, &s);
+    assert!(
+        sentences.contains(
+            &"2 pairs declare no allowed changes: their validity is not judged, so they are not among the valid invariant pairs."
+                .to_string()
+        ),
+        "{sentences:#?}"
+    );
+}
+
+/// A service error says nothing about the model, even when its answer
+/// recorded a probability and a route: it is in no model metric, and its
+/// latency is in the percentiles.
+#[test]
+fn service_errors_stay_out_of_every_model_metric() {
+    let (index, rows, s) = stats_fixture("service-errors.jsonl");
+    let st: Vec<Status> = index.rows.iter().map(|r| r.status()).collect();
+    use Status::{Fail, Pass, ServiceError};
+    assert_eq!(st, [ServiceError, ServiceError, Pass, Fail]);
+    // The second service error flipped pass → action with |Δp| 0.42 from a
+    // source 0.02 from a threshold: the model metrics do not see it.
+    assert!(index.rows[1].has(flags::FLIP) && index.rows[1].has(flags::NEAR_BOUNDARY));
+    let o = &s.overall;
+    assert_eq!((o.pairs, o.service_errors, o.model_pairs), (4, 2, 2));
+    assert_eq!((o.route_flips, o.route_flip_rate), (0, wilson(0, 2)));
+    assert_eq!((o.boundary_pairs, o.boundary_flip_rate), (0, None));
+    assert_eq!(o.invariant_violation_rate, wilson(1, 2));
+    assert_close(o.median_abs_dp, 0.085);
+    assert_eq!(o.max_abs_dp, Some(0.15));
+    assert_eq!(s.route_matrix, [[2, 0, 0], [0, 0, 0], [0, 0, 0]]);
+    let c = &s.case_level;
+    assert_eq!(
+        (c.cases, c.model_cases, c.failing_cases, c.flipping_cases),
+        (2, 1, 1, 0)
+    );
+    // Latency of each pair, the slower request: 30000, 1400, 1350, 2100.
+    // Nearest rank: p50 is the 2nd of 4 (1400), p95 the 4th (30000).
+    assert_eq!(
+        o.latency,
+        Some(Latency {
+            pairs: 4,
+            p50_ms: 1400.0,
+            p95_ms: 30000.0
+        })
+    );
+    let sentences = conclusion(&index, &rows, &s);
+    assert!(
+        sentences
+            .iter()
+            .all(|x| !x.contains("came from paraphrase") && !x.contains("closer to a threshold")),
+        "{sentences:#?}"
+    );
+    assert!(
+        sentences.contains(&"Broken expectations touch 1 of 1 source cases that test the model (1.000 [0.207, 1.000]); variants of one case are correlated, so cases, not pairs, are the independent evidence.".to_string()),
+        "{sentences:#?}"
+    );
+}
+
+#[test]
+fn latency_percentiles_are_nearest_rank() {
+    // 1..=20: p50 is the 10th value, p95 the 19th.
+    let v: Vec<u64> = (1..=20).rev().map(|x| x * 1000).collect();
+    assert_eq!(nearest_rank(&mut v.clone(), 50), Some(10_000));
+    assert_eq!(nearest_rank(&mut v.clone(), 95), Some(19_000));
+    // One value is every percentile; none has none.
+    assert_eq!(nearest_rank(&mut [7], 95), Some(7));
+    assert_eq!(nearest_rank(&mut [], 50), None);
+    // 3 values: p50 is the 2nd (⌈1.5⌉), p95 the 3rd (⌈2.85⌉).
+    assert_eq!(nearest_rank(&mut [30, 10, 20], 50), Some(20));
+    assert_eq!(nearest_rank(&mut [30, 10, 20], 95), Some(30));
+    // Recorded latencies come back as written; negative and missing ones are not latencies.
+    assert_eq!(latency_units(1197.3), Some(1_197_300));
+    assert_eq!(latency_units(f32::NAN), None);
+    assert_eq!(latency_units(-5.0), None);
+    assert_eq!(
+        latency_of(vec![1_197_300, 30_000_000]),
+        Some(Latency {
+            pairs: 2,
+            p50_ms: 1197.3,
+            p95_ms: 30000.0
+        })
+    );
+}
+
+/// Seed 000, section 7: the pairs of one case routed by two policies are
+/// warned about, in the run's problems (what `--strict` fails on) and in
+/// the summary of any selection that holds both policies.
+#[test]
+fn a_case_that_mixes_policies_is_warned_about() {
+    use crate::core::index::inputs::{InputWarning, PolicyUse};
+    use crate::core::problem::ProblemKind;
+    let (index, rows, s) = {
+        let path = format!(
+            "{}/tests/fixtures/stats/mixed-policy.jsonl",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        let index = load_run(&[path], &OpenOptions::default()).unwrap();
+        let rows: Vec<u32> = (0..index.rows.len() as u32).collect();
+        let s = summarize(&index, &rows, None, GroupBy::Transformation);
+        (index, rows, s)
+    };
+    let use_ = |review_threshold, pairs| PolicyUse {
+        review_threshold,
+        action_threshold: 0.9,
+        pairs,
+    };
+    let want = InputWarning::MixedPolicies {
+        case: "payment-failure-401".into(),
+        policies: vec![use_(0.55, 2), use_(0.5, 1)],
+        file: index.files[0].display.clone(),
+        line: 3,
+    };
+    assert_eq!(s.input_warnings, std::slice::from_ref(&want));
+    assert_eq!(index.problems.len(), 1);
+    let p = &index.problems[0];
+    assert_eq!((p.kind, p.line), (ProblemKind::Inconsistent, 3));
+    assert_eq!(p.message, want.message());
+    assert!(
+        p.message.starts_with(
+            "case payment-failure-401 mixes 2 policies: review 0.55 / action 0.9 (2 pairs), review 0.5 / action 0.9 (1 pair); "
+        ),
+        "{}",
+        p.message
+    );
+    let c = conclusion(&index, &rows, &s);
+    assert!(
+        c.contains(&format!("Warning: {}.", want.message())),
+        "{c:#?}"
+    );
+    // Without the pair of the other policy, nothing is mixed.
+    let s = summarize(&index, &[0, 1, 3, 4], None, GroupBy::Transformation);
+    assert_eq!(s.input_warnings, []);
+}
+
+/// Seed 000, section 7: repetitions of one case and variant must resend the
+/// exact recorded inputs; a trial sent with a regenerated paraphrase is
+/// warned about, while repetitions of the same inputs are not.
+#[test]
+fn repetitions_whose_inputs_were_regenerated_are_warned_about() {
+    use crate::core::index::inputs::InputWarning;
+    use crate::core::problem::ProblemKind;
+    let path = format!(
+        "{}/tests/fixtures/stats/regenerated.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let index = load_run(&[path], &OpenOptions::default()).unwrap();
+    let rows: Vec<u32> = (0..index.rows.len() as u32).collect();
+    let s = summarize(&index, &rows, None, GroupBy::Case);
+    let want = InputWarning::RegeneratedInputs {
+        case: "outage-403".into(),
+        variant: "paraphrase".into(),
+        model: Some("jev-noul-2026-10".into()),
+        trials: 3,
+        inputs: 2,
+        file: index.files[0].display.clone(),
+        line: 2,
+    };
+    assert_eq!(s.input_warnings, std::slice::from_ref(&want));
+    let found: Vec<(ProblemKind, u64)> = index.problems.iter().map(|p| (p.kind, p.line)).collect();
+    assert_eq!(found, [(ProblemKind::Inconsistent, 2)]);
+    assert_eq!(
+        want.message(),
+        "outage-403 / paraphrase (jev-noul-2026-10) was sent with 2 different inputs over 3 trials; a repetition must resend the exact recorded question and state, or it tests another input (seed 000, section 7)"
+    );
+    // The first and third trials alone resent the same inputs.
+    let s = summarize(&index, &[0, 2, 3, 4], None, GroupBy::Case);
+    assert_eq!(s.input_warnings, []);
+    // The sample's repetitions (checkout-outage-001) resend their inputs.
+    let sample = crate::core::index::sample::sample();
+    assert!(
+        sample
+            .problems
+            .iter()
+            .all(|p| p.kind != ProblemKind::Inconsistent),
+        "{:?}",
+        sample.problems
+    );
+}
+
+#[test]
+fn at_most_five_case_warnings_are_sentences() {
+    use crate::core::index::inputs::InputWarning;
+    let w = |i: u64| InputWarning::RegeneratedInputs {
+        case: format!("c{i}"),
+        variant: "v".into(),
+        model: None,
+        trials: 2,
+        inputs: 2,
+        file: "run.jsonl".into(),
+        line: i as u32,
+    };
+    let mut out = Vec::new();
+    warning_sentences(&mut out, &(1..=7).map(w).collect::<Vec<_>>());
+    assert_eq!(out.len(), 6, "{out:#?}");
+    assert_eq!(
+        out[0],
+        "Warning: c1 / v was sent with 2 different inputs over 2 trials; a repetition must resend the exact recorded question and state, or it tests another input (seed 000, section 7)."
+    );
+    assert_eq!(
+        out[5],
+        "2 more warnings of cases that mix policies or repetitions sent with regenerated inputs; the problems list names them all."
+    );
+    let mut none = Vec::new();
+    warning_sentences(&mut none, &[]);
+    assert!(none.is_empty());
 }

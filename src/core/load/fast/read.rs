@@ -21,6 +21,7 @@ use crate::core::schema::{
     T_TIMESTAMP, T_TRANSFORMATION, T_UNSAFE, T_VALIDATION, T_VARIANT, T_VARIANT_ID,
     T_VARIANT_ROUTE,
 };
+use crate::core::schema::{T_GOLD, T_NOTES, T_REVIEWED};
 
 /// A line read the fast way by [`LineReader::parse`], which it borrows
 /// until it is dropped or [recycled](Self::recycle): the diff it leaves for
@@ -143,7 +144,15 @@ pub(super) fn read<'r, 'line>(
     let case_id = id(top[T_CASE])?;
     let variant_id = id(top[T_VARIANT_ID])?;
     // Read only to check their type, as the slow path does.
-    for slot in [T_LABEL, T_DATASET, T_TIMESTAMP, T_SETTINGS] {
+    r.boolean(top[T_GOLD])?;
+    for slot in [
+        T_LABEL,
+        T_DATASET,
+        T_TIMESTAMP,
+        T_SETTINGS,
+        T_REVIEWED,
+        T_NOTES,
+    ] {
         if let Some(v) = top[slot] {
             match v.kind {
                 Kind::Str | Kind::Esc | Kind::Num | Kind::Null => {}

@@ -36,22 +36,28 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &Theme, scroll: u16) {
     f.render_widget(block, r);
     let idx = &app.index;
     let width = inner.width as usize;
-    let mut lines = wrap(
-        vec![Span::styled(
-            format!(
-                "{} could not be opened; {} unusable in pairs that did open. The rest of the run is open.",
-                count(idx.skipped_lines, "line", "lines"),
-                count(
-                    idx.problems.len() - idx.skipped_lines,
-                    "field was",
-                    "fields were"
-                )
-            ),
-            t.dim,
-        )],
-        width,
-        0,
+    let cases = idx
+        .problems
+        .iter()
+        .filter(|p| p.kind == ProblemKind::Inconsistent)
+        .count();
+    let mut head = format!(
+        "{} could not be opened; {} unusable in pairs that did open.",
+        count(idx.skipped_lines, "line", "lines"),
+        count(
+            idx.problems.len() - idx.skipped_lines - cases,
+            "field was",
+            "fields were"
+        )
     );
+    if cases > 0 {
+        head.push_str(&format!(
+            " {} pairs that cannot be compared (seed 000, section 7).",
+            count(cases, "case has", "cases have")
+        ));
+    }
+    head.push_str(" The rest of the run is open.");
+    let mut lines = wrap(vec![Span::styled(head, t.dim)], width, 0);
     // Notes about whole files: what a conversion from another tool's
     // results warned about, or why no known format matched.
     for f in idx.files.iter().filter(|f| !f.notes.is_empty()) {
@@ -95,11 +101,7 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &Theme, scroll: u16) {
             .iter()
             .filter(|p| p.kind.skips_line() == want_skip)
         {
-            let style = if p.kind == ProblemKind::FieldWarning {
-                t.warn
-            } else {
-                t.fail
-            };
+            let style = if p.kind.skips_line() { t.fail } else { t.warn };
             let loc = format!("{}:{}", text::inert_line(&p.file), p.line);
             let pad = loc_w.saturating_sub(text::width(&loc));
             let mut l = vec![Span::styled(format!("{loc}{} ", " ".repeat(pad)), t.dim)];

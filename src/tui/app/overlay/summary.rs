@@ -1,8 +1,8 @@
 //! The summary screen: statistics of the pairs in view, with intervals.
 //!
-//! Per transformation and per family: failure, invariant-violation,
-//! route-flip, boundary-flip and service-error rates, each with its Wilson
-//! 95% interval, and drift medians and maxima; then the route transition
+//! Per transformation and per family, the tables `triage summary` prints
+//! ([`table::TABLES`]: pairs and failures, the model metrics with their
+//! Wilson 95% intervals, drift and latency); then the route transition
 //! matrix, a |Δp| histogram, categories by transformation, triage progress,
 //! per-case rates and repeated trials, and a conclusion in plain words. All
 //! numbers come from `core::stats`, computed when the screen opens
@@ -13,11 +13,12 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
-use crate::core::stats::{GroupStats, Rate, Summary};
+use crate::core::stats::{GroupStats, Rate, Summary, table};
 use crate::core::text;
 
 use crate::tui::action::Action;
 use crate::tui::app::{App, Effect, Overlay};
+use crate::tui::doc::wrap;
 use crate::tui::style::Theme;
 
 use super::scrolled;
@@ -54,86 +55,83 @@ pub fn handle(app: &mut App, action: Action) -> Vec<Effect> {
 }
 
 fn rate(r: &Option<Rate>) -> String {
-    match r {
-        None => "—".to_string(),
-        Some(r) => format!("{:.2} [{:.2},{:.2}]", r.value, r.low, r.high),
-    }
-}
-
-fn num(x: Option<f64>) -> String {
-    x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "—".into())
+    table::cell(r)
 }
 
 fn cell(s: &str, w: usize) -> String {
-    let cut = text::truncate_cols(s, w.saturating_sub(1));
+    let cut = text::truncate_cols(s, w);
     format!("{cut}{}", " ".repeat(w.saturating_sub(text::width(&cut))))
 }
 
 fn rcell(s: &str, w: usize) -> String {
-    format!("{}{s} ", " ".repeat(w.saturating_sub(text::width(s) + 1)))
+    format!("{}{s}", " ".repeat(w.saturating_sub(text::width(s))))
 }
 
-/// One statistics table: a header and a row per group.
-fn table(title: &str, s: &Summary, t: &Theme, out: &mut Vec<Line<'static>>) {
-    let name_w = s
-        .groups
-        .iter()
+/// The per-group tables of one grouping ([`table::TABLES`]: pairs, model
+/// metrics, drift and latency), each with a row per group, one for every
+/// pair, and its note: the same cells as `triage summary` and the report.
+fn tables(title: &str, s: &Summary, t: &Theme, width: usize, out: &mut Vec<Line<'static>>) {
+    let name_w = table::rows(s)
         .map(|g| text::width(&text::inert_line(&g.name)))
         .max()
         .unwrap_or(8)
-        .clamp(8, 28)
-        + 1;
-    out.push(Line::from(Span::styled(title.to_string(), t.heading)));
-    let head = format!(
-        "{}{}{}{}{}{}{}{}{}",
-        cell("", name_w),
-        rcell("pairs", 7),
-        rcell("fail", 6),
-        cell(" failure rate", 20),
-        cell(" invariant viol.", 20),
-        cell(" route flips", 20),
-        cell(" boundary flips", 20),
-        cell(" service errors", 20),
-        "|Δp| med/max  |Δc| med/max",
-    );
-    out.push(Line::from(Span::styled(head, t.dim)));
-    let mut row = |g: &GroupStats, strong: bool| {
-        let st = if strong { t.title } else { t.base };
-        out.push(Line::from(vec![
-            Span::styled(cell(&text::inert_line(&g.name), name_w), st),
-            Span::styled(rcell(&g.pairs.to_string(), 7), st),
-            Span::styled(
-                rcell(&g.failures.to_string(), 6),
-                if g.failures > 0 { t.fail } else { st },
-            ),
-            Span::styled(cell(&format!(" {}", rate(&g.failure_rate)), 20), st),
-            Span::styled(
-                cell(&format!(" {}", rate(&g.invariant_violation_rate)), 20),
-                st,
-            ),
-            Span::styled(cell(&format!(" {}", rate(&g.route_flip_rate)), 20), st),
-            Span::styled(cell(&format!(" {}", rate(&g.boundary_flip_rate)), 20), st),
-            Span::styled(cell(&format!(" {}", rate(&g.service_error_rate)), 20), st),
-            Span::styled(
-                format!(
-                    "{}/{}  {}/{}",
-                    num(g.median_abs_dp),
-                    num(g.max_abs_dp),
-                    num(g.median_abs_dc),
-                    num(g.max_abs_dc)
-                ),
-                st,
-            ),
-        ]));
-    };
-    for g in &s.groups {
-        row(g, false);
+        .clamp(8, 28);
+    for (i, tab) in table::TABLES.iter().enumerate() {
+        if i > 0 {
+            out.push(Line::default());
+        }
+        out.push(Line::from(Span::styled(
+            format!("{title} · {}", tab.title),
+            t.heading,
+        )));
+        let body: Vec<(&GroupStats, Vec<String>)> = table::rows(s)
+            .map(|g| (g, tab.columns.iter().map(|c| (c.cell)(g)).collect()))
+            .collect();
+        let widths: Vec<usize> = tab
+            .columns
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                body.iter()
+                    .map(|(_, cells)| text::width(&cells[i]))
+                    .chain([text::width(c.head)])
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut head = cell("", name_w);
+        for (c, w) in tab.columns.iter().zip(&widths) {
+            head.push_str("  ");
+            head.push_str(&if c.rate {
+                cell(c.head, *w)
+            } else {
+                rcell(c.head, *w)
+            });
+        }
+        out.push(Line::from(Span::styled(head, t.dim)));
+        for (g, cells) in &body {
+            let strong = std::ptr::eq(*g, &s.overall);
+            let st = if strong { t.title } else { t.base };
+            let mut l = vec![Span::styled(cell(&text::inert_line(&g.name), name_w), st)];
+            for ((c, w), v) in tab.columns.iter().zip(&widths).zip(cells) {
+                l.push(Span::styled("  ", st));
+                l.push(Span::styled(
+                    if c.rate { cell(v, *w) } else { rcell(v, *w) },
+                    st,
+                ));
+            }
+            out.push(Line::from(l));
+        }
+        out.extend(wrap(
+            vec![Span::styled(format!("  {}", tab.note), t.dim)],
+            width,
+            2,
+        ));
     }
-    row(&s.overall, true);
 }
 
-/// Every line of the summary.
-pub fn lines(v: &SummaryView, t: &Theme) -> Vec<Line<'static>> {
+/// Every line of the summary, its notes and sentences wrapped to `width`.
+pub fn lines(v: &SummaryView, t: &Theme, width: usize) -> Vec<Line<'static>> {
     let s = &v.by_transformation;
     let mut out = Vec::new();
     let scope = match &v.query {
@@ -150,19 +148,23 @@ pub fn lines(v: &SummaryView, t: &Theme) -> Vec<Line<'static>> {
             t.title,
         ),
     ]));
-    out.push(Line::from(Span::styled(
-        "Rates are value [low, high], Wilson 95% intervals; service errors are counted apart from robustness failures.",
-        t.dim,
-    )));
+    out.extend(wrap(
+        vec![Span::styled(
+            "Rates are successes/trials, the rate and its Wilson 95% interval; each table's note says what it counts. Invalid pairs and service errors are left out of the model metrics.",
+            t.dim,
+        )],
+        width,
+        0,
+    ));
     out.push(Line::default());
-    table("Per transformation", s, t, &mut out);
+    tables("Per transformation", s, t, width, &mut out);
     out.push(Line::default());
-    table("Per family", &v.by_family, t, &mut out);
+    tables("Per family", &v.by_family, t, width, &mut out);
     out.push(Line::default());
 
     // Route transitions.
     out.push(Line::from(Span::styled(
-        "Route transitions (source ↓ × variant →)",
+        "Route transitions of the model pairs (source ↓ × variant →)",
         t.heading,
     )));
     let names = ["pass", "review", "action"];
@@ -188,7 +190,10 @@ pub fn lines(v: &SummaryView, t: &Theme) -> Vec<Line<'static>> {
     out.push(Line::default());
 
     // Histogram of |Δp|.
-    out.push(Line::from(Span::styled("|Δp| histogram", t.heading)));
+    out.push(Line::from(Span::styled(
+        "|Δp| histogram of the model pairs",
+        t.heading,
+    )));
     let max = s
         .dp_histogram
         .iter()
@@ -252,37 +257,54 @@ pub fn lines(v: &SummaryView, t: &Theme) -> Vec<Line<'static>> {
     // Per case and repeated trials.
     let c = &s.case_level;
     out.push(Line::from(Span::styled("Per source case", t.heading)));
-    out.push(Line::from(Span::styled(
-        format!(
-            "  {} cases · failing {} · rate {} · with a route flip {} · rate {}",
+    out.extend(wrap(
+        vec![Span::styled(
+            format!(
+            "  {} cases, {} of them test the model · an expectation broke in {} · rate {} · with a route flip {} · rate {}",
             c.cases,
+            c.model_cases,
             c.failing_cases,
             rate(&c.failing_case_rate),
             c.flipping_cases,
             rate(&c.flipping_case_rate)
         ),
-        t.base,
-    )));
-    out.push(Line::from(Span::styled(
-        "  Variants of one case are correlated; the per-case rate does not count them as independent evidence.",
-        t.dim,
-    )));
+            t.base,
+        )],
+        width,
+        4,
+    ));
+    out.extend(wrap(
+        vec![Span::styled(
+            "  Variants of one case are correlated; the per-case rate does not count them as independent evidence.",
+            t.dim,
+        )],
+        width,
+        4,
+    ));
     if let Some(r) = &s.repetition {
-        out.push(Line::from(Span::styled(
-            format!(
-                "  Repeated trials: {} pairs record a repetition (up to {}); {} pair ids repeat, {} disagree with themselves.",
-                r.pairs_with_repetition, r.max_repetition, r.repeated_pair_ids, r.inconsistent_pair_ids
-            ),
-            t.warn,
-        )));
+        out.extend(wrap(
+            vec![Span::styled(
+                format!(
+                    "  Repeated trials: {} pairs record a repetition (up to {}); {} pair ids repeat, {} disagree with themselves.",
+                    r.pairs_with_repetition, r.max_repetition, r.repeated_pair_ids, r.inconsistent_pair_ids
+                ),
+                t.warn,
+            )],
+            width,
+            4,
+        ));
     }
     out.push(Line::default());
     out.push(Line::from(Span::styled("Conclusion", t.heading)));
     for sentence in &v.conclusion {
-        out.push(Line::from(Span::styled(
-            format!("  {}", text::inert_line(sentence)),
-            t.base,
-        )));
+        out.extend(wrap(
+            vec![Span::styled(
+                format!("  {}", text::inert_line(sentence)),
+                t.base,
+            )],
+            width,
+            4,
+        ));
     }
     out
 }
@@ -301,7 +323,7 @@ pub fn draw(f: &mut Frame, area: Rect, v: &SummaryView, t: &Theme) {
         .title_bottom(Line::from(Span::styled(" j/k scroll · esc closes ", t.dim)));
     let inner = block.inner(r);
     f.render_widget(block, r);
-    let all = lines(v, t);
+    let all = lines(v, t, inner.width as usize);
     let max = all.len().saturating_sub(inner.height as usize);
     let s = (v.scroll as usize).min(max);
     f.render_widget(
