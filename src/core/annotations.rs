@@ -1203,6 +1203,17 @@ pub fn journal_path_for(
     Ok((dir.join(format!("{}.triage.jsonl", run_digest(run))), true))
 }
 
+/// Where [`journal_path_for`] puts the journal of a run whose folder is
+/// not writable (nothing is created here).
+fn fallback_path(run: &Path) -> Option<PathBuf> {
+    let dirs = directories::ProjectDirs::from("", "", "triage")?;
+    Some(
+        dirs.data_dir()
+            .join("runs")
+            .join(format!("{}.triage.jsonl", run_digest(run))),
+    )
+}
+
 /// Why [`journal_path_for`] found no place for the journal: the run's
 /// folder is not writable, and neither is the fallback.
 #[derive(Debug)]
@@ -1288,16 +1299,24 @@ pub fn journal_specs(
             let run_path = Path::new(run);
             let (path, fallback) = journal_path_for(run_path, None)?;
             let beside = with_suffix(run_path, ".triage.jsonl");
-            let committed = (fallback && beside.is_file()).then_some(beside);
+            let mut committed = (fallback && beside.is_file()).then_some(beside);
+            if !fallback && let Some(old) = fallback_path(run_path).filter(|p| p.is_file()) {
+                // Decisions kept in the data folder while the run's folder
+                // was read-only: read, under the journal beside the run.
+                notes.push(format!(
+                    "{run}: the decisions kept in {} while its folder was read-only are merged in (read only)",
+                    old.display()
+                ));
+                committed = Some(old);
+            }
             if fallback {
                 notes.push(match &committed {
-                    Some(c) => format!(
-                        "{run}'s folder is not writable: its annotations go to {}, merged with the journal committed beside it, {} (read only)",
-                        path.display(),
-                        c.display()
+                    Some(_) => format!(
+                        "{run}'s folder is read-only: its committed journal is merged in (read only), and new decisions go to {}",
+                        path.display()
                     ),
                     None => format!(
-                        "{run}'s folder is not writable: its annotations go to {}",
+                        "{run}'s folder is read-only: its annotations go to {}",
                         path.display()
                     ),
                 });

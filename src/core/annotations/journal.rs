@@ -356,9 +356,11 @@ impl Journal {
         if unchanged {
             return Ok(());
         }
+        // (`locked` holds the lock outside `self` while `f` runs.)
+        let can_write = self.writable() && self.lock.is_some();
         self.locked(|s| {
             s.catch_up()?;
-            if s.writable() && s.lock.is_some() {
+            if can_write {
                 s.write_pending_locked()?;
             }
             Ok(())

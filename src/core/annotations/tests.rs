@@ -954,6 +954,8 @@ fn a_journal_put_back_from_an_older_copy_gets_this_triages_decisions_again() {
     assert_eq!(a.refresh().unwrap(), 0, "no decision arrived");
     assert_eq!(a.restored(), 2);
     assert_eq!(a.restored(), 0, "said once");
+    assert_eq!(a.pending(), 0, "written again by the refresh itself");
+    assert_eq!(AnnotationStore::read(&path).unwrap().all().len(), 2);
     assert_eq!(a.get(&key(2)).unwrap().category.as_deref(), Some("b"));
     assert_eq!(a.get(&key(1)).unwrap().note.as_deref(), Some("cleared"));
     drop(a);
