@@ -33,7 +33,7 @@ use journal::{Journal, LOCK_WAIT, lock_within};
 const FORMAT_VERSION: u64 = 1;
 
 /// The state of one pair's triage.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Annotation {
     #[serde(with = "key_hex")]
     pub key: RecordKey,
@@ -216,7 +216,7 @@ impl std::error::Error for SaveError {
 }
 
 /// The value an event replaced, kept for audit.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
 struct Prev {
     #[serde(default)]
     category: Option<String>,
@@ -334,6 +334,16 @@ fn encode(ann: &Annotation, prev: Option<&Prev>) -> String {
         "prev": prev.map(|p| serde_json::json!({"category": p.category, "note": p.note})),
     })
     .to_string()
+}
+
+/// What tells one event from another: a digest of everything it records
+/// (a compaction writes an event back with the same fields, so the same id).
+fn event_id(ann: &Annotation, prev: Option<&Prev>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    ann.hash(&mut h);
+    prev.hash(&mut h);
+    h.finish()
 }
 
 /// An empty string means "none", so clearing a note by emptying it clears it.

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::{
-    Access, Annotation, Line, Live, Prev, SaveError, StoreOpenError, encode, folder_writable,
-    parent_dir, parse_line, tick, with_suffix,
+    Access, Annotation, Line, Live, Prev, SaveError, StoreOpenError, encode, event_id,
+    folder_writable, parent_dir, parse_line, tick, with_suffix,
 };
 use crate::core::key::RecordKey;
 
@@ -97,6 +97,10 @@ pub(super) struct Journal {
     /// The newest event this triage made durable here, per key: written
     /// again if the file is replaced by a copy that lacks it.
     own: HashMap<RecordKey, PendingEvent>,
+    /// Per key, the [`event_id`]s of the events this journal has held, in
+    /// the order this triage first saw them: an event seen before this
+    /// triage's own is older than it.
+    seen: HashMap<RecordKey, Vec<u64>>,
     /// Unreadable lines of the file (and those already moved out of it).
     pub(super) bad: Vec<BadLine>,
     /// How many lines could not be read (newer ones included), listed or not.
@@ -136,6 +140,7 @@ impl Journal {
             files,
             pending: Vec::new(),
             own: HashMap::new(),
+            seen: HashMap::new(),
             bad: Vec::new(),
             skipped: 0,
             bad_bytes: 0,
@@ -332,7 +337,8 @@ impl Journal {
         };
         match result {
             Ok(()) => {
-                for ev in self.pending.drain(..) {
+                for ev in std::mem::take(&mut self.pending) {
+                    self.note_seen(&ev.ann, ev.prev.as_ref());
                     self.own.insert(ev.ann.key, ev);
                 }
                 Ok(())
@@ -355,6 +361,11 @@ impl Journal {
         };
         if unchanged {
             return Ok(());
+        }
+        if self.lock.is_none() && self.writable() {
+            // Another triage created the journal since this one opened it:
+            // take its lock too, so a line it is appending is never read half-written.
+            self.ensure_created()?;
         }
         // (`locked` holds the lock outside `self` while `f` runs.)
         let can_write = self.writable() && self.lock.is_some();
@@ -605,32 +616,26 @@ impl Journal {
     /// After a replaced file was replayed: queue again each of this
     /// triage's durable decisions that the file lost, unless the file
     /// holds a later event for that pair (someone decided since).
+    ///
+    /// The file's event for a pair is older than this triage's when this
+    /// triage saw it before it wrote its own (the file went back to it); an
+    /// event it had not seen then came after (another triage's, kept
+    /// through a compaction). No event at all loses the decision, unless it
+    /// was a clear.
     fn queue_lost_own_events(&mut self) {
         let mut lost: Vec<PendingEvent> = Vec::new();
         for (key, ev) in &self.own {
             if self.pending.iter().any(|p| p.ann.key == *key) {
                 continue;
             }
-            let ours = (ev.ann.category.clone(), ev.ann.note.clone());
-            let state = |p: Option<&Prev>| {
-                p.map(|p| (p.category.clone(), p.note.clone()))
-                    .unwrap_or((None, None))
-            };
+            let order = self.seen.get(key);
+            let pos = |id: u64| order.and_then(|o| o.iter().position(|x| *x == id));
             let held = match self.live.entries.get(key) {
-                // No event at all: lost, unless ours cleared the pair.
                 None => ev.ann.is_empty(),
                 Some(f) => {
-                    let theirs = (f.ann.category.clone(), f.ann.note.clone());
-                    if theirs == ours || state(f.prev.as_ref()) == ours {
-                        // Ours, or an event that replaced ours: held.
-                        true
-                    } else if theirs == state(ev.prev.as_ref()) {
-                        // Exactly what ours replaced: the file went back.
-                        false
-                    } else {
-                        // Someone else's: the later one stays.
-                        f.ann.at >= ev.ann.at
-                    }
+                    let theirs = pos(event_id(&f.ann, f.prev.as_ref()));
+                    let ours = pos(event_id(&ev.ann, ev.prev.as_ref()));
+                    !matches!((theirs, ours), (Some(t), Some(o)) if t < o)
                 }
             };
             if !held {
@@ -644,6 +649,15 @@ impl Journal {
         lost.sort_by(|a, b| (&a.ann.at, a.ann.key).cmp(&(&b.ann.at, b.ann.key)));
         self.restored += lost.len();
         self.pending.extend(lost);
+    }
+
+    /// Remember that this journal held this event.
+    fn note_seen(&mut self, ann: &Annotation, prev: Option<&Prev>) {
+        let id = event_id(ann, prev);
+        let order = self.seen.entry(ann.key).or_default();
+        if !order.contains(&id) {
+            order.push(id);
+        }
     }
 
     /// Replay `file` from `read_pos` to its end; `count` records the keys touched.
@@ -671,6 +685,7 @@ impl Journal {
             match parse_line(body) {
                 Line::Event(ann, prev) => {
                     out.recognised += 1;
+                    self.note_seen(&ann, prev.as_ref());
                     if count && !out.touched.contains_key(&ann.key) {
                         let was = self
                             .live

@@ -1222,3 +1222,43 @@ fn same_file_sees_through_dots_and_files_not_created_yet() {
     assert_eq!(owned[1], with_suffix(&j, ".lock"));
     assert_eq!(owned[2], with_suffix(&j, ".unreadable"));
 }
+
+#[test]
+fn a_journal_another_triage_creates_is_read_under_its_lock() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut first = AnnotationStore::open(&path, "ann").unwrap();
+    let mut second = AnnotationStore::open(&path, "bob").unwrap();
+    second
+        .apply(vec![change(1, "c1", Some("b"), None)])
+        .unwrap();
+    assert!(first.journals[0].lock.is_none(), "nothing created yet");
+    assert_eq!(first.refresh().unwrap(), 1);
+    assert!(first.journals[0].lock.is_some(), "read under the lock");
+    assert_eq!(first.get(&key(1)).unwrap().reviewer, "bob");
+    first.apply(vec![change(2, "c2", Some("a"), None)]).unwrap();
+    assert_eq!(lines(&path).len(), 2);
+}
+
+#[test]
+fn a_later_event_that_repeats_an_earlier_value_is_not_taken_for_an_older_copy() {
+    // Found by the interleaving property: ann decides a then b; bob, after
+    // her, decides a twice, and a compaction leaves only bob's last event,
+    // whose value (and prev) equal ann's first. That is not a rollback.
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut ann = AnnotationStore::open(&path, "ann").unwrap();
+    let mut bob = AnnotationStore::open(&path, "bob").unwrap();
+    ann.apply(vec![change(3, "c3", Some("a"), None)]).unwrap();
+    ann.apply(vec![change(3, "c3", Some("b"), None)]).unwrap();
+    bob.apply(vec![change(3, "c3", Some("a"), None)]).unwrap();
+    bob.apply(vec![change(3, "c3", Some("a"), None)]).unwrap();
+    drop(bob);
+    let bob = AnnotationStore::open(&path, "bob").unwrap();
+    assert_eq!(lines(&path).len(), 1, "compacted on open");
+    ann.refresh().unwrap();
+    assert_eq!(ann.restored(), 0);
+    assert_eq!(ann.get(&key(3)).unwrap().category.as_deref(), Some("a"));
+    assert_eq!(lines(&path).len(), 1);
+    drop(bob);
+}
