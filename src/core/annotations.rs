@@ -1288,17 +1288,17 @@ pub fn journal_specs(
     for (i, run) in runs.iter().enumerate() {
         let file = u16::try_from(i).unwrap_or(u16::MAX);
         let (path, committed) = if run == "-" {
-            let dirs = directories::ProjectDirs::from("", "", "triage").ok_or_else(|| {
-                JournalPathError::NoDataFolder {
-                    folder: PathBuf::from("-"),
-                }
-            })?;
-            let dir = dirs.data_dir().join("runs");
-            fs::create_dir_all(&dir).map_err(|error| JournalPathError::DataFolderNotWritable {
-                folder: PathBuf::from("-"),
-                data: dir.clone(),
-                error,
-            })?;
+            // Standard input has no folder: its journal is in the data folder.
+            let dir = directories::ProjectDirs::from("", "", "triage")
+                .map(|d| d.data_dir().join("runs"))
+                .filter(|dir| fs::create_dir_all(dir).is_ok());
+            let Some(dir) = dir else {
+                notes.push(
+                    "standard input has no journal (no data folder to keep it in) — pass --annotations PATH"
+                        .to_string(),
+                );
+                continue;
+            };
             let path = dir.join("stdin.triage.jsonl");
             notes.push(format!(
                 "annotations of standard input in {}",

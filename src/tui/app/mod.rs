@@ -846,7 +846,7 @@ impl App {
         }
         self.overlay = Overlay::Confirm(Confirm {
             question: format!(
-                "{} NOT saved to {} (the disk refused them). Quit anyway? They will be written to a recovery file beside the journal.",
+                "{} NOT saved to {}. Quit anyway? They will be written to a recovery file beside the journal.",
                 if n == 1 {
                     "1 decision is".to_string()
                 } else {

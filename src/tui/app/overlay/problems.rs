@@ -146,7 +146,10 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &Theme, scroll: u16) {
             format!(
                 "{} orphaned annotations: their pairs are no longer in this run. They are kept in {}.",
                 app.orphans.len(),
-                text::inert_line(&app.store.path().display().to_string())
+                match app.store.journals().as_slice() {
+                    [(only, _)] => text::inert_line(&only.display().to_string()),
+                    _ => "the runs' journals".to_string(),
+                }
             ),
             t.heading,
         )));
