@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
-use triage::core::annotations::{self, AnnotationStore, StoreOpenError};
+use triage::core::annotations::{self, AnnotationStore};
 use triage::core::config;
 use triage::core::export::{self, ExportInput, ExportOptions, Format, SummaryFormat};
 use triage::core::formats::{ConvertOptions, Format as RunFormat};
@@ -517,8 +517,12 @@ fn load_with_config(
             scorer: load.scorer.clone(),
         },
     };
-    let mut index = index_with_progress(runs, &opts)?;
-    let store = read_journal(&runs[0], load.annotations.as_deref())?;
+    let (runs, skipped) = skip_journals(runs)?;
+    for note in skipped {
+        eprintln!("triage: note: {note}");
+    }
+    let mut index = index_with_progress(&runs, &opts)?;
+    let store = read_journals(&runs, load.annotations.as_deref())?;
     if let Some(s) = &store {
         index.resolve_keys(s);
     }
@@ -577,41 +581,77 @@ fn index_with_progress(runs: &[String], opts: &OpenOptions) -> Result<RunIndex, 
     Ok(idx)
 }
 
-/// The run's journal, found as the viewer finds it; none yet means no annotations.
-fn read_journal(first: &str, explicit: Option<&Path>) -> Result<Option<AnnotationStore>, String> {
-    let explicit_given = explicit.is_some();
-    let explicit = match (explicit, first) {
-        (Some(p), _) => Some(p.to_path_buf()),
-        (None, "-") => match directories::ProjectDirs::from("", "", "triage") {
-            Some(d) => Some(d.data_dir().join("runs").join("stdin.triage.jsonl")),
-            None => return Ok(None),
-        },
-        (None, _) => None,
-    };
-    let (path, _) = annotations::journal_path_for(Path::new(first), explicit.as_deref())
-        .map_err(|e| format!("triage: {e}"))?;
-    match AnnotationStore::read(&path) {
-        Ok(store) => {
-            if let (n @ 1.., first) = store.skipped_lines() {
-                let at = first
-                    .map(|l| format!(" (first: line {l})"))
-                    .unwrap_or_default();
+/// The runs' journals, found as the viewer finds them (one per run, the
+/// committed one beside a run in a read-only folder too), read as one
+/// store; none yet means no annotations.
+fn read_journals(
+    runs: &[String],
+    explicit: Option<&Path>,
+) -> Result<Option<AnnotationStore>, String> {
+    let (mut specs, notes) =
+        annotations::journal_specs(runs, explicit).map_err(|e| format!("triage: {e}"))?;
+    for note in notes.iter().filter(|n| n.contains("read-only")) {
+        eprintln!("triage: note: {}", triage::core::text::inert_line(note));
+    }
+    for s in &mut specs {
+        s.writable = false;
+    }
+    match AnnotationStore::open_journals(&specs, "") {
+        Ok(Some(store)) => {
+            let (lines, more) = store.unreadable();
+            if !lines.is_empty() {
+                let first = &lines[0];
                 eprintln!(
-                    "triage: warning: {n} line(s) of {} could not be read and were skipped{at}",
-                    triage::core::text::inert_line(&path.display().to_string())
+                    "triage: warning: {}{} line(s) of {} could not be read and were skipped (first: line {}, {})",
+                    lines.len(),
+                    if more { "+" } else { "" },
+                    triage::core::text::inert_line(&first.journal.display().to_string()),
+                    first.line,
+                    first.reason
                 );
             }
             Ok(Some(store))
         }
-        // Nobody has annotated this run yet; but a journal named with
+        // Nobody has annotated these runs yet; but a journal named with
         // --annotations must exist, or a typo would silently pass a gate.
-        Err(StoreOpenError::NotFound { .. }) if explicit_given => Err(format!(
-            "triage: --annotations: {} does not exist",
-            triage::core::text::inert_line(&path.display().to_string())
-        )),
-        Err(StoreOpenError::NotFound { .. }) => Ok(None),
+        Ok(None) => match explicit {
+            Some(path) => Err(format!(
+                "triage: --annotations: {} does not exist",
+                triage::core::text::inert_line(&path.display().to_string())
+            )),
+            None => Ok(None),
+        },
         Err(e) => Err(format!("triage: {e}")),
     }
+}
+
+/// Leave out the files given as runs that are annotation journals (say
+/// `triage check *.jsonl` in a folder of runs and their journals), with a
+/// note for each; an error when no run is left.
+fn skip_journals(runs: &[String]) -> Result<(Vec<String>, Vec<String>), String> {
+    let mut kept = Vec::new();
+    let mut notes = Vec::new();
+    for r in runs {
+        if r != "-" && annotations::looks_like_journal(Path::new(r)) {
+            notes.push(format!(
+                "{} is an annotation journal, not a run: skipped (its decisions are read with its run)",
+                triage::core::text::inert_line(r)
+            ));
+        } else {
+            kept.push(r.clone());
+        }
+    }
+    if kept.is_empty() {
+        return Err(format!(
+            "triage: {} an annotation journal, not a run — give the run file it belongs to (RUN.jsonl for RUN.jsonl.triage.jsonl)",
+            if runs.len() == 1 {
+                format!("{} is", triage::core::text::inert_line(&runs[0]))
+            } else {
+                "every file given is".to_string()
+            }
+        ));
+    }
+    Ok((kept, notes))
 }
 
 /// Parse `--filter`, or say where the query went wrong.
@@ -690,39 +730,46 @@ fn export_cmd(
                 "triage: cannot write '{}': {e}",
                 triage::core::text::inert_line(&path.display().to_string())
             ),
-            None => format!("triage: export failed: {e}"),
+            None => format!("triage: cannot write the export to standard output: {e}"),
         }),
     }
 }
 
-/// Refuse an output path that is one of the inputs or the journal.
+/// Refuse an output path that is one of the inputs, a journal of theirs
+/// (or its lock, side or recovery file), or a folder.
 fn check_output(out: &Path, runs: &[String], journal: Option<&Path>) -> Result<(), String> {
-    let Ok(target) = std::fs::canonicalize(out) else {
-        return Ok(());
-    };
     let shown = triage::core::text::inert_line(&out.display().to_string());
     for r in runs {
-        if r != "-" && std::fs::canonicalize(r).is_ok_and(|p| p == target) {
+        if r != "-" && annotations::same_file(Path::new(r), out) {
             return Err(format!(
                 "triage: '{shown}' is the run file itself; triage never modifies a run — choose another path"
             ));
         }
     }
-    let journal = match journal {
-        Some(j) => Some(j.to_path_buf()),
-        None => runs
-            .first()
-            .filter(|r| r.as_str() != "-")
-            .map(|r| PathBuf::from(format!("{r}.triage.jsonl"))),
-    };
-    if let Some(j) = journal
-        && std::fs::canonicalize(&j).is_ok_and(|p| p == target)
-    {
-        return Err(format!(
-            "triage: '{shown}' is the annotation journal; choose another path"
-        ));
+    let mut journals: Vec<PathBuf> = journal.map(Path::to_path_buf).into_iter().collect();
+    if journal.is_none() {
+        for r in runs.iter().filter(|r| r.as_str() != "-") {
+            journals.push(PathBuf::from(format!("{r}.triage.jsonl")));
+            if let Ok((path, true)) = annotations::journal_path_for(Path::new(r), None) {
+                journals.push(path);
+            }
+        }
     }
-    if target.is_dir() {
+    for j in &journals {
+        for owned in annotations::journal_files(j) {
+            if annotations::same_file(&owned, out) {
+                return Err(format!(
+                    "triage: '{shown}' is {}; choose another path",
+                    if owned == *j {
+                        "the annotation journal"
+                    } else {
+                        "one of the annotation journal's files"
+                    }
+                ));
+            }
+        }
+    }
+    if out.is_dir() {
         return Err(format!(
             "triage: '{shown}' is a directory; give a file name, such as {}/report.md",
             shown.trim_end_matches('/')
@@ -731,11 +778,19 @@ fn check_output(out: &Path, runs: &[String], journal: Option<&Path>) -> Result<(
     Ok(())
 }
 
-/// Write through a temporary file in the target's folder, then rename over it.
+/// Write through a temporary file in the target's folder, then rename over
+/// it; a device or a pipe is written in place.
 fn write_atomically(
     path: &Path,
     f: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> std::io::Result<()> {
+    if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        // A device or a pipe (/dev/stdout, a FIFO): written in place, never
+        // renamed over; a full device fails here.
+        let mut w = std::io::BufWriter::new(std::fs::OpenOptions::new().write(true).open(path)?);
+        f(&mut w)?;
+        return w.flush();
+    }
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -793,7 +848,9 @@ fn summary_cmd(
     let mut w = std::io::BufWriter::new(stdout.lock());
     match export::write_summary(&input, &rows, by, format, &mut w).and_then(|_| w.flush()) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => fail(&format!("triage: {e}")),
+        Err(e) => fail(&format!(
+            "triage: cannot write the summary to standard output: {e}"
+        )),
     }
 }
 
@@ -818,7 +875,15 @@ fn check_cmd(
         return fail(&why);
     }
     let outcome = gate::check(&loaded.index, loaded.store.as_ref(), &gates);
-    print!("{}", outcome.report);
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out
+        .write_all(outcome.report.as_bytes())
+        .and_then(|()| out.flush())
+    {
+        return fail(&format!(
+            "triage: cannot write the check's report to standard output: {e}"
+        ));
+    }
     if outcome.passed {
         ExitCode::SUCCESS
     } else {
@@ -950,6 +1015,13 @@ fn open(cli: Cli) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let (runs, skipped) = match skip_journals(&cli.runs) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::from(2);
+        }
+    };
     let opts = OpenOptions {
         max_line_bytes: line_limit(cli.max_line_bytes, &cfg),
         follow: cli.follow,
@@ -958,7 +1030,7 @@ fn open(cli: Cli) -> ExitCode {
             scorer: cli.scorer.clone(),
         },
     };
-    let (idx, loader) = match index::open_run(&cli.runs, &opts) {
+    let (idx, loader) = match index::open_run(&runs, &opts) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("{e}");
@@ -971,31 +1043,17 @@ fn open(cli: Cli) -> ExitCode {
         .or_else(|| std::env::var("USER").ok())
         .filter(|s| !s.trim().is_empty())
         .unwrap_or_else(|| "unknown".to_string());
-    let run_path = PathBuf::from(&cli.runs[0]);
-    // Standard input has no folder to sit beside: keep its journal in the data directory.
-    let explicit = match (&cli.annotations, cli.runs[0].as_str()) {
-        (Some(p), _) => Some(p.clone()),
-        (None, "-") => match directories::ProjectDirs::from("", "", "triage") {
-            Some(d) => Some(d.data_dir().join("runs").join("stdin.triage.jsonl")),
-            None => {
-                eprintln!(
-                    "triage: no data directory for the annotations of standard input; pass --annotations PATH"
-                );
-                return ExitCode::from(2);
-            }
-        },
-        (None, _) => None,
-    };
-    if let Some(parent) = explicit.as_deref().and_then(Path::parent) {
+    if let Some(parent) = cli.annotations.as_deref().and_then(Path::parent) {
         let _ = std::fs::create_dir_all(parent);
     }
-    let (store, notice) = match open_store(&run_path, explicit.as_deref(), &reviewer) {
+    let (store, mut notices) = match open_store(&runs, cli.annotations.as_deref(), &reviewer) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("{e}");
             return ExitCode::from(2);
         }
     };
+    notices.extend(skipped);
     let keymap = match build_keymap(cli.keymap.as_deref(), &cfg) {
         Ok(k) => k,
         Err(e) => {
@@ -1004,11 +1062,11 @@ fn open(cli: Cli) -> ExitCode {
         }
     };
     let mut app = effects::new_app(idx, store, cfg.taxonomy.clone());
-    app.store_notice = notice;
+    app.store_notice = (!notices.is_empty()).then(|| notices.join("; "));
     // Standard input cannot be read twice.
-    if !cli.runs.iter().any(|r| r == "-") {
+    if !runs.iter().any(|r| r == "-") {
         app.reopen = Some(app::Reopen {
-            paths: cli.runs.clone(),
+            paths: runs.clone(),
             opts: opts.clone(),
         });
     }
@@ -1057,22 +1115,23 @@ fn check_category_keys(cfg: &config::Config, km: &Keymap) -> Result<(), String> 
     Ok(())
 }
 
-/// Open the annotation journal, falling back to the data directory when the
-/// run's folder is not writable, and say where it went.
+/// Open the runs' journals (one per run, or `--annotations`), falling back
+/// to the data directory for a run whose folder is not writable (and then
+/// reading the journal committed beside it too), and say where they went.
 fn open_store(
-    run: &Path,
+    runs: &[String],
     explicit: Option<&Path>,
     reviewer: &str,
-) -> Result<(AnnotationStore, Option<String>), String> {
-    let (path, fallback) =
-        annotations::journal_path_for(run, explicit).map_err(|e| e.to_string())?;
-    let store = AnnotationStore::open(&path, reviewer).map_err(|e| e.to_string())?;
-    let mut notice = None;
-    if fallback || run == Path::new("-") {
-        notice = Some(format!("annotations in {}", store.path().display()));
-    }
+) -> Result<(AnnotationStore, Vec<String>), String> {
+    let (specs, mut notices) =
+        annotations::journal_specs(runs, explicit).map_err(|e| e.to_string())?;
+    let store = AnnotationStore::open_journals(&specs, reviewer)
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| {
+            "triage: no journal to keep annotations in — pass --annotations PATH".to_string()
+        })?;
     if let annotations::Access::ReadOnly { reason } = store.access() {
-        notice = Some(format!("READ-ONLY: {reason}"));
+        notices.push(format!("READ-ONLY: {reason}"));
     }
-    Ok((store, notice))
+    Ok((store, notices))
 }

@@ -680,6 +680,7 @@ fn export_prompt_writes_the_pairs_in_view() {
             format: Format::Csv,
             path,
             rows,
+            overwrite: false,
         },
     ] = effects.as_slice()
     else {
@@ -1083,4 +1084,83 @@ fn the_detail_keeps_its_header_lines_and_they_follow_a_decision() {
     // Other modes show no lines above the document.
     f.act(Action::ToggleRaw);
     assert_eq!(f.app.detail_header_rows(), 0);
+}
+
+/// The change another triage makes to the pair at `row`: `category` by bob.
+fn bobs_change(f: &Fixture, row: u32, category: &str) -> Change {
+    let r = &f.app.index.rows[row as usize];
+    Change {
+        key: f.key(row),
+        case_id: f.app.index.str(r.case).to_string(),
+        variant_id: f.app.index.str(r.variant).to_string(),
+        category: Some(category.to_string()),
+        note: None,
+        source: AnnotationSource::Manual,
+    }
+}
+
+#[test]
+fn an_undo_does_not_wipe_a_later_decision_of_another_triage() {
+    let mut f = Fixture::new();
+    let row = f.app.selected_row().expect("a failure is selected");
+    f.classify('1');
+    assert_eq!(f.category_of(row).as_deref(), Some("ambiguous-contract"));
+    // Another triage on the same journal changes that pair since.
+    let mut bob = triage::core::annotations::AnnotationStore::open(&f.journal, "bob")
+        .expect("a second store");
+    bob.apply(vec![bobs_change(&f, row, "boundary")])
+        .expect("bob saves");
+    let lines_before = fs::read_to_string(&f.journal).unwrap().lines().count();
+
+    let effects = f.act(Action::Undo);
+    assert!(
+        matches!(
+            effects.as_slice(),
+            [Effect::Save {
+                guard: app::Guard::Undo(_),
+                ..
+            }]
+        ),
+        "{effects:?}"
+    );
+    let (message, _) = f.app.message.clone().expect("a message");
+    assert!(message.starts_with("NOT UNDONE: "), "{message}");
+    assert!(
+        message.contains("changed by someone else since"),
+        "{message}"
+    );
+    assert!(message.contains("it is boundary now, by bob"), "{message}");
+    // Nothing written; bob's decision stands here, on disk and in bob's store.
+    assert_eq!(f.category_of(row).as_deref(), Some("boundary"));
+    assert_eq!(
+        fs::read_to_string(&f.journal).unwrap().lines().count(),
+        lines_before
+    );
+    bob.refresh().unwrap();
+    assert_eq!(
+        bob.get(&f.key(row))
+            .and_then(|a| a.category.clone())
+            .as_deref(),
+        Some("boundary")
+    );
+    // The step cannot be undone any more, nor redone.
+    assert!(f.app.undo.is_empty() && f.app.redo.is_empty());
+}
+
+#[test]
+fn a_redo_does_not_wipe_a_later_decision_of_another_triage() {
+    let mut f = Fixture::new();
+    let row = f.app.selected_row().expect("a failure is selected");
+    f.classify('1');
+    f.act(Action::Undo);
+    assert_eq!(f.category_of(row), None);
+    let mut bob = triage::core::annotations::AnnotationStore::open(&f.journal, "bob")
+        .expect("a second store");
+    bob.apply(vec![bobs_change(&f, row, "distractor")])
+        .expect("bob saves");
+    f.act(Action::Redo);
+    let (message, _) = f.app.message.clone().expect("a message");
+    assert!(message.starts_with("NOT REDONE: "), "{message}");
+    assert_eq!(f.category_of(row).as_deref(), Some("distractor"));
+    assert!(f.app.undo.is_empty() && f.app.redo.is_empty());
 }

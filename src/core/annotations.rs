@@ -4,31 +4,36 @@
 //! one JSON event per line, each carrying the full new state of one pair's
 //! annotation, so replay is "the last event per key wins" and a torn final line
 //! costs at most the decision that was being written when the machine died.
-//! [`AnnotationStore::apply`] appends and fsyncs before it returns; on open the
-//! journal is compacted by temp file, fsync, rename and folder fsync. Several
-//! triages may share one journal: every append and every compaction happens
-//! under an exclusive lock on `<journal>.lock`, after reading what the others
-//! appended since, so journal order decides and nothing is dropped.
-//! The run file itself is never written.
+//! [`AnnotationStore::apply`] appends and fsyncs before it returns; the
+//! journal and its lock are created by the first decision, and on open an
+//! existing journal is compacted by temp file, fsync, rename and folder
+//! fsync, its unreadable lines moved to `<journal>.unreadable` first, never
+//! dropped. Several triages may share one journal: every append and every
+//! compaction happens under an exclusive lock on `<journal>.lock`, after
+//! reading what the others appended since, so journal order decides and
+//! nothing is dropped; a journal replaced by an older copy gets this
+//! triage's lost decisions written again. A store may hold several journals
+//! (one per run, [`journal_specs`]). The run file itself is never written.
 
 use std::collections::{HashMap, HashSet};
 use std::fmt;
-use std::fs::{self, File, Metadata, OpenOptions, TryLockError};
-use std::io::{self, BufRead, BufReader, ErrorKind, Read, Seek, SeekFrom, Write};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, ErrorKind, Read};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::key::RecordKey;
+use journal::{Journal, LOCK_WAIT, lock_within};
 
 /// The journal format this build writes and fully understands.
 const FORMAT_VERSION: u64 = 1;
 
 /// The state of one pair's triage.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Annotation {
     #[serde(with = "key_hex")]
     pub key: RecordKey,
@@ -211,7 +216,7 @@ impl std::error::Error for SaveError {
 }
 
 /// The value an event replaced, kept for audit.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
 struct Prev {
     #[serde(default)]
     category: Option<String>,
@@ -259,24 +264,30 @@ fn manual() -> AnnotationSource {
 enum Line {
     Event(Box<Annotation>, Option<Prev>),
     Newer,
-    Bad,
+    /// Not an event, and why.
+    Bad(String),
 }
 
 fn parse_line(body: &[u8]) -> Line {
-    let Ok(version) = serde_json::from_slice::<Version>(body) else {
-        return Line::Bad;
+    let version = match serde_json::from_slice::<Version>(body) {
+        Ok(v) => v,
+        Err(e) => return Line::Bad(why_not_json(body, &e)),
     };
     if version.v > FORMAT_VERSION {
         return Line::Newer;
     }
     if version.v != FORMAT_VERSION {
-        return Line::Bad;
+        return Line::Bad(format!(
+            "format version {} is not one triage writes ({FORMAT_VERSION})",
+            version.v
+        ));
     }
-    let Ok(ev) = serde_json::from_slice::<Event>(body) else {
-        return Line::Bad;
+    let ev = match serde_json::from_slice::<Event>(body) {
+        Ok(ev) => ev,
+        Err(e) => return Line::Bad(format!("not an annotation event: {e}")),
     };
     let Some(key) = RecordKey::parse(&ev.key) else {
-        return Line::Bad;
+        return Line::Bad("its key is not 32 hex digits".to_string());
     };
     let ann = Annotation {
         key,
@@ -289,6 +300,22 @@ fn parse_line(body: &[u8]) -> Line {
         source: ev.source,
     };
     Line::Event(Box::new(ann), ev.prev)
+}
+
+/// Why a journal line is not JSON, in words a reviewer can act on.
+fn why_not_json(body: &[u8], e: &serde_json::Error) -> String {
+    const MARKERS: [&[u8]; 4] = [b"<<<<<<<", b"=======", b">>>>>>>", b"|||||||"];
+    if MARKERS.iter().any(|m| body.starts_with(m)) {
+        return "a merge conflict marker: resolve the conflict, keeping both sides' events"
+            .to_string();
+    }
+    if body.contains(&0) {
+        return "holds NUL bytes".to_string();
+    }
+    if std::str::from_utf8(body).is_err() {
+        return "not UTF-8 text".to_string();
+    }
+    format!("not JSON ({e})")
 }
 
 /// One journal line (without its newline) for this state of an annotation.
@@ -309,59 +336,232 @@ fn encode(ann: &Annotation, prev: Option<&Prev>) -> String {
     .to_string()
 }
 
+/// What tells one event from another: a digest of everything it records
+/// (a compaction writes an event back with the same fields, so the same id).
+fn event_id(ann: &Annotation, prev: Option<&Prev>) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    ann.hash(&mut h);
+    prev.hash(&mut h);
+    h.finish()
+}
+
 /// An empty string means "none", so clearing a note by emptying it clears it.
 fn non_empty(s: Option<String>) -> Option<String> {
     s.filter(|s| !s.is_empty())
 }
 
-/// A decision applied in memory whose event is not durable yet.
-#[derive(Debug)]
-struct PendingEvent {
-    ann: Annotation,
-    prev: Option<Prev>,
-    line: String,
-}
-
-/// Which file a path named when it was read: (device, inode) on Unix.
-type FileId = (u64, u64);
-
-fn file_id(meta: &Metadata) -> FileId {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt;
-        (meta.dev(), meta.ino())
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = meta;
-        (0, 0)
+impl Annotation {
+    /// Whether this state has neither category nor note (it clears the pair).
+    pub fn is_empty(&self) -> bool {
+        self.category.is_none() && self.note.is_none()
     }
 }
 
-/// How long a save waits for another triage to finish its write.
-const LOCK_WAIT: Duration = Duration::from_secs(5);
+/// The order of every event this process applied, across all journals:
+/// of two events for one key, the one applied later is the newer.
+static CLOCK: AtomicU64 = AtomicU64::new(0);
 
-/// An annotation's (category, note), to tell whether a merge changed it.
-type Shown = (Option<String>, Option<String>);
-
-/// What one pass over journal lines found.
-#[derive(Default)]
-struct Replay {
-    recognised: usize,
-    first_bad_complete: Option<u64>,
-    /// The keys events touched, with their (category, note) before the first event.
-    touched: HashMap<RecordKey, Option<Shown>>,
+fn tick() -> u64 {
+    CLOCK.fetch_add(1, Ordering::Relaxed)
 }
 
-#[derive(Debug)]
+/// A key's newest event.
+#[derive(Debug, Clone)]
 struct Entry {
     ann: Annotation,
     prev: Option<Prev>,
-    /// Order of the event that set it; higher is newer.
+    /// When it was applied ([`tick`]); higher is newer.
     seq: u64,
 }
 
-/// The annotations of one run, backed by its journal.
+/// The newest event of every key, and the look-ups the screen needs.
+///
+/// Cleared pairs keep their entry (an event with neither category nor
+/// note): a compaction writes it back, so that the clear still wins over
+/// an older event in another journal, and a journal put back from an
+/// older copy can be told from one where the pair was cleared since.
+#[derive(Debug, Default)]
+struct Live {
+    entries: HashMap<RecordKey, Entry>,
+    /// How many entries have a category or a note.
+    shown: usize,
+    /// case_id → variant_id → keys of shown entries, for stale look-ups without a scan.
+    by_ids: HashMap<String, HashMap<String, Vec<RecordKey>>>,
+    /// Bumped whenever an annotation is set or removed.
+    revision: u64,
+}
+
+impl Live {
+    fn put(&mut self, ann: Annotation, prev: Option<Prev>, seq: u64) {
+        self.insert(Entry { ann, prev, seq });
+    }
+
+    fn insert(&mut self, entry: Entry) {
+        self.revision += 1;
+        if let Some(old) = self.entries.remove(&entry.ann.key)
+            && !old.ann.is_empty()
+        {
+            self.shown -= 1;
+            self.unindex(&old.ann);
+        }
+        if !entry.ann.is_empty() {
+            self.shown += 1;
+            self.by_ids
+                .entry(entry.ann.case_id.clone())
+                .or_default()
+                .entry(entry.ann.variant_id.clone())
+                .or_default()
+                .push(entry.ann.key);
+        }
+        self.entries.insert(entry.ann.key, entry);
+    }
+
+    fn clear(&mut self) {
+        self.entries.clear();
+        self.by_ids.clear();
+        self.shown = 0;
+        self.revision += 1;
+    }
+
+    fn unindex(&mut self, ann: &Annotation) {
+        if let Some(variants) = self.by_ids.get_mut(&ann.case_id) {
+            if let Some(keys) = variants.get_mut(&ann.variant_id) {
+                keys.retain(|k| *k != ann.key);
+                if keys.is_empty() {
+                    variants.remove(&ann.variant_id);
+                }
+            }
+            if variants.is_empty() {
+                self.by_ids.remove(&ann.case_id);
+            }
+        }
+    }
+
+    fn get(&self, key: &RecordKey) -> Option<&Annotation> {
+        self.entries
+            .get(key)
+            .map(|e| &e.ann)
+            .filter(|a| !a.is_empty())
+    }
+
+    /// Each shown annotation's (category, note).
+    fn values(&self) -> HashMap<RecordKey, (Option<String>, Option<String>)> {
+        self.entries
+            .iter()
+            .filter(|(_, e)| !e.ann.is_empty())
+            .map(|(k, e)| (*k, (e.ann.category.clone(), e.ann.note.clone())))
+            .collect()
+    }
+}
+
+/// One journal for [`AnnotationStore::open_journals`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalSpec {
+    pub path: PathBuf,
+    /// Which run files' pairs it keeps (indices into the run's files);
+    /// `None`: every file's.
+    pub files: Option<Vec<u16>>,
+    /// Whether decisions are written to it; a read-only one (the journal
+    /// committed beside a run whose folder is not writable) is only read.
+    pub writable: bool,
+}
+
+/// What a guarded save found: the pairs whose annotation is no longer
+/// what the caller expected, because another triage changed them since.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Conflict {
+    pub key: RecordKey,
+    pub case_id: String,
+    pub variant_id: String,
+    /// The annotation the pair holds now (`None`: it has none).
+    pub now: Option<Annotation>,
+}
+
+/// The outcome of [`AnnotationStore::save`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Saved {
+    /// Written; the previous annotation of each change's pair.
+    Done(Vec<Option<Annotation>>),
+    /// Nothing was written: these pairs changed since.
+    Conflict(Vec<Conflict>),
+}
+
+/// A journal line that could not be read, for the problems panel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnreadableLine {
+    pub journal: PathBuf,
+    /// Its number in the journal as it was read.
+    pub line: u64,
+    pub reason: String,
+    /// Where it was moved when the journal was compacted; `None`: still in the journal.
+    pub moved_to: Option<PathBuf>,
+}
+
+/// Where the decisions that could not be saved went at exit.
+#[derive(Debug)]
+pub enum Recovery {
+    /// Written to this file beside the journal, in the journal's format.
+    File {
+        journal: PathBuf,
+        file: PathBuf,
+        count: usize,
+    },
+    /// The recovery file could not be written either: the events, as journal lines.
+    Lines {
+        journal: PathBuf,
+        error: io::Error,
+        lines: Vec<String>,
+    },
+}
+
+impl fmt::Display for Recovery {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Recovery::File {
+                journal,
+                file,
+                count,
+            } => write!(
+                f,
+                "{} could not be saved to {}; {} written to {} — append it to the journal once it can be written: cat '{}' >> '{}'",
+                plural(*count, "decision", "decisions"),
+                journal.display(),
+                if *count == 1 { "it is" } else { "they are" },
+                file.display(),
+                file.display(),
+                journal.display()
+            ),
+            Recovery::Lines {
+                journal,
+                error,
+                lines,
+            } => write!(
+                f,
+                "{} could not be saved to {}, nor to a recovery file beside it ({error}); {} below as JSON lines — append them to the journal once it can be written",
+                plural(lines.len(), "decision", "decisions"),
+                journal.display(),
+                if lines.len() == 1 {
+                    "it follows"
+                } else {
+                    "they follow"
+                },
+            ),
+        }
+    }
+}
+
+fn plural(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// The annotations of a run, backed by its journals.
+///
+/// Usually one journal; `triage a.jsonl b.jsonl` keeps one per run, and a
+/// run in a read-only folder adds the journal committed beside it (read
+/// only) under the fallback one. Reads see the union, the newest event of
+/// each pair winning; each decision goes to the writable journal of its
+/// pair's run ([`AnnotationStore::save`]).
 ///
 /// Concurrency: any number of stores (in one process or several) may share a
 /// journal. Each append and each compaction takes an exclusive advisory lock
@@ -375,118 +575,102 @@ struct Entry {
 /// instances lock two different files.
 #[derive(Debug)]
 pub struct AnnotationStore {
-    path: PathBuf,
-    access: Access,
+    journals: Vec<Journal>,
     reviewer: String,
-    live: HashMap<RecordKey, Entry>,
-    /// case_id → variant_id → keys, for stale look-ups without a scan.
-    by_ids: HashMap<String, HashMap<String, Vec<RecordKey>>>,
-    next_seq: u64,
-    /// Bumped whenever an annotation is set or removed (see [`AnnotationStore::revision`]).
-    revision: u64,
-    /// Events not yet durable, oldest first.
-    pending: Vec<PendingEvent>,
-    skipped: usize,
-    first_skipped: Option<u64>,
-    /// Non-blank lines in the journal file as far as this store knows.
-    file_lines: usize,
-    /// A write failed part-way, so the file may hold junk this store did not count.
-    dirty: bool,
-    /// Some line was written by a newer triage; compaction would destroy it.
-    newer_format: bool,
-    /// The lock file, locked around each write; `Some` exactly when access is read-write.
-    lock: Option<File>,
-    /// How far the journal has been replayed, in bytes and lines.
-    read_pos: u64,
-    read_lines: u64,
-    /// The file that was replayed; another one at the path means it was replaced.
-    file_id: Option<FileId>,
-    /// That file, held open so that its inode number cannot be reused by a
-    /// new journal (which would then look like the same file).
-    held: Option<File>,
-    /// Annotations changed by other triages' events since [`AnnotationStore::refresh`] last said.
-    merged: usize,
+    /// The union of several journals (`None` with one: its own is used).
+    union: Option<Live>,
+    /// The sum of the journals' revisions the union was built at.
+    union_at: u64,
 }
 
 impl AnnotationStore {
-    fn empty(path: &Path, reviewer: &str, access: Access) -> AnnotationStore {
-        AnnotationStore {
-            path: path.to_path_buf(),
-            access,
+    fn from_journals(journals: Vec<Journal>, reviewer: &str) -> AnnotationStore {
+        let mut store = AnnotationStore {
+            journals,
             reviewer: reviewer.to_string(),
-            live: HashMap::new(),
-            by_ids: HashMap::new(),
-            next_seq: 0,
-            revision: 0,
-            pending: Vec::new(),
-            skipped: 0,
-            first_skipped: None,
-            file_lines: 0,
-            dirty: false,
-            newer_format: false,
-            lock: None,
-            read_pos: 0,
-            read_lines: 0,
-            file_id: None,
-            held: None,
-            merged: 0,
-        }
+            union: None,
+            union_at: u64::MAX,
+        };
+        store.sync_union();
+        store
     }
 
-    /// Open (creating if missing) the journal at `path`, replay it and compact it.
+    /// Open the journal at `path` for writing, replay it and compact it.
     ///
+    /// A journal that does not exist is created (with its lock file) by the
+    /// first save, not here, so opening a run to look at it writes nothing.
     /// Replay and compaction run under the journal's lock, so another triage
     /// writing at the same moment is waited for, and its events are kept.
-    /// Malformed lines (a torn last line after a crash, a bad key, bad JSON)
-    /// are skipped and counted; the compaction rewrites them away. Lines from a
-    /// newer format are skipped too but disable compaction so they are never
-    /// destroyed. A folder where the journal or its lock file cannot be created
-    /// gives [`StoreOpenError::NotWritable`]; a filesystem without file locks
-    /// gives a read-only store, since unlocked writers could lose decisions.
+    /// Malformed lines (a torn last line after a crash, a bad key, bad JSON,
+    /// a merge conflict marker) are never dropped: the compaction moves them
+    /// to `<journal>.unreadable`, and [`AnnotationStore::unreadable`] lists
+    /// them. Lines from a newer format are skipped too but disable
+    /// compaction so they are never moved or destroyed. A folder where the
+    /// journal cannot be created gives [`StoreOpenError::NotWritable`]; a
+    /// filesystem without file locks gives a read-only store, since unlocked
+    /// writers could lose decisions.
     pub fn open(path: &Path, reviewer: &str) -> Result<AnnotationStore, StoreOpenError> {
-        ensure_journal(path)?;
-        let (access, lock) = open_lock(&with_suffix(path, ".lock"))?;
-        let mut store = AnnotationStore::empty(path, reviewer, access);
-        store.lock = lock;
-        if let Some(lock) = &store.lock {
-            lock_within(lock, LOCK_WAIT).map_err(|error| StoreOpenError::Io {
-                path: with_suffix(path, ".lock"),
-                error,
-            })?;
-        }
-        let loaded = store.load();
-        if loaded.is_ok() && store.lock.is_some() {
-            // Another triage only writes a temp file while it holds the lock.
-            remove_stale_temps(path);
-            // Compaction only tidies: the journal is complete as it is, so a
-            // failure here (say a full disk) must not stop the reviewer.
-            let _ = store.compact_locked();
-        }
-        if let Some(lock) = &store.lock {
-            let _ = lock.unlock();
-        }
-        loaded?;
-        Ok(store)
+        let journal = Journal::open(path, None)?;
+        Ok(AnnotationStore::from_journals(vec![journal], reviewer))
     }
 
     /// Open a journal read-only without locking (for exports and `triage apply`).
     pub fn read(path: &Path) -> Result<AnnotationStore, StoreOpenError> {
-        let access = Access::ReadOnly {
-            reason: "the journal was opened for reading only".to_string(),
-        };
-        let mut store = AnnotationStore::empty(path, "", access);
-        store.load()?;
-        Ok(store)
+        let journal = Journal::read(path, None, READ_ONLY)?;
+        Ok(AnnotationStore::from_journals(vec![journal], ""))
     }
 
-    /// The journal's path.
+    /// Open several journals as one store, in order (of two events for one
+    /// pair, the one in the later journal wins when both were there at the
+    /// start). A read-only journal that does not exist is left out; `None`
+    /// when no journal is left (nothing to write to, nothing annotated).
+    pub fn open_journals(
+        specs: &[JournalSpec],
+        reviewer: &str,
+    ) -> Result<Option<AnnotationStore>, StoreOpenError> {
+        let mut journals = Vec::new();
+        for spec in specs {
+            let journal = if spec.writable {
+                Journal::open(&spec.path, spec.files.clone())?
+            } else {
+                match Journal::read(&spec.path, spec.files.clone(), COMMITTED) {
+                    Ok(j) => j,
+                    Err(StoreOpenError::NotFound { .. }) => continue,
+                    Err(e) => return Err(e),
+                }
+            };
+            journals.push(journal);
+        }
+        if journals.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(AnnotationStore::from_journals(journals, reviewer)))
+    }
+
+    /// The journal decisions are written to (the first writable one), else the first.
+    fn primary(&self) -> &Journal {
+        self.journals
+            .iter()
+            .find(|j| j.writable())
+            .unwrap_or(&self.journals[0])
+    }
+
+    /// The journal's path (of the first writable journal, when there are several).
     pub fn path(&self) -> &Path {
-        &self.path
+        &self.primary().path
+    }
+
+    /// Every journal's path, with whether it is written to.
+    pub fn journals(&self) -> Vec<(&Path, bool)> {
+        self.journals
+            .iter()
+            .map(|j| (j.path.as_path(), j.writable()))
+            .collect()
     }
 
     /// Whether this store writes its journal.
     pub fn access(&self) -> &Access {
-        &self.access
+        &self.primary().access
     }
 
     /// The reviewer recorded on new events.
@@ -494,33 +678,68 @@ impl AnnotationStore {
         &self.reviewer
     }
 
+    fn live(&self) -> &Live {
+        self.union.as_ref().unwrap_or(&self.journals[0].live)
+    }
+
+    /// Build the union again if a journal changed.
+    fn sync_union(&mut self) {
+        if self.journals.len() < 2 {
+            self.union = None;
+            return;
+        }
+        let at: u64 = self.journals.iter().map(|j| j.live.revision).sum();
+        if at == self.union_at && self.union.is_some() {
+            return;
+        }
+        let mut newest: HashMap<RecordKey, &Entry> = HashMap::new();
+        for j in &self.journals {
+            for (k, e) in &j.live.entries {
+                match newest.get(k) {
+                    Some(old) if old.seq >= e.seq => {}
+                    _ => {
+                        newest.insert(*k, e);
+                    }
+                }
+            }
+        }
+        let mut union = Live::default();
+        for e in newest.into_values() {
+            union.insert(e.clone());
+        }
+        self.union = Some(union);
+        self.union_at = at;
+    }
+
     /// The annotation of the pair with this key, if it has a category or a note.
     pub fn get(&self, key: &RecordKey) -> Option<&Annotation> {
-        self.live.get(key).map(|e| &e.ann)
+        self.live().get(key)
     }
 
     /// A number that changes whenever an annotation is set or removed, by
     /// this triage or another one: a reader of [`AnnotationStore::names`]
     /// compares it to know when to look again.
     pub fn revision(&self) -> u64 {
-        self.revision
+        self.journals.iter().map(|j| j.live.revision).sum()
     }
 
     /// Whether some annotation (current or stale) is on a pair with these ids.
     pub fn names(&self, case_id: &str, variant_id: &str) -> bool {
-        self.by_ids
+        self.live()
+            .by_ids
             .get(case_id)
             .is_some_and(|v| v.contains_key(variant_id))
     }
 
     /// Whether some annotation is on a pair with this case id.
     pub fn names_case(&self, case_id: &str) -> bool {
-        self.by_ids.contains_key(case_id)
+        self.live().by_ids.contains_key(case_id)
     }
 
     /// The variant ids of the pairs annotations are on.
     pub fn named_variants(&self) -> HashSet<&str> {
-        self.by_ids
+        self.live()
+            .by_ids
             .values()
             .flat_map(|v| v.keys().map(String::as_str))
             .collect()
@@ -528,7 +747,7 @@ impl AnnotationStore {
 
     /// Whether the store holds no annotation.
     pub fn is_empty(&self) -> bool {
-        self.live.is_empty()
+        self.live().shown == 0
     }
 
     /// The newest annotation of a pair with these ids but another key (a stale one).
@@ -538,19 +757,26 @@ impl AnnotationStore {
         variant_id: &str,
         current: &RecordKey,
     ) -> Option<&Annotation> {
-        self.by_ids
+        let live = self.live();
+        live.by_ids
             .get(case_id)?
             .get(variant_id)?
             .iter()
             .filter(|k| *k != current)
-            .filter_map(|k| self.live.get(k))
+            .filter_map(|k| live.entries.get(k))
             .max_by_key(|e| e.seq)
             .map(|e| &e.ann)
     }
 
     /// All annotations (non-empty ones), sorted by (case_id, variant_id, key).
     pub fn all(&self) -> Vec<&Annotation> {
-        let mut v: Vec<&Annotation> = self.live.values().map(|e| &e.ann).collect();
+        let mut v: Vec<&Annotation> = self
+            .live()
+            .entries
+            .values()
+            .map(|e| &e.ann)
+            .filter(|a| !a.is_empty())
+            .collect();
         v.sort_by(|a, b| {
             (&a.case_id, &a.variant_id, a.key).cmp(&(&b.case_id, &b.variant_id, b.key))
         });
@@ -578,11 +804,87 @@ impl AnnotationStore {
     /// changes take effect in memory either way: on an I/O error (disk full,
     /// read-only file) or in a read-only store the events stay pending, to be
     /// written by [`AnnotationStore::retry_pending`], and the error says so.
+    /// With several journals, each change goes to the journal that already
+    /// holds its pair, else to the first writable one; [`AnnotationStore::save`]
+    /// routes by run file.
     pub fn apply(&mut self, changes: Vec<Change>) -> Result<Vec<Option<Annotation>>, SaveError> {
+        match self.save(changes, &|_| Vec::new(), None)? {
+            Saved::Done(previous) => Ok(previous),
+            Saved::Conflict(_) => unreachable!("a save without expectations has no conflict"),
+        }
+    }
+
+    /// Apply changes as one durable step, each to the journal of its pair's
+    /// run (`files` names the run files a key's pair is in), optionally
+    /// only if every pair still holds the state in `expect` (an undo: it
+    /// must not wipe what another triage decided since).
+    ///
+    /// Under the journals' locks, the events other triages appended are read
+    /// first; then, with `expect`, every pair is compared with it and on any
+    /// difference nothing is written and [`Saved::Conflict`] names the pairs.
+    /// Otherwise as [`AnnotationStore::apply`].
+    pub fn save(
+        &mut self,
+        changes: Vec<Change>,
+        files: &dyn Fn(&RecordKey) -> Vec<u16>,
+        expect: Option<&[Change]>,
+    ) -> Result<Saved, SaveError> {
+        let targets: Vec<Vec<usize>> = changes.iter().map(|c| self.route(c, files)).collect();
+        let mut involved: Vec<usize> = targets.iter().flatten().copied().collect();
+        involved.sort_unstable();
+        involved.dedup();
+        // Take every lock first (in journal order, so two savers cannot
+        // deadlock), then read what the others wrote.
+        let mut held: Vec<File> = Vec::new();
+        let mut failed: Option<(usize, io::Error)> = None;
+        for &j in &involved {
+            let journal = &mut self.journals[j];
+            if !journal.writable() {
+                continue;
+            }
+            let handle = journal
+                .ensure_created()
+                .and_then(|()| match journal.lock_handle() {
+                    Some(h) => h,
+                    None => Err(io::Error::other("the journal has no lock")),
+                });
+            match handle.and_then(|h| lock_within(&h, LOCK_WAIT).map(|()| h)) {
+                Ok(h) => held.push(h),
+                Err(e) => {
+                    failed = Some((j, e));
+                    break;
+                }
+            }
+        }
+        // Per journal, the pairs whose annotation others changed since it was last read.
+        let mut arrived: Vec<(usize, HashSet<RecordKey>)> = Vec::new();
+        if failed.is_none() {
+            for &j in &involved {
+                if !self.journals[j].writable() {
+                    continue;
+                }
+                match self.journals[j].catch_up() {
+                    Ok(keys) => arrived.push((j, keys)),
+                    Err(e) => {
+                        failed = Some((j, e));
+                        break;
+                    }
+                }
+            }
+        }
+        self.sync_union();
+        if let Some(expect) = expect {
+            let conflicts = self.conflicts(expect);
+            if !conflicts.is_empty() {
+                unlock_all(&held);
+                return Ok(Saved::Conflict(conflicts));
+            }
+        }
         let at = now_rfc3339();
         let mut previous = Vec::with_capacity(changes.len());
-        for c in changes {
-            let old = self.live.get(&c.key).map(|e| e.ann.clone());
+        let mut staged: HashMap<usize, HashSet<RecordKey>> = HashMap::new();
+        for (c, to) in changes.into_iter().zip(&targets) {
+            let old = self.get(&c.key).cloned();
             let prev = old.as_ref().map(|a| Prev {
                 category: a.category.clone(),
                 note: a.note.clone(),
@@ -597,571 +899,275 @@ impl AnnotationStore {
                 at: at.clone(),
                 source: c.source,
             };
-            self.pending.push(PendingEvent {
-                line: encode(&ann, prev.as_ref()),
-                ann: ann.clone(),
-                prev: prev.clone(),
-            });
-            self.put(ann, prev);
+            for &j in to {
+                staged.entry(j).or_default().insert(ann.key);
+                self.journals[j].stage(ann.clone(), prev.clone());
+            }
             previous.push(old);
         }
-        self.flush()?;
-        Ok(previous)
+        // Another triage's decision that this save replaces at once is
+        // nothing the reviewer needs to hear about.
+        for (j, keys) in arrived {
+            let replaced = staged
+                .get(&j)
+                .map_or(0, |mine| keys.intersection(mine).count());
+            let journal = &mut self.journals[j];
+            journal.merged = journal.merged.saturating_sub(replaced);
+        }
+        let mut error = failed;
+        if error.is_none() {
+            for &j in &involved {
+                let journal = &mut self.journals[j];
+                let written = if journal.writable() {
+                    journal.write_pending_locked()
+                } else {
+                    Ok(())
+                };
+                if let Err(e) = written {
+                    error.get_or_insert((j, e));
+                }
+            }
+        }
+        unlock_all(&held);
+        self.sync_union();
+        if let Some((j, e)) = error {
+            return Err(self.with_total_pending(self.journals[j].save_error(e)));
+        }
+        if let Some(&j) = involved
+            .iter()
+            .find(|&&j| !self.journals[j].pending.is_empty())
+        {
+            // A read-only journal keeps its decisions pending.
+            let e = self.journals[j].save_error(io::Error::other("read-only"));
+            return Err(self.with_total_pending(e));
+        }
+        Ok(Saved::Done(previous))
+    }
+
+    /// The journals a change goes to: the writable ones of its pair's run
+    /// files; without files, the one already holding the pair, else the first writable one.
+    fn route(&self, c: &Change, files: &dyn Fn(&RecordKey) -> Vec<u16>) -> Vec<usize> {
+        let first = self
+            .journals
+            .iter()
+            .position(Journal::writable)
+            .unwrap_or(0);
+        if self.journals.len() == 1 {
+            return vec![0];
+        }
+        let files = files(&c.key);
+        let mut to: Vec<usize> = if files.is_empty() {
+            self.journals
+                .iter()
+                .enumerate()
+                .filter(|(_, j)| j.writable() && j.live.entries.contains_key(&c.key))
+                .map(|(i, _)| i)
+                .collect()
+        } else {
+            self.journals
+                .iter()
+                .enumerate()
+                .filter(|(_, j)| j.writable() && files.iter().any(|f| j.serves(*f)))
+                .map(|(i, _)| i)
+                .collect()
+        };
+        if to.is_empty() {
+            to.push(first);
+        }
+        to
+    }
+
+    /// The pairs of `expect` whose annotation now differs from it.
+    fn conflicts(&self, expect: &[Change]) -> Vec<Conflict> {
+        expect
+            .iter()
+            .filter_map(|c| {
+                let now = self.get(&c.key);
+                let same = match now {
+                    Some(a) => {
+                        a.category == non_empty(c.category.clone())
+                            && a.note == non_empty(c.note.clone())
+                    }
+                    None => {
+                        non_empty(c.category.clone()).is_none()
+                            && non_empty(c.note.clone()).is_none()
+                    }
+                };
+                (!same).then(|| Conflict {
+                    key: c.key,
+                    case_id: c.case_id.clone(),
+                    variant_id: c.variant_id.clone(),
+                    now: now.cloned(),
+                })
+            })
+            .collect()
+    }
+
+    /// A save error counting every journal's pending events.
+    fn with_total_pending(&self, e: SaveError) -> SaveError {
+        let total = self.pending();
+        match e {
+            SaveError::Io { path, error, .. } => SaveError::Io {
+                path,
+                error,
+                pending: total,
+            },
+            SaveError::ReadOnly { path, reason, .. } => SaveError::ReadOnly {
+                path,
+                reason,
+                pending: total,
+            },
+        }
     }
 
     /// Try to write pending events again (the UI calls it periodically and before quitting).
     pub fn retry_pending(&mut self) -> Result<(), SaveError> {
-        self.flush()
+        let mut first = None;
+        for j in &mut self.journals {
+            if let Err(e) = j.flush() {
+                first.get_or_insert(e);
+            }
+        }
+        self.sync_union();
+        match first {
+            Some(e) => Err(self.with_total_pending(e)),
+            None => Ok(()),
+        }
     }
 
     /// How many events are applied in memory but not yet durable.
     pub fn pending(&self) -> usize {
-        self.pending.len()
+        self.journals.iter().map(|j| j.pending.len()).sum()
     }
 
     /// Merge the events other triages appended since this store last read the
-    /// journal, and say how many annotations they changed since the last call
+    /// journals, and say how many annotations they changed since the last call
     /// (including changes merged while saving).
     ///
-    /// Cheap when nothing changed: one `stat` of the journal. A journal that
-    /// another triage compacted (a new file at the path) is replayed whole.
-    /// This store's own pending decisions stay on top, since they will be
-    /// appended after everything read here.
+    /// Cheap when nothing changed: one `stat` per journal. A journal that
+    /// another triage compacted (a new file at the path) is replayed whole;
+    /// so is one replaced by an older copy, and then this triage's decisions
+    /// that the copy lacks are written again ([`AnnotationStore::restored`]
+    /// says how many). This store's own pending decisions stay on top,
+    /// since they will be appended after everything read here.
     pub fn refresh(&mut self) -> io::Result<usize> {
-        let unchanged = match fs::metadata(&self.path) {
-            Ok(m) => Some(file_id(&m)) == self.file_id && m.len() == self.read_pos,
-            // A vanished journal is rewritten by the next save.
-            Err(e) if e.kind() == ErrorKind::NotFound => true,
-            Err(e) => return Err(e),
-        };
-        if !unchanged {
-            self.locked(AnnotationStore::catch_up)?;
+        let mut result = Ok(());
+        for j in &mut self.journals {
+            if let Err(e) = j.refresh() {
+                result = Err(e);
+            }
         }
-        Ok(std::mem::take(&mut self.merged))
+        self.sync_union();
+        result?;
+        Ok(self
+            .journals
+            .iter_mut()
+            .map(|j| std::mem::take(&mut j.merged))
+            .sum())
     }
 
-    /// Rewrite the journal as one event per live annotation, atomically and durably.
+    /// How many of this triage's decisions were written again since the
+    /// last call, because a journal was replaced by a copy that lacked them.
+    pub fn restored(&mut self) -> usize {
+        self.journals
+            .iter_mut()
+            .map(|j| std::mem::take(&mut j.restored))
+            .sum()
+    }
+
+    /// Rewrite each journal as one event per pair, atomically and durably.
     ///
     /// Under the journal's lock, the events other triages appended are read
     /// first, so the new journal holds theirs too. The new journal is written to
     /// `<path>.tmp-<pid>` in the same folder, fsynced, renamed over the journal,
-    /// and the folder fsynced. Skipped (Ok) when read-only, when events are
+    /// and the folder fsynced; unreadable lines are first appended to
+    /// `<path>.unreadable`. Skipped (Ok) when read-only, when events are
     /// pending, when the journal is already compact, when it holds lines of a
-    /// newer format, and when the journal file was made read-only (replacing it
-    /// by rename would defeat that).
+    /// newer format, when it is no regular file, and when the journal file
+    /// was made read-only (replacing it by rename would defeat that).
     pub fn compact(&mut self) -> io::Result<()> {
-        if self.lock.is_none() || !self.pending.is_empty() || self.newer_format {
-            return Ok(());
-        }
-        self.locked(AnnotationStore::compact_locked)
-    }
-
-    /// [`AnnotationStore::compact`] with the lock held.
-    fn compact_locked(&mut self) -> io::Result<()> {
-        self.catch_up()?;
-        if !self.pending.is_empty() || self.newer_format {
-            return Ok(());
-        }
-        if !self.dirty && self.file_lines == self.live.len() {
-            return Ok(());
-        }
-        match OpenOptions::new().append(true).open(&self.path) {
-            Ok(_) => {}
-            Err(e) if e.kind() == ErrorKind::PermissionDenied => return Ok(()),
-            // A deleted journal is simply written anew.
-            Err(e) if e.kind() == ErrorKind::NotFound => {}
-            Err(e) => return Err(e),
-        }
-        self.write_snapshot()
-    }
-
-    /// Count of journal lines that could not be read on open, with the first line number.
-    pub fn skipped_lines(&self) -> (usize, Option<u64>) {
-        (self.skipped, self.first_skipped)
-    }
-
-    /// Set a key's annotation in memory; an empty one is removed.
-    fn put(&mut self, ann: Annotation, prev: Option<Prev>) {
-        self.revision += 1;
-        if let Some(old) = self.live.remove(&ann.key) {
-            self.unindex(&old.ann);
-        }
-        if ann.category.is_none() && ann.note.is_none() {
-            return;
-        }
-        self.by_ids
-            .entry(ann.case_id.clone())
-            .or_default()
-            .entry(ann.variant_id.clone())
-            .or_default()
-            .push(ann.key);
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        self.live.insert(ann.key, Entry { ann, prev, seq });
-    }
-
-    fn unindex(&mut self, ann: &Annotation) {
-        if let Some(variants) = self.by_ids.get_mut(&ann.case_id) {
-            if let Some(keys) = variants.get_mut(&ann.variant_id) {
-                keys.retain(|k| *k != ann.key);
-                if keys.is_empty() {
-                    variants.remove(&ann.variant_id);
-                }
-            }
-            if variants.is_empty() {
-                self.by_ids.remove(&ann.case_id);
+        let mut result = Ok(());
+        for j in &mut self.journals {
+            if let Err(e) = j.compact() {
+                result = Err(e);
             }
         }
-    }
-
-    /// Replay the journal into memory (the first time).
-    fn load(&mut self) -> Result<(), StoreOpenError> {
-        let path = self.path.clone();
-        let read_err = |error: io::Error| StoreOpenError::Io {
-            path: path.clone(),
-            error,
-        };
-        let file = match File::open(&self.path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == ErrorKind::NotFound => {
-                return Err(StoreOpenError::NotFound { path });
-            }
-            Err(e) => return Err(read_err(e)),
-        };
-        let meta = file.metadata().map_err(read_err)?;
-        if meta.is_dir() {
-            return Err(read_err(io::Error::new(
-                ErrorKind::IsADirectory,
-                "it is a directory",
-            )));
-        }
-        let replay = self.replay(file, &meta, false).map_err(read_err)?;
-        if let (0, Some(line)) = (replay.recognised, replay.first_bad_complete) {
-            // Most likely `--annotations` names the run file or some other
-            // file: appending to it, or compacting it, would destroy it.
-            return Err(StoreOpenError::NotAJournal { path, line });
-        }
-        Ok(())
-    }
-
-    /// Read what was appended to the journal since the last read, or all of it
-    /// again if the file at the path was replaced or shrank; keep pending
-    /// decisions on top. Counts the annotations that changed in `merged`.
-    fn catch_up(&mut self) -> io::Result<()> {
-        let file = match File::open(&self.path) {
-            Ok(f) => f,
-            // Deleted: the next save writes everything this store knows.
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
-            Err(e) => return Err(e),
-        };
-        let meta = file.metadata()?;
-        if meta.is_dir() {
-            return Err(io::Error::new(ErrorKind::IsADirectory, "it is a directory"));
-        }
-        if !meta.is_file() {
-            // A device or a pipe (say /dev/full) is no journal to share: nothing to merge.
-            return Ok(());
-        }
-        if Some(file_id(&meta)) == self.file_id && meta.len() == self.read_pos {
-            return Ok(());
-        }
-        // Without inode numbers (not Unix), a journal another triage
-        // compacted cannot be told from one it appended to: read it all again.
-        let restart =
-            cfg!(not(unix)) || Some(file_id(&meta)) != self.file_id || meta.len() < self.read_pos;
-        let before = restart.then(|| self.values());
-        if restart {
-            self.live.clear();
-            self.by_ids.clear();
-            self.revision += 1;
-            self.read_pos = 0;
-            self.read_lines = 0;
-            self.file_lines = 0;
-            self.skipped = 0;
-            self.first_skipped = None;
-            self.newer_format = false;
-        }
-        let replay = self.replay(file, &meta, !restart)?;
-        let mine: Vec<(Annotation, Option<Prev>)> = self
-            .pending
-            .iter()
-            .map(|p| (p.ann.clone(), p.prev.clone()))
-            .collect();
-        for (ann, prev) in mine {
-            self.put(ann, prev);
-        }
-        let now = |s: &Self, k: &RecordKey| {
-            s.live
-                .get(k)
-                .map(|e| (e.ann.category.clone(), e.ann.note.clone()))
-        };
-        self.merged += replay
-            .touched
-            .iter()
-            .filter(|(k, was)| now(self, k) != **was)
-            .count();
-        if let Some(before) = before {
-            let after = self.values();
-            let mut changed = before
-                .iter()
-                .filter(|(k, v)| after.get(*k) != Some(*v))
-                .count();
-            changed += after.keys().filter(|k| !before.contains_key(*k)).count();
-            self.merged += changed;
-        }
-        Ok(())
-    }
-
-    /// Each live annotation's (category, note).
-    fn values(&self) -> HashMap<RecordKey, Shown> {
-        self.live
-            .iter()
-            .map(|(k, e)| (*k, (e.ann.category.clone(), e.ann.note.clone())))
-            .collect()
-    }
-
-    /// Replay `file` from `read_pos` to its end; `count` records the keys touched.
-    fn replay(&mut self, file: File, meta: &Metadata, count: bool) -> io::Result<Replay> {
-        let mut file = file;
-        file.seek(SeekFrom::Start(self.read_pos))?;
-        let mut reader = BufReader::new(file);
-        let mut buf = Vec::new();
-        let mut out = Replay::default();
-        loop {
-            buf.clear();
-            let n = reader.read_until(b'\n', &mut buf)?;
-            if n == 0 {
-                break;
-            }
-            self.read_pos += n as u64;
-            self.read_lines += 1;
-            let line_no = self.read_lines;
-            let complete = buf.last() == Some(&b'\n');
-            let body = buf.trim_ascii();
-            self.file_lines += usize::from(!body.is_empty() || complete);
-            if body.is_empty() {
-                continue;
-            }
-            match parse_line(body) {
-                Line::Event(ann, prev) => {
-                    out.recognised += 1;
-                    if count && !out.touched.contains_key(&ann.key) {
-                        let was = self
-                            .live
-                            .get(&ann.key)
-                            .map(|e| (e.ann.category.clone(), e.ann.note.clone()));
-                        out.touched.insert(ann.key, was);
-                    }
-                    self.put(*ann, prev);
-                }
-                Line::Newer => {
-                    out.recognised += 1;
-                    self.newer_format = true;
-                    self.skip(line_no);
-                }
-                Line::Bad => {
-                    // An incomplete last line is a torn write, expected after a
-                    // crash; a complete bad line may mean this is not a journal.
-                    if complete && out.first_bad_complete.is_none() {
-                        out.first_bad_complete = Some(line_no);
-                    }
-                    self.skip(line_no);
-                }
-            }
-        }
-        self.file_id = Some(file_id(meta));
-        self.held = Some(reader.into_inner());
-        Ok(out)
-    }
-
-    /// Run `f` holding the journal's lock (without one for a read-only store).
-    fn locked<T>(&mut self, f: impl FnOnce(&mut Self) -> io::Result<T>) -> io::Result<T> {
-        let Some(lock) = self.lock.take() else {
-            return f(self);
-        };
-        if let Err(e) = lock_within(&lock, LOCK_WAIT) {
-            self.lock = Some(lock);
-            return Err(e);
-        }
-        let result = f(self);
-        let _ = lock.unlock();
-        self.lock = Some(lock);
+        self.sync_union();
         result
     }
 
-    fn skip(&mut self, line_no: u64) {
-        self.skipped += 1;
-        self.first_skipped.get_or_insert(line_no);
+    /// Count of journal lines that could not be read (those since moved
+    /// to a side file included), with the first line number.
+    pub fn skipped_lines(&self) -> (usize, Option<u64>) {
+        let mut n = 0;
+        let mut first = None;
+        for j in &self.journals {
+            let (c, f) = j.skipped();
+            n += c;
+            if first.is_none() {
+                first = f;
+            }
+        }
+        (n, first)
     }
 
-    /// Make every pending event durable, or keep them all pending.
-    fn flush(&mut self) -> Result<(), SaveError> {
-        if self.pending.is_empty() {
-            return Ok(());
+    /// Every journal line that could not be read (up to 100,000 per
+    /// journal), where it is now, and whether some were left unlisted.
+    pub fn unreadable(&self) -> (Vec<UnreadableLine>, bool) {
+        let mut out = Vec::new();
+        let mut more = false;
+        for j in &self.journals {
+            let (bad, over) = j.bad_lines();
+            more |= over;
+            out.extend(bad.iter().map(|b| UnreadableLine {
+                journal: j.path.clone(),
+                line: b.line,
+                reason: b.reason.clone(),
+                moved_to: b.moved_to.clone(),
+            }));
         }
-        if let Access::ReadOnly { reason } = &self.access {
-            return Err(SaveError::ReadOnly {
-                path: self.path.clone(),
-                reason: reason.clone(),
-                pending: self.pending.len(),
-            });
-        }
-        let result = self.locked(|s| {
-            // Others' events first: ours go after them, and win.
-            s.catch_up()?;
-            let journal_gone = matches!(
-                fs::symlink_metadata(&s.path),
-                Err(e) if e.kind() == ErrorKind::NotFound
-            );
-            // If the journal was deleted under us, appending would keep only the
-            // newest events: write everything this store knows instead.
-            if journal_gone {
-                s.write_snapshot()
-            } else {
-                let lines: Vec<&str> = s.pending.iter().map(|p| p.line.as_str()).collect();
-                let (end, file) = append_durably(&s.path, &lines, s.read_pos)?;
-                s.file_lines += s.pending.len();
-                s.read_lines += s.pending.len() as u64;
-                s.read_pos = end;
-                s.file_id = file.metadata().ok().map(|m| file_id(&m));
-                s.held = Some(file);
-                Ok(())
-            }
-        });
-        match result {
-            Ok(()) => {
-                self.pending.clear();
-                Ok(())
-            }
-            Err(error) => {
-                self.dirty = true;
-                Err(SaveError::Io {
-                    path: self.path.clone(),
+        (out, more)
+    }
+
+    /// How many journal lines could not be read (moved ones included).
+    pub fn unreadable_count(&self) -> usize {
+        self.journals.iter().map(|j| j.bad_lines().0.len()).sum()
+    }
+
+    /// Write the decisions still pending to a recovery file beside each
+    /// journal (`<journal>.recovered.jsonl`, appended and fsynced), for an
+    /// exit that cannot wait for the disk: say where they went, or hand
+    /// them back as journal lines when even that failed.
+    pub fn recover(&self) -> Vec<Recovery> {
+        self.journals
+            .iter()
+            .filter(|j| !j.pending.is_empty())
+            .map(|j| match j.recover() {
+                Ok(file) => Recovery::File {
+                    journal: j.path.clone(),
+                    file,
+                    count: j.pending.len(),
+                },
+                Err((error, lines)) => Recovery::Lines {
+                    journal: j.path.clone(),
                     error,
-                    pending: self.pending.len(),
-                })
-            }
-        }
-    }
-
-    /// Replace the journal by the live annotations, oldest first: temp file, fsync, rename, folder fsync.
-    fn write_snapshot(&mut self) -> io::Result<()> {
-        // Renaming over a symlink would replace the link, not the journal it points to.
-        let target = match fs::symlink_metadata(&self.path) {
-            Ok(m) if m.file_type().is_symlink() => {
-                fs::canonicalize(&self.path).unwrap_or_else(|_| self.path.clone())
-            }
-            _ => self.path.clone(),
-        };
-        let tmp = with_suffix(&target, &format!(".tmp-{}", std::process::id()));
-        let mut entries: Vec<&Entry> = self.live.values().collect();
-        entries.sort_by_key(|e| e.seq);
-        let mut text = String::new();
-        for e in entries {
-            text.push_str(&encode(&e.ann, e.prev.as_ref()));
-            text.push('\n');
-        }
-        let written = (|| {
-            let mut f = OpenOptions::new()
-                .write(true)
-                .create(true)
-                .truncate(true)
-                .open(&tmp)?;
-            f.write_all(text.as_bytes())?;
-            if let Ok(meta) = fs::metadata(&target) {
-                // Keep the journal's mode (say, group-readable) across the rename.
-                f.set_permissions(meta.permissions())?;
-            }
-            f.sync_all()?;
-            fs::rename(&tmp, &target)?;
-            sync_dir(&target)
-        })();
-        match written {
-            Ok(()) => {
-                self.file_lines = self.live.len();
-                self.read_lines = self.live.len() as u64;
-                self.read_pos = text.len() as u64;
-                self.held = File::open(&target).ok();
-                self.file_id = self
-                    .held
-                    .as_ref()
-                    .and_then(|f| f.metadata().ok())
-                    .map(|m| file_id(&m));
-                self.dirty = false;
-                Ok(())
-            }
-            Err(e) => {
-                let _ = fs::remove_file(&tmp);
-                self.dirty = true;
-                Err(e)
-            }
-        }
+                    lines,
+                },
+            })
+            .collect()
     }
 }
 
-impl Drop for AnnotationStore {
-    fn drop(&mut self) {
-        // A last attempt for decisions a failed save kept in memory; the UI
-        // has already retried and warned, so the result is not reported.
-        if self.lock.is_some() && !self.pending.is_empty() {
-            let _ = self.flush();
-        }
+fn unlock_all(held: &[File]) {
+    for h in held {
+        let _ = h.unlock();
     }
 }
 
-/// Create the journal if it does not exist, durably.
-fn ensure_journal(path: &Path) -> Result<(), StoreOpenError> {
-    match fs::metadata(path) {
-        Ok(m) if m.is_dir() => Err(StoreOpenError::Io {
-            path: path.to_path_buf(),
-            error: io::Error::new(ErrorKind::IsADirectory, "it is a directory"),
-        }),
-        Ok(_) => Ok(()),
-        Err(e) if e.kind() == ErrorKind::NotFound => {
-            match OpenOptions::new().write(true).create_new(true).open(path) {
-                Ok(f) => {
-                    // Best effort: an empty journal that vanishes in a crash loses nothing.
-                    let _ = f.sync_all();
-                    let _ = sync_dir(path);
-                    Ok(())
-                }
-                Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(()),
-                Err(e) => Err(open_error(path, e)),
-            }
-        }
-        Err(e) => Err(open_error(path, e)),
-    }
-}
-
-fn open_error(path: &Path, error: io::Error) -> StoreOpenError {
-    let path = path.to_path_buf();
-    match error.kind() {
-        ErrorKind::PermissionDenied | ErrorKind::ReadOnlyFilesystem => {
-            StoreOpenError::NotWritable { path, error }
-        }
-        _ => StoreOpenError::Io { path, error },
-    }
-}
-
-/// Open the lock file and check that this filesystem can lock it.
-fn open_lock(lock_path: &Path) -> Result<(Access, Option<File>), StoreOpenError> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(lock_path)
-        .map_err(|e| open_error(lock_path, e))?;
-    match file.try_lock() {
-        Ok(()) => {
-            let _ = file.unlock();
-            Ok((Access::ReadWrite, Some(file)))
-        }
-        // Another triage is writing right now: locks work.
-        Err(TryLockError::WouldBlock) => Ok((Access::ReadWrite, Some(file))),
-        // A filesystem without locks: two writers could lose each other's
-        // decisions at compaction, so stay on the safe side.
-        Err(TryLockError::Error(e)) => Ok((
-            Access::ReadOnly {
-                reason: format!("cannot lock {}: {e}", lock_path.display()),
-            },
-            None,
-        )),
-    }
-}
-
-/// Take the exclusive lock, waiting up to `wait` for another triage's write to end.
-fn lock_within(file: &File, wait: Duration) -> io::Result<()> {
-    let deadline = Instant::now() + wait;
-    loop {
-        match file.try_lock() {
-            Ok(()) => return Ok(()),
-            Err(TryLockError::WouldBlock) if Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            Err(TryLockError::WouldBlock) => {
-                return Err(io::Error::new(
-                    ErrorKind::WouldBlock,
-                    "another triage has held the journal's lock for too long",
-                ));
-            }
-            Err(TryLockError::Error(e)) => return Err(e),
-        }
-    }
-}
-
-/// Append `lines` to the journal and fsync, leaving no partial event behind where possible.
-///
-/// Called with the lock held, after reading the journal up to `read_pos`;
-/// returns the new end of the file and the file.
-fn append_durably(path: &Path, lines: &[&str], read_pos: u64) -> io::Result<(u64, File)> {
-    let mut file = OpenOptions::new().read(true).append(true).open(path)?;
-    let meta = file.metadata()?;
-    let len = meta.len();
-    if len != read_pos {
-        // Only possible if something other than triage wrote the file between
-        // the read and now; the caller reads again on the next attempt.
-        return Err(io::Error::other(
-            "the journal changed while it was being saved; retrying",
-        ));
-    }
-    let mut buf = Vec::new();
-    if len > 0 {
-        let mut last = [0u8; 1];
-        file.seek(SeekFrom::Start(len - 1))?;
-        file.read_exact(&mut last)?;
-        // After a torn write the file ends mid-line; the first new event must
-        // not be glued to it and lost with it.
-        if last[0] != b'\n' {
-            buf.push(b'\n');
-        }
-    }
-    for line in lines {
-        buf.extend_from_slice(line.as_bytes());
-        buf.push(b'\n');
-    }
-    let written = file.write_all(&buf).and_then(|()| file.sync_data());
-    if let Err(e) = written {
-        // The events stay pending and are written again, so drop any part of
-        // them that did land (this also frees the space on a full disk).
-        let _ = file.set_len(len);
-        let _ = file.sync_data();
-        return Err(e);
-    }
-    Ok((len + buf.len() as u64, file))
-}
-
-/// Remove temp files a crashed compaction left; called with the lock held, so none is in use.
-fn remove_stale_temps(journal: &Path) {
-    let (Some(name), Ok(entries)) = (journal.file_name(), fs::read_dir(parent_dir(journal))) else {
-        return;
-    };
-    let prefix = format!("{}.tmp-", name.to_string_lossy());
-    for entry in entries.flatten() {
-        let file_name = entry.file_name();
-        let file_name = file_name.to_string_lossy();
-        let is_temp = file_name
-            .strip_prefix(&prefix)
-            .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()));
-        if is_temp {
-            let _ = fs::remove_file(entry.path());
-        }
-    }
-}
-
-/// Make a rename or a file creation in `file`'s folder durable.
-fn sync_dir(file: &Path) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        File::open(parent_dir(file))?.sync_all()
-    }
-    #[cfg(not(unix))]
-    {
-        // Other platforms cannot open a folder as a file; NTFS journals renames itself.
-        let _ = file;
-        Ok(())
-    }
-}
+/// Why a journal opened with [`AnnotationStore::read`] is read-only.
+const READ_ONLY: &str = "the journal was opened for reading only";
+/// Why the journal beside a run in a read-only folder is.
+const COMMITTED: &str = "the journal beside the run is read-only (its folder is not writable)";
 
 fn parent_dir(path: &Path) -> &Path {
     match path.parent() {
@@ -1207,6 +1213,17 @@ pub fn journal_path_for(
     Ok((dir.join(format!("{}.triage.jsonl", run_digest(run))), true))
 }
 
+/// Where [`journal_path_for`] puts the journal of a run whose folder is
+/// not writable (nothing is created here).
+fn fallback_path(run: &Path) -> Option<PathBuf> {
+    let dirs = directories::ProjectDirs::from("", "", "triage")?;
+    Some(
+        dirs.data_dir()
+            .join("runs")
+            .join(format!("{}.triage.jsonl", run_digest(run))),
+    )
+}
+
 /// Why [`journal_path_for`] found no place for the journal: the run's
 /// folder is not writable, and neither is the fallback.
 #[derive(Debug)]
@@ -1244,6 +1261,176 @@ impl fmt::Display for JournalPathError {
 }
 
 impl std::error::Error for JournalPathError {}
+
+/// The journals of the runs opened together, in the order a store reads
+/// them, and notes for the reviewer about where they are.
+///
+/// With `explicit` (`--annotations PATH`), that one journal keeps every
+/// run's decisions. Otherwise each run has its own ([`journal_path_for`]),
+/// so a decision on a pair goes to the journal of the pair's run; standard
+/// input's is `stdin.triage.jsonl` in the data folder. When a run's folder
+/// is not writable and a journal was committed beside the run, that one is
+/// read too, read-only, before the fallback (whose newer events win).
+pub fn journal_specs(
+    runs: &[String],
+    explicit: Option<&Path>,
+) -> Result<(Vec<JournalSpec>, Vec<String>), JournalPathError> {
+    let mut notes = Vec::new();
+    if let Some(path) = explicit {
+        let spec = JournalSpec {
+            path: path.to_path_buf(),
+            files: None,
+            writable: true,
+        };
+        return Ok((vec![spec], notes));
+    }
+    let mut specs: Vec<JournalSpec> = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        let file = u16::try_from(i).unwrap_or(u16::MAX);
+        let (path, committed) = if run == "-" {
+            // Standard input has no folder: its journal is in the data folder.
+            let dir = directories::ProjectDirs::from("", "", "triage")
+                .map(|d| d.data_dir().join("runs"))
+                .filter(|dir| fs::create_dir_all(dir).is_ok());
+            let Some(dir) = dir else {
+                notes.push(
+                    "standard input has no journal (no data folder to keep it in) — pass --annotations PATH"
+                        .to_string(),
+                );
+                continue;
+            };
+            let path = dir.join("stdin.triage.jsonl");
+            notes.push(format!(
+                "annotations of standard input in {}",
+                path.display()
+            ));
+            (path, None)
+        } else {
+            let run_path = Path::new(run);
+            let (path, fallback) = journal_path_for(run_path, None)?;
+            let beside = with_suffix(run_path, ".triage.jsonl");
+            let mut committed = (fallback && beside.is_file()).then_some(beside);
+            if !fallback && let Some(old) = fallback_path(run_path).filter(|p| p.is_file()) {
+                // Decisions kept in the data folder while the run's folder
+                // was read-only: read, under the journal beside the run.
+                notes.push(format!(
+                    "{run}: the decisions kept in {} while its folder was read-only are merged in (read only)",
+                    old.display()
+                ));
+                committed = Some(old);
+            }
+            if fallback {
+                notes.push(match &committed {
+                    Some(_) => format!(
+                        "{run}'s folder is read-only: its committed journal is merged in (read only), and new decisions go to {}",
+                        path.display()
+                    ),
+                    None => format!(
+                        "{run}'s folder is read-only: its annotations go to {}",
+                        path.display()
+                    ),
+                });
+            }
+            (path, committed)
+        };
+        if let Some(c) = committed {
+            specs.push(JournalSpec {
+                path: c,
+                files: Some(vec![file]),
+                writable: false,
+            });
+        }
+        // The same run (or two runs sharing a journal) given twice: one journal.
+        match specs.iter_mut().find(|s| s.writable && s.path == path) {
+            Some(s) => {
+                if let Some(f) = &mut s.files {
+                    f.push(file);
+                }
+            }
+            None => specs.push(JournalSpec {
+                path,
+                files: Some(vec![file]),
+                writable: true,
+            }),
+        }
+    }
+    if runs.len() > 1 && specs.iter().filter(|s| s.writable).count() > 1 {
+        notes.push("each run's decisions go to its own journal".to_string());
+    }
+    Ok((specs, notes))
+}
+
+/// A journal and the files triage keeps beside it (its lock, the side
+/// file of unreadable lines, the recovery file): no export may overwrite them.
+pub fn journal_files(journal: &Path) -> [PathBuf; 4] {
+    [
+        journal.to_path_buf(),
+        with_suffix(journal, ".lock"),
+        with_suffix(journal, ".unreadable"),
+        with_suffix(journal, ".recovered.jsonl"),
+    ]
+}
+
+/// Whether two paths name the same file: the same file on disk when both
+/// exist, else the same absolute path once `.` and `..` are resolved.
+pub fn same_file(a: &Path, b: &Path) -> bool {
+    if let (Ok(x), Ok(y)) = (fs::canonicalize(a), fs::canonicalize(b)) {
+        return x == y;
+    }
+    let resolve = |p: &Path| -> Option<PathBuf> {
+        let abs = std::path::absolute(p).ok()?;
+        // The folder resolved on disk (symlinks too) when it exists.
+        let (dir, name) = (abs.parent()?, abs.file_name()?);
+        let dir = fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+        let mut out = PathBuf::new();
+        for c in dir.join(name).components() {
+            match c {
+                std::path::Component::ParentDir => {
+                    out.pop();
+                }
+                std::path::Component::CurDir => {}
+                other => out.push(other),
+            }
+        }
+        Some(out)
+    };
+    match (resolve(a), resolve(b)) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
+/// Whether a file given as a run is an annotation journal (or its lock,
+/// or a recovery file): its first non-blank line is an annotation event,
+/// or it is empty and named like one. `triage check *.jsonl` then skips it.
+pub fn looks_like_journal(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_string())
+        .unwrap_or_default();
+    let named = [".triage.jsonl", ".triage.jsonl.lock", ".recovered.jsonl"]
+        .iter()
+        .any(|s| name.ends_with(s));
+    // A FIFO or a device is read once, as a run: never opened here.
+    if !fs::metadata(path).is_ok_and(|m| m.is_file()) {
+        return false;
+    }
+    let Ok(file) = File::open(path) else {
+        return false;
+    };
+    let mut head = Vec::new();
+    if file.take(64 * 1024).read_to_end(&mut head).is_err() {
+        return false;
+    }
+    match head
+        .split(|&b| b == b'\n')
+        .map(<[u8]>::trim_ascii)
+        .find(|l| !l.is_empty())
+    {
+        Some(line) => matches!(parse_line(line), Line::Event(..) | Line::Newer),
+        None => named,
+    }
+}
 
 /// 16 hex digits of the SHA-256 of the run's canonical absolute path.
 fn run_digest(run: &Path) -> String {
@@ -1332,6 +1519,8 @@ mod key_hex {
         RecordKey::parse(&s).ok_or_else(|| D::Error::custom("a record key is 32 hex digits"))
     }
 }
+
+mod journal;
 
 #[cfg(test)]
 mod tests;

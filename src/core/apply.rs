@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use super::annotations::{
-    AnnotationSource, AnnotationStore, JournalPathError, StoreOpenError, journal_path_for,
+    AnnotationSource, AnnotationStore, JournalPathError, StoreOpenError, journal_specs,
 };
 use super::derive::derive;
 use super::formats::{self, ConvertError, Format};
@@ -62,13 +62,15 @@ pub fn apply(
             out: super::text::inert_line(&out.display().to_string()),
         });
     }
-    let (journal, _) = journal_path_for(run, annotations).map_err(ApplyError::JournalPath)?;
-    // A run nobody has annotated yet is copied unchanged.
-    let store = match AnnotationStore::read(&journal) {
-        Ok(s) => Some(s),
-        Err(StoreOpenError::NotFound { .. }) => None,
-        Err(e) => return Err(ApplyError::Journal(e)),
-    };
+    // The journal the viewer writes (and, in a read-only folder, the one
+    // committed beside the run too); a run nobody has annotated yet is
+    // copied unchanged.
+    let (mut specs, _) = journal_specs(&[run.to_string_lossy().to_string()], annotations)
+        .map_err(ApplyError::JournalPath)?;
+    for s in &mut specs {
+        s.writable = false;
+    }
+    let store = AnnotationStore::open_journals(&specs, "").map_err(ApplyError::Journal)?;
 
     let mut input = File::open(run).map_err(open)?;
     let mut head = Vec::new();

@@ -54,6 +54,11 @@ impl Loc {
     pub fn id(&self) -> u64 {
         self.pos
     }
+
+    /// The input of the line whose [`Loc::id`] is `id`.
+    pub fn file_of_id(id: u64) -> u16 {
+        (id >> Self::OFFSET_BITS) as u16
+    }
 }
 
 /// Boolean facts of a row, packed.

@@ -206,7 +206,7 @@ impl Action {
     /// What the action does, in the words help shows.
     pub fn description(self) -> &'static str {
         match self {
-            Action::Quit => "quit (annotations are already saved)",
+            Action::Quit => "quit (asks if decisions are unsaved)",
             Action::ToggleHelp => "show or hide this help",
             Action::Close => "close the overlay or leave the detail",
             Action::NextPair => "next pair",

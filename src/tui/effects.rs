@@ -4,23 +4,31 @@
 //! run before a decision is written ([`Effect::LearnKeys`]), filters the
 //! view, the facets and the summary by a query that searches the lines'
 //! text ([`Effect::Filter`], [`Effect::ShowFacets`],
-//! [`Effect::ShowSummary`]), and writes
+//! [`Effect::ShowSummary`]), writes
 //! annotation changes through the store (append + fsync before the screen
-//! says "saved"). A failed write leaves the change in memory, pending, and
-//! the status line says so; [`retry`] tries again on every tick. Building
+//! says "saved"), each to the journal of its pair's run, and an undo only
+//! while its pairs still hold its decision, and exports the view (never
+//! over a run or a journal, and asking before it replaces a file). A
+//! failed write leaves the change in memory, pending, and the status line
+//! says so; [`retry`] tries again on every tick. Building
 //! the app ([`new_app`]) and taking a reloaded index ([`replace_index`])
 //! look at the disk too, so they are here.
 
+use std::collections::HashSet;
 use std::io;
+use std::path::Path;
 use std::sync::Arc;
 
-use crate::core::annotations::AnnotationStore;
+use crate::core::annotations::{
+    AnnotationStore, Change, Conflict, Saved, journal_files, same_file,
+};
 use crate::core::index::RunIndex;
+use crate::core::key::RecordKey;
 use crate::core::load::follow::RunWatch;
 use crate::core::suggest::suggest;
 use crate::core::taxonomy::Taxonomy;
 
-use super::app::{self, App, Detail, Effect, MessageKind};
+use super::app::{self, App, Confirm, Detail, Effect, Guard, MessageKind, OnYes, Overlay};
 use super::doc;
 use super::style::Theme;
 use super::ui;
@@ -67,26 +75,17 @@ pub fn run(app: &mut App, effect: Effect, theme: &Theme) -> Vec<Effect> {
             learn_keys(app, &rows);
             return app::resume(app, then);
         }
-        Effect::Save { changes, label } => {
-            let n = changes.len();
-            match app.store.apply(changes) {
-                Ok(_) => {
-                    let text = if n > 1 && !label.contains(&n.to_string()) {
-                        format!("saved: {label} ({n} pairs)")
-                    } else {
-                        format!("saved: {label}")
-                    };
-                    app.say(text, MessageKind::Saved);
-                }
-                Err(e) => app.say(format!("NOT SAVED: {e}"), MessageKind::Error),
-            }
-            sync_keys(app);
-            refresh_header(app);
-            // The view keeps just-classified pairs until it is rebuilt, so a
-            // pair never vanishes from under the cursor.
-            app.recount();
-        }
-        Effect::Export { format, path, rows } => export(app, format, &path, &rows),
+        Effect::Save {
+            changes,
+            label,
+            guard,
+        } => save(app, changes, &label, guard),
+        Effect::Export {
+            format,
+            path,
+            rows,
+            overwrite,
+        } => export(app, format, &path, &rows, overwrite),
         Effect::Filter => {
             app.filter_view();
             return app.detail_effect();
@@ -106,6 +105,7 @@ pub fn run(app: &mut App, effect: Effect, theme: &Theme) -> Vec<Effect> {
 pub fn new_app(index: RunIndex, store: AnnotationStore, taxonomy: Taxonomy) -> App {
     let mut app = App::new(index, store, taxonomy);
     app.watch = RunWatch::new(&app.index.files);
+    say_unreadable(&mut app);
     sync_keys(&mut app);
     app.filter_view();
     if app.index.done {
@@ -172,27 +172,165 @@ pub fn refresh_header(app: &mut App) {
     }
 }
 
-/// Write the pairs in view with the same code as `triage export`, through a
-/// temp file and a rename, and say what happened.
-fn export(app: &mut App, format: crate::core::export::Format, path: &str, rows: &[u32]) {
+/// Write annotation changes through the store, each to the journal of its
+/// pair's run, and say what happened. An undo (or redo) whose pairs another
+/// triage changed since writes nothing: the step is dropped and the
+/// reviewer told who changed what.
+fn save(app: &mut App, changes: Vec<Change>, label: &str, guard: Guard) {
+    let n = changes.len();
+    let keys: HashSet<RecordKey> = changes.iter().map(|c| c.key).collect();
+    let files = app.index.files_of_keys(&keys);
+    let route = |k: &RecordKey| files.get(k).cloned().unwrap_or_default();
+    let expect = match &guard {
+        Guard::None => None,
+        Guard::Undo(e) | Guard::Redo(e) => Some(e.as_slice()),
+    };
+    match app.store.save(changes, &route, expect) {
+        Ok(Saved::Done(_)) => {
+            let text = if n > 1 && !label.contains(&n.to_string()) {
+                format!("saved: {label} ({n} pairs)")
+            } else {
+                format!("saved: {label}")
+            };
+            app.say(text, MessageKind::Saved);
+        }
+        Ok(Saved::Conflict(conflicts)) => {
+            let what = match guard {
+                Guard::Redo(_) => {
+                    app.undo.pop();
+                    "NOT REDONE"
+                }
+                _ => {
+                    app.redo.pop();
+                    "NOT UNDONE"
+                }
+            };
+            app.say(
+                format!("{what}: {}", conflict_text(&conflicts, n)),
+                MessageKind::Error,
+            );
+        }
+        Err(e) => app.say(format!("NOT SAVED: {e}"), MessageKind::Error),
+    }
+    sync_keys(app);
+    refresh_header(app);
+    // The view keeps just-classified pairs until it is rebuilt, so a
+    // pair never vanishes from under the cursor.
+    app.recount();
+}
+
+/// Which pairs another triage changed since, in words.
+fn conflict_text(conflicts: &[Conflict], of: usize) -> String {
+    let first = &conflicts[0];
+    let now = match &first.now {
+        Some(a) => format!(
+            "it is {} now, by {}",
+            a.category.as_deref().unwrap_or("a note only"),
+            if a.reviewer.is_empty() {
+                "another reviewer"
+            } else {
+                &a.reviewer
+            }
+        ),
+        None => "it has no category now".to_string(),
+    };
+    let who = format!("{} / {}", first.case_id, first.variant_id);
+    let head = if conflicts.len() == 1 && of == 1 {
+        format!("{who} was changed by someone else since ({now})")
+    } else {
+        format!(
+            "{} of the {of} pairs were changed by someone else since (first {who}: {now})",
+            conflicts.len()
+        )
+    };
+    format!("{head}; nothing was changed and that step is dropped")
+}
+
+/// Say once, at start, which journal lines could not be read and where
+/// they are now (the problems panel lists them).
+fn say_unreadable(app: &mut App) {
+    let (lines, _) = app.store.unreadable();
+    let Some(first) = lines.first() else {
+        return;
+    };
+    let n = lines.len();
+    let what = format!(
+        "{n} unreadable journal {}",
+        if n == 1 { "line" } else { "lines" }
+    );
+    let text = match &first.moved_to {
+        Some(side) => format!(
+            "{what} moved to {} — the problems panel lists them",
+            side.display()
+        ),
+        None => format!(
+            "{what} kept in {} — the problems panel lists them",
+            first.journal.display()
+        ),
+    };
+    app.say(text, MessageKind::Error);
+}
+
+/// Why the export prompt may not write to `target`: it is a run that is
+/// open, a journal, or one of a journal's own files.
+fn refused(app: &App, target: &Path) -> Option<String> {
+    for f in app.index.files.iter().filter(|f| f.on_disk()) {
+        if same_file(&f.path, target) {
+            return Some("that path is a run that is open, which triage never overwrites".into());
+        }
+    }
+    for (journal, _) in app.store.journals() {
+        for owned in journal_files(journal) {
+            if same_file(&owned, target) {
+                return Some(if owned == journal {
+                    "that path is the annotation journal; choose another path".into()
+                } else {
+                    "that path is one of the annotation journal's files; choose another path".into()
+                });
+            }
+        }
+    }
+    None
+}
+
+/// Write the pairs in view with the same code as `triage export` and say
+/// what happened: through a temp file and a rename, or straight into a
+/// device or a pipe (never renamed over). A file that exists is replaced
+/// only once the reviewer said yes.
+fn export(
+    app: &mut App,
+    format: crate::core::export::Format,
+    path: &str,
+    rows: &[u32],
+    overwrite: bool,
+) {
     use crate::core::export::{ExportInput, ExportOptions, write};
-    let target = std::path::Path::new(path);
-    let is_run = app.index.files.iter().any(|f| {
-        std::fs::canonicalize(&f.path)
-            .ok()
-            .is_some_and(|a| std::fs::canonicalize(target).ok() == Some(a))
-    });
-    if is_run {
+    let target = Path::new(path);
+    let shown = crate::core::text::inert_line(path);
+    if let Some(why) = refused(app, target) {
+        app.say(format!("NOT EXPORTED: {why}"), MessageKind::Error);
+        return;
+    }
+    let existing = std::fs::metadata(target).ok();
+    if existing.as_ref().is_some_and(|m| m.is_dir()) {
         app.say(
-            "NOT EXPORTED: that path is the run file, which triage never overwrites",
+            format!("NOT EXPORTED: {shown} is a folder; give a file name"),
             MessageKind::Error,
         );
         return;
     }
-    let dir = target
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(std::path::Path::new("."));
+    let regular = existing.as_ref().is_none_or(|m| m.is_file());
+    if existing.is_some() && regular && !overwrite {
+        app.overlay = Overlay::Confirm(Confirm {
+            question: format!("{shown} exists. Replace it with this {format} export?"),
+            on_yes: OnYes::Export {
+                format,
+                path: path.to_string(),
+                rows: rows.to_vec(),
+            },
+        });
+        return;
+    }
     let input = ExportInput {
         index: &app.index,
         store: Some(&app.store),
@@ -202,40 +340,49 @@ fn export(app: &mut App, format: crate::core::export::Format, path: &str, rows: 
         all: true,
         ..ExportOptions::default()
     };
-    let result = tempfile::NamedTempFile::new_in(dir).and_then(|mut tmp| {
-        {
-            let mut w = std::io::BufWriter::new(tmp.as_file_mut());
-            write(&input, rows, format, &opts, &mut w)?;
-            std::io::Write::flush(&mut w)?;
-        }
-        tmp.as_file().sync_all()?;
-        // A report is for sharing: the usual file mode, not the temp file's 0600.
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            tmp.as_file()
-                .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-        }
-        tmp.persist(target).map_err(|e| e.error)?;
-        Ok(())
-    });
+    let result = if regular {
+        let dir = target
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."));
+        tempfile::NamedTempFile::new_in(dir).and_then(|mut tmp| {
+            {
+                let mut w = std::io::BufWriter::new(tmp.as_file_mut());
+                write(&input, rows, format, &opts, &mut w)?;
+                std::io::Write::flush(&mut w)?;
+            }
+            tmp.as_file().sync_all()?;
+            // A report is for sharing: the usual file mode, not the temp file's 0600.
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                tmp.as_file()
+                    .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+            }
+            tmp.persist(target).map_err(|e| e.error)?;
+            Ok(())
+        })
+    } else {
+        // A device or a pipe: written in place; a full device fails here.
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(target)
+            .and_then(|f| {
+                let mut w = std::io::BufWriter::new(f);
+                write(&input, rows, format, &opts, &mut w)?;
+                std::io::Write::flush(&mut w)
+            })
+    };
     match result {
         Ok(()) => app.say(
             format!(
-                "exported {} {} to {} ({format})",
+                "exported {} {} to {shown} ({format})",
                 rows.len(),
                 if rows.len() == 1 { "pair" } else { "pairs" },
-                crate::core::text::inert_line(path)
             ),
             MessageKind::Saved,
         ),
-        Err(e) => app.say(
-            format!(
-                "NOT EXPORTED to {}: {e}",
-                crate::core::text::inert_line(path)
-            ),
-            MessageKind::Error,
-        ),
+        Err(e) => app.say(format!("NOT EXPORTED to {shown}: {e}"), MessageKind::Error),
     }
 }
 

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{self, Event, KeyCode, KeyEventKind, KeyModifiers};
 
+use crate::core::annotations::Recovery;
 use crate::core::index::Loader;
 
 use super::action::Action;
@@ -45,7 +46,6 @@ pub fn run(
     let mut dirty = true;
     let mut last_retry = Instant::now();
     let mut last_watch = Instant::now();
-    let mut quit_armed = false;
     // When the first frame with rows was drawn (TRIAGE_TRACE_FIRST_FRAME).
     let mut first_rows: Option<(Duration, usize)> = None;
     let exit = loop {
@@ -104,21 +104,9 @@ pub fn run(
         if let Some(sig) = signals.pending() {
             break Exit::Signal(sig);
         }
+        // Set only once nothing is pending or the reviewer said to quit
+        // anyway (`App::request_quit` asks on every `q`).
         if app.quit {
-            if app.store.pending() > 0 && !quit_armed {
-                app.quit = false;
-                quit_armed = true;
-                app.say(
-                    format!(
-                        "{} decisions are NOT saved ({}). Quit again to leave without them.",
-                        app.store.pending(),
-                        app.store.path().display()
-                    ),
-                    MessageKind::Error,
-                );
-                dirty = true;
-                continue;
-            }
             break Exit::Quit;
         }
         if let Some((digit, since)) = app.pending_count_digit()
@@ -201,12 +189,39 @@ pub fn run(
             }
         }
     };
+    // The signal is answered: the watchdog must not end the process while
+    // the journal waits for its lock below (a second signal re-arms it).
+    signals.got.store(0, std::sync::atomic::Ordering::SeqCst);
     // Last chance for pending writes, then a compact journal for next time.
     if app.store.pending() > 0 {
         let _ = app.store.retry_pending();
     }
+    let moved_before = moved_lines(&app);
     let _ = app.store.compact();
     term::leave();
+    // Decisions the disk still refuses go to a recovery file (or stderr),
+    // and the reviewer is told where: quitting anyway, SIGTERM, a hang-up.
+    if app.store.pending() > 0 {
+        for r in app.store.recover() {
+            eprintln!("triage: {r}");
+            if let Recovery::Lines { lines, .. } = &r {
+                for l in lines {
+                    eprintln!("{l}");
+                }
+            }
+        }
+    }
+    let moved = moved_lines(&app);
+    if moved.len() > moved_before.len() {
+        let n = moved.len() - moved_before.len();
+        let mut sides: Vec<String> = moved.iter().map(|p| p.display().to_string()).collect();
+        sides.dedup();
+        eprintln!(
+            "triage: {n} unreadable journal {} moved to {}",
+            if n == 1 { "line" } else { "lines" },
+            sides.join(", ")
+        );
+    }
     if std::env::var_os("TRIAGE_TRACE_FIRST_FRAME").is_some_and(|v| v != "0") {
         trace_first_frame(first_rows, &app.index);
     }
@@ -266,7 +281,20 @@ fn watch(app: &mut App) -> bool {
         app.run_change = Some(change);
         changed = true;
     }
-    match app.store.refresh() {
+    let refreshed = app.store.refresh();
+    let restored = app.store.restored();
+    if restored > 0 {
+        app.say(
+            format!(
+                "{} replaced by a copy without {restored} of your decisions; {} written again",
+                app.store.path().display(),
+                if restored == 1 { "it was" } else { "they were" },
+            ),
+            MessageKind::Error,
+        );
+        changed = true;
+    }
+    match refreshed {
         Ok(0) => {}
         Ok(n) => {
             effects::sync_keys(app);
@@ -289,6 +317,12 @@ fn watch(app: &mut App) -> bool {
         Err(_) => {}
     }
     changed
+}
+
+/// Where each unreadable journal line moved to a side file went.
+fn moved_lines(app: &App) -> Vec<std::path::PathBuf> {
+    let (lines, _) = app.store.unreadable();
+    lines.into_iter().filter_map(|l| l.moved_to).collect()
 }
 
 /// Index the run again from disk; the new loader, if it could be opened.

@@ -1,5 +1,7 @@
 use super::*;
 use proptest::prelude::*;
+use std::io::Write;
+use std::time::Duration;
 use tempfile::TempDir;
 
 fn key(n: u8) -> RecordKey {
@@ -230,6 +232,15 @@ fn torn_last_line_is_skipped_then_compacted_away() {
     let store = AnnotationStore::open(&path, "ann").unwrap();
     assert_eq!(store.skipped_lines(), (1, Some(2)));
     assert_eq!(lines(&path), [good]);
+    // Moved, not dropped: the side file holds the torn line as it was.
+    let side = with_suffix(&path, ".unreadable");
+    assert_eq!(fs::read_to_string(&side).unwrap(), format!("{torn}\n"));
+    let (bad, more) = store.unreadable();
+    assert!(!more);
+    assert_eq!(bad.len(), 1);
+    assert_eq!(bad[0].line, 2);
+    assert_eq!(bad[0].moved_to.as_deref(), Some(side.as_path()));
+    assert!(bad[0].reason.starts_with("cut off"), "{}", bad[0].reason);
 }
 
 #[test]
@@ -306,6 +317,10 @@ fn a_file_that_is_not_a_journal_is_left_alone() {
     let store = AnnotationStore::open(&path, "ann").unwrap();
     assert_eq!(store.skipped_lines(), (1, Some(1)));
     assert_eq!(fs::read_to_string(&path).unwrap(), "");
+    assert_eq!(
+        fs::read_to_string(with_suffix(&path, ".unreadable")).unwrap(),
+        format!("{}\n", &event(1, "c", Some("a"), None)[..20])
+    );
 }
 
 #[test]
@@ -328,18 +343,28 @@ fn compaction_keeps_exactly_the_live_annotations() {
     assert_eq!(lines(&path).len(), 17);
     store.compact().unwrap();
     let text = lines(&path);
-    assert_eq!(text.len(), 3);
+    // One event per pair: the three annotated ones, and the two cleared
+    // ones as clears (so an older copy or journal cannot bring them back).
+    assert_eq!(text.len(), 5);
     let mut keys = Vec::new();
+    let mut cleared = Vec::new();
     for line in &text {
         let Line::Event(ann, prev) = parse_line(line.as_bytes()) else {
             panic!("unparseable compacted line {line}");
         };
+        if ann.is_empty() {
+            assert_eq!(prev.unwrap().category.as_deref(), Some("cat2"));
+            cleared.push(ann.key);
+            continue;
+        }
         assert_eq!(ann.category.as_deref(), Some("cat2"));
         assert_eq!(prev.unwrap().category.as_deref(), Some("cat1"));
         keys.push(ann.key);
     }
     keys.sort();
+    cleared.sort();
     assert_eq!(keys, [key(1), key(3), key(5)]);
+    assert_eq!(cleared, [key(2), key(4)]);
     assert!(
         !dir.path()
             .read_dir()
@@ -438,6 +463,8 @@ fn two_instances_share_one_journal_and_merge_each_others_decisions() {
 fn a_save_waits_for_the_lock_and_then_lands_after_the_holder() {
     let dir = TempDir::new().unwrap();
     let path = journal(&dir);
+    // A journal that exists has its lock file from the start.
+    fs::write(&path, "").unwrap();
     let mut store = AnnotationStore::open(&path, "ann").unwrap();
     let holder = File::open(with_suffix(&path, ".lock")).unwrap();
     holder.lock().unwrap();
@@ -463,12 +490,13 @@ fn a_save_waits_for_the_lock_and_then_lands_after_the_holder() {
 fn a_save_that_cannot_get_the_lock_stays_pending() {
     let dir = TempDir::new().unwrap();
     let path = journal(&dir);
+    fs::write(&path, "").unwrap();
     let mut store = AnnotationStore::open(&path, "ann").unwrap();
     let holder = File::open(with_suffix(&path, ".lock")).unwrap();
     holder.lock().unwrap();
-    let lock = store.lock.take().unwrap();
+    let lock = store.journals[0].lock.take().unwrap();
     assert!(lock_within(&lock, Duration::from_millis(50)).is_err());
-    store.lock = Some(lock);
+    store.journals[0].lock = Some(lock);
     holder.unlock().unwrap();
     store.apply(vec![change(1, "c1", Some("a"), None)]).unwrap();
     assert_eq!(store.pending(), 0);
@@ -560,6 +588,7 @@ fn full_disk_keeps_pending_with_a_clear_message() {
     }
     let dir = TempDir::new().unwrap();
     let path = journal(&dir);
+    fs::write(&path, "").unwrap();
     let mut store = AnnotationStore::open(&path, "ann").unwrap();
     fs::remove_file(&path).unwrap();
     std::os::unix::fs::symlink(dev_full, &path).unwrap();
@@ -681,6 +710,8 @@ proptest! {
         let dir = TempDir::new().unwrap();
         let path = journal(&dir);
         let mut model = Model::new();
+        // Every pair ever changed keeps one event (a cleared one, a clear).
+        let mut seen: HashSet<RecordKey> = HashSet::new();
         let mut store = AnnotationStore::open(&path, "ann").unwrap();
         for (batch, reopen) in batches {
             let changes = batch
@@ -691,6 +722,7 @@ proptest! {
                     } else {
                         AnnotationSource::Manual
                     };
+                    seen.insert(key(n));
                     let (c, nt) = (non_empty(category.clone()), non_empty(note.clone()));
                     if c.is_none() && nt.is_none() {
                         model.remove(&key(n));
@@ -712,7 +744,7 @@ proptest! {
             if reopen {
                 drop(store);
                 store = AnnotationStore::open(&path, "ann").unwrap();
-                prop_assert_eq!(lines(&path).len(), model.len());
+                prop_assert_eq!(lines(&path).len(), seen.len());
             }
         }
         drop(store);
@@ -769,4 +801,464 @@ proptest! {
         prop_assert_eq!(&state(&store), &model);
         prop_assert_eq!(store.skipped_lines(), (0, None));
     }
+}
+
+#[test]
+fn unreadable_lines_among_good_ones_are_moved_to_a_side_file_not_dropped() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let trailing_comma = event(2, "c2", Some("b"), None).replace('}', ",}");
+    let nuls = "\0\0\0\0".to_string();
+    let text = [
+        event(1, "c1", Some("a"), None),
+        "<<<<<<< HEAD".to_string(),
+        trailing_comma.clone(),
+        "=======".to_string(),
+        nuls.clone(),
+        ">>>>>>> theirs".to_string(),
+        event(3, "c3", Some("c"), None),
+    ]
+    .join("\n")
+        + "\n";
+    fs::write(&path, &text).unwrap();
+    let store = AnnotationStore::open(&path, "ann").unwrap();
+    assert_eq!(store.all().len(), 2);
+    assert_eq!(store.skipped_lines(), (5, Some(2)));
+    assert_eq!(store.unreadable_count(), 5);
+    let (bad, more) = store.unreadable();
+    assert!(!more);
+    let lines_and_reasons: Vec<(u64, &str)> =
+        bad.iter().map(|b| (b.line, b.reason.as_str())).collect();
+    assert_eq!(lines_and_reasons[0].0, 2);
+    assert!(
+        lines_and_reasons[0]
+            .1
+            .starts_with("a merge conflict marker")
+    );
+    assert_eq!(lines_and_reasons[1].0, 3);
+    assert!(lines_and_reasons[1].1.starts_with("not JSON"), "{bad:?}");
+    assert!(lines_and_reasons[3].1.contains("NUL"), "{bad:?}");
+    // The good events stay; every unreadable line is in the side file,
+    // byte for byte and in order.
+    let side = with_suffix(&path, ".unreadable");
+    assert!(
+        bad.iter()
+            .all(|b| b.moved_to.as_deref() == Some(side.as_path()))
+    );
+    assert_eq!(lines(&path).len(), 2);
+    assert_eq!(
+        fs::read_to_string(&side).unwrap(),
+        format!("<<<<<<< HEAD\n{trailing_comma}\n=======\n{nuls}\n>>>>>>> theirs\n")
+    );
+    // Opening again finds a clean journal and leaves the side file alone.
+    drop(store);
+    let store = AnnotationStore::open(&path, "ann").unwrap();
+    assert_eq!(store.unreadable_count(), 0);
+    assert_eq!(fs::read_to_string(&side).unwrap().lines().count(), 5);
+}
+
+#[test]
+fn unreadable_lines_stay_in_place_when_the_side_file_cannot_be_written() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let text = format!("{}\nnot json\n", event(1, "c1", Some("a"), None));
+    fs::write(&path, &text).unwrap();
+    // A folder where the side file would go: it cannot be written.
+    fs::create_dir(with_suffix(&path, ".unreadable")).unwrap();
+    let store = AnnotationStore::open(&path, "ann").unwrap();
+    assert_eq!(fs::read_to_string(&path).unwrap(), text);
+    let (bad, _) = store.unreadable();
+    assert_eq!(bad.len(), 1);
+    assert_eq!(bad[0].moved_to, None);
+}
+
+#[test]
+fn opening_a_missing_journal_creates_nothing_until_the_first_decision() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut store = AnnotationStore::open(&path, "ann").unwrap();
+    store.refresh().unwrap();
+    store.compact().unwrap();
+    assert_eq!(dir.path().read_dir().unwrap().count(), 0, "nothing written");
+    store.apply(vec![change(1, "c1", Some("a"), None)]).unwrap();
+    assert_eq!(lines(&path).len(), 1);
+    assert!(with_suffix(&path, ".lock").exists());
+    drop(store);
+    // Opening and closing without a decision still writes nothing.
+    let other_dir = TempDir::new().unwrap();
+    let other = journal(&other_dir);
+    drop(AnnotationStore::open(&other, "ann").unwrap());
+    assert!(!other.exists() && !with_suffix(&other, ".lock").exists());
+}
+
+#[test]
+fn an_undo_does_not_wipe_what_another_triage_decided_since() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut a = AnnotationStore::open(&path, "ann").unwrap();
+    let mut b = AnnotationStore::open(&path, "bob").unwrap();
+    let before = change(1, "c1", None, None);
+    let after = change(1, "c1", Some("boundary"), None);
+    a.apply(vec![after.clone()]).unwrap();
+    b.apply(vec![change(1, "c1", Some("distractor"), None)])
+        .unwrap();
+    // A's undo expects its own decision; B's later one is found instead.
+    let saved = a
+        .save(
+            vec![before.clone()],
+            &|_| Vec::new(),
+            Some(std::slice::from_ref(&after)),
+        )
+        .unwrap();
+    let Saved::Conflict(conflicts) = saved else {
+        panic!("a conflict, got {saved:?}");
+    };
+    assert_eq!(conflicts.len(), 1);
+    let now = conflicts[0].now.as_ref().unwrap();
+    assert_eq!(now.category.as_deref(), Some("distractor"));
+    assert_eq!(now.reviewer, "bob");
+    assert_eq!(lines(&path).len(), 2, "nothing written");
+    assert_eq!(
+        a.get(&key(1)).unwrap().category.as_deref(),
+        Some("distractor")
+    );
+    b.refresh().unwrap();
+    assert_eq!(
+        b.get(&key(1)).unwrap().category.as_deref(),
+        Some("distractor")
+    );
+
+    // While the pair still holds A's decision, the undo goes through.
+    a.apply(vec![after.clone()]).unwrap();
+    let saved = a
+        .save(vec![before], &|_| Vec::new(), Some(&[after]))
+        .unwrap();
+    assert!(matches!(saved, Saved::Done(_)));
+    assert!(a.get(&key(1)).is_none());
+}
+
+#[test]
+fn a_journal_put_back_from_an_older_copy_gets_this_triages_decisions_again() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut a = AnnotationStore::open(&path, "ann").unwrap();
+    a.apply(vec![change(1, "c1", Some("a"), None)]).unwrap();
+    let older = fs::read(&path).unwrap();
+    a.apply(vec![change(2, "c2", Some("b"), None)]).unwrap();
+    a.apply(vec![change(1, "c1", None, Some("cleared"))])
+        .unwrap();
+    // As `git checkout` does: a new file with the older content.
+    let copy = dir.path().join("copy");
+    fs::write(&copy, &older).unwrap();
+    fs::rename(&copy, &path).unwrap();
+    assert_eq!(a.refresh().unwrap(), 0, "no decision arrived");
+    assert_eq!(a.restored(), 2);
+    assert_eq!(a.restored(), 0, "said once");
+    assert_eq!(a.pending(), 0, "written again by the refresh itself");
+    assert_eq!(AnnotationStore::read(&path).unwrap().all().len(), 2);
+    assert_eq!(a.get(&key(2)).unwrap().category.as_deref(), Some("b"));
+    assert_eq!(a.get(&key(1)).unwrap().note.as_deref(), Some("cleared"));
+    drop(a);
+    let read = AnnotationStore::read(&path).unwrap();
+    assert_eq!(read.get(&key(2)).unwrap().category.as_deref(), Some("b"));
+    assert_eq!(read.get(&key(1)).unwrap().category, None);
+    assert_eq!(read.get(&key(1)).unwrap().note.as_deref(), Some("cleared"));
+}
+
+#[test]
+fn a_later_decision_or_clear_by_another_triage_is_not_undone_by_a_restore() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut a = AnnotationStore::open(&path, "ann").unwrap();
+    let mut b = AnnotationStore::open(&path, "bob").unwrap();
+    a.apply(vec![
+        change(1, "c1", Some("a"), None),
+        change(2, "c2", Some("a"), None),
+    ])
+    .unwrap();
+    b.refresh().unwrap();
+    // B clears one and changes the other, then compacts (a new file).
+    b.apply(vec![
+        change(1, "c1", None, None),
+        change(2, "c2", Some("z"), None),
+    ])
+    .unwrap();
+    b.compact().unwrap();
+    assert_eq!(a.refresh().unwrap(), 2);
+    assert_eq!(a.restored(), 0);
+    assert!(a.get(&key(1)).is_none());
+    assert_eq!(a.get(&key(2)).unwrap().category.as_deref(), Some("z"));
+}
+
+fn spec(path: &Path, files: Option<Vec<u16>>, writable: bool) -> JournalSpec {
+    JournalSpec {
+        path: path.to_path_buf(),
+        files,
+        writable,
+    }
+}
+
+#[test]
+fn each_decision_goes_to_the_journal_of_its_pairs_run() {
+    let dir = TempDir::new().unwrap();
+    let ja = dir.path().join("a.jsonl.triage.jsonl");
+    let jb = dir.path().join("b.jsonl.triage.jsonl");
+    let specs = [
+        spec(&ja, Some(vec![0]), true),
+        spec(&jb, Some(vec![1]), true),
+    ];
+    let mut store = AnnotationStore::open_journals(&specs, "ann")
+        .unwrap()
+        .unwrap();
+    let files = |k: &RecordKey| if *k == key(2) { vec![1] } else { vec![0] };
+    store
+        .save(
+            vec![
+                change(1, "c1", Some("a"), None),
+                change(2, "c2", Some("b"), None),
+            ],
+            &files,
+            None,
+        )
+        .unwrap();
+    assert_eq!(store.all().len(), 2);
+    assert_eq!(lines(&ja).len(), 1);
+    assert!(lines(&ja)[0].contains(&key(1).to_string()));
+    assert_eq!(lines(&jb).len(), 1);
+    assert!(lines(&jb)[0].contains(&key(2).to_string()));
+    // A pair in both runs is decided in both journals.
+    store
+        .save(
+            vec![change(3, "c3", Some("x"), None)],
+            &|_| vec![0, 1],
+            None,
+        )
+        .unwrap();
+    assert_eq!(lines(&ja).len(), 2);
+    assert_eq!(lines(&jb).len(), 2);
+    // A journal the run of a pair was not given keeps nothing of it.
+    let read_b = AnnotationStore::read(&jb).unwrap();
+    assert!(read_b.get(&key(1)).is_none());
+    assert_eq!(read_b.get(&key(2)).unwrap().category.as_deref(), Some("b"));
+}
+
+#[test]
+fn a_committed_journal_is_read_under_the_fallback_and_never_written() {
+    let dir = TempDir::new().unwrap();
+    let committed = dir.path().join("run.jsonl.triage.jsonl");
+    let fallback = dir.path().join("fallback.triage.jsonl");
+    let text = [
+        event(1, "c1", Some("a"), None),
+        event(2, "c2", Some("b"), None),
+    ]
+    .join("\n")
+        + "\n";
+    fs::write(&committed, &text).unwrap();
+    let specs = [
+        spec(&committed, Some(vec![0]), false),
+        spec(&fallback, Some(vec![0]), true),
+    ];
+    let mut store = AnnotationStore::open_journals(&specs, "ann")
+        .unwrap()
+        .unwrap();
+    assert_eq!(store.all().len(), 2);
+    assert_eq!(store.path(), fallback);
+    assert_eq!(store.access(), &Access::ReadWrite);
+    store
+        .save(
+            vec![
+                change(1, "c1", None, None),
+                change(2, "c2", Some("z"), None),
+            ],
+            &|_| vec![0],
+            None,
+        )
+        .unwrap();
+    assert!(store.get(&key(1)).is_none());
+    assert_eq!(store.get(&key(2)).unwrap().category.as_deref(), Some("z"));
+    assert_eq!(
+        fs::read_to_string(&committed).unwrap(),
+        text,
+        "never written"
+    );
+    store.compact().unwrap();
+    drop(store);
+    // The fallback's clear and change still win after a compaction and a reopen.
+    let store = AnnotationStore::open_journals(&specs, "ann")
+        .unwrap()
+        .unwrap();
+    assert!(store.get(&key(1)).is_none());
+    assert_eq!(store.get(&key(2)).unwrap().category.as_deref(), Some("z"));
+    assert_eq!(store.all().len(), 1);
+}
+
+#[test]
+fn journal_specs_give_each_run_its_own_journal_or_one_explicit() {
+    let dir = TempDir::new().unwrap();
+    let a = dir.path().join("a.jsonl").to_string_lossy().to_string();
+    let b = dir.path().join("b.jsonl").to_string_lossy().to_string();
+    let (specs, notes) = journal_specs(&[a.clone(), b.clone(), a.clone()], None).unwrap();
+    assert_eq!(
+        specs,
+        vec![
+            spec(
+                &PathBuf::from(format!("{a}.triage.jsonl")),
+                Some(vec![0, 2]),
+                true
+            ),
+            spec(
+                &PathBuf::from(format!("{b}.triage.jsonl")),
+                Some(vec![1]),
+                true
+            ),
+        ]
+    );
+    assert_eq!(notes, ["each run's decisions go to its own journal"]);
+    let explicit = dir.path().join("all.jsonl");
+    let (specs, _) = journal_specs(&[a, b], Some(&explicit)).unwrap();
+    assert_eq!(specs, vec![spec(&explicit, None, true)]);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn decisions_a_full_disk_refuses_go_to_a_recovery_file_or_back_as_lines() {
+    let dev_full = Path::new("/dev/full");
+    if !dev_full.exists() {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let sub = dir.path().join("sub");
+    fs::create_dir(&sub).unwrap();
+    let path = sub.join("run.jsonl.triage.jsonl");
+    std::os::unix::fs::symlink(dev_full, &path).unwrap();
+    let mut store = AnnotationStore::open(&path, "ann").unwrap();
+    assert!(store.apply(vec![change(1, "c1", Some("a"), None)]).is_err());
+    assert!(store.compact().is_ok(), "a device is never replaced");
+    assert!(
+        fs::metadata(dev_full)
+            .unwrap()
+            .file_type()
+            .is_char_device_like()
+    );
+    let recovered = store.recover();
+    let [Recovery::File { file, count: 1, .. }] = recovered.as_slice() else {
+        panic!("a recovery file, got {recovered:?}");
+    };
+    assert_eq!(*file, with_suffix(&path, ".recovered.jsonl"));
+    let text = fs::read_to_string(file).unwrap();
+    let Line::Event(ann, _) = parse_line(text.trim().as_bytes()) else {
+        panic!("a journal event: {text}");
+    };
+    assert_eq!(ann.category.as_deref(), Some("a"));
+    assert!(
+        recovered[0].to_string().contains("cat '"),
+        "{}",
+        recovered[0]
+    );
+    // Without a folder to write it in: the events come back as lines.
+    fs::remove_dir_all(&sub).unwrap();
+    let recovered = store.recover();
+    let [Recovery::Lines { lines, .. }] = recovered.as_slice() else {
+        panic!("lines, got {recovered:?}");
+    };
+    assert_eq!(lines.len(), 1);
+    assert!(lines[0].contains(&key(1).to_string()));
+}
+
+/// A character device, as /dev/full is (std has no stable test for it).
+trait DeviceLike {
+    fn is_char_device_like(&self) -> bool;
+}
+
+impl DeviceLike for fs::FileType {
+    fn is_char_device_like(&self) -> bool {
+        use std::os::unix::fs::FileTypeExt;
+        self.is_char_device()
+    }
+}
+
+#[test]
+fn journals_are_told_from_runs() {
+    let dir = TempDir::new().unwrap();
+    let j = journal(&dir);
+    fs::write(&j, event(1, "c1", Some("a"), None) + "\n").unwrap();
+    assert!(looks_like_journal(&j));
+    let renamed = dir.path().join("decisions.jsonl");
+    fs::copy(&j, &renamed).unwrap();
+    assert!(
+        looks_like_journal(&renamed),
+        "by content, whatever its name"
+    );
+    let empty = dir.path().join("x.jsonl.triage.jsonl");
+    fs::write(&empty, "").unwrap();
+    assert!(looks_like_journal(&empty));
+    let lock = with_suffix(&empty, ".lock");
+    fs::write(&lock, "").unwrap();
+    assert!(looks_like_journal(&lock));
+    let run = dir.path().join("run.jsonl");
+    fs::write(&run, "{\"case_id\":\"c\",\"variant_id\":\"v\"}\n").unwrap();
+    assert!(!looks_like_journal(&run));
+    let empty_run = dir.path().join("empty.jsonl");
+    fs::write(&empty_run, "").unwrap();
+    assert!(!looks_like_journal(&empty_run));
+    assert!(!looks_like_journal(dir.path()));
+}
+
+#[test]
+fn same_file_sees_through_dots_and_files_not_created_yet() {
+    let dir = TempDir::new().unwrap();
+    let j = journal(&dir);
+    let via_dot = dir
+        .path()
+        .join(".")
+        .join("x")
+        .join("..")
+        .join("run.jsonl.triage.jsonl");
+    assert!(same_file(&j, &via_dot), "before it exists");
+    fs::write(&j, "").unwrap();
+    assert!(same_file(&j, &via_dot));
+    assert!(!same_file(&j, &dir.path().join("other")));
+    let owned = journal_files(&j);
+    assert_eq!(owned[1], with_suffix(&j, ".lock"));
+    assert_eq!(owned[2], with_suffix(&j, ".unreadable"));
+}
+
+#[test]
+fn a_journal_another_triage_creates_is_read_under_its_lock() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut first = AnnotationStore::open(&path, "ann").unwrap();
+    let mut second = AnnotationStore::open(&path, "bob").unwrap();
+    second
+        .apply(vec![change(1, "c1", Some("b"), None)])
+        .unwrap();
+    assert!(first.journals[0].lock.is_none(), "nothing created yet");
+    assert_eq!(first.refresh().unwrap(), 1);
+    assert!(first.journals[0].lock.is_some(), "read under the lock");
+    assert_eq!(first.get(&key(1)).unwrap().reviewer, "bob");
+    first.apply(vec![change(2, "c2", Some("a"), None)]).unwrap();
+    assert_eq!(lines(&path).len(), 2);
+}
+
+#[test]
+fn a_later_event_that_repeats_an_earlier_value_is_not_taken_for_an_older_copy() {
+    // Found by the interleaving property: ann decides a then b; bob, after
+    // her, decides a twice, and a compaction leaves only bob's last event,
+    // whose value (and prev) equal ann's first. That is not a rollback.
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut ann = AnnotationStore::open(&path, "ann").unwrap();
+    let mut bob = AnnotationStore::open(&path, "bob").unwrap();
+    ann.apply(vec![change(3, "c3", Some("a"), None)]).unwrap();
+    ann.apply(vec![change(3, "c3", Some("b"), None)]).unwrap();
+    bob.apply(vec![change(3, "c3", Some("a"), None)]).unwrap();
+    bob.apply(vec![change(3, "c3", Some("a"), None)]).unwrap();
+    drop(bob);
+    let bob = AnnotationStore::open(&path, "bob").unwrap();
+    assert_eq!(lines(&path).len(), 1, "compacted on open");
+    ann.refresh().unwrap();
+    assert_eq!(ann.restored(), 0);
+    assert_eq!(ann.get(&key(3)).unwrap().category.as_deref(), Some("a"));
+    assert_eq!(lines(&path).len(), 1);
+    drop(bob);
 }

@@ -232,6 +232,25 @@ impl RunIndex {
     pub fn known_key_set(&self) -> impl Iterator<Item = &RecordKey> {
         self.keys.by_loc.values()
     }
+
+    /// The run files (indices into [`RunIndex::files`]) whose rows with a
+    /// known key have one of `keys`: where a decision on those pairs belongs.
+    pub fn files_of_keys(
+        &self,
+        keys: &std::collections::HashSet<RecordKey>,
+    ) -> std::collections::HashMap<RecordKey, Vec<u16>> {
+        let mut out: std::collections::HashMap<RecordKey, Vec<u16>> = Default::default();
+        for (loc, key) in &self.keys.by_loc {
+            if keys.contains(key) {
+                let file = crate::core::row::Loc::file_of_id(*loc);
+                let files = out.entry(*key).or_default();
+                if !files.contains(&file) {
+                    files.push(file);
+                }
+            }
+        }
+        out
+    }
 }
 
 #[cfg(test)]

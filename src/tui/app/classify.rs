@@ -11,7 +11,7 @@ use std::collections::HashSet;
 use crate::core::annotations::{AnnotationSource, Change};
 use crate::tui::action::Action;
 
-use super::overlay::confirm::Confirm;
+use super::overlay::confirm::{Confirm, OnYes};
 use super::{App, Effect, KeyUse, MessageKind, Overlay};
 
 /// Give the targets (marked pairs, the case under the cursor, or the
@@ -147,8 +147,10 @@ pub(super) fn accept_all_suggestions(app: &mut App, keys: KeyUse) -> Vec<Effect>
             changes.len(),
             if changes.len() == 1 { "pair" } else { "pairs" }
         ),
-        label: format!("accepted {} suggestions", changes.len()),
-        changes,
+        on_yes: OnYes::Save {
+            label: format!("accepted {} suggestions", changes.len()),
+            changes,
+        },
     });
     vec![]
 }

@@ -12,7 +12,7 @@ use crate::tui::note::NoteEditor;
 use super::classify;
 use super::overlay::export::ExportPrompt;
 use super::overlay::query::QueryBar;
-use super::{App, DetailMode, Effect, Focus, KeyUse, MessageKind, Overlay};
+use super::{App, DetailMode, Effect, Focus, Guard, KeyUse, MessageKind, Overlay};
 
 /// Apply an action on the main screen (no overlay is open).
 pub(super) fn handle(app: &mut App, action: Action, keys: KeyUse) -> Vec<Effect> {
@@ -50,7 +50,7 @@ fn general(app: &mut App, action: Action) -> Vec<Effect> {
     let page = app.viewport.list_rows.max(1);
     match action {
         Action::Quit => {
-            app.quit = true;
+            app.request_quit();
             vec![]
         }
         Action::ToggleHelp => {
@@ -329,9 +329,12 @@ fn marks_and_history(app: &mut App, action: Action) -> Vec<Effect> {
         }
         Action::Undo => match app.undo.pop() {
             Some(step) => {
+                // Only if the pairs still hold this step's decision: an
+                // undo must not wipe what another triage decided since.
                 let e = Effect::Save {
                     changes: step.before.clone(),
                     label: format!("undid: {}", step.label),
+                    guard: Guard::Undo(step.after.clone()),
                 };
                 app.redo.push(step);
                 vec![e]
@@ -346,6 +349,7 @@ fn marks_and_history(app: &mut App, action: Action) -> Vec<Effect> {
                 let e = Effect::Save {
                     changes: step.after.clone(),
                     label: format!("redid: {}", step.label),
+                    guard: Guard::Redo(step.before.clone()),
                 };
                 app.undo.push(step);
                 vec![e]

@@ -50,7 +50,7 @@ mod main_screen;
 pub mod overlay;
 mod update;
 
-pub use overlay::confirm::Confirm;
+pub use overlay::confirm::{Confirm, OnYes};
 pub use overlay::export::ExportPrompt;
 pub use overlay::facets::FacetsPanel;
 pub use overlay::help::{HelpKey, help_search_key};
@@ -114,14 +114,21 @@ pub struct UndoStep {
 pub enum Effect {
     /// Read and derive the pair at this row, and build its detail document.
     LoadDetail(u32),
-    /// Write the pairs in view in a format to a path.
+    /// Write the pairs in view in a format to a path; an existing file is
+    /// replaced only with `overwrite` (the reviewer said yes).
     Export {
         format: crate::core::export::Format,
         path: String,
         rows: Vec<u32>,
+        overwrite: bool,
     },
-    /// Write annotation changes durably.
-    Save { changes: Vec<Change>, label: String },
+    /// Write annotation changes durably, each to the journal of its pair's
+    /// run; an undo or a redo only if its pairs still hold what it expects.
+    Save {
+        changes: Vec<Change>,
+        label: String,
+        guard: Guard,
+    },
     /// Stop the process group until the shell resumes it.
     Suspend,
     /// Index the run again from disk (the event loop does it: it owns the loader).
@@ -138,6 +145,19 @@ pub enum Effect {
     /// Open the summary over every pair a query that reads the run's lines
     /// matches ([`App::show_summary`]).
     ShowSummary,
+}
+
+/// What a save checks before it writes: an undo (or a redo) must not wipe
+/// what another triage decided on its pairs since.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Guard {
+    /// A new decision: written whatever the pairs hold.
+    None,
+    /// Undoing a step: only if the pairs still hold its `after` state
+    /// (given here); otherwise nothing is written and the step is dropped.
+    Undo(Vec<Change>),
+    /// Redoing a step: only if the pairs still hold its `before` state.
+    Redo(Vec<Change>),
 }
 
 /// A view left for the effect runner to filter ([`Effect::Filter`]): the
@@ -810,7 +830,32 @@ impl App {
             label: label.clone(),
         });
         self.redo.clear();
-        Effect::Save { changes, label }
+        Effect::Save {
+            changes,
+            label,
+            guard: Guard::None,
+        }
+    }
+
+    /// Quit, or, while decisions are not saved, ask first (every time).
+    pub fn request_quit(&mut self) {
+        let n = self.store.pending();
+        if n == 0 {
+            self.quit = true;
+            return;
+        }
+        self.overlay = Overlay::Confirm(Confirm {
+            question: format!(
+                "{} NOT saved to {}. Quit anyway? They will be written to a recovery file beside the journal.",
+                if n == 1 {
+                    "1 decision is".to_string()
+                } else {
+                    format!("{n} decisions are")
+                },
+                self.store.path().display()
+            ),
+            on_yes: OnYes::Quit,
+        });
     }
 
     /// Select a jump target, unfolding its case if needed.

@@ -203,6 +203,16 @@ fn left_spans(app: &App, with_name: bool, t: &Theme) -> Vec<Span<'static>> {
             t.warn.patch(t.status_bar),
         ));
     }
+    let unreadable = app.store.unreadable_count();
+    if unreadable > 0 {
+        left.push(Span::styled(
+            format!(
+                " · {unreadable} unreadable journal {}",
+                if unreadable == 1 { "line" } else { "lines" }
+            ),
+            t.warn.patch(t.status_bar),
+        ));
+    }
     if !app.orphans.is_empty() {
         left.push(Span::styled(
             format!(" · {} orphaned", app.orphans.len()),

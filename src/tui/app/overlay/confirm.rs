@@ -1,5 +1,6 @@
 //! The y/n prompt before a bulk change (accepting every suggestion,
-//! classifying the whole view).
+//! classifying the whole view), before quitting with decisions not saved,
+//! and before an export replaces an existing file.
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -13,25 +14,52 @@ use crate::tui::keymap::{Keymap, Mode};
 use crate::tui::popup::{centered, frame, key_of};
 use crate::tui::style::{Theme, inert_spans};
 
-/// A bulk change waiting for the reviewer's y/n.
+/// A question waiting for the reviewer's y/n, and what yes does.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Confirm {
     pub question: String,
-    pub changes: Vec<Change>,
-    pub label: String,
+    pub on_yes: OnYes,
 }
 
-/// Apply an action while the prompt is open: yes saves, no cancels.
+/// What a yes does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OnYes {
+    /// Save a bulk change (one undo step).
+    Save { changes: Vec<Change>, label: String },
+    /// Quit although decisions are not saved.
+    Quit,
+    /// Export, replacing the existing file.
+    Export {
+        format: crate::core::export::Format,
+        path: String,
+        rows: Vec<u32>,
+    },
+}
+
+/// Apply an action while the prompt is open: yes does it, no cancels.
 pub fn handle(app: &mut App, action: Action) -> Vec<Effect> {
     let Overlay::Confirm(c) = &mut app.overlay else {
         return vec![];
     };
     match action {
         Action::Confirm => {
-            let c = c.clone();
+            let on_yes = c.on_yes.clone();
             app.overlay = Overlay::None;
-            app.marks.clear();
-            return vec![app.save(c.changes, c.label)];
+            match on_yes {
+                OnYes::Save { changes, label } => {
+                    app.marks.clear();
+                    return vec![app.save(changes, label)];
+                }
+                OnYes::Quit => app.quit = true,
+                OnYes::Export { format, path, rows } => {
+                    return vec![Effect::Export {
+                        format,
+                        path,
+                        rows,
+                        overwrite: true,
+                    }];
+                }
+            }
         }
         Action::Cancel | Action::Close | Action::Quit => {
             app.overlay = Overlay::None;

@@ -85,10 +85,13 @@ pub fn handle(app: &mut App, action: Action) -> Vec<Effect> {
             }
             let format = p.format;
             app.overlay = Overlay::None;
+            // The runner refuses the run, the journals and their files, and
+            // asks before it replaces an existing file.
             return vec![Effect::Export {
                 format,
                 path,
                 rows: app.view.clone(),
+                overwrite: false,
             }];
         }
         Action::InputCancel | Action::Close | Action::Cancel => {

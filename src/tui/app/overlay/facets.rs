@@ -78,7 +78,7 @@ pub fn handle(app: &mut App, action: Action) -> Vec<Effect> {
             return app.detail_effect();
         }
         Action::Close | Action::Cancel | Action::ShowFacets => app.overlay = Overlay::None,
-        Action::Quit => app.quit = true,
+        Action::Quit => app.request_quit(),
         _ => {}
     }
     vec![]

@@ -39,7 +39,7 @@ fn scroll_or_close(app: &mut App, action: Action) -> Vec<Effect> {
         Action::Close | Action::ToggleHelp | Action::ToggleProblems | Action::Cancel => {
             app.overlay = Overlay::None;
         }
-        Action::Quit => app.quit = true,
+        Action::Quit => app.request_quit(),
         _ => {}
     }
     vec![]

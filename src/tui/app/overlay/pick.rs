@@ -12,7 +12,7 @@ use crate::tui::app::{App, Effect, KeyUse, MessageKind, Overlay};
 use crate::tui::popup::{centered, frame};
 use crate::tui::style::{Theme, inert_spans};
 
-use super::confirm::Confirm;
+use super::confirm::{Confirm, OnYes};
 
 /// Apply an action while the picker is open: a category key asks to
 /// confirm, esc cancels.
@@ -40,8 +40,10 @@ pub fn handle(app: &mut App, action: Action, keys: KeyUse) -> Vec<Effect> {
                     if changes.len() == 1 { "pair" } else { "pairs" },
                     cat.name
                 ),
-                label: format!("classified {} pairs as {}", changes.len(), cat.id),
-                changes,
+                on_yes: OnYes::Save {
+                    label: format!("classified {} pairs as {}", changes.len(), cat.id),
+                    changes,
+                },
             });
         }
         Action::Close | Action::Cancel | Action::Quit => {

@@ -110,13 +110,48 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &Theme, scroll: u16) {
             lines.extend(wrap(l, width, 4));
         }
     }
+    let (unreadable, more) = app.store.unreadable();
+    if !unreadable.is_empty() {
+        lines.push(Line::default());
+        lines.extend(wrap(
+            vec![Span::styled(
+                format!(
+                    "{}{} of the annotation journal could not be read. None was dropped: each is kept in the journal, or moved to the file named, to mend and append back.",
+                    count(unreadable.len(), "line", "lines"),
+                    if more { " (and more, not listed)" } else { "" }
+                ),
+                t.heading,
+            )],
+            width,
+            0,
+        ));
+        for u in &unreadable {
+            let loc = format!(
+                "{}:{}",
+                text::inert_line(&u.journal.display().to_string()),
+                u.line
+            );
+            let mut l = vec![Span::styled(format!("{loc} "), t.dim)];
+            l.push(Span::styled(format!("{:<16}", "unreadable"), t.fail));
+            l.extend(inert_spans(&u.reason, t.base, t));
+            let place = match &u.moved_to {
+                Some(side) => format!(" — moved to {}", side.display()),
+                None => " — kept in the journal".to_string(),
+            };
+            l.extend(inert_spans(&place, t.dim, t));
+            lines.extend(wrap(l, width, 4));
+        }
+    }
     if !app.orphans.is_empty() {
         lines.push(Line::default());
         lines.push(Line::from(Span::styled(
             format!(
                 "{} orphaned annotations: their pairs are no longer in this run. They are kept in {}.",
                 app.orphans.len(),
-                text::inert_line(&app.store.path().display().to_string())
+                match app.store.journals().as_slice() {
+                    [(only, _)] => text::inert_line(&only.display().to_string()),
+                    _ => "the runs' journals".to_string(),
+                }
             ),
             t.heading,
         )));

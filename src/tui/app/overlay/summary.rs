@@ -48,7 +48,7 @@ pub fn handle(app: &mut App, action: Action) -> Vec<Effect> {
     }
     match action {
         Action::Close | Action::Cancel | Action::ShowSummary => app.overlay = Overlay::None,
-        Action::Quit => app.quit = true,
+        Action::Quit => app.request_quit(),
         _ => {}
     }
     vec![]
