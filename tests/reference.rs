@@ -109,7 +109,8 @@ fn answer(rec: &Map<String, Value>, side: &str) -> Answer {
 
 /// The paths the variant changed: `question`, and `state.<key>` for every
 /// top-level state key whose value differs (arrays in order) or that one
-/// side lacks; `state` itself when only the order of the keys differs.
+/// side lacks. The order of an object's keys is not a change: JSON gives it
+/// no meaning (RFC 8259 §4), where an array's order is its value (seed 001).
 fn changed_paths(rec: &Map<String, Value>) -> Option<Vec<String>> {
     let side = |s: &str| get(rec, &[s]).and_then(Value::as_object).cloned();
     let (src, var) = (side("source")?, side("variant")?);
@@ -130,11 +131,6 @@ fn changed_paths(rec: &Map<String, Value>) -> Option<Vec<String>> {
             if a.get(k) != b.get(k) {
                 out.push(format!("state.{k}"));
             }
-        }
-        let ka: Vec<_> = a.keys().filter(|k| b.contains_key(*k)).collect();
-        let kb: Vec<_> = b.keys().filter(|k| a.contains_key(*k)).collect();
-        if ka != kb {
-            out.push("state".to_string());
         }
     }
     Some(out)
@@ -299,7 +295,7 @@ fn judge(rec: &Map<String, Value>) -> Judged {
 
 /// Wilson's 95% interval (seed 003), from its formula.
 fn wilson(k: u64, n: u64) -> (f64, f64) {
-    let z = 1.959963984540054_f64;
+    let z = 1.96_f64; // seed 003: "z = 1.96 for 95% confidence"
     let (k, n) = (k as f64, n as f64);
     let p = k / n;
     let d = 1.0 + z * z / n;
@@ -340,6 +336,33 @@ fn the_summary_of_every_sample_run_is_what_the_seeds_count() {
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
             .filter_map(|v| v.as_object().map(judge))
             .collect();
+        // Pair by pair first: the status triage gives each pair.
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_triage"))
+            .args(["export", &path, "--format", "json", "--all"])
+            .env("TRIAGE_CONFIG", "/nonexistent")
+            .output()
+            .unwrap();
+        let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let statuses: Vec<String> = doc["pairs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["status"].as_str().unwrap_or("").to_string())
+            .collect();
+        let mine: Vec<&str> = pairs
+            .iter()
+            .map(|j| match j.status {
+                Status::Pass => "pass",
+                Status::Fail => "fail",
+                Status::Boundary => "boundary",
+                Status::Error => "error",
+                Status::Invalid => "invalid",
+                Status::Unchecked => "unchecked",
+            })
+            .collect();
+        for (i, (a, b)) in mine.iter().zip(&statuses).enumerate() {
+            assert_eq!(a, b, "{run}: pair {} of {}", i + 1, pairs.len());
+        }
         let count = |f: &dyn Fn(&Judged) -> bool| pairs.iter().filter(|j| f(j)).count() as u64;
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_triage"))
             .args(["summary", &path, "--format", "json"])

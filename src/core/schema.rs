@@ -331,7 +331,7 @@ mod tests {
         );
         assert_eq!((E_KIND, E_ROUTES, N_EXP), (0, 5, 6));
         assert_eq!((N_RESPONSE, N_POLICY), (2, 2));
-        assert_eq!(spellings(&TOP), 50);
+        assert_eq!(spellings(&TOP), 49);
     }
 
     proptest::proptest! {

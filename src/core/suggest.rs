@@ -168,6 +168,9 @@ enum Clue {
     Expectation(&'static str),
     /// The kind of change in the state's diff.
     Diff,
+    /// The variant id, for a row that records no payloads (the seed
+    /// runner's bare `VariantResult`).
+    VariantId,
 }
 
 /// One side's fault: its request failed, or its answer is unusable.
@@ -289,6 +292,15 @@ fn decide<'a>(r: &'a PairRecord, b: &Basis<'a>) -> Option<Rule<'a>> {
 fn infer_family(r: &PairRecord, b: &Basis) -> Option<(Family, Clue)> {
     if b.question_changed {
         return Some((Family::Question, Clue::Question));
+    }
+    let bare = [&r.source, &r.variant]
+        .iter()
+        .all(|s| s.question.is_none() && s.state.is_none());
+    if bare {
+        return super::derive::transformation_from_id(&r.variant_id)
+            .and_then(super::derive::family_of_transformation)
+            .and_then(Family::parse)
+            .map(|f| (f, Clue::VariantId));
     }
     if b.state.is_empty() {
         return None;
@@ -465,6 +477,7 @@ fn reason(r: &PairRecord, d: &Derived, rule: &Rule) -> String {
                         Clue::Question => "a changed question".to_string(),
                         Clue::Expectation(kind) => format!("the {kind} expectation"),
                         Clue::Diff => "the diff".to_string(),
+                        Clue::VariantId => "the variant id".to_string(),
                     };
                     format!(
                         "rule 4: {named}; inferred {} from {from}{what}",
