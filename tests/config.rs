@@ -26,7 +26,7 @@ const CASES: &[(&str, &str)] = &[
     ),
     (
         "broken-toml.toml",
-        "triage: tests/fixtures/config/broken-toml.toml:2: invalid table header; expected `.`, `]`",
+        "triage: tests/fixtures/config/broken-toml.toml:2: unclosed table, expected `]`",
     ),
     (
         "category-key-clash.toml",
