@@ -901,6 +901,27 @@ mod tests {
     }
 
     #[test]
+    fn a_bare_rows_family_comes_from_its_variant_id() {
+        let r = bare(
+            "irrelevant-request-trace",
+            0.72,
+            0.61,
+            &["Noul drift 0.110 exceeds 0.1."],
+        );
+        let s = sug(&r).unwrap();
+        assert_eq!(s.category, "distractor");
+        assert_eq!(
+            s.reason,
+            "rule 4: no family recorded; inferred state-noise from the variant id"
+        );
+        // An id that names no transformation gives no family, so no suggestion.
+        assert_eq!(
+            sug(&bare("v7", 0.72, 0.61, &["Noul drift 0.110 exceeds 0.1."])),
+            None
+        );
+    }
+
+    #[test]
     fn undeclared_change_is_invalid_pair() {
         let mut r = pair(0.3, 0.7);
         r.variant.state = Some(json!({"a": 2, "evidence": [{"id": "E1"}, {"id": "E2"}]}));
