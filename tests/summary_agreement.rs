@@ -103,6 +103,7 @@ fn cells(g: &Value) -> [Vec<String>; 4] {
             n("pairs"),
             rate(&g["failure_rate"]),
             n("failed"),
+            n("boundary_observations"),
             n("invalid_pairs"),
             n("undeclared_pairs"),
         ],

@@ -162,6 +162,9 @@ pub struct GroupStats {
     pub failure_rate: Option<Rate>,
     /// Pairs whose status is fail: they broke their expectation.
     pub failed: u64,
+    /// Pairs whose status is boundary: the only condition they broke is a
+    /// source too close to a threshold (seed 000, section 4).
+    pub boundary_observations: u64,
     /// Pairs that test the model: neither invalid nor a service error. Every
     /// model metric below counts among these.
     pub model_pairs: u64,
@@ -444,6 +447,7 @@ struct Acc {
     pairs: u64,
     failures: u64,
     failed: u64,
+    boundary_observations: u64,
     model_pairs: u64,
     with_routes: u64,
     flips: u64,
@@ -499,6 +503,7 @@ impl Acc {
             Status::ServiceError => self.service_errors += 1,
             Status::Invalid => self.invalid += 1,
             Status::Fail => self.failed += 1,
+            Status::Boundary => self.boundary_observations += 1,
             _ => {}
         }
         self.latencies.extend(m.latency);
@@ -544,6 +549,7 @@ impl Acc {
         self.pairs += o.pairs;
         self.failures += o.failures;
         self.failed += o.failed;
+        self.boundary_observations += o.boundary_observations;
         self.model_pairs += o.model_pairs;
         self.with_routes += o.with_routes;
         self.flips += o.flips;
@@ -568,6 +574,7 @@ impl Acc {
             failures: self.failures,
             failure_rate: wilson(self.failures, self.pairs),
             failed: self.failed,
+            boundary_observations: self.boundary_observations,
             model_pairs: self.model_pairs,
             route_flips: self.flips,
             route_flip_rate: wilson(self.flips, self.with_routes),

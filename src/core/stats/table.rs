@@ -75,13 +75,17 @@ const fn rate(head: &'static str, title: &'static str, cell: fn(&GroupStats) -> 
 pub const PAIRS: Table = Table {
     title: "Pairs",
     note: "A failure is any pair that needs a reviewer's diagnosis: the failure rate counts failures of all pairs. \
-           Of the failures, \"broke\" broke its expectation, \"invalid\" changed facts it did not declare (a test fault), \
+           Of the failures, \"broke\" broke its expectation, \"boundary\" broke only the minimum boundary margin \
+           (boundary sensitivity, seed 000 section 4), \"invalid\" changed facts it did not declare (a test fault), \
            and service errors are in the service table. \
            \"unjudged\" pairs declare no allowed changes, so their validity is not judged.",
     columns: &[
         count("pairs", "Pairs", |g| g.pairs.to_string()),
         rate("failures", "Failures", |g| cell(&g.failure_rate)),
         count("broke", "Broke expectation", |g| g.failed.to_string()),
+        count("boundary", "Boundary observations", |g| {
+            g.boundary_observations.to_string()
+        }),
         count("invalid", "Invalid", |g| g.invalid_pairs.to_string()),
         count("unjudged", "Validity not judged", |g| {
             g.undeclared_pairs.to_string()
