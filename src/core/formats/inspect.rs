@@ -96,7 +96,7 @@ pub(super) fn convert_archive(
     let mut samples: Vec<Value> = Vec::new();
     for i in 0..zip.len() {
         let mut member = zip.by_index_raw(i).map_err(bad)?;
-        let name = member.name().to_string();
+        let name = member.name().map_err(bad)?.to_string();
         let is_sample = name.starts_with("samples/") && name.ends_with(".json");
         if name != "header.json" && !is_sample {
             continue;
