@@ -787,18 +787,7 @@ fn text_table(out: &mut dyn Write, s: &Summary, t: &table::Table) -> io::Result<
             )
         })
         .collect();
-    let widths: Vec<usize> = t
-        .columns
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
-            body.iter()
-                .map(|(_, cells)| text::width(&cells[i]))
-                .chain([text::width(c.head)])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
+    let widths = table::widths(t, body.iter().map(|(_, cells)| cells));
     let rest: usize = widths.iter().map(|w| w + 2).sum();
     let longest = body
         .iter()

@@ -149,3 +149,19 @@ pub const TABLES: [Table; 4] = [PAIRS, MODEL, DRIFT, SERVICE];
 pub fn rows(s: &Summary) -> impl Iterator<Item = &GroupStats> {
     s.groups.iter().chain(std::iter::once(&s.overall))
 }
+
+/// The width of each column of `t`: its widest cell among `rows` (each a
+/// row's cells, in column order), or its heading when that is wider.
+pub fn widths<'a>(t: &Table, rows: impl Iterator<Item = &'a Vec<String>> + Clone) -> Vec<usize> {
+    t.columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            rows.clone()
+                .map(|cells| crate::core::text::width(&cells[i]))
+                .chain([crate::core::text::width(c.head)])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect()
+}

@@ -87,18 +87,7 @@ fn tables(title: &str, s: &Summary, t: &Theme, width: usize, out: &mut Vec<Line<
         let body: Vec<(&GroupStats, Vec<String>)> = table::rows(s)
             .map(|g| (g, tab.columns.iter().map(|c| (c.cell)(g)).collect()))
             .collect();
-        let widths: Vec<usize> = tab
-            .columns
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                body.iter()
-                    .map(|(_, cells)| text::width(&cells[i]))
-                    .chain([text::width(c.head)])
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
+        let widths = table::widths(tab, body.iter().map(|(_, cells)| cells));
         let mut head = cell("", name_w);
         for (c, w) in tab.columns.iter().zip(&widths) {
             head.push_str("  ");
