@@ -9,9 +9,10 @@
 
 mod common;
 
+use common::run_triage as triage;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 use triage::core::derive::derive;
@@ -316,18 +317,6 @@ fn a_log_without_samples_is_refused_with_what_it_holds() {
             "{msg}"
         );
     }
-}
-
-fn triage(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_triage"))
-        .args(args)
-        .output()
-        .expect("run triage");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]

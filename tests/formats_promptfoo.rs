@@ -10,9 +10,10 @@
 
 mod common;
 
+use common::run_triage as triage;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use serde_json::Value;
 use triage::core::derive::derive;
@@ -292,18 +293,6 @@ fn reasons_are_the_failed_assertions_and_the_output_is_what_is_compared() {
         greeting["variant"]["state"]["answer"],
         r#"{"label": "routine", "keywords": []}"#
     );
-}
-
-fn triage(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_triage"))
-        .args(args)
-        .output()
-        .expect("run triage");
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[test]

@@ -484,3 +484,17 @@ pub fn seed() -> u64 {
                 .unwrap_or(1)
         })
 }
+
+/// Run the triage binary with `args` and wait: its exit code, standard
+/// output and standard error.
+pub fn run_triage(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_triage"))
+        .args(args)
+        .output()
+        .expect("run triage");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
