@@ -193,20 +193,28 @@ impl RunIndex {
     /// Read the inputs of every row of a trial that repeats, once per line.
     /// A line that cannot be read again has no digest (and no warning).
     pub fn learn_inputs(&mut self) {
+        use rayon::prelude::*;
         let all: Vec<u32> = (0..self.rows.len() as u32).collect();
-        for trial in self.repeated_trials(&all) {
-            for i in trial {
-                let loc = self.rows[i as usize].loc;
-                if self.inputs.contains_key(&loc.id()) {
-                    continue;
-                }
-                let digest = self
+        let locs: Vec<_> = self
+            .repeated_trials(&all)
+            .into_iter()
+            .flatten()
+            .map(|i| self.rows[i as usize].loc)
+            .filter(|loc| !self.inputs.contains_key(&loc.id()))
+            .collect();
+        // Each line is read and digested on its own: spread over the pool.
+        let this = &*self;
+        let digests: Vec<_> = locs
+            .par_iter()
+            .map(|&loc| {
+                let digest = this
                     .read_line(loc)
                     .ok()
                     .and_then(|bytes| inputs_digest(&bytes));
-                self.inputs.insert(loc.id(), digest);
-            }
-        }
+                (loc.id(), digest)
+            })
+            .collect();
+        self.inputs.extend(digests);
     }
 
     /// The digest of a row's inputs, when [`RunIndex::learn_inputs`] read it.
