@@ -512,7 +512,12 @@ impl fmt::Display for ConvertError {
             ConvertError::Decompress(e) => write!(f, "cannot decompress it: {e}"),
             ConvertError::NotUtf8 { byte, format } => write!(
                 f,
-                "not UTF-8 text (byte {byte}); expected a {} file",
+                "not UTF-8 text (byte {byte}); expected {} {} file",
+                if format.name().starts_with(['a', 'e', 'i', 'o', 'u']) {
+                    "an"
+                } else {
+                    "a"
+                },
                 format.name()
             ),
             ConvertError::Content(why) | ConvertError::Refused(why) => f.write_str(why),
@@ -1308,6 +1313,13 @@ mod tests {
             err("bytes.json", Format::Promptfoo),
             format!(
                 "{}: not UTF-8 text (byte 1); expected a promptfoo file",
+                shown("bytes.json")
+            )
+        );
+        assert_eq!(
+            err("bytes.json", Format::Inspect),
+            format!(
+                "{}: not UTF-8 text (byte 1); expected an inspect file",
                 shown("bytes.json")
             )
         );
