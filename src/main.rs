@@ -44,7 +44,7 @@ struct Cli {
     /// Where annotations are kept (default: `<run>.triage.jsonl` beside the run).
     #[arg(long, value_name = "PATH")]
     annotations: Option<PathBuf>,
-    /// The name recorded with each decision (default: $USER).
+    /// The name recorded with each decision (default: the config's reviewer, $USER, $LOGNAME, the account name, git config user.name).
     #[arg(long, value_name = "NAME")]
     reviewer: Option<String>,
     /// The config file (default: config.toml in the platform config directory).
@@ -1040,8 +1040,8 @@ fn open(cli: Cli) -> ExitCode {
     let reviewer = cli
         .reviewer
         .or(cfg.reviewer.clone())
-        .or_else(|| std::env::var("USER").ok())
         .filter(|s| !s.trim().is_empty())
+        .or_else(default_reviewer)
         .unwrap_or_else(|| "unknown".to_string());
     if let Some(parent) = cli.annotations.as_deref().and_then(Path::parent) {
         let _ = std::fs::create_dir_all(parent);
@@ -1134,4 +1134,50 @@ fn open_store(
         notices.push(format!("READ-ONLY: {reason}"));
     }
     Ok((store, notices))
+}
+
+/// Who decides, when neither `--reviewer` nor the config names them:
+/// `$USER`, then `$LOGNAME`, then the account's name, then `git config
+/// user.name`; the first that is not blank.
+fn default_reviewer() -> Option<String> {
+    let given = |s: String| Some(s.trim().to_string()).filter(|s| !s.is_empty());
+    ["USER", "LOGNAME"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().and_then(given))
+        .or_else(|| account_name().and_then(given))
+        .or_else(|| {
+            let out = std::process::Command::new("git")
+                .args(["config", "user.name"])
+                .stderr(std::process::Stdio::null())
+                .output()
+                .ok()?;
+            out.status
+                .success()
+                .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+                .and_then(given)
+        })
+}
+
+/// The name of the account this process runs as, from the password database.
+fn account_name() -> Option<String> {
+    let mut buf = vec![0 as libc::c_char; 4096];
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut result: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: getpwuid_r writes into `pwd` and `buf`, which outlive the call,
+    // and sets `result` to `&pwd` or null; the name is read before `buf` drops.
+    let rc = unsafe {
+        libc::getpwuid_r(
+            libc::getuid(),
+            &mut pwd,
+            buf.as_mut_ptr(),
+            buf.len(),
+            &mut result,
+        )
+    };
+    if rc != 0 || result.is_null() || pwd.pw_name.is_null() {
+        return None;
+    }
+    // SAFETY: on success pw_name points at a NUL-terminated string in `buf`.
+    let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
+    Some(name.to_string_lossy().into_owned())
 }

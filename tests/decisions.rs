@@ -643,3 +643,29 @@ fn export_refuses_every_runs_journal_and_its_lock() {
         assert!(!dir.path().join(out).exists(), "{out} written");
     }
 }
+
+/// With no `--reviewer`, no config and `$USER` and `$LOGNAME` blank, the
+/// decision is the account's, not "unknown".
+#[test]
+fn without_user_the_reviewer_is_the_account_name() {
+    let dir = runs();
+    let account = Command::new("id").arg("-un").output().expect("run id -un");
+    let account = String::from_utf8_lossy(&account.stdout).trim().to_string();
+    assert!(!account.is_empty(), "id -un printed nothing");
+    let data = data_home(dir.path());
+    let mut t = Tui::spawn(
+        &["--config", "/dev/null", "failing.jsonl"],
+        200,
+        40,
+        dir.path(),
+        &[("XDG_DATA_HOME", &data), ("USER", ""), ("LOGNAME", " ")],
+    );
+    t.wait_for("classified 0/3");
+    t.send("1");
+    t.wait_for("classified 1/3");
+    t.send("q");
+    assert_eq!(t.wait_exit(), 0);
+    let events = events(&dir.path().join("failing.jsonl.triage.jsonl"));
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0]["reviewer"], account.as_str(), "{}", events[0]);
+}
