@@ -462,9 +462,8 @@ fn main() -> ExitCode {
             ExitCode::SUCCESS
         }
         Some(Command::Man) => {
-            let man = clap_mangen::Man::new(Cli::command());
             let mut out = std::io::stdout().lock();
-            match man.render(&mut out).and_then(|_| out.flush()) {
+            match render_man(&mut out).and_then(|_| out.flush()) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("triage: cannot write the manual page: {e}");
@@ -1180,4 +1179,113 @@ fn account_name() -> Option<String> {
     // SAFETY: on success pw_name points at a NUL-terminated string in `buf`.
     let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
     Some(name.to_string_lossy().into_owned())
+}
+
+/// The manual page: clap's sections for the name, synopsis, description
+/// and options, then sections of its own. Subcommands are listed with what
+/// they do and a pointer to their `--help`, as no `triage-NAME(1)` pages
+/// are installed; then the default keys, the files triage reads and writes,
+/// and the environment it reads.
+fn render_man(w: &mut dyn Write) -> std::io::Result<()> {
+    let cmd = Cli::command();
+    let man = clap_mangen::Man::new(cmd.clone());
+    man.render_title(w)?;
+    man.render_name_section(w)?;
+    man.render_synopsis_section(w)?;
+    man.render_description_section(w)?;
+    man.render_options_section(w)?;
+    writeln!(w, ".SH SUBCOMMANDS")?;
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+        writeln!(
+            w,
+            ".TP\n\\fBtriage {}\\fR\n{}",
+            sub.get_name(),
+            roff(&about)
+        )?;
+    }
+    writeln!(
+        w,
+        ".PP\n{}",
+        roff("Each subcommand's options: triage COMMAND --help.")
+    )?;
+    writeln!(w, ".SH KEYS")?;
+    writeln!(
+        w,
+        "{}",
+        roff(
+            "The default keymap's keys in the list and the detail; `triage keys` prints every mode's bindings in effect, and ? shows them in the viewer. Space marks a pair and moves down."
+        )
+    )?;
+    let cfg = config::Config::default();
+    if let Ok(km) = build_keymap(None, &cfg) {
+        for (mode, seq, action) in km.bindings() {
+            if mode.name() == "global" || mode.name() == "list" {
+                writeln!(
+                    w,
+                    ".TP\n\\fB{}\\fR\n{}",
+                    roff(&seq_to_string(seq)),
+                    roff(action.description())
+                )?;
+            }
+        }
+    }
+    writeln!(w, ".SH FILES")?;
+    for (name, what) in [
+        (
+            "~/.config/triage/config.toml",
+            "The config file (reviewer, theme, keymap, taxonomy and more); triage config path prints where it is read from, --config PATH reads another.",
+        ),
+        (
+            "RUN.triage.jsonl",
+            "The journal of decisions beside each run, one event a line, created by the first decision; a read-only folder keeps it under the data folder instead.",
+        ),
+        (
+            "RUN.triage.jsonl.lock",
+            "The lock that serialises writers of one journal.",
+        ),
+        (
+            "RUN.triage.jsonl.unreadable",
+            "Journal lines that could not be read, moved aside byte for byte, never dropped.",
+        ),
+        (
+            "RUN.triage.jsonl.recovered.jsonl",
+            "Decisions that could not be saved when triage was ended.",
+        ),
+        (
+            "$XDG_DATA_HOME/triage/",
+            "The data folder for journals of runs whose folder cannot be written.",
+        ),
+    ] {
+        writeln!(w, ".TP\n\\fB{}\\fR\n{}", roff(name), roff(what))?;
+    }
+    writeln!(w, ".SH ENVIRONMENT")?;
+    for (name, what) in [
+        (
+            "NO_COLOR",
+            "When set and not empty, the screens use no colour.",
+        ),
+        (
+            "XDG_CONFIG_HOME, XDG_DATA_HOME",
+            "Where the config file and the data folder live.",
+        ),
+        (
+            "USER, LOGNAME",
+            "The reviewer recorded with each decision, when neither --reviewer nor the config names one; then the account name, then git config user.name.",
+        ),
+    ] {
+        writeln!(w, ".TP\n\\fB{}\\fR\n{}", roff(name), roff(what))?;
+    }
+    man.render_version_section(w)
+}
+
+/// Text as roff shows it: backslashes and hyphens escaped, and a line that
+/// would start with a control character made plain.
+fn roff(text: &str) -> String {
+    let escaped = text.replace('\\', "\\e").replace('-', "\\-");
+    if escaped.starts_with(['.', '\'']) {
+        format!("\\&{escaped}")
+    } else {
+        escaped
+    }
 }

@@ -795,6 +795,17 @@ fn completions_and_man_page() {
     let man = fx.ok(&["man"]);
     assert!(man.starts_with(".ie") || man.contains(".TH"), "{man}");
     assert!(man.contains("export"));
+    // No page it names is missing: subcommands point at their --help.
+    assert!(!man.contains("(1)"), "{man}");
+    for section in [
+        ".SH SUBCOMMANDS",
+        ".SH KEYS",
+        ".SH FILES",
+        ".SH ENVIRONMENT",
+    ] {
+        assert!(man.contains(section), "the man page lacks {section}");
+    }
+    assert!(man.contains("NO_COLOR") && man.contains("config.toml"));
     let out = fx.run(&["completions", "tcsh"]);
     assert_eq!(code(&out), Some(2));
 }
