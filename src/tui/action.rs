@@ -241,7 +241,7 @@ impl Action {
                 "accept suggestions for every unclassified pair in view"
             }
             Action::ClassifyView => "give every pair in view the category you pick next",
-            Action::ToggleMark => "mark or unmark the pair",
+            Action::ToggleMark => "mark or unmark the pair and move down",
             Action::ClearMarks => "clear all marks",
             Action::EditNote => "write a note on the pair",
             Action::Undo => "undo the last classification or note change",
