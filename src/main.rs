@@ -106,10 +106,10 @@ enum Command {
     },
     /// Print the key bindings in effect, by mode.
     Keys,
-    /// Show where the config file is read from.
+    /// Show where the config file is read from (alone, or `path`), or write a commented example (`init`).
     Config {
         #[command(subcommand)]
-        what: ConfigCommand,
+        what: Option<ConfigCommand>,
     },
     /// Write a triage report (Markdown), CSV, JSON or replay fixtures of a run's failures.
     #[command(
@@ -316,8 +316,10 @@ impl From<GateByArg> for GroupBy {
 
 #[derive(Subcommand, Debug)]
 enum ConfigCommand {
-    /// Print the path of the config file.
+    /// Print the path of the config file and whether it exists.
     Path,
+    /// Write a commented example config file where triage reads it; an existing file is left alone.
+    Init,
 }
 
 fn main() -> ExitCode {
@@ -349,7 +351,47 @@ fn main() -> ExitCode {
             .map_err(|e| e.to_string()),
         ),
         Some(Command::Config {
-            what: ConfigCommand::Path,
+            what: Some(ConfigCommand::Init),
+        }) => match cli.config.or_else(config::default_path) {
+            Some(p) if p.exists() => {
+                eprintln!(
+                    "triage: {} exists; it is left as it is (triage config path shows it)",
+                    p.display()
+                );
+                ExitCode::from(1)
+            }
+            Some(p) => {
+                let written = p
+                    .parent()
+                    .map_or(Ok(()), std::fs::create_dir_all)
+                    .and_then(|()| {
+                        std::fs::OpenOptions::new()
+                            .write(true)
+                            .create_new(true)
+                            .open(&p)
+                    })
+                    .and_then(|mut f| {
+                        f.write_all(config::EXAMPLE.as_bytes())
+                            .and_then(|()| f.sync_all())
+                    });
+                match written {
+                    Ok(()) => {
+                        println!("wrote {}: every setting commented out", p.display());
+                        ExitCode::SUCCESS
+                    }
+                    Err(e) => {
+                        eprintln!("triage: cannot write {}: {e}", p.display());
+                        ExitCode::from(2)
+                    }
+                }
+            }
+            None => {
+                eprintln!("triage: no config directory on this system; use --config PATH");
+                ExitCode::from(2)
+            }
+        },
+        Some(Command::Config {
+            what: None | Some(ConfigCommand::Path),
         }) => match cli.config.or_else(config::default_path) {
             Some(p) => {
                 let state = if p.exists() {

@@ -169,3 +169,42 @@ fn fuzz_finds_stay_fixed() {
     }
     assert!(n >= 1, "no fixtures in {}", dir.display());
 }
+
+/// `triage config` alone says where the file is; `config init` writes the
+/// commented example there once, and never over an existing file.
+#[test]
+fn config_alone_prints_the_path_and_init_writes_an_example_once() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("sub").join("config.toml");
+    let path_s = path.to_str().expect("path");
+    let run = |args: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_triage"))
+            .args(args)
+            .args(["--config", path_s])
+            .output()
+            .expect("run triage");
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, out, _) = run(&["config"]);
+    assert_eq!(code, Some(0));
+    assert_eq!(out.trim(), format!("{path_s} (not created yet)"));
+    let (code, out, err) = run(&["config", "init"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("wrote"), "{out}");
+    let written = std::fs::read_to_string(&path).expect("the example");
+    assert!(written.contains("# reviewer = \"ana\""), "{written}");
+    // The example changes nothing, so every command still runs with it.
+    assert_eq!(keys_with(path_s).0, 0);
+    std::fs::write(&path, "reviewer = \"mine\"\n").expect("edit");
+    let (code, _, err) = run(&["config", "init"]);
+    assert_eq!(code, Some(1));
+    assert!(err.contains("exists"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&path).expect("kept"),
+        "reviewer = \"mine\"\n"
+    );
+}

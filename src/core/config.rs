@@ -126,6 +126,42 @@ pub fn load(explicit: Option<&Path>) -> Result<Config, ConfigError> {
     })
 }
 
+/// The commented example `triage config init` writes: every setting, each
+/// commented out, so the file changes nothing until a line is uncommented.
+pub const EXAMPLE: &str = r#"# triage's config file. Every setting is commented out; uncomment a line
+# to use it. An unknown setting is refused with its line.
+
+# The name recorded with each decision (else --reviewer, $USER, $LOGNAME,
+# the account name, then git config user.name).
+# reviewer = "ana"
+
+# "dark", "light" or "none"; NO_COLOR always means none.
+# theme = "dark"
+
+# "default", "vim", "emacs" or the path to a keymap file.
+# keymap = "vim"
+
+# The mouse scrolls and clicks (true) or is left to the terminal (false).
+# mouse = true
+
+# Lines longer than this many bytes are reported, not parsed.
+# max_line_bytes = 16777216
+
+# Key overrides per mode (triage keys lists the actions):
+# [keys.list]
+# next_pair = ["j", "down", "ctrl-j"]
+
+# Categories of your own, beside the built-in ones ("extend") or instead
+# of them ("replace"):
+# [taxonomy]
+# mode = "extend"
+# [[taxonomy.categories]]
+# id = "prompt-leak"
+# name = "Prompt leakage"
+# key = "8"
+# description = "the variant leaked instructions into the state"
+"#;
+
 /// Parse config text; errors name `file` and the line.
 pub fn parse(text: &str, file: &str) -> Result<Config, ConfigError> {
     let raw: ConfigFile = toml::from_str(text).map_err(|e| {
@@ -398,5 +434,42 @@ mod tests {
                 missing.display()
             )
         );
+    }
+
+    #[test]
+    fn the_example_parses_commented_and_uncommented() {
+        let c = parse(EXAMPLE, "config.toml").expect("the example as written");
+        let empty = parse("", "config.toml").unwrap();
+        assert_eq!(
+            (
+                &c.reviewer,
+                c.theme,
+                &c.taxonomy,
+                &c.keymap,
+                &c.keys,
+                c.mouse,
+                c.max_line_bytes
+            ),
+            (
+                &empty.reviewer,
+                empty.theme,
+                &empty.taxonomy,
+                &empty.keymap,
+                &empty.keys,
+                empty.mouse,
+                empty.max_line_bytes
+            )
+        );
+        let uncommented: String = EXAMPLE
+            .lines()
+            .map(|l| match l.strip_prefix("# ") {
+                Some(rest) if rest.contains(" = ") || rest.starts_with('[') => rest,
+                _ => l,
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        let c = parse(&uncommented, "config.toml").expect("every setting uncommented");
+        assert_eq!(c.reviewer.as_deref(), Some("ana"));
+        assert!(c.taxonomy.by_id("prompt-leak").is_some());
     }
 }
