@@ -1239,12 +1239,7 @@ fn render_man(w: &mut dyn Write) -> std::io::Result<()> {
     writeln!(w, ".SH SUBCOMMANDS")?;
     for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
         let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
-        writeln!(
-            w,
-            ".TP\n\\fBtriage {}\\fR\n{}",
-            sub.get_name(),
-            roff(&about)
-        )?;
+        roff_item(w, &format!("triage {}", sub.get_name()), &about)?;
     }
     writeln!(
         w,
@@ -1263,12 +1258,7 @@ fn render_man(w: &mut dyn Write) -> std::io::Result<()> {
     if let Ok(km) = build_keymap(None, &cfg) {
         for (mode, seq, action) in km.bindings() {
             if mode.name() == "global" || mode.name() == "list" {
-                writeln!(
-                    w,
-                    ".TP\n\\fB{}\\fR\n{}",
-                    roff(&seq_to_string(seq)),
-                    roff(action.description())
-                )?;
+                roff_item(w, &seq_to_string(seq), action.description())?;
             }
         }
     }
@@ -1299,7 +1289,7 @@ fn render_man(w: &mut dyn Write) -> std::io::Result<()> {
             "The data folder for journals of runs whose folder cannot be written.",
         ),
     ] {
-        writeln!(w, ".TP\n\\fB{}\\fR\n{}", roff(name), roff(what))?;
+        roff_item(w, name, what)?;
     }
     writeln!(w, ".SH ENVIRONMENT")?;
     for (name, what) in [
@@ -1316,9 +1306,14 @@ fn render_man(w: &mut dyn Write) -> std::io::Result<()> {
             "The reviewer recorded with each decision, when neither --reviewer nor the config names one; then the account name, then git config user.name.",
         ),
     ] {
-        writeln!(w, ".TP\n\\fB{}\\fR\n{}", roff(name), roff(what))?;
+        roff_item(w, name, what)?;
     }
     man.render_version_section(w)
+}
+
+/// One tagged paragraph of the manual page: `term` in bold, then `body`.
+fn roff_item(w: &mut dyn Write, term: &str, body: &str) -> std::io::Result<()> {
+    writeln!(w, ".TP\n\\fB{}\\fR\n{}", roff(term), roff(body))
 }
 
 /// Text as roff shows it: backslashes and hyphens escaped, and a line that

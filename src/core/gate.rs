@@ -745,10 +745,7 @@ fn header(
         );
     }
     let (failed, judged) = (overall.failed, overall.judged);
-    let boundary = selected
-        .iter()
-        .filter(|&&i| index.rows[i as usize].status() == crate::core::derive::Status::Boundary)
-        .count() as u64;
+    let boundary = o.boundary_observations;
     let other = s
         .failures
         .saturating_sub(failed + boundary + o.service_errors + o.invalid_pairs);

@@ -184,8 +184,8 @@ pub struct GroupStats {
     pub service_error_rate: Option<Rate>,
     /// Pairs that changed facts they did not declare: test faults.
     pub invalid_pairs: u64,
-    /// Model pairs that declare no `allowed_changes`: their validity is not
-    /// judged, so they are left out of the invariant violation rate.
+    /// Model pairs whose validity nothing judged (no `allowed_changes`, or a
+    /// validator's `unknown`): left out of the invariant violation rate.
     pub undeclared_pairs: u64,
     /// Median |Δp| over model pairs with both probabilities recorded.
     pub median_abs_dp: Option<f64>,
@@ -400,11 +400,17 @@ fn counts_as_valid_invariant(row: &PairRow) -> bool {
     // is near a threshold), never as an invariant trial (seed 000 §4); a
     // validator that could not decide leaves the pair unjudged (seed 004).
     row.expectation() == ExpKind::Invariant
-        && !matches!(
-            row.validity(),
-            ValidityCode::Undeclared | ValidityCode::Unknown
-        )
+        && !validity_unjudged(row)
         && row.status() != Status::Boundary
+}
+
+/// Whether nothing judged the pair's validity: it declares no allowed
+/// changes, or its validator could not decide (seed 004's `unknown`).
+fn validity_unjudged(row: &PairRow) -> bool {
+    matches!(
+        row.validity(),
+        ValidityCode::Undeclared | ValidityCode::Unknown
+    )
 }
 
 /// A stored latency in whole thousandths of a millisecond; a missing,
@@ -511,7 +517,7 @@ impl Acc {
             return;
         }
         self.model_pairs += 1;
-        if row.validity() == ValidityCode::Undeclared {
+        if validity_unjudged(row) {
             self.undeclared += 1;
         }
         let known = both_routes(row);

@@ -737,11 +737,7 @@ mod tests {
         std::fs::write(&path, lines.join("\n")).expect("write");
         let mut out = Vec::new();
         let report = convert(&path, Format::ContextProbe, &mut out).expect("convert");
-        let records: Vec<Value> = String::from_utf8(out)
-            .expect("utf-8")
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("json"))
-            .collect();
+        let records: Vec<Value> = super::super::written_records(out);
         let verdicts: Vec<(&str, bool)> = records
             .iter()
             .map(|r| {

@@ -670,11 +670,7 @@ mod tests {
         };
         convert(text, &opts, &mut sink)?;
         let warnings = sink.report.warnings.clone();
-        let records = String::from_utf8(out)
-            .expect("utf-8")
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("JSON"))
-            .collect();
+        let records = super::super::written_records(out);
         Ok((records, warnings))
     }
 

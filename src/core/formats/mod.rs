@@ -178,6 +178,25 @@ impl Detection {
     }
 }
 
+/// The records a converter wrote, one JSON object a line (for tests).
+#[cfg(test)]
+pub(crate) fn written_records(out: Vec<u8>) -> Vec<Value> {
+    String::from_utf8(out)
+        .expect("utf-8")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("JSON"))
+        .collect()
+}
+
+/// A file's head as text bytes: decompressed first when it is gzip.
+fn plain_head(head: &[u8]) -> std::borrow::Cow<'_, [u8]> {
+    if is_gzip(head) {
+        std::borrow::Cow::Owned(gunzip_prefix(head))
+    } else {
+        std::borrow::Cow::Borrowed(head)
+    }
+}
+
 /// How many bytes of a file [`detect`] wants to see.
 pub const DETECT_HEAD_BYTES: usize = 64 * 1024;
 
@@ -186,13 +205,8 @@ pub const DETECT_HEAD_BYTES: usize = 64 * 1024;
 /// `head` is the start of the file ([`DETECT_HEAD_BYTES`] is plenty; a
 /// shorter or truncated head is fine). A gzip stream is decompressed first.
 pub fn detect(head: &[u8]) -> Detection {
-    let owned;
-    let head = if is_gzip(head) {
-        owned = gunzip_prefix(head);
-        &owned[..]
-    } else {
-        head
-    };
+    let head = plain_head(head);
+    let head = &head[..];
     let text = String::from_utf8_lossy(head);
     let text = text.trim_start_matches('\u{feff}');
     let sniff = Sniff::new(text, head);
@@ -262,13 +276,8 @@ pub fn must_convert(format: Format, head: &[u8]) -> bool {
     if format != Format::Native {
         return true;
     }
-    let owned;
-    let head = if is_gzip(head) {
-        owned = gunzip_prefix(head);
-        &owned[..]
-    } else {
-        head
-    };
+    let head = plain_head(head);
+    let head = &head[..];
     let text = String::from_utf8_lossy(head);
     let text = text.trim_start_matches('\u{feff}').trim_start();
     // One object per line is the native layout itself.

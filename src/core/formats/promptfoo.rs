@@ -577,11 +577,7 @@ mod tests {
         let text = json!({"evalId": "e", "results": {"results": results}}).to_string();
         convert(&text, &mut sink).expect("convert");
         let warnings = sink.report.warnings.clone();
-        let records = String::from_utf8(out)
-            .expect("utf-8")
-            .lines()
-            .map(|l| serde_json::from_str(l).expect("JSON"))
-            .collect();
+        let records = super::super::written_records(out);
         (records, warnings)
     }
 
