@@ -525,7 +525,7 @@ impl fmt::Display for Recovery {
             } => write!(
                 f,
                 "{} could not be saved to {}; {} written to {} — append it to the journal once it can be written: cat '{}' >> '{}'",
-                plural(*count, "decision", "decisions"),
+                super::text::plural(*count as u64, "decision", "decisions"),
                 journal.display(),
                 if *count == 1 { "it is" } else { "they are" },
                 file.display(),
@@ -539,7 +539,7 @@ impl fmt::Display for Recovery {
             } => write!(
                 f,
                 "{} could not be saved to {}, nor to a recovery file beside it ({error}); {} below as JSON lines — append them to the journal once it can be written",
-                plural(lines.len(), "decision", "decisions"),
+                super::text::plural(lines.len() as u64, "decision", "decisions"),
                 journal.display(),
                 if lines.len() == 1 {
                     "it follows"
@@ -549,10 +549,6 @@ impl fmt::Display for Recovery {
             ),
         }
     }
-}
-
-fn plural(n: usize, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
 }
 
 /// The annotations of a run, backed by its journals.

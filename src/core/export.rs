@@ -40,7 +40,7 @@ use super::row::{NO_SYM, PairRow, Sym};
 use super::stats::{self, GroupBy, GroupStats, Summary, table};
 use super::suggest::{self, Suggestion};
 use super::taxonomy::Taxonomy;
-use super::text;
+use super::text::{self, fit, plural};
 
 mod markdown;
 use markdown::*;
@@ -709,11 +709,6 @@ pub fn write_summary(
         }
         SummaryFormat::Text => text_summary(index, rows, &s, out),
     }
-}
-
-fn fit(s: &str, w: usize) -> String {
-    let cut = text::truncate_cols(s, w);
-    format!("{cut}{}", " ".repeat(w.saturating_sub(text::width(&cut))))
 }
 
 /// Word-wrap one sentence to `width` columns.

@@ -29,7 +29,7 @@ use super::query::{Context, Query};
 use super::row::{NO_SYM, PairRow, Sym};
 use super::stats::{self, GroupBy, NOT_RECORDED, Rate};
 use super::taxonomy::Taxonomy;
-use super::text;
+use super::text::{self, fit, plural};
 
 /// Seed 003 (section 8): below this many trials a rate is not fit to gate a release.
 pub const MIN_PAIRS_FOR_GATING: u64 = 25;
@@ -415,17 +415,6 @@ fn group_name(index: &RunIndex, row: &PairRow, by: GroupBy) -> String {
     } else {
         index.str(sym).to_string()
     }
-}
-
-/// "1 pair", "3 pairs".
-fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
-/// `s` cut or padded to `w` columns.
-fn fit(s: &str, w: usize) -> String {
-    let cut = text::truncate_cols(s, w);
-    format!("{cut}{}", " ".repeat(w.saturating_sub(text::width(&cut))))
 }
 
 /// A few pairs, one line each, for a failed gate's explanation.

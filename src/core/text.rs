@@ -54,6 +54,17 @@ fn flatten(ps: Vec<Piece>) -> String {
     out
 }
 
+/// "1 pair", "3 pairs": a count with the word that agrees with it.
+pub fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+/// `s` cut or padded with spaces to exactly `w` columns.
+pub fn fit(s: &str, w: usize) -> String {
+    let cut = truncate_cols(s, w);
+    format!("{cut}{}", " ".repeat(w.saturating_sub(width(&cut))))
+}
+
 /// Truncate to at most `max` terminal columns (unicode-width), appending `…` when cut; never splits a char; wide chars that would straddle the limit are dropped.
 pub fn truncate_cols(s: &str, max: usize) -> String {
     if width(s) <= max {

@@ -96,10 +96,6 @@ fn more(n: usize, one: &str, many: &str) -> String {
     format!("and {n} more {}", if n == 1 { one } else { many })
 }
 
-pub(super) fn plural(n: u64, one: &str, many: &str) -> String {
-    format!("{n} {}", if n == 1 { one } else { many })
-}
-
 /// "Threshold-boundary sensitivity" → "threshold-boundary sensitivity", but "SSO bug" stays.
 pub(super) fn lower_first(name: &str) -> String {
     let mut cs = name.chars();
