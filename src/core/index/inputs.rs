@@ -16,7 +16,7 @@
 //! ([`RunIndex::policy`]). Its inputs (each side's question and state) are
 //! read again from its line, only for the trials that repeat — the same
 //! (case, variant, model) more than once — and only once per line
-//! ([`RunIndex::learn_inputs`]). [`RunIndex::input_warnings`] finds both
+//! ([`RunIndex::check_inputs`]). [`RunIndex::input_warnings`] finds both
 //! kinds over any selection of rows; [`RunIndex::check_inputs`] keeps those
 //! of the whole run among its problems, where `triage check --strict`
 //! fails on them.
@@ -192,14 +192,12 @@ impl RunIndex {
 
     /// Read the inputs of every row of a trial that repeats, once per line.
     /// A line that cannot be read again has no digest (and no warning).
-    pub fn learn_inputs(&mut self) {
+    fn learn_inputs(&mut self, trials: &[Vec<u32>]) {
         use rayon::prelude::*;
-        let all: Vec<u32> = (0..self.rows.len() as u32).collect();
-        let locs: Vec<_> = self
-            .repeated_trials(&all)
-            .into_iter()
+        let locs: Vec<_> = trials
+            .iter()
             .flatten()
-            .map(|i| self.rows[i as usize].loc)
+            .map(|&i| self.rows[i as usize].loc)
             .filter(|loc| !self.inputs.contains_key(&loc.id()))
             .collect();
         // Each line is read and digested on its own: spread over the pool.
@@ -217,7 +215,7 @@ impl RunIndex {
         self.inputs.extend(digests);
     }
 
-    /// The digest of a row's inputs, when [`RunIndex::learn_inputs`] read it.
+    /// The digest of a row's inputs, when [`RunIndex::check_inputs`] read it.
     pub fn inputs_of(&self, row: &PairRow) -> Option<u64> {
         self.inputs.get(&row.loc.id()).copied().flatten()
     }
@@ -246,7 +244,15 @@ impl RunIndex {
         if self.inputs.values().flatten().nth(1).is_none() {
             return out;
         }
-        for trial in self.repeated_trials(rows) {
+        out.extend(self.regenerated(&self.repeated_trials(rows)));
+        out
+    }
+
+    /// Each of `trials` (the rows of one repeated trial each) whose lines
+    /// record more than one set of inputs.
+    fn regenerated(&self, trials: &[Vec<u32>]) -> Vec<InputWarning> {
+        let mut out = Vec::new();
+        for trial in trials {
             let digests: Vec<(u32, u64)> = trial
                 .iter()
                 .filter_map(|&i| Some((i, self.inputs_of(&self.rows[i as usize])?)))
@@ -343,9 +349,12 @@ impl RunIndex {
             return;
         }
         self.inputs_checked = self.rows.len();
-        self.learn_inputs();
         let all: Vec<u32> = (0..self.rows.len() as u32).collect();
-        let warnings = self.input_warnings(&all);
+        // The trials are grouped once, for the reading and for the warnings.
+        let trials = self.repeated_trials(&all);
+        self.learn_inputs(&trials);
+        let mut warnings = self.mixed_policies(&all);
+        warnings.extend(self.regenerated(&trials));
         self.problems
             .retain(|p| p.kind != ProblemKind::Inconsistent);
         self.problems.extend(warnings.iter().map(|w| {
