@@ -836,10 +836,12 @@ fn allowed_covers(entry: &str, path: Changed) -> bool {
     };
     if dotted {
         // `state.<key>` as a path: `state` covers it, and so do `<key>` and
-        // `state.<key>` when the key is one segment.
+        // `state.<key>` when the key is one segment; a bare `question`
+        // names the question, not `state.question`.
         if let Changed::Member(k) = path {
             return s == "state"
-                || (!k.contains('.') && (s == k || s.strip_prefix("state.") == Some(k)));
+                || (!k.contains('.')
+                    && ((s == k && k != "question") || s.strip_prefix("state.") == Some(k)));
         }
         let first = s.split_at(dot(s).unwrap_or(s.len())).0;
         let first_is_root = first == "state" || first == "question";

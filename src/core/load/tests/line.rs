@@ -758,3 +758,26 @@ mod prop {
         }
     }
 }
+
+/// A bare `question` in `allowed_changes` names the question, so it does
+/// not cover a state field that happens to be called `question`; a bare
+/// key that is not a root does.
+#[test]
+fn a_bare_question_entry_does_not_cover_a_state_field_of_that_name() {
+    let line = |key: &str, allowed: &str| {
+        format!(
+            r#"{{"case_id":"c","variant_id":"v","source":{{"state":{{"{key}":[-1]}}}},"variant":{{"state":{{}}}},"allowed_changes":["state.a","{allowed}"]}}"#
+        )
+    };
+    for (key, allowed, invalid) in [
+        ("question", "question", true),
+        ("question", "state.question", false),
+        ("b", "b", false),
+        ("b", "question", true),
+    ] {
+        let line = line(key, allowed);
+        let (_, slow) = both_ways_unkeyed(&line);
+        assert_eq!(slow.contains("validity: Invalid"), invalid, "{line}");
+        assert_agrees(&line);
+    }
+}
