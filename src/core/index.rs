@@ -70,9 +70,8 @@ pub struct RunIndex {
     pub elapsed: Duration,
     /// Record keys of the rows that need one (see [`keys`]).
     keys: RowKeys,
-    /// The digest of the inputs of each line read for them, by row
-    /// location (see [`inputs`]); none when the line records no inputs.
-    inputs: rustc_hash::FxHashMap<u64, Option<u64>>,
+    /// The digest of each row's inputs, beside the rows (see [`inputs`]).
+    inputs: Vec<crate::core::row::InputsDigest>,
     /// How many rows [`RunIndex::check_inputs`] last checked.
     inputs_checked: usize,
 }
@@ -218,7 +217,11 @@ impl RunIndex {
         self.families.extend(b.rows.iter().map(|r| r.family));
         self.transformations
             .extend(b.rows.iter().map(|r| r.transformation));
+        // Rows set some other way, or a batch without digests: none recorded.
+        self.inputs.resize(self.rows.len(), Default::default());
         self.rows.extend(b.rows);
+        self.inputs.extend(b.inputs);
+        self.inputs.resize(self.rows.len(), Default::default());
         self.problems.extend(b.problems);
         self.bytes_read = b.bytes_read;
         if let Some(elapsed) = b.finished {

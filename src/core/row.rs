@@ -14,6 +14,44 @@ pub type Sym = u32;
 /// The id of an absent string.
 pub const NO_SYM: Sym = u32::MAX;
 
+/// A digest of the inputs a line records: each side's question and state,
+/// as written. A repetition resends the exact recorded inputs, so its line
+/// writes them alike, and two trials of one pair whose digests differ were
+/// sent different inputs (seed 000, section 7). Both loader paths make it
+/// from the values' text, the fast one from the spans its scan recorded,
+/// in the first pass, so the case check reads no line again.
+///
+/// Four bytes a row, beside the rows: digests are only ever compared
+/// within the trials of one pair, where two different inputs share a
+/// digest once in four billion (the warning would then be missed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct InputsDigest(u32);
+
+impl InputsDigest {
+    /// A line that records no question and no state on either side.
+    pub const NONE: InputsDigest = InputsDigest(0);
+
+    /// The digest of `values[side][field]`, the text of each side's
+    /// (source, variant) question and state (field 0 and 1) when recorded
+    /// (present and not `null`); [`Self::NONE`] when none is.
+    pub fn of(values: [[Option<&[u8]>; 2]; 2]) -> InputsDigest {
+        use std::hash::{Hash, Hasher};
+        if values.iter().flatten().all(Option::is_none) {
+            return InputsDigest::NONE;
+        }
+        let mut h = rustc_hash::FxHasher::default();
+        values.hash(&mut h);
+        let h = h.finish();
+        // Folded to four bytes; zero stands for none.
+        InputsDigest(((h ^ (h >> 32)) as u32).max(1))
+    }
+
+    /// The digest, or `None` for a line that records no inputs.
+    pub fn get(self) -> Option<u32> {
+        (self != InputsDigest::NONE).then_some(self.0)
+    }
+}
+
 /// Where a pair's line lives: 16 bytes, the input's number and the byte
 /// offset sharing one word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

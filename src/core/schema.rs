@@ -153,6 +153,14 @@ macro_rules! schema {
     )+};
 }
 
+/// The top-level member in which a record converted from another tool's
+/// file names that tool (see [`crate::core::formats`]). The record does not
+/// read it (it stays among the pair's other fields), but its inputs are
+/// then not compared across repetitions: a converter may carry context in
+/// the question or state, such as a context-probe baseline's answer, that
+/// differs between trials by design.
+pub const CONVERTED_FROM: &str = "format";
+
 schema! {
     /// The top level of a line. Keys not listed here are kept in the pair's
     /// `extra` by the slow path.

@@ -137,8 +137,8 @@ pub fn sync_keys(app: &mut App) {
 
 /// Once the run's first pass is done, and whenever a followed run grows,
 /// check the inputs of its cases (seed 000, section 7: mixed policies,
-/// regenerated repetitions), which reads the lines of repeated trials
-/// once each; the warnings join the run's problems.
+/// regenerated repetitions) from what the first pass kept; the warnings
+/// join the run's problems.
 pub fn check_inputs(app: &mut App) {
     if app.index.done {
         app.index.check_inputs();

@@ -13,27 +13,23 @@
 //!   will be testing a different input each time."
 //!
 //! A row's policy comes with its versions id from the loader
-//! ([`RunIndex::policy`]). Its inputs (each side's question and state) are
-//! read again from its line, only for the trials that repeat — the same
-//! (case, variant, model) more than once — and only once per line
-//! ([`RunIndex::check_inputs`]). [`RunIndex::input_warnings`] finds both
-//! kinds over any selection of rows; [`RunIndex::check_inputs`] keeps those
-//! of the whole run among its problems, where `triage check --strict`
-//! fails on them.
+//! ([`RunIndex::policy`]), and so does the digest of its inputs, each
+//! side's question and state as written
+//! ([`InputsDigest`](crate::core::row::InputsDigest)), made in the first
+//! pass: no line is read again. The trials that repeat are the same (case,
+//! variant, model) more than once. [`RunIndex::input_warnings`]
+//! finds both kinds over any selection of rows; [`RunIndex::check_inputs`]
+//! keeps those of the whole run among its problems, where `triage check
+//! --strict` fails on them.
 
-use std::borrow::Cow;
-use std::collections::BTreeMap;
-use std::hash::{Hash, Hasher};
-
-use rustc_hash::{FxHashMap, FxHasher};
-use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
+use rustc_hash::FxHashMap;
+use serde::Serialize;
 
 use super::RunIndex;
+use crate::core::formats::Format;
 use crate::core::model::{Policy, fmt_num};
 use crate::core::problem::{Problem, ProblemKind};
 use crate::core::row::{NO_SYM, PairRow, Sym};
-use crate::core::schema::{S_QUESTION, S_STATE, SIDE, T_SOURCE, T_VARIANT, TOP};
 use crate::core::text::inert_line;
 
 /// One policy of a case that mixes several, with how many of its pairs it routed.
@@ -123,48 +119,6 @@ impl InputWarning {
     }
 }
 
-/// A JSON object whose members are kept as written.
-#[derive(Deserialize)]
-struct Members<'a>(#[serde(borrow)] BTreeMap<Cow<'a, str>, &'a RawValue>);
-
-impl<'a> Members<'a> {
-    /// The first spelling of a field that is present, as written.
-    fn get(&self, spellings: &[&str]) -> Option<&'a RawValue> {
-        spellings
-            .iter()
-            .find_map(|k| self.0.get(*k).copied())
-            .filter(|v| v.get() != "null")
-    }
-}
-
-/// A digest of the inputs a line records: each side's question and state,
-/// as written (a repetition resends the exact recorded inputs, so they are
-/// written alike). None when the line records neither, or is not an object,
-/// or was converted from another tool's file (it names its `format`): a
-/// converter may carry context there, such as a context-probe baseline's
-/// answer, that differs between trials by design.
-pub fn inputs_digest(line: &[u8]) -> Option<u64> {
-    let top: Members = serde_json::from_slice(line).ok()?;
-    if top.get(&["format"]).is_some() {
-        return None;
-    }
-    let mut h = FxHasher::default();
-    let mut any = false;
-    for side in [T_SOURCE, T_VARIANT] {
-        let Some(raw) = top.get(TOP[side].spellings) else {
-            side.hash(&mut h);
-            continue;
-        };
-        let members: Option<Members> = serde_json::from_str(raw.get()).ok();
-        for field in [S_QUESTION, S_STATE] {
-            let value = members.as_ref().and_then(|m| m.get(SIDE[field].spellings));
-            (side, field, value.map(RawValue::get)).hash(&mut h);
-            any |= value.is_some();
-        }
-    }
-    any.then(|| h.finish())
-}
-
 /// A case's policies in the order first seen, with how many pairs each
 /// routed, and the row where the second first appears.
 type CasePolicies = (Vec<(Policy, u64)>, Option<u32>);
@@ -190,34 +144,19 @@ impl RunIndex {
         out
     }
 
-    /// Read the inputs of every row of a trial that repeats, once per line.
-    /// A line that cannot be read again has no digest (and no warning).
-    fn learn_inputs(&mut self, trials: &[Vec<u32>]) {
-        use rayon::prelude::*;
-        let locs: Vec<_> = trials
-            .iter()
-            .flatten()
-            .map(|&i| self.rows[i as usize].loc)
-            .filter(|loc| !self.inputs.contains_key(&loc.id()))
-            .collect();
-        // Each line is read and digested on its own: spread over the pool.
-        let this = &*self;
-        let digests: Vec<_> = locs
-            .par_iter()
-            .map(|&loc| {
-                let digest = this
-                    .read_line(loc)
-                    .ok()
-                    .and_then(|bytes| inputs_digest(&bytes));
-                (loc.id(), digest)
-            })
-            .collect();
-        self.inputs.extend(digests);
-    }
-
-    /// The digest of a row's inputs, when [`RunIndex::check_inputs`] read it.
-    pub fn inputs_of(&self, row: &PairRow) -> Option<u64> {
-        self.inputs.get(&row.loc.id()).copied().flatten()
+    /// The digest of row `i`'s inputs; `None` when its line records none,
+    /// or was converted from another tool's file (see
+    /// [`CONVERTED_FROM`](crate::core::schema::CONVERTED_FROM)).
+    pub fn inputs_of(&self, i: u32) -> Option<u32> {
+        let row = self.rows.get(i as usize)?;
+        let native = self
+            .files
+            .get(row.loc.file() as usize)
+            .is_none_or(|f| f.format == Format::Native);
+        if !native {
+            return None;
+        }
+        self.inputs.get(i as usize).and_then(|d| d.get())
     }
 
     fn file_of(&self, row: &PairRow) -> String {
@@ -240,10 +179,6 @@ impl RunIndex {
     /// trial whose inputs were regenerated, in the order first seen.
     pub fn input_warnings(&self, rows: &[u32]) -> Vec<InputWarning> {
         let mut out = self.mixed_policies(rows);
-        // Without two digests of one trial there is nothing to compare.
-        if self.inputs.values().flatten().nth(1).is_none() {
-            return out;
-        }
         out.extend(self.regenerated(&self.repeated_trials(rows)));
         out
     }
@@ -253,14 +188,14 @@ impl RunIndex {
     fn regenerated(&self, trials: &[Vec<u32>]) -> Vec<InputWarning> {
         let mut out = Vec::new();
         for trial in trials {
-            let digests: Vec<(u32, u64)> = trial
+            let digests: Vec<(u32, u32)> = trial
                 .iter()
-                .filter_map(|&i| Some((i, self.inputs_of(&self.rows[i as usize])?)))
+                .filter_map(|&i| Some((i, self.inputs_of(i)?)))
                 .collect();
             let Some(&(_, first)) = digests.first() else {
                 continue;
             };
-            let mut distinct: Vec<u64> = digests.iter().map(|d| d.1).collect();
+            let mut distinct: Vec<u32> = digests.iter().map(|d| d.1).collect();
             distinct.sort_unstable();
             distinct.dedup();
             if distinct.len() < 2 {
@@ -339,8 +274,7 @@ impl RunIndex {
             .collect()
     }
 
-    /// Learn the inputs of the trials that repeat and keep the run's
-    /// warnings among its problems (kind [`ProblemKind::Inconsistent`]),
+    /// Keep the run's warnings among its problems (kind [`ProblemKind::Inconsistent`]),
     /// replacing the ones an earlier check left (a followed run grows);
     /// nothing to do when no row came since the last check.
     pub fn check_inputs(&mut self) {
@@ -350,11 +284,7 @@ impl RunIndex {
         }
         self.inputs_checked = self.rows.len();
         let all: Vec<u32> = (0..self.rows.len() as u32).collect();
-        // The trials are grouped once, for the reading and for the warnings.
-        let trials = self.repeated_trials(&all);
-        self.learn_inputs(&trials);
-        let mut warnings = self.mixed_policies(&all);
-        warnings.extend(self.regenerated(&trials));
+        let warnings = self.input_warnings(&all);
         self.problems
             .retain(|p| p.kind != ProblemKind::Inconsistent);
         self.problems.extend(warnings.iter().map(|w| {
@@ -372,32 +302,6 @@ impl RunIndex {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_digest_is_of_the_questions_and_states_as_written() {
-        let a = br#"{"case_id":"c","variant_id":"v","source":{"question":"q","state":{"a":1},"response":{"probability":0.2}},"variant":{"question":"q2","state":{"a":1}}}"#;
-        // Another answer, latency and time: the same inputs.
-        let b = br#"{"timestamp":"t","case_id":"c","variant_id":"v","source":{"latency_ms":5,"question":"q","state":{"a":1},"response":{"probability":0.9}},"variant":{"state":{"a":1},"question":"q2"}}"#;
-        assert_eq!(inputs_digest(a), inputs_digest(b));
-        assert!(inputs_digest(a).is_some());
-        // A regenerated paraphrase, an edited state, a side's question moved to `prompt`.
-        for other in [
-            &br#"{"source":{"question":"q","state":{"a":1}},"variant":{"question":"q3","state":{"a":1}}}"#[..],
-            br#"{"source":{"question":"q","state":{"a":2}},"variant":{"question":"q2","state":{"a":1}}}"#,
-            br#"{"source":{"question":"q","state":{"a":1}},"variant":{"question":"q2"}}"#,
-        ] {
-            assert_ne!(inputs_digest(a), inputs_digest(other));
-        }
-        let prompt = br#"{"source":{"prompt":"q","payload":{"a":1}},"variant":{"prompt":"q2","payload":{"a":1}}}"#;
-        assert_eq!(inputs_digest(a), inputs_digest(prompt));
-        // Nothing to compare: no digest.
-        assert_eq!(
-            inputs_digest(br#"{"source":{"noul":0.9},"variant":{}}"#),
-            None
-        );
-        assert_eq!(inputs_digest(b"[1, 2]"), None);
-        assert_eq!(inputs_digest(b"{not json"), None);
-    }
 
     /// Checking again keeps one problem per warning: a followed run is
     /// checked as it grows, and a check with no new row changes nothing.

@@ -16,7 +16,7 @@ use super::intern::{Field, Strings};
 use super::line::{Line, LineOut};
 use crate::core::model::Policy;
 use crate::core::problem::{Problem, ProblemKind};
-use crate::core::row::{Loc, PackedCodes, PairRow, RowCodes, Sym};
+use crate::core::row::{InputsDigest, Loc, PackedCodes, PairRow, RowCodes, Sym};
 
 /// A versions id's key: the (contract, schema, model) triple and the
 /// policy's thresholds as bits (equal thresholds, equal bits).
@@ -39,6 +39,9 @@ pub struct Batch {
     /// routed by.
     pub policies: Vec<Option<Policy>>,
     pub rows: Vec<PairRow>,
+    /// The digest of each row's inputs, beside `rows` (a batch built by
+    /// hand may leave it empty: none recorded).
+    pub inputs: Vec<InputsDigest>,
     pub problems: Vec<Problem>,
     /// Bytes read so far over all files.
     pub bytes_read: u64,
@@ -211,6 +214,7 @@ impl IndexState {
                     }),
                 };
                 self.batch.rows.push(row);
+                self.batch.inputs.push(d.inputs);
             }
         }
     }

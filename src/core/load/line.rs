@@ -13,11 +13,15 @@
 use std::borrow::Cow;
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::core::model::{PairRecord, Policy};
 use crate::core::problem::ProblemKind;
 use crate::core::record::{RecordError, map_record};
-use crate::core::row::{ExpKind, OutcomeCode, RowCodes, flags};
+use crate::core::row::{ExpKind, InputsDigest, OutcomeCode, RowCodes, flags};
+use crate::core::schema::{
+    CONVERTED_FROM, Field, S_QUESTION, S_STATE, SIDE, T_SOURCE, T_VARIANT, TOP,
+};
 
 use super::fast::{Diff, LineReader};
 
@@ -114,6 +118,8 @@ pub(crate) struct RowData {
     pub(super) summary: Summary,
     /// Field warnings, as problem messages.
     pub(super) warnings: Vec<String>,
+    /// Each side's question and state, digested as written.
+    pub(super) inputs: InputsDigest,
 }
 
 /// The numbers and codes of a row.
@@ -316,7 +322,8 @@ fn describe_row(d: &RowData, buf: &[u8]) -> String {
     let opt = |t: &Option<Text>| t.as_ref().map(|t| t.get(buf).to_string());
     format!(
         "trim {} len {} case {:?} variant {:?} transformation {:?} family {:?} \
-         suggestion {:?} contract {:?} schema {:?} model {:?} policy {:?} summary {:?} warnings {:?}",
+         suggestion {:?} contract {:?} schema {:?} model {:?} policy {:?} summary {:?} warnings {:?} \
+         inputs {:?}",
         d.trim_start,
         d.body_len,
         d.case.get(buf),
@@ -330,6 +337,7 @@ fn describe_row(d: &RowData, buf: &[u8]) -> String {
         d.policy,
         d.summary,
         d.warnings,
+        d.inputs,
     )
 }
 
@@ -410,6 +418,7 @@ fn read_row(reader: &mut LineReader, buf: &[u8], body: &str) -> Option<RowData> 
         policy: f.record.policy,
         summary,
         warnings,
+        inputs: f.inputs(),
     };
     f.recycle();
     Some(row)
@@ -489,7 +498,48 @@ fn slow_row(body: &str, terminated: bool) -> LineOut {
         policy: record.policy,
         summary,
         warnings,
+        inputs: slow_inputs(body),
     })
+}
+
+/// A JSON object whose members are kept as written.
+#[derive(serde::Deserialize)]
+struct Members<'a>(#[serde(borrow)] std::collections::BTreeMap<Cow<'a, str>, &'a RawValue>);
+
+impl<'a> Members<'a> {
+    /// The first spelling of `field` that is recorded (present and not
+    /// `null`), as written.
+    fn get(&self, field: &Field) -> Option<&'a [u8]> {
+        field
+            .spellings
+            .iter()
+            .find_map(|k| self.0.get(*k).copied())
+            .map(|v| v.get().as_bytes())
+            .filter(|v| *v != b"null")
+    }
+}
+
+/// The slow path's [`InputsDigest`] of a line that parses: each side's
+/// question and state as written, read again as raw text (the record
+/// keeps them parsed); none for a record converted from another tool's
+/// file. The fast path reads a line it accepts alike, from
+/// its spans ([`super::fast::Parsed::inputs`]).
+fn slow_inputs(body: &str) -> InputsDigest {
+    let Ok(top) = serde_json::from_str::<Members>(body) else {
+        return InputsDigest::NONE;
+    };
+    let converted = top.0.get(CONVERTED_FROM).is_some_and(|v| v.get() != "null");
+    if converted {
+        return InputsDigest::NONE;
+    }
+    let side = |slot: usize| {
+        let members = top
+            .get(&TOP[slot])
+            .and_then(|raw| serde_json::from_slice::<Members>(raw).ok());
+        let field = |f: usize| members.as_ref().and_then(|m| m.get(&SIDE[f]));
+        [field(S_QUESTION), field(S_STATE)]
+    };
+    InputsDigest::of([side(T_SOURCE), side(T_VARIANT)])
 }
 
 /// The path of the first key an object of `json` repeats (`source.state.a`,

@@ -102,6 +102,9 @@ pub(super) struct Scratch {
     /// looked for): the diff need not compare them again.
     pub(super) twins: [Vec<u32>; 2],
     pub(super) state_is_object: [bool; 2],
+    /// Whether the line names the tool it was converted from
+    /// ([`CONVERTED_FROM`](crate::core::schema::CONVERTED_FROM), not `null`).
+    pub(super) converted: bool,
     /// The state object each side last scanned, kept from line to line.
     pub(super) memo: [StateMemo; 2],
     /// The policy and expectation objects the reader last scanned, which
@@ -295,6 +298,7 @@ impl Scratch {
         self.twins[0].clear();
         self.twins[1].clear();
         self.state_is_object = [false; 2];
+        self.converted = false;
         self.small_at = [None; 2];
     }
 

@@ -7,6 +7,7 @@ use std::cell::Cell;
 
 use crate::core::diff::DiffEntry;
 use crate::core::model::{BadNumber, Expectation, Outcome, PairRecord, Policy, Route, Side};
+use crate::core::row::InputsDigest;
 
 use super::memo::{Reading, Scratch};
 use super::raw_diff::{Diff, Members, Node, diff_members, diff_states};
@@ -82,6 +83,22 @@ impl Parsed<'_, '_> {
             Diff::Done(d) => d.clone(),
             Diff::Later { .. } => self.state_diff(),
         }
+    }
+
+    /// The digest of each side's question and state as this line writes
+    /// them, from the spans its scan recorded (see [`InputsDigest`]); none
+    /// for a record converted from another tool's file.
+    pub fn inputs(&self) -> InputsDigest {
+        let s = &*self.scratch;
+        if s.converted {
+            return InputsDigest::NONE;
+        }
+        let b = self.line.as_bytes();
+        let text = |w: usize, slot: usize| present(s.side[w][slot]).map(|v| v.span.bytes(b));
+        InputsDigest::of([
+            [text(0, S_QUESTION), text(0, S_STATE)],
+            [text(1, S_QUESTION), text(1, S_STATE)],
+        ])
     }
 
     /// Give the record back to the reader, whose next record is written

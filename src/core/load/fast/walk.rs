@@ -10,8 +10,8 @@ use super::memo::{
 use super::scan::{Keyed, MAX_DEPTH, Scan, common_prefix, key_bit};
 use super::span::{Kind, Member, NONE, Span, Val};
 use crate::core::schema::{
-    N_EXP, S_RESPONSE, S_STATE, T_EXPECTATION, T_POLICY, T_SOURCE, T_VARIANT, expectation_slot,
-    policy_slot, response_slot, side_slot, top_slot,
+    CONVERTED_FROM, N_EXP, S_RESPONSE, S_STATE, T_EXPECTATION, T_POLICY, T_SOURCE, T_VARIANT,
+    expectation_slot, policy_slot, response_slot, side_slot, top_slot,
 };
 
 impl Scan<'_, '_> {
@@ -21,9 +21,13 @@ impl Scan<'_, '_> {
         if self.peek()? != b'{' {
             return None;
         }
-        self.object(1, Some((SH_TOP, top_slot)), |s, slot, _, d| {
+        self.object(1, Some((SH_TOP, top_slot)), |s, slot, (ks, ke), d| {
             let Some(slot) = slot else {
-                return s.value(d).map(|_| false);
+                let kind = s.value(d)?;
+                if kind != Kind::Null && &s.b[ks..ke] == CONVERTED_FROM.as_bytes() {
+                    s.s.converted = true;
+                }
+                return Some(false);
             };
             let start = s.i;
             let kind = match (slot, s.peek()?) {

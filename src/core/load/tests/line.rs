@@ -781,3 +781,65 @@ fn a_bare_question_entry_does_not_cover_a_state_field_of_that_name() {
         assert_agrees(&line);
     }
 }
+
+/// The inputs digest of `line` as the slow path makes it, checked against
+/// the fast path's where it accepts the line.
+fn inputs_of(line: &str) -> InputsDigest {
+    assert_agrees(line);
+    match slow_row(line, true) {
+        LineOut::Row(d) => d.inputs,
+        other => panic!("{other:?}"),
+    }
+}
+
+/// Each side's question and state as written: another answer, latency,
+/// time or key order is the same inputs; a regenerated paraphrase, an
+/// edited state, a question left out is not; `prompt` and `payload` are
+/// the question and the state.
+#[test]
+fn a_digest_is_of_the_questions_and_states_as_written() {
+    let a = r#"{"case_id":"c","variant_id":"v","source":{"question":"q","state":{"a":1},"response":{"probability":0.2}},"variant":{"question":"q2","state":{"a":1}}}"#;
+    let b = r#"{"timestamp":"t","case_id":"c","variant_id":"v","source":{"latency_ms":5,"question":"q","state":{"a":1},"response":{"probability":0.9}},"variant":{"state":{"a":1},"question":"q2"}}"#;
+    assert!(assert_agrees(a) && assert_agrees(b));
+    assert_eq!(inputs_of(a), inputs_of(b));
+    assert!(inputs_of(a).get().is_some());
+    for other in [
+        r#"{"case_id":"c","variant_id":"v","source":{"question":"q","state":{"a":1}},"variant":{"question":"q3","state":{"a":1}}}"#,
+        r#"{"case_id":"c","variant_id":"v","source":{"question":"q","state":{"a":2}},"variant":{"question":"q2","state":{"a":1}}}"#,
+        r#"{"case_id":"c","variant_id":"v","source":{"question":"q","state":{"a":1}},"variant":{"question":"q2"}}"#,
+        r#"{"case_id":"c","variant_id":"v","source":{"question":"q","state":{"a": 1}},"variant":{"question":"q2","state":{"a":1}}}"#,
+    ] {
+        assert_ne!(inputs_of(a), inputs_of(other), "{other}");
+    }
+    let prompt = r#"{"case_id":"c","variant_id":"v","source":{"prompt":"q","payload":{"a":1}},"variant":{"prompt":"q2","payload":{"a":1}}}"#;
+    assert_eq!(inputs_of(a), inputs_of(prompt));
+    // A null is not recorded; nothing recorded is no digest.
+    let null = r#"{"case_id":"c","variant_id":"v","source":{"question":"q","state":{"a":1},"error":null},"variant":{"question":"q2","state":{"a":1},"decision":null}}"#;
+    assert_eq!(inputs_of(a), inputs_of(null));
+    for none in [
+        r#"{"case_id":"c","variant_id":"v","source":{"noul":0.9},"variant":{}}"#,
+        r#"{"case_id":"c","variant_id":"v","source":{"question":null},"variant":{"state":null}}"#,
+        r#"{"case_id":"c","variant_id":"v","source":"q","variant":[1]}"#,
+    ] {
+        assert_eq!(inputs_of(none), InputsDigest::NONE, "{none}");
+    }
+}
+
+/// A record converted from another tool's file (it names the tool in
+/// `format`) has no inputs digest on either path; a `null` there names none.
+#[test]
+fn a_converted_record_has_no_inputs_digest() {
+    let line = |format: &str| {
+        format!(
+            r#"{{"case_id":"c","variant_id":"v",{format}"source":{{"question":"q","state":{{"a":1}}}},"variant":{{"question":"q2","state":{{"a":1}}}}}}"#
+        )
+    };
+    let native = inputs_of(&line(""));
+    assert!(native.get().is_some());
+    assert_eq!(
+        inputs_of(&line(r#""format":"context-probe","#)),
+        InputsDigest::NONE
+    );
+    assert!(assert_agrees(&line(r#""format":"context-probe","#)));
+    assert_eq!(inputs_of(&line(r#""format":null,"#)), native);
+}
