@@ -126,22 +126,57 @@ type CasePolicies = (Vec<(Policy, u64)>, Option<u32>);
 /// The (case, variant, model) of a trial.
 type Trial = (Sym, Sym, Sym);
 
+/// The trials that repeat: their rows, grouped by trial, and each group as
+/// (start, length) in `rows`.
+struct Trials {
+    rows: Vec<u32>,
+    groups: Vec<(u32, u32)>,
+}
+
+impl Trials {
+    /// Each trial's rows, in row order, the trials in the order first seen.
+    fn each(&self) -> impl Iterator<Item = &[u32]> {
+        self.groups
+            .iter()
+            .map(|&(start, len)| &self.rows[start as usize..(start + len) as usize])
+    }
+}
+
 impl RunIndex {
     fn trial(&self, row: &PairRow) -> Trial {
         (row.case, row.variant, self.model(row))
     }
 
-    /// The rows of the trials that repeat, grouped by trial, in row order.
-    fn repeated_trials(&self, rows: &[u32]) -> Vec<Vec<u32>> {
-        let mut by: FxHashMap<Trial, Vec<u32>> = FxHashMap::default();
-        for &i in rows {
-            if let Some(r) = self.rows.get(i as usize) {
-                by.entry(self.trial(r)).or_default().push(i);
+    /// The rows of `rows` that record inputs, by trial: those of each trial
+    /// that repeats, in row order, the trials in the order first seen.
+    /// Sorted in place rather than hashed, so a run of a million repeated
+    /// trials costs four bytes a row and eight a trial.
+    fn repeated_trials(&self, rows: &[u32]) -> Trials {
+        use rayon::prelude::*;
+        let mut sorted: Vec<u32> = rows
+            .iter()
+            .copied()
+            .filter(|&i| self.inputs_of(i).is_some())
+            .collect();
+        sorted.par_sort_unstable_by_key(|&i| (self.trial(&self.rows[i as usize]), i));
+        let mut groups = Vec::new();
+        let mut start = 0;
+        while start < sorted.len() {
+            let trial = self.trial(&self.rows[sorted[start] as usize]);
+            let len = sorted[start..]
+                .iter()
+                .take_while(|&&i| self.trial(&self.rows[i as usize]) == trial)
+                .count();
+            if len > 1 {
+                groups.push((start as u32, len as u32));
             }
+            start += len;
         }
-        let mut out: Vec<Vec<u32>> = by.into_values().filter(|v| v.len() > 1).collect();
-        out.sort_unstable_by_key(|v| v[0]);
-        out
+        groups.sort_unstable_by_key(|&(start, _)| sorted[start as usize]);
+        Trials {
+            rows: sorted,
+            groups,
+        }
     }
 
     /// The digest of row `i`'s inputs; `None` when its line records none,
@@ -178,16 +213,23 @@ impl RunIndex {
     /// are skipped): each case that mixes policies, then each repeated
     /// trial whose inputs were regenerated, in the order first seen.
     pub fn input_warnings(&self, rows: &[u32]) -> Vec<InputWarning> {
-        let mut out = self.mixed_policies(rows);
-        out.extend(self.regenerated(&self.repeated_trials(rows)));
+        let mut out = Vec::new();
+        self.each_input_warning(rows, |w| out.push(w));
         out
     }
 
+    /// [`Self::input_warnings`], each given to `sink` as it is found (a
+    /// run whose every trial was regenerated has as many warnings as
+    /// trials: they need not all be held twice).
+    fn each_input_warning(&self, rows: &[u32], mut sink: impl FnMut(InputWarning)) {
+        self.mixed_policies(rows).into_iter().for_each(&mut sink);
+        self.regenerated(&self.repeated_trials(rows), sink);
+    }
+
     /// Each of `trials` (the rows of one repeated trial each) whose lines
-    /// record more than one set of inputs.
-    fn regenerated(&self, trials: &[Vec<u32>]) -> Vec<InputWarning> {
-        let mut out = Vec::new();
-        for trial in trials {
+    /// record more than one set of inputs, given to `out`.
+    fn regenerated(&self, trials: &Trials, mut out: impl FnMut(InputWarning)) {
+        for trial in trials.each() {
             let digests: Vec<(u32, u32)> = trial
                 .iter()
                 .filter_map(|&i| Some((i, self.inputs_of(i)?)))
@@ -206,7 +248,7 @@ impl RunIndex {
             };
             let r = &self.rows[at as usize];
             let model = self.model(r);
-            out.push(InputWarning::RegeneratedInputs {
+            out(InputWarning::RegeneratedInputs {
                 case: self.name(r.case),
                 variant: self.name(r.variant),
                 model: (model != NO_SYM).then(|| self.name(model)),
@@ -216,7 +258,6 @@ impl RunIndex {
                 line: r.loc.line,
             });
         }
-        out
     }
 
     /// Each case of `rows` whose pairs were routed by more than one policy.
@@ -284,18 +325,18 @@ impl RunIndex {
         }
         self.inputs_checked = self.rows.len();
         let all: Vec<u32> = (0..self.rows.len() as u32).collect();
-        let warnings = self.input_warnings(&all);
-        self.problems
-            .retain(|p| p.kind != ProblemKind::Inconsistent);
-        self.problems.extend(warnings.iter().map(|w| {
+        let mut problems = std::mem::take(&mut self.problems);
+        problems.retain(|p| p.kind != ProblemKind::Inconsistent);
+        self.each_input_warning(&all, |w| {
             let (file, line) = w.at();
-            Problem {
+            problems.push(Problem {
                 file: file.to_string(),
                 line: u64::from(line),
                 kind: ProblemKind::Inconsistent,
                 message: w.message(),
-            }
-        }));
+            });
+        });
+        self.problems = problems;
     }
 }
 
