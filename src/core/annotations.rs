@@ -29,8 +29,11 @@ use sha2::{Digest, Sha256};
 use super::key::RecordKey;
 use journal::{Journal, LOCK_WAIT, lock_within};
 
-/// The journal format this build writes and fully understands.
+/// The journal format of a decision event.
 const FORMAT_VERSION: u64 = 1;
+/// The format of a resolution event: a triage that predates resolutions
+/// takes it for a newer line and leaves it in place.
+const RESOLUTION_VERSION: u64 = 2;
 
 /// The state of one pair's triage.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -255,6 +258,10 @@ struct Event {
     source: AnnotationSource,
     #[serde(default)]
     prev: Option<Prev>,
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    resolves: Option<Vec<Prior>>,
 }
 
 fn manual() -> AnnotationSource {
@@ -262,7 +269,7 @@ fn manual() -> AnnotationSource {
 }
 
 enum Line {
-    Event(Box<Annotation>, Option<Prev>),
+    Event(Box<Annotation>, Option<Prev>, Option<Vec<Prior>>),
     Newer,
     /// Not an event, and why.
     Bad(String),
@@ -273,18 +280,39 @@ fn parse_line(body: &[u8]) -> Line {
         Ok(v) => v,
         Err(e) => return Line::Bad(why_not_json(body, &e)),
     };
-    if version.v > FORMAT_VERSION {
+    if version.v > RESOLUTION_VERSION {
         return Line::Newer;
     }
-    if version.v != FORMAT_VERSION {
+    if version.v != FORMAT_VERSION && version.v != RESOLUTION_VERSION {
         return Line::Bad(format!(
             "format version {} is not one triage writes ({FORMAT_VERSION})",
             version.v
         ));
     }
+    if version.v == RESOLUTION_VERSION {
+        #[derive(Deserialize)]
+        struct Kind {
+            #[serde(default)]
+            kind: Option<String>,
+        }
+        let known = serde_json::from_slice::<Kind>(body)
+            .is_ok_and(|k| k.kind.as_deref() == Some("resolution"));
+        if !known {
+            // A version-2 line of a kind this build does not know.
+            return Line::Newer;
+        }
+    }
     let ev = match serde_json::from_slice::<Event>(body) {
         Ok(ev) => ev,
         Err(e) => return Line::Bad(format!("not an annotation event: {e}")),
+    };
+    let resolves = if version.v == RESOLUTION_VERSION {
+        match ev.resolves {
+            Some(resolves) => Some(resolves),
+            None => return Line::Bad("a resolution without the decisions it resolves".to_string()),
+        }
+    } else {
+        None
     };
     let Some(key) = RecordKey::parse(&ev.key) else {
         return Line::Bad("its key is not 32 hex digits".to_string());
@@ -299,7 +327,7 @@ fn parse_line(body: &[u8]) -> Line {
         at: ev.at,
         source: ev.source,
     };
-    Line::Event(Box::new(ann), ev.prev)
+    Line::Event(Box::new(ann), ev.prev, resolves)
 }
 
 /// Why a journal line is not JSON, in words a reviewer can act on.
@@ -319,8 +347,25 @@ fn why_not_json(body: &[u8], e: &serde_json::Error) -> String {
 }
 
 /// One journal line (without its newline) for this state of an annotation.
-fn encode(ann: &Annotation, prev: Option<&Prev>) -> String {
+fn encode(ann: &Annotation, prev: Option<&Prev>, resolves: Option<&[Prior]>) -> String {
     // A `Value` prints infallibly, and preserve_order keeps the documented field order.
+    if let Some(resolves) = resolves {
+        return serde_json::json!({
+            "v": RESOLUTION_VERSION,
+            "kind": "resolution",
+            "key": ann.key.to_string(),
+            "case_id": ann.case_id,
+            "variant_id": ann.variant_id,
+            "category": ann.category,
+            "note": ann.note,
+            "reviewer": ann.reviewer,
+            "at": ann.at,
+            "source": ann.source.as_str(),
+            "prev": null,
+            "resolves": resolves,
+        })
+        .to_string();
+    }
     serde_json::json!({
         "v": FORMAT_VERSION,
         "key": ann.key.to_string(),
@@ -338,11 +383,12 @@ fn encode(ann: &Annotation, prev: Option<&Prev>) -> String {
 
 /// What tells one event from another: a digest of everything it records
 /// (a compaction writes an event back with the same fields, so the same id).
-fn event_id(ann: &Annotation, prev: Option<&Prev>) -> u64 {
+fn event_id(ann: &Annotation, prev: Option<&Prev>, resolves: Option<&[Prior]>) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     ann.hash(&mut h);
     prev.hash(&mut h);
+    resolves.hash(&mut h);
     h.finish()
 }
 
@@ -366,61 +412,237 @@ fn tick() -> u64 {
     CLOCK.fetch_add(1, Ordering::Relaxed)
 }
 
-/// A key's newest event.
+/// Where an event lands: a pair's decision by one reviewer
+/// (`Some(reviewer)`), or the pair's resolution (`None`). Each slot keeps
+/// its newest event.
+type Slot = (RecordKey, Option<String>);
+
+/// A slot's newest event.
 #[derive(Debug, Clone)]
 struct Entry {
     ann: Annotation,
     prev: Option<Prev>,
+    /// For a resolution: the decisions it settled.
+    resolves: Option<Vec<Prior>>,
     /// When it was applied ([`tick`]); higher is newer.
     seq: u64,
 }
 
-/// The newest event of every key, and the look-ups the screen needs.
+impl Entry {
+    fn slot(&self) -> Slot {
+        let who = match self.resolves {
+            Some(_) => None,
+            None => Some(self.ann.reviewer.clone()),
+        };
+        (self.ann.key, who)
+    }
+}
+
+/// One reviewer's category at the moment a resolution was recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Prior {
+    pub reviewer: String,
+    pub category: Option<String>,
+}
+
+/// How the reviewers of a pair stand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Agreement {
+    /// One reviewer decided.
+    Single,
+    /// Several decided, and no two named different categories.
+    Agreed,
+    /// They named different categories and a resolution settled them.
+    Resolved,
+    /// They named different categories and nothing settled them: the
+    /// pair has no resolved category.
+    Disagree,
+}
+
+impl Agreement {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Agreement::Single => "single",
+            Agreement::Agreed => "agreed",
+            Agreement::Resolved => "resolved",
+            Agreement::Disagree => "disagree",
+        }
+    }
+}
+
+/// The resolution recorded on a pair.
+#[derive(Debug, Clone, Copy)]
+pub struct Resolution<'a> {
+    /// The resolver (`reviewer`), the chosen category and when.
+    pub ann: &'a Annotation,
+    /// The decisions it settled.
+    pub resolves: &'a [Prior],
+    /// Whether those decisions still stand, so the resolution holds.
+    pub current: bool,
+}
+
+/// A pair's events: each reviewer's newest decision, its newest
+/// resolution, and the annotation shown for it.
+#[derive(Debug, Default, Clone)]
+struct Pair {
+    decisions: std::collections::BTreeMap<String, Entry>,
+    resolution: Option<Entry>,
+    /// What the pair shows: one reviewer's decision as it is, or, with
+    /// several, the resolved category (none while they disagree), the
+    /// newest note and the newest decider.
+    view: Option<Annotation>,
+    agreement: Option<Agreement>,
+    /// The newest event's tick.
+    newest: u64,
+}
+
+impl Pair {
+    /// The (reviewer, category) of every decision that names a category, by reviewer.
+    fn categories(&self) -> Vec<Prior> {
+        self.decisions
+            .values()
+            .filter(|e| e.ann.category.is_some())
+            .map(|e| Prior {
+                reviewer: e.ann.reviewer.clone(),
+                category: e.ann.category.clone(),
+            })
+            .collect()
+    }
+
+    fn resolution_holds(&self) -> bool {
+        let Some(r) = &self.resolution else {
+            return false;
+        };
+        let mut then: Vec<Prior> = r
+            .resolves
+            .iter()
+            .flatten()
+            .filter(|p| p.category.is_some())
+            .cloned()
+            .collect();
+        then.sort_by(|a, b| a.reviewer.cmp(&b.reviewer));
+        then == self.categories()
+    }
+
+    fn compute(&mut self) {
+        let shown: Vec<&Entry> = self
+            .decisions
+            .values()
+            .filter(|e| !e.ann.is_empty())
+            .collect();
+        let Some(newest) = shown.iter().copied().max_by_key(|e| e.seq) else {
+            self.view = None;
+            self.agreement = None;
+            return;
+        };
+        if shown.len() == 1 {
+            self.view = Some(newest.ann.clone());
+            self.agreement = Some(Agreement::Single);
+            return;
+        }
+        let note = shown
+            .iter()
+            .filter(|e| e.ann.note.is_some())
+            .max_by_key(|e| e.seq)
+            .and_then(|e| e.ann.note.clone());
+        let categories: HashSet<&str> = shown
+            .iter()
+            .filter_map(|e| e.ann.category.as_deref())
+            .collect();
+        let mut view = Annotation {
+            note,
+            ..newest.ann.clone()
+        };
+        let agreement = if categories.len() <= 1 {
+            view.category = categories.iter().next().map(|c| c.to_string());
+            Agreement::Agreed
+        } else if self.resolution_holds() {
+            let r = &self.resolution.as_ref().expect("a resolution holds").ann;
+            view.category = r.category.clone();
+            view.reviewer = r.reviewer.clone();
+            view.at = r.at.clone();
+            view.source = AnnotationSource::Manual;
+            Agreement::Resolved
+        } else {
+            view.category = None;
+            Agreement::Disagree
+        };
+        self.view = Some(view);
+        self.agreement = Some(agreement);
+    }
+
+    fn slots(&self) -> impl Iterator<Item = &Entry> {
+        self.decisions.values().chain(self.resolution.iter())
+    }
+}
+
+/// What a pair holds, every slot of it, to tell whether a merge changed it.
+pub(super) type Snapshot = Vec<(Option<String>, Option<String>, Option<String>)>;
+
+/// The newest event of every slot, and the look-ups the screen needs.
 ///
-/// Cleared pairs keep their entry (an event with neither category nor
+/// Cleared decisions keep their entry (an event with neither category nor
 /// note): a compaction writes it back, so that the clear still wins over
 /// an older event in another journal, and a journal put back from an
 /// older copy can be told from one where the pair was cleared since.
 #[derive(Debug, Default)]
 struct Live {
-    entries: HashMap<RecordKey, Entry>,
-    /// How many entries have a category or a note.
+    pairs: HashMap<RecordKey, Pair>,
+    /// How many slots hold an event (one journal line each when compact).
+    slots: usize,
+    /// How many pairs have a shown annotation.
     shown: usize,
-    /// case_id → variant_id → keys of shown entries, for stale look-ups without a scan.
+    /// case_id → variant_id → keys of shown pairs, for stale look-ups without a scan.
     by_ids: HashMap<String, HashMap<String, Vec<RecordKey>>>,
     /// Bumped whenever an annotation is set or removed.
     revision: u64,
 }
 
 impl Live {
-    fn put(&mut self, ann: Annotation, prev: Option<Prev>, seq: u64) {
-        self.insert(Entry { ann, prev, seq });
+    fn put(&mut self, ann: Annotation, prev: Option<Prev>, resolves: Option<Vec<Prior>>, seq: u64) {
+        self.insert(Entry {
+            ann,
+            prev,
+            resolves,
+            seq,
+        });
     }
 
     fn insert(&mut self, entry: Entry) {
         self.revision += 1;
-        if let Some(old) = self.entries.remove(&entry.ann.key)
-            && !old.ann.is_empty()
-        {
-            self.shown -= 1;
-            self.unindex(&old.ann);
+        let key = entry.ann.key;
+        let pair = self.pairs.entry(key).or_default();
+        let had_view = pair.view.clone();
+        let replaced = match entry.slot().1 {
+            Some(reviewer) => pair.decisions.insert(reviewer, entry.clone()).is_some(),
+            None => pair.resolution.replace(entry.clone()).is_some(),
+        };
+        pair.newest = pair.newest.max(entry.seq);
+        pair.compute();
+        let view = pair.view.clone();
+        if !replaced {
+            self.slots += 1;
         }
-        if !entry.ann.is_empty() {
+        if let Some(old) = had_view {
+            self.shown -= 1;
+            self.unindex(&old);
+        }
+        if let Some(ann) = view {
             self.shown += 1;
             self.by_ids
-                .entry(entry.ann.case_id.clone())
+                .entry(ann.case_id.clone())
                 .or_default()
-                .entry(entry.ann.variant_id.clone())
+                .entry(ann.variant_id.clone())
                 .or_default()
-                .push(entry.ann.key);
+                .push(ann.key);
         }
-        self.entries.insert(entry.ann.key, entry);
     }
 
     fn clear(&mut self) {
-        self.entries.clear();
+        self.pairs.clear();
         self.by_ids.clear();
         self.shown = 0;
+        self.slots = 0;
         self.revision += 1;
     }
 
@@ -438,19 +660,44 @@ impl Live {
         }
     }
 
+    /// The annotation the pair shows.
     fn get(&self, key: &RecordKey) -> Option<&Annotation> {
-        self.entries
-            .get(key)
-            .map(|e| &e.ann)
-            .filter(|a| !a.is_empty())
+        self.pairs.get(key).and_then(|p| p.view.as_ref())
     }
 
-    /// Each shown annotation's (category, note).
-    fn values(&self) -> HashMap<RecordKey, (Option<String>, Option<String>)> {
-        self.entries
-            .iter()
-            .filter(|(_, e)| !e.ann.is_empty())
-            .map(|(k, e)| (*k, (e.ann.category.clone(), e.ann.note.clone())))
+    /// The newest event of a slot, cleared ones included.
+    fn slot(&self, slot: &Slot) -> Option<&Entry> {
+        let pair = self.pairs.get(&slot.0)?;
+        match &slot.1 {
+            Some(reviewer) => pair.decisions.get(reviewer),
+            None => pair.resolution.as_ref(),
+        }
+    }
+
+    /// Every slot's newest event.
+    fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.pairs.values().flat_map(Pair::slots)
+    }
+
+    /// What a pair holds, every slot of it.
+    fn snapshot(&self, key: &RecordKey) -> Option<Snapshot> {
+        let pair = self.pairs.get(key)?;
+        let snap: Snapshot = pair
+            .slots()
+            .filter(|e| !e.ann.is_empty())
+            .map(|e| {
+                let who = e.slot().1;
+                (who, e.ann.category.clone(), e.ann.note.clone())
+            })
+            .collect();
+        (!snap.is_empty()).then_some(snap)
+    }
+
+    /// Every pair's snapshot.
+    fn values(&self) -> HashMap<RecordKey, Snapshot> {
+        self.pairs
+            .keys()
+            .filter_map(|k| Some((*k, self.snapshot(k)?)))
             .collect()
     }
 }
@@ -688,13 +935,14 @@ impl AnnotationStore {
         if at == self.union_at && self.union.is_some() {
             return;
         }
-        let mut newest: HashMap<RecordKey, &Entry> = HashMap::new();
+        let mut newest: HashMap<Slot, &Entry> = HashMap::new();
         for j in &self.journals {
-            for (k, e) in &j.live.entries {
-                match newest.get(k) {
+            for e in j.live.entries() {
+                let slot = e.slot();
+                match newest.get(&slot) {
                     Some(old) if old.seq >= e.seq => {}
                     _ => {
-                        newest.insert(*k, e);
+                        newest.insert(slot, e);
                     }
                 }
             }
@@ -707,9 +955,84 @@ impl AnnotationStore {
         self.union_at = at;
     }
 
-    /// The annotation of the pair with this key, if it has a category or a note.
+    /// The annotation the pair with this key shows, if some reviewer gave
+    /// it a category or a note: with one reviewer, their decision; with
+    /// several, the resolved category ([`AnnotationStore::agreement`]; none
+    /// while they disagree), the newest note, and the newest decider (or
+    /// the resolver).
     pub fn get(&self, key: &RecordKey) -> Option<&Annotation> {
         self.live().get(key)
+    }
+
+    /// This store's reviewer's own decision on the pair, if it has a category or a note.
+    pub fn mine(&self, key: &RecordKey) -> Option<&Annotation> {
+        self.decision_of(key, &self.reviewer)
+    }
+
+    /// One reviewer's decision on the pair, if it has a category or a note.
+    pub fn decision_of(&self, key: &RecordKey, reviewer: &str) -> Option<&Annotation> {
+        self.live()
+            .pairs
+            .get(key)?
+            .decisions
+            .get(reviewer)
+            .map(|e| &e.ann)
+            .filter(|a| !a.is_empty())
+    }
+
+    /// Every reviewer's decision on the pair (those with a category or a note), by reviewer.
+    pub fn decisions(&self, key: &RecordKey) -> Vec<&Annotation> {
+        self.live().pairs.get(key).map_or_else(Vec::new, |p| {
+            p.decisions
+                .values()
+                .map(|e| &e.ann)
+                .filter(|a| !a.is_empty())
+                .collect()
+        })
+    }
+
+    /// How the pair's reviewers stand; `None` when nobody decided it.
+    pub fn agreement(&self, key: &RecordKey) -> Option<Agreement> {
+        self.live().pairs.get(key)?.agreement
+    }
+
+    /// The newest resolution recorded on the pair, and whether it holds.
+    pub fn resolution(&self, key: &RecordKey) -> Option<Resolution<'_>> {
+        let pair = self.live().pairs.get(key)?;
+        let r = pair.resolution.as_ref()?;
+        Some(Resolution {
+            ann: &r.ann,
+            resolves: r.resolves.as_deref().unwrap_or(&[]),
+            current: pair.resolution_holds(),
+        })
+    }
+
+    /// Every reviewer who gave some pair a category, sorted.
+    pub fn reviewers(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self
+            .live()
+            .pairs
+            .values()
+            .flat_map(|p| p.decisions.values())
+            .filter(|e| e.ann.category.is_some())
+            .map(|e| e.ann.reviewer.as_str())
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
+    /// Record resolutions: each pair's reviewers disagree, and this
+    /// store's reviewer settles them on a category. Each is an event of
+    /// its own naming the resolver and the decisions it settles; the
+    /// reviewers' own decisions stay as they are. Durable before `Ok`,
+    /// as [`AnnotationStore::apply`].
+    pub fn resolve(&mut self, resolutions: Vec<Change>) -> Result<(), SaveError> {
+        let items = resolutions.into_iter().map(|c| (c, true)).collect();
+        match self.save_events(items, &|_| Vec::new(), None)? {
+            Saved::Done(_) => Ok(()),
+            Saved::Conflict(_) => unreachable!("a save without expectations has no conflict"),
+        }
     }
 
     /// A number that changes whenever an annotation is set or removed, by
@@ -759,19 +1082,19 @@ impl AnnotationStore {
             .get(variant_id)?
             .iter()
             .filter(|k| *k != current)
-            .filter_map(|k| live.entries.get(k))
-            .max_by_key(|e| e.seq)
-            .map(|e| &e.ann)
+            .filter_map(|k| live.pairs.get(k))
+            .filter(|p| p.view.is_some())
+            .max_by_key(|p| p.newest)
+            .and_then(|p| p.view.as_ref())
     }
 
     /// All annotations (non-empty ones), sorted by (case_id, variant_id, key).
     pub fn all(&self) -> Vec<&Annotation> {
         let mut v: Vec<&Annotation> = self
             .live()
-            .entries
+            .pairs
             .values()
-            .map(|e| &e.ann)
-            .filter(|a| !a.is_empty())
+            .filter_map(|p| p.view.as_ref())
             .collect();
         v.sort_by(|a, b| {
             (&a.case_id, &a.variant_id, a.key).cmp(&(&b.case_id, &b.variant_id, b.key))
@@ -825,7 +1148,18 @@ impl AnnotationStore {
         files: &dyn Fn(&RecordKey) -> Vec<u16>,
         expect: Option<&[Change]>,
     ) -> Result<Saved, SaveError> {
-        let targets: Vec<Vec<usize>> = changes.iter().map(|c| self.route(c, files)).collect();
+        let items = changes.into_iter().map(|c| (c, false)).collect();
+        self.save_events(items, files, expect)
+    }
+
+    /// [`AnnotationStore::save`] of decisions (`false`) and resolutions (`true`).
+    fn save_events(
+        &mut self,
+        changes: Vec<(Change, bool)>,
+        files: &dyn Fn(&RecordKey) -> Vec<u16>,
+        expect: Option<&[Change]>,
+    ) -> Result<Saved, SaveError> {
+        let targets: Vec<Vec<usize>> = changes.iter().map(|(c, _)| self.route(c, files)).collect();
         let mut involved: Vec<usize> = targets.iter().flatten().copied().collect();
         involved.sort_unstable();
         involved.dedup();
@@ -879,9 +1213,19 @@ impl AnnotationStore {
         let at = now_rfc3339();
         let mut previous = Vec::with_capacity(changes.len());
         let mut staged: HashMap<usize, HashSet<RecordKey>> = HashMap::new();
-        for (c, to) in changes.into_iter().zip(&targets) {
-            let old = self.get(&c.key).cloned();
-            let prev = old.as_ref().map(|a| Prev {
+        for ((c, resolution), to) in changes.into_iter().zip(&targets) {
+            let resolves = resolution.then(|| {
+                self.live()
+                    .pairs
+                    .get(&c.key)
+                    .map(Pair::categories)
+                    .unwrap_or_default()
+            });
+            let old = match resolution {
+                true => self.resolution(&c.key).map(|r| r.ann.clone()),
+                false => self.mine(&c.key).cloned(),
+            };
+            let prev = old.as_ref().filter(|_| !resolution).map(|a| Prev {
                 category: a.category.clone(),
                 note: a.note.clone(),
             });
@@ -897,7 +1241,7 @@ impl AnnotationStore {
             };
             for &j in to {
                 staged.entry(j).or_default().insert(ann.key);
-                self.journals[j].stage(ann.clone(), prev.clone());
+                self.journals[j].stage(ann.clone(), prev.clone(), resolves.clone());
             }
             previous.push(old);
         }
@@ -956,7 +1300,7 @@ impl AnnotationStore {
             self.journals
                 .iter()
                 .enumerate()
-                .filter(|(_, j)| j.writable() && j.live.entries.contains_key(&c.key))
+                .filter(|(_, j)| j.writable() && j.live.pairs.contains_key(&c.key))
                 .map(|(i, _)| i)
                 .collect()
         } else {
@@ -973,12 +1317,12 @@ impl AnnotationStore {
         to
     }
 
-    /// The pairs of `expect` whose annotation now differs from it.
+    /// The pairs of `expect` whose decision by this store's reviewer now differs from it.
     fn conflicts(&self, expect: &[Change]) -> Vec<Conflict> {
         expect
             .iter()
             .filter_map(|c| {
-                let now = self.get(&c.key);
+                let now = self.mine(&c.key);
                 let same = match now {
                     Some(a) => {
                         a.category == non_empty(c.category.clone())

@@ -321,7 +321,7 @@ fn marks_and_history(app: &mut App, action: Action) -> Vec<Effect> {
                 return vec![];
             };
             let text = app
-                .annotation(&app.index.rows[first as usize])
+                .mine(&app.index.rows[first as usize])
                 .and_then(|a| a.note.clone())
                 .unwrap_or_default();
             app.overlay = Overlay::Note(NoteEditor::new(&text, targets));

@@ -492,6 +492,12 @@ impl App {
         self.index.annotation(Some(&self.store), row)
     }
 
+    /// This reviewer's own decision on a row, under its current key.
+    pub fn mine(&self, row: &PairRow) -> Option<&Annotation> {
+        let key = self.index.current_key(&self.store, row)?;
+        self.store.mine(&key)
+    }
+
     /// An annotation made on an earlier version of this pair.
     pub fn stale_annotation(&self, row: &PairRow) -> Option<&Annotation> {
         let key = self.index.current_key(&self.store, row)?;
@@ -805,7 +811,7 @@ impl App {
     pub fn save(&mut self, changes: Vec<Change>, label: String) -> Effect {
         let before = changes
             .iter()
-            .map(|c| match self.store.get(&c.key) {
+            .map(|c| match self.store.mine(&c.key) {
                 Some(a) => Change {
                     key: c.key,
                     case_id: c.case_id.clone(),
@@ -951,7 +957,7 @@ impl App {
         source: AnnotationSource,
     ) -> Option<Change> {
         let r = self.index.rows.get(row as usize)?;
-        let note = self.annotation(r).and_then(|a| a.note.clone());
+        let note = self.mine(r).and_then(|a| a.note.clone());
         Some(Change {
             key: self.index.key(r)?,
             case_id: self.index.str(r.case).to_string(),
