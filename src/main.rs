@@ -211,6 +211,33 @@ pair could be read. A file from which only some lines could be read is gated, an
         #[command(flatten)]
         load: LoadArgs,
     },
+    /// Read decisions from a CSV or JSON Lines file into a run's journal, as one reviewer's.
+    #[command(
+        long_about = "Read decisions from a CSV or JSON Lines file into a run's journal, as one reviewer's.\n\n\
+The file names each pair by case_id and variant_id (and repetition, for repeated trials) and gives its \
+category id, with an optional note: a CSV file with a header row naming those columns (in any order; \
+other columns are ignored), or one JSON object per line with those members. The format is taken from \
+the extension (.csv, .jsonl), else from the first character.\n\n\
+A row that matches no pair of the run, matches several, names an unknown category, repeats an earlier \
+row's pair or cannot be read is a problem, printed with the file's line. With any problem nothing is \
+imported (exit 2) unless --partial is given; then the other rows are. A row equal to the reviewer's \
+current decision is not written again, so importing a file twice writes it once.",
+        after_help = "Examples:\n  triage import run.jsonl judge-labels.csv --reviewer gpt-judge\n  triage import run.jsonl colleague.jsonl --reviewer bob --partial\n  triage agreement run.jsonl --between ana,gpt-judge"
+    )]
+    Import {
+        /// The run file the decisions are on.
+        run: String,
+        /// The decisions: CSV or JSON Lines.
+        file: PathBuf,
+        /// Whose decisions these are (a colleague, a judge model).
+        #[arg(long, value_name = "NAME", required = true)]
+        reviewer: String,
+        /// Import the rows without problems even when some rows have one.
+        #[arg(long)]
+        partial: bool,
+        #[command(flatten)]
+        load: LoadArgs,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(
         after_help = "Example (bash):\n  triage completions bash > ~/.local/share/bash-completion/completions/triage"
@@ -498,6 +525,20 @@ fn main() -> ExitCode {
                 cli.config.as_deref(),
             )
         }
+        Some(Command::Import {
+            run,
+            file,
+            reviewer,
+            partial,
+            load,
+        }) => import_cmd(
+            &run,
+            &file,
+            &reviewer,
+            partial,
+            &load,
+            cli.config.as_deref(),
+        ),
         Some(Command::Completions { shell }) => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "triage", &mut std::io::stdout());
@@ -932,6 +973,131 @@ fn check_cmd(
     }
 }
 
+fn import_cmd(
+    run: &str,
+    file: &Path,
+    reviewer: &str,
+    partial: bool,
+    load: &LoadArgs,
+    config_path: Option<&Path>,
+) -> ExitCode {
+    use triage::core::import;
+    use triage::core::text::inert_line;
+    let reviewer = reviewer.trim();
+    if reviewer.is_empty() {
+        return fail("triage: --reviewer: give the name the decisions are recorded under");
+    }
+    let shown = inert_line(&file.display().to_string());
+    let bytes = match std::fs::read(file) {
+        Ok(b) => b,
+        Err(e) => return fail(&format!("triage: cannot read {shown}: {e}")),
+    };
+    let cfg = match config::load(config_path) {
+        Ok(c) => c,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let opts = OpenOptions {
+        max_line_bytes: line_limit(load.max_line_bytes, &cfg),
+        follow: false,
+        format: load.run_format,
+        convert: ConvertOptions {
+            scorer: load.scorer.clone(),
+        },
+    };
+    let runs = vec![run.to_string()];
+    let (runs, _) = match skip_journals(&runs) {
+        Ok(x) => x,
+        Err(e) => return fail(&e),
+    };
+    let mut index = match index_with_progress(&runs, &opts) {
+        Ok(i) => i,
+        Err(e) => return fail(&e),
+    };
+    let (rows, mut problems) = import::read(&bytes, import::FileFormat::detect(file, &bytes));
+    let (changes, more) = import::plan(&mut index, &cfg.taxonomy, &rows);
+    problems.extend(more);
+    problems.sort_by_key(|p| p.line);
+    for p in &problems {
+        eprintln!("triage: {shown}:{}: {}", p.line, p.kind);
+    }
+    if !problems.is_empty() && !partial {
+        return fail(&format!(
+            "triage: nothing imported: {} in {shown}; fix {}, or pass --partial to import the other {}",
+            triage::core::text::plural(
+                problems.len() as u64,
+                "row has a problem",
+                "rows have a problem"
+            ),
+            if problems.len() == 1 { "it" } else { "them" },
+            triage::core::text::plural(changes.len() as u64, "row", "rows"),
+        ));
+    }
+    if changes.is_empty() {
+        return fail(&format!("triage: {shown} holds no decision to import"));
+    }
+    let (mut store, notices) = match open_store(&runs, load.annotations.as_deref(), reviewer) {
+        Ok(x) => x,
+        Err(e) => return fail(&e),
+    };
+    for n in notices {
+        eprintln!("triage: note: {}", inert_line(&n));
+    }
+    let mut replaced = 0;
+    let total = changes.len();
+    let changes: Vec<_> = changes
+        .into_iter()
+        .filter(|c| match store.mine(&c.key) {
+            Some(a) if a.category == c.category && a.note == c.note => false,
+            Some(_) => {
+                replaced += 1;
+                true
+            }
+            None => true,
+        })
+        .collect();
+    let unchanged = total - changes.len();
+    let written = changes.len();
+    if written > 0
+        && let Err(e) = store.apply(changes)
+    {
+        eprintln!("triage: {e}");
+        for r in store.recover() {
+            eprintln!("triage: {r}");
+            if let annotations::Recovery::Lines { lines, .. } = &r {
+                for l in lines {
+                    eprintln!("{l}");
+                }
+            }
+        }
+        return ExitCode::from(1);
+    }
+    let mut said = format!(
+        "imported {} by {} into {}",
+        triage::core::text::plural(written as u64, "decision", "decisions"),
+        inert_line(reviewer),
+        inert_line(&store.path().display().to_string())
+    );
+    if replaced > 0 {
+        said.push_str(&format!(
+            "; {replaced} replaced an earlier decision of {}",
+            inert_line(reviewer)
+        ));
+    }
+    if unchanged > 0 {
+        said.push_str(&format!(
+            "; {unchanged} already recorded, left as they were"
+        ));
+    }
+    if !problems.is_empty() {
+        said.push_str(&format!(
+            "; {} skipped (--partial)",
+            triage::core::text::plural(problems.len() as u64, "row", "rows")
+        ));
+    }
+    println!("{said}");
+    ExitCode::SUCCESS
+}
+
 fn fail(msg: &str) -> ExitCode {
     eprintln!("{msg}");
     ExitCode::from(2)
@@ -1013,8 +1179,9 @@ fn print_keys(km: &Keymap, cfg: &config::Config) {
 }
 
 /// The subcommand names, which a bare run argument must not be mistaken for.
-const COMMANDS: [&str; 8] = [
+const COMMANDS: [&str; 9] = [
     "apply",
+    "import",
     "keys",
     "config",
     "export",

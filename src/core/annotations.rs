@@ -259,8 +259,6 @@ struct Event {
     #[serde(default)]
     prev: Option<Prev>,
     #[serde(default)]
-    kind: Option<String>,
-    #[serde(default)]
     resolves: Option<Vec<Prior>>,
 }
 

@@ -23,6 +23,7 @@
 //! - [`query`]: the filter language of the pair list (`status:fail family:question dp<-0.1`).
 //! - [`export`]: the Markdown triage report, CSV, JSON and replay fixtures; `triage summary`.
 //! - [`gate`]: the gates of `triage check`, decided on Wilson bounds.
+//! - [`import`]: decisions from a CSV or JSON Lines file, matched to the run's pairs.
 //!
 //! Nothing here imports ratatui or crossterm; `.ci/run` checks it.
 
@@ -35,6 +36,7 @@ pub mod export;
 pub mod facets;
 pub mod formats;
 pub mod gate;
+pub mod import;
 pub mod index;
 pub mod key;
 pub mod load;

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::{
-    Access, Annotation, Line, Live, Prev, Prior, SaveError, Slot, Snapshot, StoreOpenError,
-    encode, event_id, folder_writable, parent_dir, parse_line, tick, with_suffix,
+    Access, Annotation, Line, Live, Prev, Prior, SaveError, Slot, Snapshot, StoreOpenError, encode,
+    event_id, folder_writable, parent_dir, parse_line, tick, with_suffix,
 };
 use crate::core::key::RecordKey;
 
@@ -260,12 +260,8 @@ impl Journal {
         resolves: Option<Vec<Prior>>,
     ) {
         let ev = PendingEvent::new(ann, prev, resolves);
-        self.live.put(
-            ev.ann.clone(),
-            ev.prev.clone(),
-            ev.resolves.clone(),
-            tick(),
-        );
+        self.live
+            .put(ev.ann.clone(), ev.prev.clone(), ev.resolves.clone(), tick());
         self.pending.push(ev);
     }
 
@@ -666,11 +662,7 @@ impl Journal {
                         note: f.ann.note.clone(),
                     }),
                 };
-                lost.push(PendingEvent::new(
-                    ev.ann.clone(),
-                    prev,
-                    ev.resolves.clone(),
-                ));
+                lost.push(PendingEvent::new(ev.ann.clone(), prev, ev.resolves.clone()));
             }
         }
         lost.sort_by(|a, b| (&a.ann.at, a.ann.key).cmp(&(&b.ann.at, b.ann.key)));

@@ -1306,7 +1306,10 @@ fn every_reviewers_decision_is_kept_and_a_resolution_settles_a_disagreement() {
     // Disagreed: no resolved category, and both decisions as they were.
     assert_eq!(ann.agreement(&key(1)), Some(Agreement::Disagree));
     assert_eq!(ann.get(&key(1)).unwrap().category, None);
-    assert_eq!(ann.mine(&key(1)).unwrap().category.as_deref(), Some("boundary"));
+    assert_eq!(
+        ann.mine(&key(1)).unwrap().category.as_deref(),
+        Some("boundary")
+    );
     assert_eq!(
         ann.decision_of(&key(1), "bob").unwrap().category.as_deref(),
         Some("distractor")
@@ -1398,7 +1401,10 @@ fn an_old_triage_skips_a_resolution_and_keeps_it_in_place() {
     let line = r#"{"v":2,"kind":"resolution","key":"01010101010101010101010101010101","case_id":"c1","variant_id":"v1","category":"a","note":null,"reviewer":"cy","at":"2026-01-01T00:00:00Z","source":"manual","prev":null,"resolves":[]}"#;
     let v: serde_json::Value = serde_json::from_str(line).unwrap();
     assert!(v["v"].as_u64().unwrap() > FORMAT_VERSION);
-    assert!(matches!(parse_line(line.as_bytes()), Line::Event(_, None, Some(_))));
+    assert!(matches!(
+        parse_line(line.as_bytes()),
+        Line::Event(_, None, Some(_))
+    ));
     // A version-2 line of another kind is a newer one to this build.
     let other = r#"{"v":2,"kind":"vote","key":"01010101010101010101010101010101"}"#;
     assert!(matches!(parse_line(other.as_bytes()), Line::Newer));
