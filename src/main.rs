@@ -238,6 +238,33 @@ current decision is not written again, so importing a file twice writes it once.
         #[command(flatten)]
         load: LoadArgs,
     },
+    /// Measure how two reviewers agree: Cohen's kappa with its 95% interval, per category, and the confusion matrix.
+    #[command(
+        long_about = "Measure how two reviewers agree over the pairs both gave a category: Cohen's kappa with \
+its 95% interval (the large-sample standard error of Fleiss, Cohen and Everitt, 1969), the observed \
+and the chance agreement, the number of pairs compared, each category's agreement, and the confusion \
+matrix.\n\n\
+`suggestions` stands for triage's suggestion engine, on either side: --between ana,suggestions \
+calibrates the engine against ana (pairs where ana accepted the suggestion are left out, and \
+counted). Without --between, every pair of reviewers who decided some pair is compared.",
+        after_help = "Examples:\n  triage agreement run.jsonl --between ana,bob\n  triage agreement run.jsonl --between ana,suggestions --format json\n  triage check run.jsonl --min-kappa 0.7 --between ana,gpt-judge --min-pairs 50"
+    )]
+    Agreement {
+        /// Run files (JSONL); `-` reads standard input.
+        #[arg(value_name = "RUN", required = true)]
+        runs: Vec<String>,
+        /// The two reviewers to compare, as A,B (`suggestions`: the suggestion engine).
+        #[arg(long, value_name = "A,B")]
+        between: Option<String>,
+        /// How to print it.
+        #[arg(long, value_enum, value_name = "FORMAT", default_value_t = SummaryFormatArg::Text)]
+        format: SummaryFormatArg,
+        /// Only the pairs this query selects.
+        #[arg(long, value_name = "QUERY")]
+        filter: Option<String>,
+        #[command(flatten)]
+        load: LoadArgs,
+    },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(
         after_help = "Example (bash):\n  triage completions bash > ~/.local/share/bash-completion/completions/triage"
@@ -536,6 +563,20 @@ fn main() -> ExitCode {
             &file,
             &reviewer,
             partial,
+            &load,
+            cli.config.as_deref(),
+        ),
+        Some(Command::Agreement {
+            runs,
+            between,
+            format,
+            filter,
+            load,
+        }) => agreement_cmd(
+            &runs,
+            between.as_deref(),
+            format,
+            filter.as_deref(),
             &load,
             cli.config.as_deref(),
         ),
@@ -973,6 +1014,89 @@ fn check_cmd(
     }
 }
 
+fn agreement_cmd(
+    runs: &[String],
+    between: Option<&str>,
+    format: SummaryFormatArg,
+    filter: Option<&str>,
+    load: &LoadArgs,
+    config_path: Option<&Path>,
+) -> ExitCode {
+    use triage::core::agreement;
+    let between = match between.map(agreement::parse_between).transpose() {
+        Ok(b) => b,
+        Err(e) => return fail(&format!("triage: {e}")),
+    };
+    let filter = match parse_filter(filter) {
+        Ok(f) => f,
+        Err(e) => return fail(&e),
+    };
+    let loaded = match load_headless(runs, load, config_path) {
+        Ok(l) => l,
+        Err(e) => return fail(&e),
+    };
+    let Some(store) = loaded.store.as_ref() else {
+        return fail(
+            "triage: nobody has decided a pair of this run yet: there is nothing to compare (triage import brings in a colleague's or a judge's decisions)",
+        );
+    };
+    let input = loaded.input();
+    let rows = export::select_rows(
+        &input,
+        &ExportOptions {
+            all: true,
+            filter,
+            generated_at: None,
+        },
+    );
+    let comparisons = match &between {
+        Some((a, b)) => {
+            let known = store.reviewers();
+            for who in [a, b] {
+                if who != agreement::SUGGESTIONS && !known.contains(&who.as_str()) {
+                    eprintln!(
+                        "triage: note: {} gave no pair a category; the reviewers who did: {}",
+                        triage::core::text::inert_line(who),
+                        if known.is_empty() {
+                            "none".to_string()
+                        } else {
+                            triage::core::text::inert_line(&known.join(", "))
+                        }
+                    );
+                }
+            }
+            vec![(a.clone(), b.clone())]
+        }
+        None => agreement::every_pair(store),
+    };
+    if comparisons.is_empty() {
+        let known = store.reviewers();
+        return fail(&format!(
+            "triage: only {} gave pairs a category: there is no pair of reviewers to compare; name one with --between {},{}",
+            triage::core::text::inert_line(&known.join(", ")),
+            triage::core::text::inert_line(known.first().copied().unwrap_or("NAME")),
+            agreement::SUGGESTIONS
+        ));
+    }
+    let reports: Vec<agreement::Report> = comparisons
+        .iter()
+        .map(|(a, b)| agreement::compare(&loaded.index, store, &loaded.cfg.taxonomy, &rows, a, b))
+        .collect();
+    let format = match format {
+        SummaryFormatArg::Text => agreement::Format::Text,
+        SummaryFormatArg::Markdown => agreement::Format::Markdown,
+        SummaryFormatArg::Json => agreement::Format::Json,
+    };
+    let text = agreement::render(&reports, format, between.is_some());
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&format!(
+            "triage: cannot write the agreement to standard output: {e}"
+        )),
+    }
+}
+
 fn import_cmd(
     run: &str,
     file: &Path,
@@ -1179,9 +1303,10 @@ fn print_keys(km: &Keymap, cfg: &config::Config) {
 }
 
 /// The subcommand names, which a bare run argument must not be mistaken for.
-const COMMANDS: [&str; 9] = [
+const COMMANDS: [&str; 10] = [
     "apply",
     "import",
+    "agreement",
     "keys",
     "config",
     "export",

@@ -15,6 +15,7 @@
 //! - [`key`]: the record key that lets annotations follow a pair across runs.
 //! - [`taxonomy`] and [`suggest`]: failure categories and a suggested one per failure.
 //! - [`annotations`]: the crash-safe journal of decisions; [`apply`]: a copy of a run with them.
+//! - [`agreement`]: Cohen's kappa between two reviewers, with its interval.
 //! - [`config`]: the user's config file (reviewer, taxonomy, theme).
 //! - [`stats`]: brittleness metrics with Wilson intervals, per group, per case and per repetition.
 //! - [`facets`]: counts of pairs and failures per value of a field.
@@ -27,6 +28,7 @@
 //!
 //! Nothing here imports ratatui or crossterm; `.ci/run` checks it.
 
+pub mod agreement;
 pub mod annotations;
 pub mod apply;
 pub mod config;
