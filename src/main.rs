@@ -191,10 +191,19 @@ pair could be read. A file from which only some lines could be read is gated, an
         /// failed pair or trial / cases with a judged pair) is above X.
         #[arg(long, value_name = "X")]
         max_case_failure_rate: Option<f64>,
-        /// Fail when fewer than N pairs were judged. Seed 003 gives 25 as the floor for
+        /// Fail when fewer than N pairs were judged (and, with --min-kappa, when the two
+        /// reviewers both decided fewer than N). Seed 003 gives 25 as the floor for
         /// gating a release on a rate: --min-pairs 25.
         #[arg(long, value_name = "N")]
         min_pairs: Option<u64>,
+        /// Fail when the lower bound of the 95% interval of Cohen's kappa between the two
+        /// reviewers of --between is under X (seed 003: an automated judge needs 0.70 against
+        /// senior engineers before it gates releases).
+        #[arg(long, value_name = "X", allow_negative_numbers = true)]
+        min_kappa: Option<f64>,
+        /// The two reviewers --min-kappa compares, as A,B (`suggestions`: the suggestion engine).
+        #[arg(long, value_name = "A,B")]
+        between: Option<String>,
         /// Apply every rate gate to each group too, and name the groups that fail.
         #[arg(long, value_enum, value_name = "FIELD")]
         by: Option<GateByArg>,
@@ -264,6 +273,25 @@ counted). Without --between, every pair of reviewers who decided some pair is co
         filter: Option<String>,
         #[command(flatten)]
         load: LoadArgs,
+    },
+    /// Merge two versions of a journal by event: the git merge driver for `*.triage.jsonl`.
+    #[command(
+        long_about = "Merge two versions of a journal by event, as a git merge driver: BASE is the common \
+ancestor, OURS and THEIRS the two sides; the result is written over OURS. Each reviewer's latest \
+decision on each pair (and each pair's resolution) is kept: a decision changed on one side only takes \
+that side's; changed on both, the later one. Lines that cannot be read are kept, never dropped.\n\n\
+Install it once per clone, and name it in .gitattributes:\n\n  \
+git config merge.triage-journal.driver 'triage merge-journal %O %A %B'\n  \
+echo '*.triage.jsonl merge=triage-journal' >> .gitattributes",
+        after_help = "Example (what git runs):\n  triage merge-journal .merge_file_base .merge_file_ours .merge_file_theirs"
+    )]
+    MergeJournal {
+        /// The common ancestor's journal (git's %O).
+        base: PathBuf,
+        /// Our side (git's %A); the merged journal is written over it.
+        ours: PathBuf,
+        /// Their side (git's %B).
+        theirs: PathBuf,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(
@@ -521,6 +549,8 @@ fn main() -> ExitCode {
             min_pass_rate,
             max_case_failure_rate,
             min_pairs,
+            min_kappa,
+            between,
             by,
             filter,
             strict,
@@ -530,6 +560,14 @@ fn main() -> ExitCode {
             let filter = match parse_filter(filter.as_deref()) {
                 Ok(f) => f,
                 Err(e) => return fail(&e),
+            };
+            let between = match between
+                .as_deref()
+                .map(triage::core::agreement::parse_between)
+                .transpose()
+            {
+                Ok(b) => b,
+                Err(e) => return fail(&format!("triage: {e}")),
             };
             check_cmd(
                 &runs,
@@ -544,6 +582,8 @@ fn main() -> ExitCode {
                     by: by.map(GroupBy::from),
                     filter,
                     strict,
+                    min_kappa,
+                    between,
                 },
                 {
                     load.run_format = load.run_format.or(format);
@@ -580,6 +620,9 @@ fn main() -> ExitCode {
             &load,
             cli.config.as_deref(),
         ),
+        Some(Command::MergeJournal { base, ours, theirs }) => {
+            merge_journal_cmd(&base, &ours, &theirs)
+        }
         Some(Command::Completions { shell }) => {
             let mut cmd = Cli::command();
             clap_complete::generate(shell, &mut cmd, "triage", &mut std::io::stdout());
@@ -1097,6 +1140,38 @@ fn agreement_cmd(
     }
 }
 
+fn merge_journal_cmd(base: &Path, ours: &Path, theirs: &Path) -> ExitCode {
+    let read = |p: &Path| {
+        std::fs::read(p).map_err(|e| {
+            format!(
+                "triage: merge-journal: cannot read {}: {e}",
+                triage::core::text::inert_line(&p.display().to_string())
+            )
+        })
+    };
+    let (b, o, t) = match (read(base), read(ours), read(theirs)) {
+        (Ok(b), Ok(o), Ok(t)) => (b, o, t),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return fail(&e),
+    };
+    let merged = annotations::merge_journals(&b, &o, &t);
+    if let Err(e) = write_atomically(ours, |w| w.write_all(&merged.text)) {
+        return fail(&format!("triage: merge-journal: {e}"));
+    }
+    eprintln!(
+        "triage: merged journal: {}{}",
+        triage::core::text::plural(merged.events as u64, "event", "events"),
+        if merged.both_changed > 0 {
+            format!(
+                "; {} changed on both sides, the later decision kept",
+                triage::core::text::plural(merged.both_changed as u64, "decision", "decisions")
+            )
+        } else {
+            String::new()
+        }
+    );
+    ExitCode::SUCCESS
+}
+
 fn import_cmd(
     run: &str,
     file: &Path,
@@ -1303,8 +1378,9 @@ fn print_keys(km: &Keymap, cfg: &config::Config) {
 }
 
 /// The subcommand names, which a bare run argument must not be mistaken for.
-const COMMANDS: [&str; 10] = [
+const COMMANDS: [&str; 11] = [
     "apply",
+    "merge-journal",
     "import",
     "agreement",
     "keys",

@@ -1698,6 +1698,109 @@ pub fn journal_specs(
     Ok((specs, notes))
 }
 
+/// What [`merge_journals`] made of three versions of a journal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Merged {
+    /// The merged journal, one event per slot (each reviewer's decision on
+    /// a pair, each pair's resolution), oldest first, then the lines that
+    /// could not be read, kept as they were.
+    pub text: Vec<u8>,
+    /// How many events it holds.
+    pub events: usize,
+    /// Slots both sides changed differently: the later event (by `at`) is kept.
+    pub both_changed: usize,
+}
+
+/// Merge a journal three ways, by event, as a git merge driver does
+/// (`triage merge-journal %O %A %B`): `base` is the common ancestor,
+/// `ours` and `theirs` the two sides.
+///
+/// Each version is read as triage replays it: the last event of each slot
+/// (a reviewer's decision on a pair, or a pair's resolution). A slot
+/// changed on one side only takes that side's event; changed on both, the
+/// later `at` wins (ours on a tie). So a compaction on one branch, which
+/// rewrites the file, loses nothing the other branch appended, and an
+/// older event never comes back after a newer one. Lines that cannot be
+/// read (or come from a newer triage) are kept when either side added
+/// them, or both kept them.
+pub fn merge_journals(base: &[u8], ours: &[u8], theirs: &[u8]) -> Merged {
+    type Side = (HashMap<Slot, (String, String)>, Vec<Vec<u8>>);
+    fn read(bytes: &[u8]) -> Side {
+        let mut slots: HashMap<Slot, (String, String)> = HashMap::new();
+        let mut raw = Vec::new();
+        for line in bytes.split(|&b| b == b'\n') {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let body = line.trim_ascii();
+            if body.is_empty() {
+                continue;
+            }
+            match parse_line(body) {
+                Line::Event(ann, prev, resolves) => {
+                    let entry = Entry {
+                        ann: *ann,
+                        prev,
+                        resolves,
+                        seq: 0,
+                    };
+                    let text = encode(&entry.ann, entry.prev.as_ref(), entry.resolves.as_deref());
+                    slots.insert(entry.slot(), (text, entry.ann.at.clone()));
+                }
+                Line::Newer | Line::Bad(_) => raw.push(line.to_vec()),
+            }
+        }
+        (slots, raw)
+    }
+    let (o, o_raw) = read(base);
+    let (a, a_raw) = read(ours);
+    let (b, b_raw) = read(theirs);
+    let mut keys: Vec<&Slot> = a.keys().chain(b.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let mut both_changed = 0;
+    let mut chosen: Vec<(String, String, u8)> = Vec::new();
+    for k in keys {
+        let (ea, eb, eo) = (a.get(k), b.get(k), o.get(k));
+        let pick = match (ea, eb) {
+            (Some(x), Some(y)) if x.0 == y.0 => (x, 0),
+            (Some(x), Some(y)) if Some(x) == eo => (y, 1),
+            (Some(x), Some(y)) if Some(y) == eo => (x, 0),
+            (Some(x), Some(y)) => {
+                both_changed += 1;
+                if y.1 > x.1 { (y, 1) } else { (x, 0) }
+            }
+            (Some(x), None) => (x, 0),
+            (None, Some(y)) => (y, 1),
+            (None, None) => continue,
+        };
+        chosen.push((pick.0.1.clone(), pick.0.0.clone(), pick.1));
+    }
+    // Oldest first, as a compaction writes them; ties keep a stable order.
+    chosen.sort();
+    let mut text = Vec::new();
+    for (_, line, _) in &chosen {
+        text.extend_from_slice(line.as_bytes());
+        text.push(b'\n');
+    }
+    let in_base: HashSet<&[u8]> = o_raw.iter().map(Vec::as_slice).collect();
+    let in_ours: HashSet<&[u8]> = a_raw.iter().map(Vec::as_slice).collect();
+    let in_theirs: HashSet<&[u8]> = b_raw.iter().map(Vec::as_slice).collect();
+    let mut kept: HashSet<&[u8]> = HashSet::new();
+    for line in a_raw.iter().chain(&b_raw) {
+        let l = line.as_slice();
+        let added = !in_base.contains(l);
+        let kept_by_both = in_ours.contains(l) && in_theirs.contains(l);
+        if (added || kept_by_both) && kept.insert(l) {
+            text.extend_from_slice(l);
+            text.push(b'\n');
+        }
+    }
+    Merged {
+        text,
+        events: chosen.len(),
+        both_changed,
+    }
+}
+
 /// A journal and the files triage keeps beside it (its lock, the side
 /// file of unreadable lines, the recovery file): no export may overwrite them.
 pub fn journal_files(journal: &Path) -> [PathBuf; 4] {

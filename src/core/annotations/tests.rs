@@ -1459,3 +1459,73 @@ proptest! {
         prop_assert_eq!(store.skipped_lines(), (0, None));
     }
 }
+
+#[test]
+fn a_three_way_merge_keeps_each_sides_changes_and_the_later_of_a_slot_both_changed() {
+    let ev = |n: u8, reviewer: &str, cat: &str, at: &str| {
+        let ann = Annotation {
+            key: key(n),
+            case_id: format!("c{n}"),
+            variant_id: "v1".to_string(),
+            category: Some(cat.to_string()),
+            note: None,
+            reviewer: reviewer.to_string(),
+            at: at.to_string(),
+            source: AnnotationSource::Manual,
+        };
+        encode(&ann, None, None)
+    };
+    let join = |lines: &[String]| lines.join("\n").into_bytes();
+    let base = join(&[
+        ev(1, "ann", "a", "2026-01-01T00:00:00Z"),
+        ev(2, "ann", "a", "2026-01-01T00:00:00Z"),
+        "<<<<<<< a line nobody could read".to_string(),
+    ]);
+    // Ours compacted: ann's change of pair 1 replaced her first event, and
+    // the unreadable line was moved aside.
+    let ours = join(&[
+        ev(2, "ann", "a", "2026-01-01T00:00:00Z"),
+        ev(1, "ann", "b", "2026-01-02T00:00:00Z"),
+        ev(3, "ann", "c", "2026-01-03T00:00:00Z"),
+    ]);
+    // Theirs appended bob's decisions, changed pair 2 (a slot ours left
+    // alone) and, later than ours, pair 3, plus a line of its own nobody can read.
+    let theirs = join(&[
+        ev(1, "ann", "a", "2026-01-01T00:00:00Z"),
+        ev(2, "ann", "a", "2026-01-01T00:00:00Z"),
+        "<<<<<<< a line nobody could read".to_string(),
+        ev(1, "bob", "x", "2026-01-02T00:00:00Z"),
+        ev(2, "ann", "z", "2026-01-02T00:00:00Z"),
+        ev(3, "ann", "d", "2026-01-04T00:00:00Z"),
+        "{\"v\":9,\"from\":\"the future\"}".to_string(),
+    ]);
+    let merged = merge_journals(&base, &ours, &theirs);
+    assert_eq!(merged.events, 4);
+    assert_eq!(merged.both_changed, 1);
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    fs::write(&path, &merged.text).unwrap();
+    let text = String::from_utf8(merged.text).unwrap();
+    assert!(
+        !text.contains("nobody could read"),
+        "ours moved it aside:\n{text}"
+    );
+    assert!(text.contains("the future"), "theirs added it:\n{text}");
+    let store = AnnotationStore::read(&path).unwrap();
+    let cat = |n: u8, who: &str| {
+        store
+            .decision_of(&key(n), who)
+            .and_then(|a| a.category.clone())
+    };
+    assert_eq!(
+        cat(1, "ann").as_deref(),
+        Some("b"),
+        "the compacted-away event stays away"
+    );
+    assert_eq!(cat(1, "bob").as_deref(), Some("x"));
+    assert_eq!(cat(2, "ann").as_deref(), Some("z"));
+    assert_eq!(cat(3, "ann").as_deref(), Some("d"), "the later of the two");
+    // Merging is the same whichever side is ours, but for ties.
+    let swapped = merge_journals(&base, &theirs, &ours);
+    assert_eq!(swapped.events, 4);
+}
