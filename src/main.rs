@@ -63,6 +63,10 @@ struct Cli {
     /// Follow runs that are still being written: appended lines appear as they land.
     #[arg(short = 'f', long)]
     follow: bool,
+    /// Blind review: other reviewers' categories and notes, and the suggestion, stay
+    /// hidden on a pair until you have decided it.
+    #[arg(long)]
+    blind: bool,
     /// Read the runs as this tool's results instead of detecting it from their content:
     /// native, context-probe, promptfoo, inspect, multivon.
     #[arg(long, visible_alias = "run-format", value_name = "NAME", value_parser = parse_run_format)]
@@ -1472,6 +1476,7 @@ fn open(cli: Cli) -> ExitCode {
     };
     let mut app = effects::new_app(idx, store, cfg.taxonomy.clone());
     app.store_notice = (!notices.is_empty()).then(|| notices.join("; "));
+    app.blind = cli.blind;
     // Standard input cannot be read twice.
     if !runs.iter().any(|r| r == "-") {
         app.reopen = Some(app::Reopen {

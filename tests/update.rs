@@ -416,7 +416,8 @@ fn classify_view_picks_a_category_then_confirms() {
     assert_eq!(
         f.app.overlay,
         Overlay::PickCategory {
-            rows: f.app.view.clone()
+            rows: f.app.view.clone(),
+            resolve: false,
         }
     );
 

@@ -22,6 +22,8 @@ pub(super) fn handle(app: &mut App, action: Action, keys: KeyUse) -> Vec<Effect>
         Action::AcceptSuggestion => classify::accept_suggestion(app, keys),
         Action::AcceptAllSuggestions => classify::accept_all_suggestions(app, keys),
         Action::ClassifyView => classify::classify_view(app),
+        Action::NextDisagreement => classify::next_disagreement(app),
+        Action::ResolveDisagreement => classify::resolve(app),
         Action::CycleSort
         | Action::ReverseSort
         | Action::ToggleGroup
@@ -154,6 +156,8 @@ fn general(app: &mut App, action: Action) -> Vec<Effect> {
         | Action::AcceptSuggestion
         | Action::AcceptAllSuggestions
         | Action::ClassifyView
+        | Action::NextDisagreement
+        | Action::ResolveDisagreement
         | Action::CycleSort
         | Action::ReverseSort
         | Action::ToggleGroup
