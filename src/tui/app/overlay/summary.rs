@@ -145,7 +145,10 @@ fn agreement_lines(v: &SummaryView, t: &Theme, width: usize, out: &mut Vec<Line<
         let mut spans = vec![
             Span::styled(format!("  {}", cell(name, w)), t.base),
             Span::styled(format!("  κ {}", kappa_text(r)), style),
-            Span::styled(format!("  over {} pairs", r.pairs), t.dim),
+            Span::styled(
+                format!("  over {}", text::plural(r.pairs, "pair", "pairs")),
+                t.dim,
+            ),
         ];
         if r.pairs > 0 {
             spans.push(Span::styled(
