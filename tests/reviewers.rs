@@ -283,6 +283,18 @@ fn imports_agreement_gate_and_exports_with_two_reviewers() {
         "{out}"
     );
 
+    // apply: the resolved category in the copy, with who said what.
+    fx.exits(0, &["apply", RUN, "-o", "applied.jsonl"]);
+    let applied = fs::read_to_string(fx.path("applied.jsonl")).unwrap();
+    let split: serde_json::Value = applied
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|v| v["case_id"] == "vague-ticket-010" && v["variant_id"] == "question-paraphrase")
+        .unwrap();
+    assert_eq!(split["triage"]["category"], serde_json::Value::Null);
+    assert_eq!(split["triage"]["agreement"], "disagree");
+    assert_eq!(split["triage"]["decisions"].as_array().unwrap().len(), 2);
+
     // JSON export: the resolved category, and every reviewer's decision.
     let (out, _) = fx.exits(0, &["export", RUN, "--format", "json"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
