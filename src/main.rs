@@ -1,7 +1,10 @@
 //! The `triage` command line.
 //!
 //! `triage RUN...` opens the viewer; `triage apply` writes a copy of a run
-//! with its annotations; `triage keys` prints the bindings in effect;
+//! with its annotations; `triage import` reads a reviewer's decisions from
+//! CSV or JSON Lines, `triage agreement` measures two reviewers' Cohen's
+//! kappa and `triage merge-journal` is the git merge driver of journals;
+//! `triage keys` prints the bindings in effect;
 //! `triage export`, `triage summary` and `triage check` write reports and gate
 //! CI without a terminal; `triage completions` and `triage man` are generated
 //! from these definitions. Paths are checked before the terminal is touched,

@@ -609,30 +609,41 @@ impl Live {
     fn insert(&mut self, entry: Entry) {
         self.revision += 1;
         let key = entry.ann.key;
+        let seq = entry.seq;
         let pair = self.pairs.entry(key).or_default();
-        let had_view = pair.view.clone();
+        let old_view = pair.view.take();
         let replaced = match entry.slot().1 {
-            Some(reviewer) => pair.decisions.insert(reviewer, entry.clone()).is_some(),
-            None => pair.resolution.replace(entry.clone()).is_some(),
+            Some(reviewer) => pair.decisions.insert(reviewer, entry).is_some(),
+            None => pair.resolution.replace(entry).is_some(),
         };
-        pair.newest = pair.newest.max(entry.seq);
+        pair.newest = pair.newest.max(seq);
         pair.compute();
-        let view = pair.view.clone();
         if !replaced {
             self.slots += 1;
         }
-        if let Some(old) = had_view {
+        let same_ids = matches!(
+            (&old_view, &pair.view),
+            (Some(o), Some(n)) if o.case_id == n.case_id && o.variant_id == n.variant_id
+        );
+        if same_ids {
+            return;
+        }
+        let new_ids = pair
+            .view
+            .as_ref()
+            .map(|a| (a.case_id.clone(), a.variant_id.clone()));
+        if let Some(old) = old_view {
             self.shown -= 1;
             self.unindex(&old);
         }
-        if let Some(ann) = view {
+        if let Some((case_id, variant_id)) = new_ids {
             self.shown += 1;
             self.by_ids
-                .entry(ann.case_id.clone())
+                .entry(case_id)
                 .or_default()
-                .entry(ann.variant_id.clone())
+                .entry(variant_id)
                 .or_default()
-                .push(ann.key);
+                .push(key);
         }
     }
 
