@@ -171,7 +171,7 @@ bound of the rate, never the observed rate (seed 003): 2 failures of 20 is a fai
 whose upper bound 0.301 fails --max-failure-rate 0.3.\n\n\
 Input that cannot be gated is exit 2: an empty file, a file of no known format, a run from which no \
 pair could be read. A file from which only some lines could be read is gated, and its problems are listed.",
-        after_help = "Without a gate option the check passes unless --strict finds problems.\n\nExamples:\n  triage check run.jsonl --max-unclassified 0\n  triage check run.jsonl --min-pairs 25 --max-failure-rate 0.2 --by transformation\n  triage check run.jsonl --min-pass-rate 0.85 --filter 'family:question'\n  triage check run.jsonl --fail-on boundary --fail-on invalid-pair --max-failures 0 --strict"
+        after_help = "Without a gate option the check passes unless --strict finds problems.\n\nExamples:\n  triage check run.jsonl --max-unclassified 0\n  triage check run.jsonl --min-pairs 25 --max-failure-rate 0.2 --by transformation\n  triage check run.jsonl --min-pass-rate 0.85 --filter 'family:question'\n  triage check run.jsonl --fail-on boundary --fail-on invalid-pair --max-failures 0 --strict\n  triage check run.jsonl --min-kappa 0.7 --between ana,gpt-judge --min-pairs 50"
     )]
     Check {
         /// Run files (JSONL); `-` reads standard input.
@@ -1192,6 +1192,12 @@ fn import_cmd(
     let reviewer = reviewer.trim();
     if reviewer.is_empty() {
         return fail("triage: --reviewer: give the name the decisions are recorded under");
+    }
+    if reviewer == triage::core::agreement::SUGGESTIONS {
+        return fail(&format!(
+            "triage: --reviewer: `{}` stands for triage's suggestion engine in triage agreement; record these decisions under another name",
+            triage::core::agreement::SUGGESTIONS
+        ));
     }
     let shown = inert_line(&file.display().to_string());
     let bytes = match std::fs::read(file) {

@@ -133,6 +133,15 @@ fn an_import_with_any_problem_imports_nothing_and_names_each_line() {
         err.contains("bad.csv:1: the header has no `case_id` column"),
         "{err}"
     );
+    // `suggestions` is the suggestion engine's name.
+    let (_, err) = fx.exits(
+        2,
+        &["import", RUN, "labels.csv", "--reviewer", "suggestions"],
+    );
+    assert!(
+        err.contains("stands for triage's suggestion engine"),
+        "{err}"
+    );
     // A file that is not there.
     let (_, err) = fx.exits(2, &["import", RUN, "missing.csv", "--reviewer", "judge"]);
     assert!(err.contains("cannot read missing.csv"), "{err}");
