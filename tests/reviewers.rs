@@ -304,6 +304,13 @@ fn imports_agreement_gate_and_exports_with_two_reviewers() {
     assert_eq!(split["triage"]["agreement"], "disagree");
     assert_eq!(split["triage"]["decisions"].as_array().unwrap().len(), 2);
 
+    // The Markdown report says who said what on a pair two reviewers decided.
+    let (md, _) = fx.exits(0, &["export", RUN]);
+    assert!(
+        md.contains("- **Reviewers:** ana `boundary` · bob `ambiguous-contract` (they disagree, with no resolution)"),
+        "{md}"
+    );
+
     // JSON export: the resolved category, and every reviewer's decision.
     let (out, _) = fx.exits(0, &["export", RUN, "--format", "json"]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
