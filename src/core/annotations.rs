@@ -480,25 +480,67 @@ pub struct Resolution<'a> {
 }
 
 /// A pair's events: each reviewer's newest decision, its newest
-/// resolution, and the annotation shown for it.
+/// resolution, and how they stand.
 #[derive(Debug, Default, Clone)]
 struct Pair {
-    decisions: std::collections::BTreeMap<String, Entry>,
-    resolution: Option<Entry>,
-    /// What the pair shows: one reviewer's decision as it is, or, with
-    /// several, the resolved category (none while they disagree), the
-    /// newest note and the newest decider.
-    view: Option<Annotation>,
+    /// Each reviewer's newest decision, sorted by reviewer (a vector: most
+    /// pairs have one or two).
+    decisions: Vec<Entry>,
+    resolution: Option<Box<Entry>>,
+    /// With several reviewers, what the pair shows: the resolved category
+    /// (none while they disagree), the newest note and the newest decider
+    /// (or the resolver). With one, that reviewer's decision is shown as it
+    /// is and this is `None`.
+    view: Option<Box<Annotation>>,
     agreement: Option<Agreement>,
     /// The newest event's tick.
     newest: u64,
 }
 
 impl Pair {
+    fn decision(&self, reviewer: &str) -> Option<&Entry> {
+        self.decisions
+            .binary_search_by(|e| e.ann.reviewer.as_str().cmp(reviewer))
+            .ok()
+            .map(|i| &self.decisions[i])
+    }
+
+    /// Put a reviewer's decision in its place; whether it replaced one.
+    fn put_decision(&mut self, entry: Entry) -> bool {
+        match self
+            .decisions
+            .binary_search_by(|e| e.ann.reviewer.cmp(&entry.ann.reviewer))
+        {
+            Ok(i) => {
+                self.decisions[i] = entry;
+                true
+            }
+            Err(i) => {
+                // One slot at a time: most pairs have one reviewer, and a
+                // vector's first growth would hold four.
+                self.decisions.reserve_exact(1);
+                self.decisions.insert(i, entry);
+                false
+            }
+        }
+    }
+
+    /// The annotation the pair shows, if some reviewer decided it.
+    fn shown(&self) -> Option<&Annotation> {
+        match self.agreement? {
+            Agreement::Single => self
+                .decisions
+                .iter()
+                .map(|e| &e.ann)
+                .find(|a| !a.is_empty()),
+            _ => self.view.as_deref(),
+        }
+    }
+
     /// The (reviewer, category) of every decision that names a category, by reviewer.
     fn categories(&self) -> Vec<Prior> {
         self.decisions
-            .values()
+            .iter()
             .filter(|e| e.ann.category.is_some())
             .map(|e| Prior {
                 reviewer: e.ann.reviewer.clone(),
@@ -511,48 +553,45 @@ impl Pair {
         let Some(r) = &self.resolution else {
             return false;
         };
-        let mut then: Vec<Prior> = r
+        let mut then: Vec<&Prior> = r
             .resolves
             .iter()
             .flatten()
             .filter(|p| p.category.is_some())
-            .cloned()
             .collect();
         then.sort_by(|a, b| a.reviewer.cmp(&b.reviewer));
-        then == self.categories()
+        let now = self.decisions.iter().filter(|e| e.ann.category.is_some());
+        then.len() == now.clone().count()
+            && then
+                .iter()
+                .zip(now)
+                .all(|(p, e)| p.reviewer == e.ann.reviewer && p.category == e.ann.category)
     }
 
     fn compute(&mut self) {
-        let shown: Vec<&Entry> = self
-            .decisions
-            .values()
-            .filter(|e| !e.ann.is_empty())
-            .collect();
-        let Some(newest) = shown.iter().copied().max_by_key(|e| e.seq) else {
-            self.view = None;
+        self.view = None;
+        let shown = || self.decisions.iter().filter(|e| !e.ann.is_empty());
+        let Some(newest) = shown().max_by_key(|e| e.seq) else {
             self.agreement = None;
             return;
         };
-        if shown.len() == 1 {
-            self.view = Some(newest.ann.clone());
+        if shown().count() == 1 {
             self.agreement = Some(Agreement::Single);
             return;
         }
-        let note = shown
-            .iter()
+        let note = shown()
             .filter(|e| e.ann.note.is_some())
             .max_by_key(|e| e.seq)
             .and_then(|e| e.ann.note.clone());
-        let categories: HashSet<&str> = shown
-            .iter()
-            .filter_map(|e| e.ann.category.as_deref())
-            .collect();
+        let mut categories: Vec<&str> = shown().filter_map(|e| e.ann.category.as_deref()).collect();
+        categories.sort_unstable();
+        categories.dedup();
         let mut view = Annotation {
             note,
             ..newest.ann.clone()
         };
         let agreement = if categories.len() <= 1 {
-            view.category = categories.iter().next().map(|c| c.to_string());
+            view.category = categories.first().map(|c| c.to_string());
             Agreement::Agreed
         } else if self.resolution_holds() {
             let r = &self.resolution.as_ref().expect("a resolution holds").ann;
@@ -565,12 +604,12 @@ impl Pair {
             view.category = None;
             Agreement::Disagree
         };
-        self.view = Some(view);
+        self.view = Some(Box::new(view));
         self.agreement = Some(agreement);
     }
 
     fn slots(&self) -> impl Iterator<Item = &Entry> {
-        self.decisions.values().chain(self.resolution.iter())
+        self.decisions.iter().chain(self.resolution.as_deref())
     }
 }
 
@@ -611,30 +650,33 @@ impl Live {
         let key = entry.ann.key;
         let seq = entry.seq;
         let pair = self.pairs.entry(key).or_default();
-        let old_view = pair.view.take();
-        let replaced = match entry.slot().1 {
-            Some(reviewer) => pair.decisions.insert(reviewer, entry).is_some(),
-            None => pair.resolution.replace(entry).is_some(),
+        let old_ids = pair
+            .shown()
+            .map(|a| (a.case_id.clone(), a.variant_id.clone()));
+        let replaced = if entry.resolves.is_some() {
+            pair.resolution.replace(Box::new(entry)).is_some()
+        } else {
+            pair.put_decision(entry)
         };
         pair.newest = pair.newest.max(seq);
         pair.compute();
         if !replaced {
             self.slots += 1;
         }
-        let same_ids = matches!(
-            (&old_view, &pair.view),
-            (Some(o), Some(n)) if o.case_id == n.case_id && o.variant_id == n.variant_id
-        );
+        let same_ids = match (&old_ids, pair.shown()) {
+            (Some((c, v)), Some(n)) => *c == n.case_id && *v == n.variant_id,
+            (None, None) => true,
+            _ => false,
+        };
         if same_ids {
             return;
         }
         let new_ids = pair
-            .view
-            .as_ref()
+            .shown()
             .map(|a| (a.case_id.clone(), a.variant_id.clone()));
-        if let Some(old) = old_view {
+        if let Some((case_id, variant_id)) = old_ids {
             self.shown -= 1;
-            self.unindex(&old);
+            self.unindex(key, &case_id, &variant_id);
         }
         if let Some((case_id, variant_id)) = new_ids {
             self.shown += 1;
@@ -655,31 +697,31 @@ impl Live {
         self.revision += 1;
     }
 
-    fn unindex(&mut self, ann: &Annotation) {
-        if let Some(variants) = self.by_ids.get_mut(&ann.case_id) {
-            if let Some(keys) = variants.get_mut(&ann.variant_id) {
-                keys.retain(|k| *k != ann.key);
+    fn unindex(&mut self, key: RecordKey, case_id: &str, variant_id: &str) {
+        if let Some(variants) = self.by_ids.get_mut(case_id) {
+            if let Some(keys) = variants.get_mut(variant_id) {
+                keys.retain(|k| *k != key);
                 if keys.is_empty() {
-                    variants.remove(&ann.variant_id);
+                    variants.remove(variant_id);
                 }
             }
             if variants.is_empty() {
-                self.by_ids.remove(&ann.case_id);
+                self.by_ids.remove(case_id);
             }
         }
     }
 
     /// The annotation the pair shows.
     fn get(&self, key: &RecordKey) -> Option<&Annotation> {
-        self.pairs.get(key).and_then(|p| p.view.as_ref())
+        self.pairs.get(key).and_then(Pair::shown)
     }
 
     /// The newest event of a slot, cleared ones included.
     fn slot(&self, slot: &Slot) -> Option<&Entry> {
         let pair = self.pairs.get(&slot.0)?;
         match &slot.1 {
-            Some(reviewer) => pair.decisions.get(reviewer),
-            None => pair.resolution.as_ref(),
+            Some(reviewer) => pair.decision(reviewer),
+            None => pair.resolution.as_deref(),
         }
     }
 
@@ -983,8 +1025,7 @@ impl AnnotationStore {
         self.live()
             .pairs
             .get(key)?
-            .decisions
-            .get(reviewer)
+            .decision(reviewer)
             .map(|e| &e.ann)
             .filter(|a| !a.is_empty())
     }
@@ -993,7 +1034,7 @@ impl AnnotationStore {
     pub fn decisions(&self, key: &RecordKey) -> Vec<&Annotation> {
         self.live().pairs.get(key).map_or_else(Vec::new, |p| {
             p.decisions
-                .values()
+                .iter()
                 .map(|e| &e.ann)
                 .filter(|a| !a.is_empty())
                 .collect()
@@ -1022,7 +1063,7 @@ impl AnnotationStore {
             .live()
             .pairs
             .values()
-            .flat_map(|p| p.decisions.values())
+            .flat_map(|p| p.decisions.iter())
             .filter(|e| e.ann.category.is_some())
             .map(|e| e.ann.reviewer.as_str())
             .collect();
@@ -1092,19 +1133,14 @@ impl AnnotationStore {
             .iter()
             .filter(|k| *k != current)
             .filter_map(|k| live.pairs.get(k))
-            .filter(|p| p.view.is_some())
+            .filter(|p| p.shown().is_some())
             .max_by_key(|p| p.newest)
-            .and_then(|p| p.view.as_ref())
+            .and_then(Pair::shown)
     }
 
     /// All annotations (non-empty ones), sorted by (case_id, variant_id, key).
     pub fn all(&self) -> Vec<&Annotation> {
-        let mut v: Vec<&Annotation> = self
-            .live()
-            .pairs
-            .values()
-            .filter_map(|p| p.view.as_ref())
-            .collect();
+        let mut v: Vec<&Annotation> = self.live().pairs.values().filter_map(Pair::shown).collect();
         v.sort_by(|a, b| {
             (&a.case_id, &a.variant_id, a.key).cmp(&(&b.case_id, &b.variant_id, b.key))
         });
