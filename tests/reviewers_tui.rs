@@ -286,6 +286,14 @@ fn blind_review_hides_the_others_and_the_suggestion_until_this_reviewer_decides(
     assert!(!screen.contains("suggested "), "{screen}");
     assert!(!screen.contains("said "), "{screen}");
     insta::assert_snapshot!("blind_before_deciding", screen);
+    // The facets leave out the category facet: it counts the others' categories.
+    f.act(Action::ShowFacets);
+    let Overlay::Facets(panel) = &f.app.overlay else {
+        panic!("the facets panel");
+    };
+    assert!(panel.facets.iter().all(|x| x.field != "category"));
+    assert!(panel.facets.iter().any(|x| x.field == "transformation"));
+    f.act(Action::Close);
     // y does not accept a suggestion it has not shown.
     assert_eq!(f.act(Action::AcceptSuggestion), vec![]);
     assert!(

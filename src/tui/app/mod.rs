@@ -409,7 +409,11 @@ impl App {
     pub fn show_facets(&mut self) {
         let all: Vec<u32> = (0..self.index.rows.len() as u32).collect();
         let rows = self.apply_query(all);
-        let facets = crate::core::facets::facets(&self.index, &rows, Some(&self.store));
+        let mut facets = crate::core::facets::facets(&self.index, &rows, Some(&self.store));
+        if self.blind {
+            // The resolved categories are the other reviewers' too.
+            facets.retain(|f| f.field != "category");
+        }
         self.overlay = Overlay::Facets(FacetsPanel {
             facets,
             selected: 0,
