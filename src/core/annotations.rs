@@ -1,9 +1,12 @@
-//! The annotation store: a reviewer's decisions, on disk the moment they are shown.
+//! The annotation store: reviewers' decisions, on disk the moment they are shown.
 //!
 //! Decisions live in an append-only journal (by default `<run>.triage.jsonl`),
-//! one JSON event per line, each carrying the full new state of one pair's
-//! annotation, so replay is "the last event per key wins" and a torn final line
-//! costs at most the decision that was being written when the machine died.
+//! one JSON event per line, each carrying the full new state of one
+//! reviewer's decision on one pair (or a pair's resolution), so replay is
+//! "the last event per reviewer and key wins" and a torn final line costs at
+//! most the decision that was being written when the machine died. Each pair
+//! shows one annotation: its only reviewer's decision, or with several, the
+//! category they agree on or a resolution chose ([`Agreement`]).
 //! [`AnnotationStore::apply`] appends and fsyncs before it returns; the
 //! journal and its lock are created by the first decision, and on open an
 //! existing journal is compacted by temp file, fsync, rename and folder
@@ -854,7 +857,8 @@ impl fmt::Display for Recovery {
 /// Usually one journal; `triage a.jsonl b.jsonl` keeps one per run, and a
 /// run in a read-only folder adds the journal committed beside it (read
 /// only) under the fallback one. Reads see the union, the newest event of
-/// each pair winning; each decision goes to the writable journal of its
+/// each slot (a reviewer's decision on a pair, a pair's resolution)
+/// winning; each decision goes to the writable journal of its
 /// pair's run ([`AnnotationStore::save`]).
 ///
 /// Concurrency: any number of stores (in one process or several) may share a
@@ -863,8 +867,8 @@ impl fmt::Display for Recovery {
 /// events the others appended since this store last read (or the whole journal
 /// again if another store compacted it, i.e. replaced the file), then writes and
 /// fsyncs, then releases the lock. So the journal order is the order in which
-/// the decisions were made durable, and the last event for a key wins in every
-/// store. [`AnnotationStore::refresh`] merges the others' events while idle.
+/// the decisions were made durable, and the last event of a slot wins in
+/// every store. [`AnnotationStore::refresh`] merges the others' events while idle.
 /// The lock file is left in place on purpose, since deleting it would let two
 /// instances lock two different files.
 #[derive(Debug)]
