@@ -29,6 +29,8 @@ use triage::tui::{svg, testing, ui};
 
 const RICH: &str = "sample-runs/support-urgency.jsonl";
 const PROBLEMS: &str = "sample-runs/with-problems.jsonl";
+/// The main sample with a journal of two reviewers beside it.
+const TWO: &str = "sample-runs/two-reviewers.jsonl";
 const REVIEWER: &str = "ana";
 const WIDTH: u16 = 140;
 const HEIGHT: u16 = 42;
@@ -90,9 +92,20 @@ struct Shot {
 
 impl Shot {
     fn new(run: &str) -> Result<Shot, String> {
+        Shot::as_reviewer(run, REVIEWER)
+    }
+
+    /// A screen as seen by `reviewer`; the two-reviewer sample's journal is
+    /// copied into the temp dir, so the app (which may compact it) never
+    /// writes beside the sample.
+    fn as_reviewer(run: &str, reviewer: &str) -> Result<Shot, String> {
         let dir = tempfile::tempdir().map_err(|e| format!("cannot make a temp dir: {e}"))?;
         let theme = Theme::dark();
         let journal = dir.path().join("screenshots.triage.jsonl");
+        if run == TWO {
+            let shipped = format!("{TWO}.triage.jsonl");
+            fs::copy(&shipped, &journal).map_err(|e| format!("cannot copy {shipped}: {e}"))?;
+        }
         if run == RICH {
             // The record keys come from the run, so index it once to write the journal.
             let probe = dir.path().join("probe.triage.jsonl");
@@ -104,7 +117,7 @@ impl Shot {
             fs::write(&journal, lines.join("\n") + "\n")
                 .map_err(|e| format!("cannot write {}: {e}", journal.display()))?;
         }
-        let app = testing::app_for_size(&[run], &journal, REVIEWER, WIDTH, HEIGHT, &theme);
+        let app = testing::app_for_size(&[run], &journal, reviewer, WIDTH, HEIGHT, &theme);
         Ok(Shot {
             app,
             theme,
@@ -214,6 +227,19 @@ fn generate(out: &Path) -> Result<Vec<PathBuf>, String> {
          Same pattern as reorder-fields: raise the margin, not a model bug.",
     );
     written.push(s.write(out, "note.svg", "triage — writing a note")?);
+
+    // Two reviewers: the summary's agreement (kappa per pair of reviewers),
+    // and the detail of a pair they disagree on, as a third reviewer sees them.
+    let mut s = Shot::as_reviewer(TWO, "cy")?;
+    s.act(Action::ShowSummary);
+    written.push(s.write(out, "agreement.svg", "triage — reviewer agreement")?);
+    let mut s = Shot::as_reviewer(TWO, "cy")?;
+    s.act(Action::NextDisagreement);
+    written.push(s.write(
+        out,
+        "disagreement.svg",
+        "triage — a disagreement to resolve",
+    )?);
 
     Ok(written)
 }

@@ -1,7 +1,10 @@
 //! The `triage` command line.
 //!
 //! `triage RUN...` opens the viewer; `triage apply` writes a copy of a run
-//! with its annotations; `triage keys` prints the bindings in effect;
+//! with its annotations; `triage import` reads a reviewer's decisions from
+//! CSV or JSON Lines, `triage agreement` measures two reviewers' Cohen's
+//! kappa and `triage merge-journal` is the git merge driver of journals;
+//! `triage keys` prints the bindings in effect;
 //! `triage export`, `triage summary` and `triage check` write reports and gate
 //! CI without a terminal; `triage completions` and `triage man` are generated
 //! from these definitions. Paths are checked before the terminal is touched,
@@ -63,6 +66,10 @@ struct Cli {
     /// Follow runs that are still being written: appended lines appear as they land.
     #[arg(short = 'f', long)]
     follow: bool,
+    /// Blind review: other reviewers' categories and notes, and the suggestion, stay
+    /// hidden on a pair until you have decided it.
+    #[arg(long)]
+    blind: bool,
     /// Read the runs as this tool's results instead of detecting it from their content:
     /// native, context-probe, promptfoo, inspect, multivon.
     #[arg(long, visible_alias = "run-format", value_name = "NAME", value_parser = parse_run_format)]
@@ -164,7 +171,7 @@ bound of the rate, never the observed rate (seed 003): 2 failures of 20 is a fai
 whose upper bound 0.301 fails --max-failure-rate 0.3.\n\n\
 Input that cannot be gated is exit 2: an empty file, a file of no known format, a run from which no \
 pair could be read. A file from which only some lines could be read is gated, and its problems are listed.",
-        after_help = "Without a gate option the check passes unless --strict finds problems.\n\nExamples:\n  triage check run.jsonl --max-unclassified 0\n  triage check run.jsonl --min-pairs 25 --max-failure-rate 0.2 --by transformation\n  triage check run.jsonl --min-pass-rate 0.85 --filter 'family:question'\n  triage check run.jsonl --fail-on boundary --fail-on invalid-pair --max-failures 0 --strict"
+        after_help = "Without a gate option the check passes unless --strict finds problems.\n\nExamples:\n  triage check run.jsonl --max-unclassified 0\n  triage check run.jsonl --min-pairs 25 --max-failure-rate 0.2 --by transformation\n  triage check run.jsonl --min-pass-rate 0.85 --filter 'family:question'\n  triage check run.jsonl --fail-on boundary --fail-on invalid-pair --max-failures 0 --strict\n  triage check run.jsonl --min-kappa 0.7 --between ana,gpt-judge --min-pairs 50"
     )]
     Check {
         /// Run files (JSONL); `-` reads standard input.
@@ -191,10 +198,19 @@ pair could be read. A file from which only some lines could be read is gated, an
         /// failed pair or trial / cases with a judged pair) is above X.
         #[arg(long, value_name = "X")]
         max_case_failure_rate: Option<f64>,
-        /// Fail when fewer than N pairs were judged. Seed 003 gives 25 as the floor for
+        /// Fail when fewer than N pairs were judged (and, with --min-kappa, when the two
+        /// reviewers both decided fewer than N). Seed 003 gives 25 as the floor for
         /// gating a release on a rate: --min-pairs 25.
         #[arg(long, value_name = "N")]
         min_pairs: Option<u64>,
+        /// Fail when the lower bound of the 95% interval of Cohen's kappa between the two
+        /// reviewers of --between is under X (seed 003: an automated judge needs 0.70 against
+        /// senior engineers before it gates releases).
+        #[arg(long, value_name = "X", allow_negative_numbers = true)]
+        min_kappa: Option<f64>,
+        /// The two reviewers --min-kappa compares, as A,B (`suggestions`: the suggestion engine).
+        #[arg(long, value_name = "A,B")]
+        between: Option<String>,
         /// Apply every rate gate to each group too, and name the groups that fail.
         #[arg(long, value_enum, value_name = "FIELD")]
         by: Option<GateByArg>,
@@ -210,6 +226,79 @@ pair could be read. A file from which only some lines could be read is gated, an
         format: Option<RunFormat>,
         #[command(flatten)]
         load: LoadArgs,
+    },
+    /// Read decisions from a CSV or JSON Lines file into a run's journal, as one reviewer's.
+    #[command(
+        long_about = "Read decisions from a CSV or JSON Lines file into a run's journal, as one reviewer's.\n\n\
+The file names each pair by case_id and variant_id (and repetition, for repeated trials) and gives its \
+category id, with an optional note: a CSV file with a header row naming those columns (in any order; \
+other columns are ignored), or one JSON object per line with those members. The format is taken from \
+the extension (.csv, .jsonl), else from the first character.\n\n\
+A row that matches no pair of the run, matches several, names an unknown category, repeats an earlier \
+row's pair or cannot be read is a problem, printed with the file's line. With any problem nothing is \
+imported (exit 2) unless --partial is given; then the other rows are. A row equal to the reviewer's \
+current decision is not written again, so importing a file twice writes it once.",
+        after_help = "Examples:\n  triage import run.jsonl judge-labels.csv --reviewer gpt-judge\n  triage import run.jsonl colleague.jsonl --reviewer bob --partial\n  triage agreement run.jsonl --between ana,gpt-judge"
+    )]
+    Import {
+        /// The run file the decisions are on.
+        run: String,
+        /// The decisions: CSV or JSON Lines.
+        file: PathBuf,
+        /// Whose decisions these are (a colleague, a judge model).
+        #[arg(long, value_name = "NAME", required = true)]
+        reviewer: String,
+        /// Import the rows without problems even when some rows have one.
+        #[arg(long)]
+        partial: bool,
+        #[command(flatten)]
+        load: LoadArgs,
+    },
+    /// Measure how two reviewers agree: Cohen's kappa with its 95% interval, per category, and the confusion matrix.
+    #[command(
+        long_about = "Measure how two reviewers agree over the pairs both gave a category: Cohen's kappa with \
+its 95% interval (the large-sample standard error of Fleiss, Cohen and Everitt, 1969), the observed \
+and the chance agreement, the number of pairs compared, each category's agreement, and the confusion \
+matrix.\n\n\
+`suggestions` stands for triage's suggestion engine, on either side: --between ana,suggestions \
+calibrates the engine against ana (pairs where ana accepted the suggestion are left out, and \
+counted). Without --between, every pair of reviewers who decided some pair is compared.",
+        after_help = "Examples:\n  triage agreement run.jsonl --between ana,bob\n  triage agreement run.jsonl --between ana,suggestions --format json\n  triage check run.jsonl --min-kappa 0.7 --between ana,gpt-judge --min-pairs 50"
+    )]
+    Agreement {
+        /// Run files (JSONL); `-` reads standard input.
+        #[arg(value_name = "RUN", required = true)]
+        runs: Vec<String>,
+        /// The two reviewers to compare, as A,B (`suggestions`: the suggestion engine).
+        #[arg(long, value_name = "A,B")]
+        between: Option<String>,
+        /// How to print it.
+        #[arg(long, value_enum, value_name = "FORMAT", default_value_t = SummaryFormatArg::Text)]
+        format: SummaryFormatArg,
+        /// Only the pairs this query selects.
+        #[arg(long, value_name = "QUERY")]
+        filter: Option<String>,
+        #[command(flatten)]
+        load: LoadArgs,
+    },
+    /// Merge two versions of a journal by event: the git merge driver for `*.triage.jsonl`.
+    #[command(
+        long_about = "Merge two versions of a journal by event, as a git merge driver: BASE is the common \
+ancestor, OURS and THEIRS the two sides; the result is written over OURS. Each reviewer's latest \
+decision on each pair (and each pair's resolution) is kept: a decision changed on one side only takes \
+that side's; changed on both, the later one. Lines that cannot be read are kept, never dropped.\n\n\
+Install it once per clone, and name it in .gitattributes:\n\n  \
+git config merge.triage-journal.driver 'triage merge-journal %O %A %B'\n  \
+echo '*.triage.jsonl merge=triage-journal' >> .gitattributes",
+        after_help = "Example (what git runs):\n  triage merge-journal .merge_file_base .merge_file_ours .merge_file_theirs"
+    )]
+    MergeJournal {
+        /// The common ancestor's journal (git's %O).
+        base: PathBuf,
+        /// Our side (git's %A); the merged journal is written over it.
+        ours: PathBuf,
+        /// Their side (git's %B).
+        theirs: PathBuf,
     },
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     #[command(
@@ -467,6 +556,8 @@ fn main() -> ExitCode {
             min_pass_rate,
             max_case_failure_rate,
             min_pairs,
+            min_kappa,
+            between,
             by,
             filter,
             strict,
@@ -476,6 +567,14 @@ fn main() -> ExitCode {
             let filter = match parse_filter(filter.as_deref()) {
                 Ok(f) => f,
                 Err(e) => return fail(&e),
+            };
+            let between = match between
+                .as_deref()
+                .map(triage::core::agreement::parse_between)
+                .transpose()
+            {
+                Ok(b) => b,
+                Err(e) => return fail(&format!("triage: {e}")),
             };
             check_cmd(
                 &runs,
@@ -490,6 +589,8 @@ fn main() -> ExitCode {
                     by: by.map(GroupBy::from),
                     filter,
                     strict,
+                    min_kappa,
+                    between,
                 },
                 {
                     load.run_format = load.run_format.or(format);
@@ -497,6 +598,37 @@ fn main() -> ExitCode {
                 },
                 cli.config.as_deref(),
             )
+        }
+        Some(Command::Import {
+            run,
+            file,
+            reviewer,
+            partial,
+            load,
+        }) => import_cmd(
+            &run,
+            &file,
+            &reviewer,
+            partial,
+            &load,
+            cli.config.as_deref(),
+        ),
+        Some(Command::Agreement {
+            runs,
+            between,
+            format,
+            filter,
+            load,
+        }) => agreement_cmd(
+            &runs,
+            between.as_deref(),
+            format,
+            filter.as_deref(),
+            &load,
+            cli.config.as_deref(),
+        ),
+        Some(Command::MergeJournal { base, ours, theirs }) => {
+            merge_journal_cmd(&base, &ours, &theirs)
         }
         Some(Command::Completions { shell }) => {
             let mut cmd = Cli::command();
@@ -932,6 +1064,252 @@ fn check_cmd(
     }
 }
 
+fn agreement_cmd(
+    runs: &[String],
+    between: Option<&str>,
+    format: SummaryFormatArg,
+    filter: Option<&str>,
+    load: &LoadArgs,
+    config_path: Option<&Path>,
+) -> ExitCode {
+    use triage::core::agreement;
+    let between = match between.map(agreement::parse_between).transpose() {
+        Ok(b) => b,
+        Err(e) => return fail(&format!("triage: {e}")),
+    };
+    let filter = match parse_filter(filter) {
+        Ok(f) => f,
+        Err(e) => return fail(&e),
+    };
+    let loaded = match load_headless(runs, load, config_path) {
+        Ok(l) => l,
+        Err(e) => return fail(&e),
+    };
+    let Some(store) = loaded.store.as_ref() else {
+        return fail(
+            "triage: nobody has decided a pair of this run yet: there is nothing to compare (triage import brings in a colleague's or a judge's decisions)",
+        );
+    };
+    let input = loaded.input();
+    let rows = export::select_rows(
+        &input,
+        &ExportOptions {
+            all: true,
+            filter,
+            generated_at: None,
+        },
+    );
+    let comparisons = match &between {
+        Some((a, b)) => {
+            let known = store.reviewers();
+            for who in [a, b] {
+                if who != agreement::SUGGESTIONS && !known.contains(&who.as_str()) {
+                    eprintln!(
+                        "triage: note: {} gave no pair a category; the reviewers who did: {}",
+                        triage::core::text::inert_line(who),
+                        if known.is_empty() {
+                            "none".to_string()
+                        } else {
+                            triage::core::text::inert_line(&known.join(", "))
+                        }
+                    );
+                }
+            }
+            vec![(a.clone(), b.clone())]
+        }
+        None => agreement::every_pair(store),
+    };
+    if comparisons.is_empty() {
+        let known = store.reviewers();
+        return fail(&format!(
+            "triage: only {} gave pairs a category: there is no pair of reviewers to compare; name one with --between {},{}",
+            triage::core::text::inert_line(&known.join(", ")),
+            triage::core::text::inert_line(known.first().copied().unwrap_or("NAME")),
+            agreement::SUGGESTIONS
+        ));
+    }
+    let reports: Vec<agreement::Report> = comparisons
+        .iter()
+        .map(|(a, b)| agreement::compare(&loaded.index, store, &loaded.cfg.taxonomy, &rows, a, b))
+        .collect();
+    let format = match format {
+        SummaryFormatArg::Text => agreement::Format::Text,
+        SummaryFormatArg::Markdown => agreement::Format::Markdown,
+        SummaryFormatArg::Json => agreement::Format::Json,
+    };
+    let text = agreement::render(&reports, format, between.is_some());
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => fail(&format!(
+            "triage: cannot write the agreement to standard output: {e}"
+        )),
+    }
+}
+
+fn merge_journal_cmd(base: &Path, ours: &Path, theirs: &Path) -> ExitCode {
+    let read = |p: &Path| {
+        std::fs::read(p).map_err(|e| {
+            format!(
+                "triage: merge-journal: cannot read {}: {e}",
+                triage::core::text::inert_line(&p.display().to_string())
+            )
+        })
+    };
+    let (b, o, t) = match (read(base), read(ours), read(theirs)) {
+        (Ok(b), Ok(o), Ok(t)) => (b, o, t),
+        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return fail(&e),
+    };
+    let merged = annotations::merge_journals(&b, &o, &t);
+    if let Err(e) = write_atomically(ours, |w| w.write_all(&merged.text)) {
+        return fail(&format!("triage: merge-journal: {e}"));
+    }
+    eprintln!(
+        "triage: merged journal: {}{}",
+        triage::core::text::plural(merged.events as u64, "event", "events"),
+        if merged.both_changed > 0 {
+            format!(
+                "; {} changed on both sides, the later decision kept",
+                triage::core::text::plural(merged.both_changed as u64, "decision", "decisions")
+            )
+        } else {
+            String::new()
+        }
+    );
+    ExitCode::SUCCESS
+}
+
+fn import_cmd(
+    run: &str,
+    file: &Path,
+    reviewer: &str,
+    partial: bool,
+    load: &LoadArgs,
+    config_path: Option<&Path>,
+) -> ExitCode {
+    use triage::core::import;
+    use triage::core::text::inert_line;
+    let reviewer = reviewer.trim();
+    if reviewer.is_empty() {
+        return fail("triage: --reviewer: give the name the decisions are recorded under");
+    }
+    if reviewer == triage::core::agreement::SUGGESTIONS {
+        return fail(&format!(
+            "triage: --reviewer: `{}` stands for triage's suggestion engine in triage agreement; record these decisions under another name",
+            triage::core::agreement::SUGGESTIONS
+        ));
+    }
+    let shown = inert_line(&file.display().to_string());
+    let bytes = match std::fs::read(file) {
+        Ok(b) => b,
+        Err(e) => return fail(&format!("triage: cannot read {shown}: {e}")),
+    };
+    let cfg = match config::load(config_path) {
+        Ok(c) => c,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let opts = OpenOptions {
+        max_line_bytes: line_limit(load.max_line_bytes, &cfg),
+        follow: false,
+        format: load.run_format,
+        convert: ConvertOptions {
+            scorer: load.scorer.clone(),
+        },
+    };
+    let runs = vec![run.to_string()];
+    let (runs, _) = match skip_journals(&runs) {
+        Ok(x) => x,
+        Err(e) => return fail(&e),
+    };
+    let mut index = match index_with_progress(&runs, &opts) {
+        Ok(i) => i,
+        Err(e) => return fail(&e),
+    };
+    let (rows, mut problems) = import::read(&bytes, import::FileFormat::detect(file, &bytes));
+    let (changes, more) = import::plan(&mut index, &cfg.taxonomy, &rows);
+    problems.extend(more);
+    problems.sort_by_key(|p| p.line);
+    for p in &problems {
+        eprintln!("triage: {shown}:{}: {}", p.line, p.kind);
+    }
+    if !problems.is_empty() && !partial {
+        return fail(&format!(
+            "triage: nothing imported: {} in {shown}; fix {}, or pass --partial to import the other {}",
+            triage::core::text::plural(
+                problems.len() as u64,
+                "row has a problem",
+                "rows have a problem"
+            ),
+            if problems.len() == 1 { "it" } else { "them" },
+            triage::core::text::plural(changes.len() as u64, "row", "rows"),
+        ));
+    }
+    if changes.is_empty() {
+        return fail(&format!("triage: {shown} holds no decision to import"));
+    }
+    let (mut store, notices) = match open_store(&runs, load.annotations.as_deref(), reviewer) {
+        Ok(x) => x,
+        Err(e) => return fail(&e),
+    };
+    for n in notices {
+        eprintln!("triage: note: {}", inert_line(&n));
+    }
+    let mut replaced = 0;
+    let total = changes.len();
+    let changes: Vec<_> = changes
+        .into_iter()
+        .filter(|c| match store.mine(&c.key) {
+            Some(a) if a.category == c.category && a.note == c.note => false,
+            Some(_) => {
+                replaced += 1;
+                true
+            }
+            None => true,
+        })
+        .collect();
+    let unchanged = total - changes.len();
+    let written = changes.len();
+    if written > 0
+        && let Err(e) = store.apply(changes)
+    {
+        eprintln!("triage: {e}");
+        for r in store.recover() {
+            eprintln!("triage: {r}");
+            if let annotations::Recovery::Lines { lines, .. } = &r {
+                for l in lines {
+                    eprintln!("{l}");
+                }
+            }
+        }
+        return ExitCode::from(1);
+    }
+    let mut said = format!(
+        "imported {} by {} into {}",
+        triage::core::text::plural(written as u64, "decision", "decisions"),
+        inert_line(reviewer),
+        inert_line(&store.path().display().to_string())
+    );
+    if replaced > 0 {
+        said.push_str(&format!(
+            "; {replaced} replaced an earlier decision of {}",
+            inert_line(reviewer)
+        ));
+    }
+    if unchanged > 0 {
+        said.push_str(&format!(
+            "; {unchanged} already recorded, left as they were"
+        ));
+    }
+    if !problems.is_empty() {
+        said.push_str(&format!(
+            "; {} skipped (--partial)",
+            triage::core::text::plural(problems.len() as u64, "row", "rows")
+        ));
+    }
+    println!("{said}");
+    ExitCode::SUCCESS
+}
+
 fn fail(msg: &str) -> ExitCode {
     eprintln!("{msg}");
     ExitCode::from(2)
@@ -1013,8 +1391,11 @@ fn print_keys(km: &Keymap, cfg: &config::Config) {
 }
 
 /// The subcommand names, which a bare run argument must not be mistaken for.
-const COMMANDS: [&str; 8] = [
+const COMMANDS: [&str; 11] = [
     "apply",
+    "merge-journal",
+    "import",
+    "agreement",
     "keys",
     "config",
     "export",
@@ -1104,6 +1485,7 @@ fn open(cli: Cli) -> ExitCode {
     };
     let mut app = effects::new_app(idx, store, cfg.taxonomy.clone());
     app.store_notice = (!notices.is_empty()).then(|| notices.join("; "));
+    app.blind = cli.blind;
     // Standard input cannot be read twice.
     if !runs.iter().any(|r| r == "-") {
         app.reopen = Some(app::Reopen {

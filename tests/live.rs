@@ -41,12 +41,27 @@ fn open(dir: &Path, extra: &[&str], reviewer: &str) -> Tui {
 
 /// The journal replayed, last event per key: (case, variant) → (category, reviewer).
 fn decisions(dir: &Path) -> HashMap<(String, String), (String, String)> {
+    decisions_by_reviewer(dir)
+        .into_iter()
+        .map(|((c, v, who), cat)| ((c, v), (cat, who)))
+        .collect()
+}
+
+/// Each reviewer's latest category per pair, read straight from the
+/// journal (the last line per key and reviewer wins), without triage's code.
+fn decisions_by_reviewer(dir: &Path) -> HashMap<(String, String, String), String> {
     let text = std::fs::read_to_string(dir.join("run.jsonl.triage.jsonl")).expect("journal");
-    let mut by_key: HashMap<String, Value> = HashMap::new();
+    let mut by_key: HashMap<(String, String), Value> = HashMap::new();
     for (i, line) in text.lines().enumerate() {
         let e: Value = serde_json::from_str(line)
             .unwrap_or_else(|err| panic!("journal line {} is not JSON ({err}): {line}", i + 1));
-        by_key.insert(e["key"].as_str().expect("key").to_string(), e);
+        by_key.insert(
+            (
+                e["key"].as_str().expect("key").to_string(),
+                e["reviewer"].as_str().unwrap_or_default().to_string(),
+            ),
+            e,
+        );
     }
     by_key
         .into_values()
@@ -56,11 +71,9 @@ fn decisions(dir: &Path) -> HashMap<(String, String), (String, String)> {
                 (
                     e["case_id"].as_str().unwrap_or_default().to_string(),
                     e["variant_id"].as_str().unwrap_or_default().to_string(),
-                ),
-                (
-                    e["category"].as_str().unwrap_or_default().to_string(),
                     e["reviewer"].as_str().unwrap_or_default().to_string(),
                 ),
+                e["category"].as_str().unwrap_or_default().to_string(),
             )
         })
         .collect()
@@ -92,7 +105,8 @@ fn two_instances_classify_in_one_run_and_nothing_is_lost() {
     bob.wait_for("classified 2/29");
     ann.wait_for("classified 2/29");
 
-    // The same pair in both: the later decision wins, in both and on disk.
+    // The same pair in both: each reviewer's decision stays theirs, in both
+    // and on disk, and the pair, disagreed on, has no resolved category.
     ann.send("g");
     ann.wait_for(&format!("{FIRST_CASE} / {FIRST_VARIANT}"));
     ann.send("4");
@@ -103,25 +117,30 @@ fn two_instances_classify_in_one_run_and_nothing_is_lost() {
     bob.send("5");
     bob.wait_for("saved: classified as boundary");
     ann.wait_for("1 decision from another triage on this run arrived");
+    ann.wait_for("classified 1/29");
+    ann.wait_for("≠ disagree");
+    bob.wait_for("classified 1/29");
 
     ann.send("q");
     assert_eq!(ann.wait_exit(), 0);
     bob.send("q");
     assert_eq!(bob.wait_exit(), 0);
 
-    let got = decisions(dir.path());
-    assert_eq!(got.len(), 2, "{got:?}");
+    let got = decisions_by_reviewer(dir.path());
+    let at = |variant: &str, who: &str| {
+        let (c, v) = pair(variant);
+        got.get(&(c, v, who.to_string())).cloned()
+    };
+    assert_eq!(got.len(), 3, "{got:?}");
     assert_eq!(
-        got[&pair(FIRST_VARIANT)],
-        ("boundary".to_string(), "bob".to_string())
+        at(FIRST_VARIANT, "ann").as_deref(),
+        Some("conflicting-evidence")
     );
-    assert_eq!(
-        got[&pair(SECOND_VARIANT)],
-        ("distractor".to_string(), "bob".to_string())
-    );
-    // Both quit and compacted: one event per annotation, none lost.
+    assert_eq!(at(FIRST_VARIANT, "bob").as_deref(), Some("boundary"));
+    assert_eq!(at(SECOND_VARIANT, "bob").as_deref(), Some("distractor"));
+    // Both quit and compacted: one event per reviewer and pair, none lost.
     let text = std::fs::read_to_string(dir.path().join("run.jsonl.triage.jsonl")).unwrap();
-    assert_eq!(text.lines().count(), 2, "{text}");
+    assert_eq!(text.lines().count(), 3, "{text}");
 }
 
 /// A passing pair of the sample with new ids, so it is easy to spot.

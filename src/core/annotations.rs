@@ -1,9 +1,12 @@
-//! The annotation store: a reviewer's decisions, on disk the moment they are shown.
+//! The annotation store: reviewers' decisions, on disk the moment they are shown.
 //!
 //! Decisions live in an append-only journal (by default `<run>.triage.jsonl`),
-//! one JSON event per line, each carrying the full new state of one pair's
-//! annotation, so replay is "the last event per key wins" and a torn final line
-//! costs at most the decision that was being written when the machine died.
+//! one JSON event per line, each carrying the full new state of one
+//! reviewer's decision on one pair (or a pair's resolution), so replay is
+//! "the last event per reviewer and key wins" and a torn final line costs at
+//! most the decision that was being written when the machine died. Each pair
+//! shows one annotation: its only reviewer's decision, or with several, the
+//! category they agree on or a resolution chose ([`Agreement`]).
 //! [`AnnotationStore::apply`] appends and fsyncs before it returns; the
 //! journal and its lock are created by the first decision, and on open an
 //! existing journal is compacted by temp file, fsync, rename and folder
@@ -29,8 +32,11 @@ use sha2::{Digest, Sha256};
 use super::key::RecordKey;
 use journal::{Journal, LOCK_WAIT, lock_within};
 
-/// The journal format this build writes and fully understands.
+/// The journal format of a decision event.
 const FORMAT_VERSION: u64 = 1;
+/// The format of a resolution event: a triage that predates resolutions
+/// takes it for a newer line and leaves it in place.
+const RESOLUTION_VERSION: u64 = 2;
 
 /// The state of one pair's triage.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -255,6 +261,8 @@ struct Event {
     source: AnnotationSource,
     #[serde(default)]
     prev: Option<Prev>,
+    #[serde(default)]
+    resolves: Option<Vec<Prior>>,
 }
 
 fn manual() -> AnnotationSource {
@@ -262,7 +270,7 @@ fn manual() -> AnnotationSource {
 }
 
 enum Line {
-    Event(Box<Annotation>, Option<Prev>),
+    Event(Box<Annotation>, Option<Prev>, Option<Vec<Prior>>),
     Newer,
     /// Not an event, and why.
     Bad(String),
@@ -273,18 +281,39 @@ fn parse_line(body: &[u8]) -> Line {
         Ok(v) => v,
         Err(e) => return Line::Bad(why_not_json(body, &e)),
     };
-    if version.v > FORMAT_VERSION {
+    if version.v > RESOLUTION_VERSION {
         return Line::Newer;
     }
-    if version.v != FORMAT_VERSION {
+    if version.v != FORMAT_VERSION && version.v != RESOLUTION_VERSION {
         return Line::Bad(format!(
             "format version {} is not one triage writes ({FORMAT_VERSION})",
             version.v
         ));
     }
+    if version.v == RESOLUTION_VERSION {
+        #[derive(Deserialize)]
+        struct Kind {
+            #[serde(default)]
+            kind: Option<String>,
+        }
+        let known = serde_json::from_slice::<Kind>(body)
+            .is_ok_and(|k| k.kind.as_deref() == Some("resolution"));
+        if !known {
+            // A version-2 line of a kind this build does not know.
+            return Line::Newer;
+        }
+    }
     let ev = match serde_json::from_slice::<Event>(body) {
         Ok(ev) => ev,
         Err(e) => return Line::Bad(format!("not an annotation event: {e}")),
+    };
+    let resolves = if version.v == RESOLUTION_VERSION {
+        match ev.resolves {
+            Some(resolves) => Some(resolves),
+            None => return Line::Bad("a resolution without the decisions it resolves".to_string()),
+        }
+    } else {
+        None
     };
     let Some(key) = RecordKey::parse(&ev.key) else {
         return Line::Bad("its key is not 32 hex digits".to_string());
@@ -299,7 +328,7 @@ fn parse_line(body: &[u8]) -> Line {
         at: ev.at,
         source: ev.source,
     };
-    Line::Event(Box::new(ann), ev.prev)
+    Line::Event(Box::new(ann), ev.prev, resolves)
 }
 
 /// Why a journal line is not JSON, in words a reviewer can act on.
@@ -319,8 +348,25 @@ fn why_not_json(body: &[u8], e: &serde_json::Error) -> String {
 }
 
 /// One journal line (without its newline) for this state of an annotation.
-fn encode(ann: &Annotation, prev: Option<&Prev>) -> String {
+fn encode(ann: &Annotation, prev: Option<&Prev>, resolves: Option<&[Prior]>) -> String {
     // A `Value` prints infallibly, and preserve_order keeps the documented field order.
+    if let Some(resolves) = resolves {
+        return serde_json::json!({
+            "v": RESOLUTION_VERSION,
+            "kind": "resolution",
+            "key": ann.key.to_string(),
+            "case_id": ann.case_id,
+            "variant_id": ann.variant_id,
+            "category": ann.category,
+            "note": ann.note,
+            "reviewer": ann.reviewer,
+            "at": ann.at,
+            "source": ann.source.as_str(),
+            "prev": null,
+            "resolves": resolves,
+        })
+        .to_string();
+    }
     serde_json::json!({
         "v": FORMAT_VERSION,
         "key": ann.key.to_string(),
@@ -338,11 +384,12 @@ fn encode(ann: &Annotation, prev: Option<&Prev>) -> String {
 
 /// What tells one event from another: a digest of everything it records
 /// (a compaction writes an event back with the same fields, so the same id).
-fn event_id(ann: &Annotation, prev: Option<&Prev>) -> u64 {
+fn event_id(ann: &Annotation, prev: Option<&Prev>, resolves: Option<&[Prior]>) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
     ann.hash(&mut h);
     prev.hash(&mut h);
+    resolves.hash(&mut h);
     h.finish()
 }
 
@@ -366,91 +413,345 @@ fn tick() -> u64 {
     CLOCK.fetch_add(1, Ordering::Relaxed)
 }
 
-/// A key's newest event.
+/// Where an event lands: a pair's decision by one reviewer
+/// (`Some(reviewer)`), or the pair's resolution (`None`). Each slot keeps
+/// its newest event.
+type Slot = (RecordKey, Option<String>);
+
+/// A slot's newest event.
 #[derive(Debug, Clone)]
 struct Entry {
     ann: Annotation,
     prev: Option<Prev>,
+    /// For a resolution: the decisions it settled.
+    resolves: Option<Vec<Prior>>,
     /// When it was applied ([`tick`]); higher is newer.
     seq: u64,
 }
 
-/// The newest event of every key, and the look-ups the screen needs.
+impl Entry {
+    fn slot(&self) -> Slot {
+        let who = match self.resolves {
+            Some(_) => None,
+            None => Some(self.ann.reviewer.clone()),
+        };
+        (self.ann.key, who)
+    }
+}
+
+/// One reviewer's category at the moment a resolution was recorded.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Prior {
+    pub reviewer: String,
+    pub category: Option<String>,
+}
+
+/// How the reviewers of a pair stand.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Agreement {
+    /// One reviewer decided.
+    Single,
+    /// Several decided, and no two named different categories.
+    Agreed,
+    /// They named different categories and a resolution settled them.
+    Resolved,
+    /// They named different categories and nothing settled them: the
+    /// pair has no resolved category.
+    Disagree,
+}
+
+impl Agreement {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Agreement::Single => "single",
+            Agreement::Agreed => "agreed",
+            Agreement::Resolved => "resolved",
+            Agreement::Disagree => "disagree",
+        }
+    }
+}
+
+/// The resolution recorded on a pair.
+#[derive(Debug, Clone, Copy)]
+pub struct Resolution<'a> {
+    /// The resolver (`reviewer`), the chosen category and when.
+    pub ann: &'a Annotation,
+    /// The decisions it settled.
+    pub resolves: &'a [Prior],
+    /// Whether those decisions still stand, so the resolution holds.
+    pub current: bool,
+}
+
+/// A pair's events: each reviewer's newest decision, its newest
+/// resolution, and how they stand.
+#[derive(Debug, Default, Clone)]
+struct Pair {
+    /// Each reviewer's newest decision, sorted by reviewer (a vector: most
+    /// pairs have one or two).
+    decisions: Vec<Entry>,
+    resolution: Option<Box<Entry>>,
+    /// With several reviewers, what the pair shows: the resolved category
+    /// (none while they disagree), the newest note and the newest decider
+    /// (or the resolver). With one, that reviewer's decision is shown as it
+    /// is and this is `None`.
+    view: Option<Box<Annotation>>,
+    agreement: Option<Agreement>,
+    /// The newest event's tick.
+    newest: u64,
+}
+
+impl Pair {
+    fn decision(&self, reviewer: &str) -> Option<&Entry> {
+        self.decisions
+            .binary_search_by(|e| e.ann.reviewer.as_str().cmp(reviewer))
+            .ok()
+            .map(|i| &self.decisions[i])
+    }
+
+    /// Put a reviewer's decision in its place; whether it replaced one.
+    fn put_decision(&mut self, entry: Entry) -> bool {
+        match self
+            .decisions
+            .binary_search_by(|e| e.ann.reviewer.cmp(&entry.ann.reviewer))
+        {
+            Ok(i) => {
+                self.decisions[i] = entry;
+                true
+            }
+            Err(i) => {
+                // One slot at a time: most pairs have one reviewer, and a
+                // vector's first growth would hold four.
+                self.decisions.reserve_exact(1);
+                self.decisions.insert(i, entry);
+                false
+            }
+        }
+    }
+
+    /// The annotation the pair shows, if some reviewer decided it.
+    fn shown(&self) -> Option<&Annotation> {
+        match self.agreement? {
+            Agreement::Single => self
+                .decisions
+                .iter()
+                .map(|e| &e.ann)
+                .find(|a| !a.is_empty()),
+            _ => self.view.as_deref(),
+        }
+    }
+
+    /// The (reviewer, category) of every decision that names a category, by reviewer.
+    fn categories(&self) -> Vec<Prior> {
+        self.decisions
+            .iter()
+            .filter(|e| e.ann.category.is_some())
+            .map(|e| Prior {
+                reviewer: e.ann.reviewer.clone(),
+                category: e.ann.category.clone(),
+            })
+            .collect()
+    }
+
+    fn resolution_holds(&self) -> bool {
+        let Some(r) = &self.resolution else {
+            return false;
+        };
+        let mut then: Vec<&Prior> = r
+            .resolves
+            .iter()
+            .flatten()
+            .filter(|p| p.category.is_some())
+            .collect();
+        then.sort_by(|a, b| a.reviewer.cmp(&b.reviewer));
+        let now = self.decisions.iter().filter(|e| e.ann.category.is_some());
+        then.len() == now.clone().count()
+            && then
+                .iter()
+                .zip(now)
+                .all(|(p, e)| p.reviewer == e.ann.reviewer && p.category == e.ann.category)
+    }
+
+    fn compute(&mut self) {
+        self.view = None;
+        let shown = || self.decisions.iter().filter(|e| !e.ann.is_empty());
+        let Some(newest) = shown().max_by_key(|e| e.seq) else {
+            self.agreement = None;
+            return;
+        };
+        if shown().count() == 1 {
+            self.agreement = Some(Agreement::Single);
+            return;
+        }
+        let note = shown()
+            .filter(|e| e.ann.note.is_some())
+            .max_by_key(|e| e.seq)
+            .and_then(|e| e.ann.note.clone());
+        let mut categories: Vec<&str> = shown().filter_map(|e| e.ann.category.as_deref()).collect();
+        categories.sort_unstable();
+        categories.dedup();
+        let mut view = Annotation {
+            note,
+            ..newest.ann.clone()
+        };
+        let agreement = if categories.len() <= 1 {
+            view.category = categories.first().map(|c| c.to_string());
+            Agreement::Agreed
+        } else if self.resolution_holds() {
+            let r = &self.resolution.as_ref().expect("a resolution holds").ann;
+            view.category = r.category.clone();
+            view.reviewer = r.reviewer.clone();
+            view.at = r.at.clone();
+            view.source = AnnotationSource::Manual;
+            Agreement::Resolved
+        } else {
+            view.category = None;
+            Agreement::Disagree
+        };
+        self.view = Some(Box::new(view));
+        self.agreement = Some(agreement);
+    }
+
+    fn slots(&self) -> impl Iterator<Item = &Entry> {
+        self.decisions.iter().chain(self.resolution.as_deref())
+    }
+}
+
+/// What a pair holds, every slot of it, to tell whether a merge changed it.
+pub(super) type Snapshot = Vec<(Option<String>, Option<String>, Option<String>)>;
+
+/// The newest event of every slot, and the look-ups the screen needs.
 ///
-/// Cleared pairs keep their entry (an event with neither category nor
+/// Cleared decisions keep their entry (an event with neither category nor
 /// note): a compaction writes it back, so that the clear still wins over
 /// an older event in another journal, and a journal put back from an
 /// older copy can be told from one where the pair was cleared since.
 #[derive(Debug, Default)]
 struct Live {
-    entries: HashMap<RecordKey, Entry>,
-    /// How many entries have a category or a note.
+    pairs: HashMap<RecordKey, Pair>,
+    /// How many slots hold an event (one journal line each when compact).
+    slots: usize,
+    /// How many pairs have a shown annotation.
     shown: usize,
-    /// case_id → variant_id → keys of shown entries, for stale look-ups without a scan.
+    /// case_id → variant_id → keys of shown pairs, for stale look-ups without a scan.
     by_ids: HashMap<String, HashMap<String, Vec<RecordKey>>>,
     /// Bumped whenever an annotation is set or removed.
     revision: u64,
 }
 
 impl Live {
-    fn put(&mut self, ann: Annotation, prev: Option<Prev>, seq: u64) {
-        self.insert(Entry { ann, prev, seq });
+    fn put(&mut self, ann: Annotation, prev: Option<Prev>, resolves: Option<Vec<Prior>>, seq: u64) {
+        self.insert(Entry {
+            ann,
+            prev,
+            resolves,
+            seq,
+        });
     }
 
     fn insert(&mut self, entry: Entry) {
         self.revision += 1;
-        if let Some(old) = self.entries.remove(&entry.ann.key)
-            && !old.ann.is_empty()
-        {
-            self.shown -= 1;
-            self.unindex(&old.ann);
+        let key = entry.ann.key;
+        let seq = entry.seq;
+        let pair = self.pairs.entry(key).or_default();
+        let old_ids = pair
+            .shown()
+            .map(|a| (a.case_id.clone(), a.variant_id.clone()));
+        let replaced = if entry.resolves.is_some() {
+            pair.resolution.replace(Box::new(entry)).is_some()
+        } else {
+            pair.put_decision(entry)
+        };
+        pair.newest = pair.newest.max(seq);
+        pair.compute();
+        if !replaced {
+            self.slots += 1;
         }
-        if !entry.ann.is_empty() {
+        let same_ids = match (&old_ids, pair.shown()) {
+            (Some((c, v)), Some(n)) => *c == n.case_id && *v == n.variant_id,
+            (None, None) => true,
+            _ => false,
+        };
+        if same_ids {
+            return;
+        }
+        let new_ids = pair
+            .shown()
+            .map(|a| (a.case_id.clone(), a.variant_id.clone()));
+        if let Some((case_id, variant_id)) = old_ids {
+            self.shown -= 1;
+            self.unindex(key, &case_id, &variant_id);
+        }
+        if let Some((case_id, variant_id)) = new_ids {
             self.shown += 1;
             self.by_ids
-                .entry(entry.ann.case_id.clone())
+                .entry(case_id)
                 .or_default()
-                .entry(entry.ann.variant_id.clone())
+                .entry(variant_id)
                 .or_default()
-                .push(entry.ann.key);
+                .push(key);
         }
-        self.entries.insert(entry.ann.key, entry);
     }
 
     fn clear(&mut self) {
-        self.entries.clear();
+        self.pairs.clear();
         self.by_ids.clear();
         self.shown = 0;
+        self.slots = 0;
         self.revision += 1;
     }
 
-    fn unindex(&mut self, ann: &Annotation) {
-        if let Some(variants) = self.by_ids.get_mut(&ann.case_id) {
-            if let Some(keys) = variants.get_mut(&ann.variant_id) {
-                keys.retain(|k| *k != ann.key);
+    fn unindex(&mut self, key: RecordKey, case_id: &str, variant_id: &str) {
+        if let Some(variants) = self.by_ids.get_mut(case_id) {
+            if let Some(keys) = variants.get_mut(variant_id) {
+                keys.retain(|k| *k != key);
                 if keys.is_empty() {
-                    variants.remove(&ann.variant_id);
+                    variants.remove(variant_id);
                 }
             }
             if variants.is_empty() {
-                self.by_ids.remove(&ann.case_id);
+                self.by_ids.remove(case_id);
             }
         }
     }
 
+    /// The annotation the pair shows.
     fn get(&self, key: &RecordKey) -> Option<&Annotation> {
-        self.entries
-            .get(key)
-            .map(|e| &e.ann)
-            .filter(|a| !a.is_empty())
+        self.pairs.get(key).and_then(Pair::shown)
     }
 
-    /// Each shown annotation's (category, note).
-    fn values(&self) -> HashMap<RecordKey, (Option<String>, Option<String>)> {
-        self.entries
-            .iter()
-            .filter(|(_, e)| !e.ann.is_empty())
-            .map(|(k, e)| (*k, (e.ann.category.clone(), e.ann.note.clone())))
+    /// The newest event of a slot, cleared ones included.
+    fn slot(&self, slot: &Slot) -> Option<&Entry> {
+        let pair = self.pairs.get(&slot.0)?;
+        match &slot.1 {
+            Some(reviewer) => pair.decision(reviewer),
+            None => pair.resolution.as_deref(),
+        }
+    }
+
+    /// Every slot's newest event.
+    fn entries(&self) -> impl Iterator<Item = &Entry> {
+        self.pairs.values().flat_map(Pair::slots)
+    }
+
+    /// What a pair holds, every slot of it.
+    fn snapshot(&self, key: &RecordKey) -> Option<Snapshot> {
+        let pair = self.pairs.get(key)?;
+        let snap: Snapshot = pair
+            .slots()
+            .filter(|e| !e.ann.is_empty())
+            .map(|e| {
+                let who = e.slot().1;
+                (who, e.ann.category.clone(), e.ann.note.clone())
+            })
+            .collect();
+        (!snap.is_empty()).then_some(snap)
+    }
+
+    /// Every pair's snapshot.
+    fn values(&self) -> HashMap<RecordKey, Snapshot> {
+        self.pairs
+            .keys()
+            .filter_map(|k| Some((*k, self.snapshot(k)?)))
             .collect()
     }
 }
@@ -556,7 +857,8 @@ impl fmt::Display for Recovery {
 /// Usually one journal; `triage a.jsonl b.jsonl` keeps one per run, and a
 /// run in a read-only folder adds the journal committed beside it (read
 /// only) under the fallback one. Reads see the union, the newest event of
-/// each pair winning; each decision goes to the writable journal of its
+/// each slot (a reviewer's decision on a pair, a pair's resolution)
+/// winning; each decision goes to the writable journal of its
 /// pair's run ([`AnnotationStore::save`]).
 ///
 /// Concurrency: any number of stores (in one process or several) may share a
@@ -565,8 +867,8 @@ impl fmt::Display for Recovery {
 /// events the others appended since this store last read (or the whole journal
 /// again if another store compacted it, i.e. replaced the file), then writes and
 /// fsyncs, then releases the lock. So the journal order is the order in which
-/// the decisions were made durable, and the last event for a key wins in every
-/// store. [`AnnotationStore::refresh`] merges the others' events while idle.
+/// the decisions were made durable, and the last event of a slot wins in
+/// every store. [`AnnotationStore::refresh`] merges the others' events while idle.
 /// The lock file is left in place on purpose, since deleting it would let two
 /// instances lock two different files.
 #[derive(Debug)]
@@ -688,13 +990,14 @@ impl AnnotationStore {
         if at == self.union_at && self.union.is_some() {
             return;
         }
-        let mut newest: HashMap<RecordKey, &Entry> = HashMap::new();
+        let mut newest: HashMap<Slot, &Entry> = HashMap::new();
         for j in &self.journals {
-            for (k, e) in &j.live.entries {
-                match newest.get(k) {
+            for e in j.live.entries() {
+                let slot = e.slot();
+                match newest.get(&slot) {
                     Some(old) if old.seq >= e.seq => {}
                     _ => {
-                        newest.insert(*k, e);
+                        newest.insert(slot, e);
                     }
                 }
             }
@@ -707,9 +1010,83 @@ impl AnnotationStore {
         self.union_at = at;
     }
 
-    /// The annotation of the pair with this key, if it has a category or a note.
+    /// The annotation the pair with this key shows, if some reviewer gave
+    /// it a category or a note: with one reviewer, their decision; with
+    /// several, the resolved category ([`AnnotationStore::agreement`]; none
+    /// while they disagree), the newest note, and the newest decider (or
+    /// the resolver).
     pub fn get(&self, key: &RecordKey) -> Option<&Annotation> {
         self.live().get(key)
+    }
+
+    /// This store's reviewer's own decision on the pair, if it has a category or a note.
+    pub fn mine(&self, key: &RecordKey) -> Option<&Annotation> {
+        self.decision_of(key, &self.reviewer)
+    }
+
+    /// One reviewer's decision on the pair, if it has a category or a note.
+    pub fn decision_of(&self, key: &RecordKey, reviewer: &str) -> Option<&Annotation> {
+        self.live()
+            .pairs
+            .get(key)?
+            .decision(reviewer)
+            .map(|e| &e.ann)
+            .filter(|a| !a.is_empty())
+    }
+
+    /// Every reviewer's decision on the pair (those with a category or a note), by reviewer.
+    pub fn decisions(&self, key: &RecordKey) -> Vec<&Annotation> {
+        self.live().pairs.get(key).map_or_else(Vec::new, |p| {
+            p.decisions
+                .iter()
+                .map(|e| &e.ann)
+                .filter(|a| !a.is_empty())
+                .collect()
+        })
+    }
+
+    /// How the pair's reviewers stand; `None` when nobody decided it.
+    pub fn agreement(&self, key: &RecordKey) -> Option<Agreement> {
+        self.live().pairs.get(key)?.agreement
+    }
+
+    /// The newest resolution recorded on the pair, and whether it holds.
+    pub fn resolution(&self, key: &RecordKey) -> Option<Resolution<'_>> {
+        let pair = self.live().pairs.get(key)?;
+        let r = pair.resolution.as_ref()?;
+        Some(Resolution {
+            ann: &r.ann,
+            resolves: r.resolves.as_deref().unwrap_or(&[]),
+            current: pair.resolution_holds(),
+        })
+    }
+
+    /// Every reviewer who gave some pair a category, sorted.
+    pub fn reviewers(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = self
+            .live()
+            .pairs
+            .values()
+            .flat_map(|p| p.decisions.iter())
+            .filter(|e| e.ann.category.is_some())
+            .map(|e| e.ann.reviewer.as_str())
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
+    /// Record resolutions: each pair's reviewers disagree, and this
+    /// store's reviewer settles them on a category. Each is an event of
+    /// its own naming the resolver and the decisions it settles; the
+    /// reviewers' own decisions stay as they are. Durable before `Ok`,
+    /// as [`AnnotationStore::apply`].
+    pub fn resolve(&mut self, resolutions: Vec<Change>) -> Result<(), SaveError> {
+        let items = resolutions.into_iter().map(|c| (c, true)).collect();
+        match self.save_events(items, &|_| Vec::new(), None)? {
+            Saved::Done(_) => Ok(()),
+            Saved::Conflict(_) => unreachable!("a save without expectations has no conflict"),
+        }
     }
 
     /// A number that changes whenever an annotation is set or removed, by
@@ -759,20 +1136,15 @@ impl AnnotationStore {
             .get(variant_id)?
             .iter()
             .filter(|k| *k != current)
-            .filter_map(|k| live.entries.get(k))
-            .max_by_key(|e| e.seq)
-            .map(|e| &e.ann)
+            .filter_map(|k| live.pairs.get(k))
+            .filter(|p| p.shown().is_some())
+            .max_by_key(|p| p.newest)
+            .and_then(Pair::shown)
     }
 
     /// All annotations (non-empty ones), sorted by (case_id, variant_id, key).
     pub fn all(&self) -> Vec<&Annotation> {
-        let mut v: Vec<&Annotation> = self
-            .live()
-            .entries
-            .values()
-            .map(|e| &e.ann)
-            .filter(|a| !a.is_empty())
-            .collect();
+        let mut v: Vec<&Annotation> = self.live().pairs.values().filter_map(Pair::shown).collect();
         v.sort_by(|a, b| {
             (&a.case_id, &a.variant_id, a.key).cmp(&(&b.case_id, &b.variant_id, b.key))
         });
@@ -825,7 +1197,18 @@ impl AnnotationStore {
         files: &dyn Fn(&RecordKey) -> Vec<u16>,
         expect: Option<&[Change]>,
     ) -> Result<Saved, SaveError> {
-        let targets: Vec<Vec<usize>> = changes.iter().map(|c| self.route(c, files)).collect();
+        let items = changes.into_iter().map(|c| (c, false)).collect();
+        self.save_events(items, files, expect)
+    }
+
+    /// [`AnnotationStore::save`] of decisions (`false`) and resolutions (`true`).
+    fn save_events(
+        &mut self,
+        changes: Vec<(Change, bool)>,
+        files: &dyn Fn(&RecordKey) -> Vec<u16>,
+        expect: Option<&[Change]>,
+    ) -> Result<Saved, SaveError> {
+        let targets: Vec<Vec<usize>> = changes.iter().map(|(c, _)| self.route(c, files)).collect();
         let mut involved: Vec<usize> = targets.iter().flatten().copied().collect();
         involved.sort_unstable();
         involved.dedup();
@@ -879,9 +1262,19 @@ impl AnnotationStore {
         let at = now_rfc3339();
         let mut previous = Vec::with_capacity(changes.len());
         let mut staged: HashMap<usize, HashSet<RecordKey>> = HashMap::new();
-        for (c, to) in changes.into_iter().zip(&targets) {
-            let old = self.get(&c.key).cloned();
-            let prev = old.as_ref().map(|a| Prev {
+        for ((c, resolution), to) in changes.into_iter().zip(&targets) {
+            let resolves = resolution.then(|| {
+                self.live()
+                    .pairs
+                    .get(&c.key)
+                    .map(Pair::categories)
+                    .unwrap_or_default()
+            });
+            let old = match resolution {
+                true => self.resolution(&c.key).map(|r| r.ann.clone()),
+                false => self.mine(&c.key).cloned(),
+            };
+            let prev = old.as_ref().filter(|_| !resolution).map(|a| Prev {
                 category: a.category.clone(),
                 note: a.note.clone(),
             });
@@ -897,7 +1290,7 @@ impl AnnotationStore {
             };
             for &j in to {
                 staged.entry(j).or_default().insert(ann.key);
-                self.journals[j].stage(ann.clone(), prev.clone());
+                self.journals[j].stage(ann.clone(), prev.clone(), resolves.clone());
             }
             previous.push(old);
         }
@@ -956,7 +1349,7 @@ impl AnnotationStore {
             self.journals
                 .iter()
                 .enumerate()
-                .filter(|(_, j)| j.writable() && j.live.entries.contains_key(&c.key))
+                .filter(|(_, j)| j.writable() && j.live.pairs.contains_key(&c.key))
                 .map(|(i, _)| i)
                 .collect()
         } else {
@@ -973,12 +1366,12 @@ impl AnnotationStore {
         to
     }
 
-    /// The pairs of `expect` whose annotation now differs from it.
+    /// The pairs of `expect` whose decision by this store's reviewer now differs from it.
     fn conflicts(&self, expect: &[Change]) -> Vec<Conflict> {
         expect
             .iter()
             .filter_map(|c| {
-                let now = self.get(&c.key);
+                let now = self.mine(&c.key);
                 let same = match now {
                     Some(a) => {
                         a.category == non_empty(c.category.clone())
@@ -1354,6 +1747,109 @@ pub fn journal_specs(
         notes.push("each run's decisions go to its own journal".to_string());
     }
     Ok((specs, notes))
+}
+
+/// What [`merge_journals`] made of three versions of a journal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Merged {
+    /// The merged journal, one event per slot (each reviewer's decision on
+    /// a pair, each pair's resolution), oldest first, then the lines that
+    /// could not be read, kept as they were.
+    pub text: Vec<u8>,
+    /// How many events it holds.
+    pub events: usize,
+    /// Slots both sides changed differently: the later event (by `at`) is kept.
+    pub both_changed: usize,
+}
+
+/// Merge a journal three ways, by event, as a git merge driver does
+/// (`triage merge-journal %O %A %B`): `base` is the common ancestor,
+/// `ours` and `theirs` the two sides.
+///
+/// Each version is read as triage replays it: the last event of each slot
+/// (a reviewer's decision on a pair, or a pair's resolution). A slot
+/// changed on one side only takes that side's event; changed on both, the
+/// later `at` wins (ours on a tie). So a compaction on one branch, which
+/// rewrites the file, loses nothing the other branch appended, and an
+/// older event never comes back after a newer one. Lines that cannot be
+/// read (or come from a newer triage) are kept when either side added
+/// them, or both kept them.
+pub fn merge_journals(base: &[u8], ours: &[u8], theirs: &[u8]) -> Merged {
+    type Side = (HashMap<Slot, (String, String)>, Vec<Vec<u8>>);
+    fn read(bytes: &[u8]) -> Side {
+        let mut slots: HashMap<Slot, (String, String)> = HashMap::new();
+        let mut raw = Vec::new();
+        for line in bytes.split(|&b| b == b'\n') {
+            let line = line.strip_suffix(b"\r").unwrap_or(line);
+            let body = line.trim_ascii();
+            if body.is_empty() {
+                continue;
+            }
+            match parse_line(body) {
+                Line::Event(ann, prev, resolves) => {
+                    let entry = Entry {
+                        ann: *ann,
+                        prev,
+                        resolves,
+                        seq: 0,
+                    };
+                    let text = encode(&entry.ann, entry.prev.as_ref(), entry.resolves.as_deref());
+                    slots.insert(entry.slot(), (text, entry.ann.at.clone()));
+                }
+                Line::Newer | Line::Bad(_) => raw.push(line.to_vec()),
+            }
+        }
+        (slots, raw)
+    }
+    let (o, o_raw) = read(base);
+    let (a, a_raw) = read(ours);
+    let (b, b_raw) = read(theirs);
+    let mut keys: Vec<&Slot> = a.keys().chain(b.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    let mut both_changed = 0;
+    let mut chosen: Vec<(String, String, u8)> = Vec::new();
+    for k in keys {
+        let (ea, eb, eo) = (a.get(k), b.get(k), o.get(k));
+        let pick = match (ea, eb) {
+            (Some(x), Some(y)) if x.0 == y.0 => (x, 0),
+            (Some(x), Some(y)) if Some(x) == eo => (y, 1),
+            (Some(x), Some(y)) if Some(y) == eo => (x, 0),
+            (Some(x), Some(y)) => {
+                both_changed += 1;
+                if y.1 > x.1 { (y, 1) } else { (x, 0) }
+            }
+            (Some(x), None) => (x, 0),
+            (None, Some(y)) => (y, 1),
+            (None, None) => continue,
+        };
+        chosen.push((pick.0.1.clone(), pick.0.0.clone(), pick.1));
+    }
+    // Oldest first, as a compaction writes them; ties keep a stable order.
+    chosen.sort();
+    let mut text = Vec::new();
+    for (_, line, _) in &chosen {
+        text.extend_from_slice(line.as_bytes());
+        text.push(b'\n');
+    }
+    let in_base: HashSet<&[u8]> = o_raw.iter().map(Vec::as_slice).collect();
+    let in_ours: HashSet<&[u8]> = a_raw.iter().map(Vec::as_slice).collect();
+    let in_theirs: HashSet<&[u8]> = b_raw.iter().map(Vec::as_slice).collect();
+    let mut kept: HashSet<&[u8]> = HashSet::new();
+    for line in a_raw.iter().chain(&b_raw) {
+        let l = line.as_slice();
+        let added = !in_base.contains(l);
+        let kept_by_both = in_ours.contains(l) && in_theirs.contains(l);
+        if (added || kept_by_both) && kept.insert(l) {
+            text.extend_from_slice(l);
+            text.push(b'\n');
+        }
+    }
+    Merged {
+        text,
+        events: chosen.len(),
+        both_changed,
+    }
 }
 
 /// A journal and the files triage keeps beside it (its lock, the side

@@ -135,11 +135,25 @@ pub fn apply(
         };
         let annotated = serde_json::from_slice::<Value>(trimmed).ok().and_then(|v| {
             let key = record_key(&v);
-            let ann = store.as_ref()?.get(&key)?.clone();
-            Some((v, ann))
+            let store = store.as_ref()?;
+            let ann = store.get(&key)?.clone();
+            // With several reviewers: how they stand, and who said what.
+            let several = store.decisions(&key).len() > 1 || store.resolution(&key).is_some();
+            let reviewers = several.then(|| {
+                json!({
+                    "agreement": store.agreement(&key).map(|a| a.as_str()),
+                    "decisions": store.decisions(&key).iter().map(|d| json!({
+                        "reviewer": d.reviewer,
+                        "category": d.category,
+                        "note": d.note,
+                        "at": d.at,
+                    })).collect::<Vec<_>>(),
+                })
+            });
+            Some((v, ann, reviewers))
         });
         match annotated {
-            Some((mut v, ann)) => {
+            Some((mut v, ann, reviewers)) => {
                 let suggested = map_record(v.clone())
                     .ok()
                     .and_then(|r| suggest(&r, &derive(&r)).map(|s| s.category));
@@ -155,6 +169,11 @@ pub fn apply(
                             "accepted_suggestion": ann.source == AnnotationSource::Suggestion,
                         }),
                     );
+                    if let (Some(Value::Object(t)), Some(Value::Object(r))) =
+                        (o.get_mut("triage"), reviewers)
+                    {
+                        t.extend(r);
+                    }
                 }
                 serde_json::to_writer(&mut w, &v).map_err(ApplyError::Serialize)?;
                 w.write_all(ending).map_err(ApplyError::Write)?;

@@ -206,6 +206,10 @@ struct Pair<'a> {
     lp: LoadedPair,
     ann: Option<&'a Annotation>,
     sug: Option<Suggestion>,
+    /// Every reviewer's decision, how they stand, and the resolution.
+    decisions: Vec<&'a Annotation>,
+    agreement: Option<crate::core::annotations::Agreement>,
+    resolution: Option<crate::core::annotations::Resolution<'a>>,
 }
 
 fn file_name<'a>(index: &'a RunIndex, row: &PairRow) -> &'a str {
@@ -224,10 +228,14 @@ fn load<'a>(input: &ExportInput<'a>, i: u32) -> io::Result<Pair<'a>> {
         .ok_or_else(|| io::Error::other(format!("no pair number {i} in the run")))?;
     let lp = index.load_pair(row).map_err(io::Error::other)?;
     let sug = suggest::suggest(&lp.record, &lp.derived);
+    let store = input.store;
     Ok(Pair {
         row,
         file: file_name(index, row),
-        ann: input.store.and_then(|s| s.get(&lp.key)),
+        ann: store.and_then(|s| s.get(&lp.key)),
+        decisions: store.map(|s| s.decisions(&lp.key)).unwrap_or_default(),
+        agreement: store.and_then(|s| s.agreement(&lp.key)),
+        resolution: store.and_then(|s| s.resolution(&lp.key)),
         lp,
         sug,
     })
@@ -467,6 +475,21 @@ fn pair_json(p: &Pair) -> Value {
         "note": p.ann.and_then(|a| a.note.clone()),
         "reviewer": p.ann.map(|a| a.reviewer.clone()),
         "annotated_at": p.ann.map(|a| a.at.clone()),
+        "agreement": p.agreement.map(|a| a.as_str()),
+        "decisions": p.decisions.iter().map(|a| json!({
+            "reviewer": a.reviewer,
+            "category": a.category,
+            "note": a.note,
+            "at": a.at,
+            "source": source_name(a.source),
+        })).collect::<Vec<_>>(),
+        "resolution": p.resolution.map(|r| json!({
+            "reviewer": r.ann.reviewer,
+            "category": r.ann.category,
+            "at": r.ann.at,
+            "holds": r.current,
+            "resolves": r.resolves,
+        })),
         "suggestion": p.sug.as_ref().filter(|_| failure).map(|s| json!({
             "category": s.category,
             "reason": s.reason,

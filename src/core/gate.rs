@@ -23,7 +23,8 @@ use std::fmt::Write as _;
 
 use rustc_hash::FxHashMap;
 
-use super::annotations::AnnotationStore;
+use super::agreement;
+use super::annotations::{Agreement, AnnotationStore};
 use super::index::RunIndex;
 use super::query::{Context, Query};
 use super::row::{NO_SYM, PairRow, Sym};
@@ -67,6 +68,12 @@ pub struct Gates {
     pub filter: Option<Query>,
     /// Any problem in the run (a bad line, an unusable field) fails the check.
     pub strict: bool,
+    /// The lower bound of the 95% interval of Cohen's kappa between the
+    /// two reviewers of `between` must be at least this (and, with
+    /// `min_pairs`, at least that many pairs compared).
+    pub min_kappa: Option<f64>,
+    /// The two reviewers `min_kappa` compares (`suggestions`: the engine).
+    pub between: Option<(String, String)>,
 }
 
 /// A gate on a rate, decided on one bound of its Wilson 95% interval.
@@ -230,6 +237,12 @@ impl Gates {
         if self.by == Some(GroupBy::Category) {
             return Err(GateError::ByCategory);
         }
+        match (self.min_kappa, &self.between) {
+            (Some(x), _) if !(-1.0..=1.0).contains(&x) => return Err(GateError::NotAKappa(x)),
+            (Some(_), None) => return Err(GateError::KappaWithoutBetween),
+            (None, Some(_)) => return Err(GateError::BetweenWithoutKappa),
+            _ => {}
+        }
         Ok(())
     }
 
@@ -250,6 +263,7 @@ impl Gates {
             || !self.fail_on.is_empty()
             || self.max_failures.is_some()
             || self.min_pairs.is_some()
+            || self.min_kappa.is_some()
             || !self.rate_gates().is_empty()
     }
 }
@@ -265,6 +279,12 @@ pub enum GateError {
     NeverPasses { flag: &'static str, value: f64 },
     /// `--by category`: the categories are the reviewer's, not a slice of the run.
     ByCategory,
+    /// `--min-kappa` outside −1–1 (or not a number).
+    NotAKappa(f64),
+    /// `--min-kappa` without the two reviewers to compare.
+    KappaWithoutBetween,
+    /// `--between` without `--min-kappa`.
+    BetweenWithoutKappa,
 }
 
 impl fmt::Display for GateError {
@@ -289,6 +309,18 @@ impl fmt::Display for GateError {
             GateError::ByCategory => write!(
                 f,
                 "--by category: a gate groups the run by transformation, family or case; to gate a category, use --fail-on CATEGORY"
+            ),
+            GateError::NotAKappa(x) => write!(
+                f,
+                "--min-kappa: {x} is not a kappa; give a value from -1 to 1, such as 0.7"
+            ),
+            GateError::KappaWithoutBetween => write!(
+                f,
+                "--min-kappa needs the two reviewers to compare: add --between A,B (e.g. --between ana,gpt-judge, or ana,suggestions)"
+            ),
+            GateError::BetweenWithoutKappa => write!(
+                f,
+                "--between names the reviewers of --min-kappa; add --min-kappa X (triage agreement shows the kappa without gating)"
             ),
         }
     }
@@ -444,6 +476,62 @@ fn some_pairs(index: &RunIndex, rows: &[&PairRow]) -> Vec<String> {
     v
 }
 
+/// `--min-kappa` (on the lower bound of kappa's 95% interval) and, with
+/// `--min-pairs`, the number of pairs the two reviewers both decided.
+fn kappa_gates(
+    index: &RunIndex,
+    store: Option<&AnnotationStore>,
+    selected: &[u32],
+    a: &str,
+    b: &str,
+    min: f64,
+    min_pairs: Option<u64>,
+) -> Vec<GateResult> {
+    let taxonomy = Taxonomy::default();
+    let report = match store {
+        Some(s) => agreement::compare(index, s, &taxonomy, selected, a, b),
+        None => agreement::compare_labels(a, b, &[], &taxonomy, 0),
+    };
+    let (ia, ib) = (text::inert_line(a), text::inert_line(b));
+    let over = plural(report.pairs, "pair", "pairs");
+    let (ok, why) = match report.kappa {
+        Some(k) if k.low >= min => (
+            true,
+            format!(
+                "kappa {} over {over}; its lower bound {:.3} is at least {min}",
+                agreement::kappa_text(&report),
+                k.low
+            ),
+        ),
+        Some(k) => (
+            false,
+            format!(
+                "kappa {} over {over}; its lower bound {:.3} is under {min}",
+                agreement::kappa_text(&report),
+                k.low
+            ),
+        ),
+        None => (false, format!("kappa {}", agreement::kappa_text(&report))),
+    };
+    let mut out = vec![GateResult {
+        ok,
+        name: format!("--min-kappa {min} --between {ia},{ib}"),
+        why,
+        rates: Vec::new(),
+        details: Vec::new(),
+    }];
+    if let Some(n) = min_pairs {
+        out.push(GateResult {
+            ok: report.pairs >= n,
+            name: format!("--min-pairs {n} (compared by {ia} and {ib})"),
+            why: format!("{over} decided by both (at least {n} required)"),
+            rates: Vec::new(),
+            details: Vec::new(),
+        });
+    }
+    out
+}
+
 /// Check the gates against the pairs of `index` that `gates.filter` selects.
 pub fn check(index: &RunIndex, store: Option<&AnnotationStore>, gates: &Gates) -> CheckOutcome {
     let all: Vec<u32> = (0..index.rows.len())
@@ -560,6 +648,17 @@ pub fn check(index: &RunIndex, store: Option<&AnnotationStore>, gates: &Gates) -
     for (gate, threshold) in gates.rate_gates() {
         results.push(rate_gate(gate, threshold, &overall, &groups, gates.by));
     }
+    if let (Some(min), Some((a, b))) = (gates.min_kappa, &gates.between) {
+        results.extend(kappa_gates(
+            index,
+            store,
+            &selected,
+            a,
+            b,
+            min,
+            gates.min_pairs,
+        ));
+    }
     if gates.strict {
         let ok = index.problems.is_empty();
         results.push(GateResult {
@@ -601,7 +700,7 @@ pub fn check(index: &RunIndex, store: Option<&AnnotationStore>, gates: &Gates) -
         );
         let _ = writeln!(
             r,
-            "  (gates: --max-failure-rate X, --min-pass-rate X, --max-case-failure-rate X, --max-failures N,\n   --min-pairs N, --max-unclassified N, --fail-on CATEGORY, --strict; see triage check --help)"
+            "  (gates: --max-failure-rate X, --min-pass-rate X, --max-case-failure-rate X, --max-failures N,\n   --min-pairs N, --max-unclassified N, --fail-on CATEGORY, --min-kappa X --between A,B, --strict;\n   see triage check --help)"
         );
     }
     let failed: Vec<&str> = results
@@ -756,11 +855,27 @@ fn header(
         "  {}: those that passed or failed; the rates count only these",
         plural(judged, "judged pair", "judged pairs"),
     );
+    // Failures whose reviewers disagree and that no resolution settled:
+    // they have no resolved category, so they count as unclassified.
+    let disagreed = store.map_or(0, |st| {
+        selected
+            .iter()
+            .filter_map(|&i| index.rows.get(i as usize))
+            .filter(|row| row.status().is_failure())
+            .filter_map(|row| index.current_key(st, row))
+            .filter(|k| st.agreement(k) == Some(Agreement::Disagree))
+            .count()
+    });
     let _ = writeln!(
         r,
-        "  {} classified, {} unclassified",
+        "  {} classified, {} unclassified{}",
         s.classified,
-        s.failures - s.classified
+        s.failures - s.classified,
+        if disagreed > 0 {
+            format!(" ({disagreed} of them disagreed on by reviewers, with no resolution)")
+        } else {
+            String::new()
+        }
     );
     let skipped = index
         .problems

@@ -15,6 +15,7 @@
 //! - [`key`]: the record key that lets annotations follow a pair across runs.
 //! - [`taxonomy`] and [`suggest`]: failure categories and a suggested one per failure.
 //! - [`annotations`]: the crash-safe journal of decisions; [`apply`]: a copy of a run with them.
+//! - [`agreement`]: Cohen's kappa between two reviewers, with its interval.
 //! - [`config`]: the user's config file (reviewer, taxonomy, theme).
 //! - [`stats`]: brittleness metrics with Wilson intervals, per group, per case and per repetition.
 //! - [`facets`]: counts of pairs and failures per value of a field.
@@ -23,9 +24,11 @@
 //! - [`query`]: the filter language of the pair list (`status:fail family:question dp<-0.1`).
 //! - [`export`]: the Markdown triage report, CSV, JSON and replay fixtures; `triage summary`.
 //! - [`gate`]: the gates of `triage check`, decided on Wilson bounds.
+//! - [`import`]: decisions from a CSV or JSON Lines file, matched to the run's pairs.
 //!
 //! Nothing here imports ratatui or crossterm; `.ci/run` checks it.
 
+pub mod agreement;
 pub mod annotations;
 pub mod apply;
 pub mod config;
@@ -35,6 +38,7 @@ pub mod export;
 pub mod facets;
 pub mod formats;
 pub mod gate;
+pub mod import;
 pub mod index;
 pub mod key;
 pub mod load;

@@ -61,6 +61,7 @@ pub const FIELDS: &[&str] = &[
     "note",
     "stale",
     "source",
+    "disagree",
 ];
 
 /// A field a term can name.
@@ -96,11 +97,13 @@ pub enum Field {
     Note,
     Stale,
     Source,
+    /// `disagree:yes`: reviewers named different categories and no resolution settled them.
+    Disagree,
 }
 
 impl Field {
     /// Every field, in the order of [`FIELDS`].
-    pub const ALL: [Field; 28] = [
+    pub const ALL: [Field; 29] = [
         Field::Status,
         Field::Family,
         Field::Transformation,
@@ -129,6 +132,7 @@ impl Field {
         Field::Note,
         Field::Stale,
         Field::Source,
+        Field::Disagree,
     ];
 
     /// The canonical name, as printed.
@@ -162,6 +166,7 @@ impl Field {
             Field::Note => "note",
             Field::Stale => "stale",
             Field::Source => "source",
+            Field::Disagree => "disagree",
         }
     }
 
@@ -211,7 +216,7 @@ impl Field {
                 "unknown",
             ],
             Field::Validity => &["valid", "invalid", "undeclared", "not-recorded", "unknown"],
-            Field::Flip | Field::Near | Field::Stale => &["yes", "no"],
+            Field::Flip | Field::Near | Field::Stale | Field::Disagree => &["yes", "no"],
             Field::Outcome => &[
                 "ok",
                 "timeout",
@@ -719,6 +724,7 @@ enum Cond {
     Num(NumField, Op, f64),
     Ann { cond: AnnCond, on_none: bool },
     Stale { yes: bool, no: bool, memo: Vec<u8> },
+    Disagree { yes: bool, no: bool },
     Text(Box<Needle>),
 }
 
@@ -731,7 +737,7 @@ impl Cond {
             Cond::Status(_) | Cond::Sym(SymField::Family | SymField::Transformation, _) => 0,
             Cond::Sym(..) => 1,
             Cond::Ann { .. } => 2,
-            Cond::Stale { .. } => 3,
+            Cond::Stale { .. } | Cond::Disagree { .. } => 3,
             Cond::Text(_) => TEXT_COST,
             // Codes and numbers read from the row.
             _ => 1,
@@ -882,6 +888,13 @@ fn compile_term(kind: &TermKind, memo_len: usize) -> Cond {
                 memo: vec![0; memo_len],
             }
         }
+        Field::Disagree => {
+            let m = mask();
+            Cond::Disagree {
+                yes: m & 1 != 0,
+                no: m & 2 != 0,
+            }
+        }
         Field::Route => Cond::Route(values.iter().fold(0, |m, v| m | route_mask(v).unwrap_or(0))),
         Field::Outcome => Cond::Outcome(values.iter().fold(0, |m, v| m | outcome_mask(v))),
         Field::Note => {
@@ -939,6 +952,16 @@ fn compile_term(kind: &TermKind, memo_len: usize) -> Cond {
         | Field::Latency
         | Field::Rep => Cond::Status(0),
     }
+}
+
+/// Whether a pair's reviewers named different categories and no resolution settled them.
+fn disagrees(env: &AnnEnv, index: &RunIndex, row: &PairRow) -> bool {
+    let Some(store) = env.store.filter(|s| !s.is_empty()) else {
+        return false;
+    };
+    index
+        .current_key(store, row)
+        .is_some_and(|k| store.agreement(&k) == Some(crate::core::annotations::Agreement::Disagree))
 }
 
 /// Whether a pair has no annotation under its key but one under an older key.
@@ -1126,6 +1149,12 @@ fn sweep(cond: &mut Cond, negated: bool, index: &RunIndex, env: &AnnEnv, sel: &m
                 (if stale { yes } else { no }) != negated
             });
         }
+        Cond::Disagree { yes, no } => {
+            let (yes, no) = (*yes, *no);
+            retain_rows(sel, rows, |r| {
+                (if disagrees(env, index, r) { yes } else { no }) != negated
+            });
+        }
         // Needs I/O: [`Compiled::eval`] handles it row by row.
         Cond::Text(_) => {}
     }
@@ -1224,6 +1253,13 @@ impl Compiled {
                 Cond::Stale { yes, no, memo } => {
                     let a = *ann.get_or_insert_with(|| env.row(index, row));
                     if is_stale(env, a, memo, index, row) {
+                        *yes
+                    } else {
+                        *no
+                    }
+                }
+                Cond::Disagree { yes, no } => {
+                    if disagrees(env, index, row) {
                         *yes
                     } else {
                         *no

@@ -41,6 +41,8 @@ pub enum Action {
     AcceptSuggestion,
     AcceptAllSuggestions,
     ClassifyView,
+    NextDisagreement,
+    ResolveDisagreement,
     ToggleMark,
     ClearMarks,
     EditNote,
@@ -156,6 +158,8 @@ impl Action {
         Action::AcceptSuggestion,
         Action::AcceptAllSuggestions,
         Action::ClassifyView,
+        Action::NextDisagreement,
+        Action::ResolveDisagreement,
         Action::ToggleMark,
         Action::ClearMarks,
         Action::EditNote,
@@ -241,6 +245,12 @@ impl Action {
                 "accept suggestions for every unclassified pair in view"
             }
             Action::ClassifyView => "give every pair in view the category you pick next",
+            Action::NextDisagreement => {
+                "jump to the next pair whose reviewers disagree, with no resolution"
+            }
+            Action::ResolveDisagreement => {
+                "resolve the reviewers' disagreement on the pair with the category you pick next"
+            }
             Action::ToggleMark => "mark or unmark the pair and move down",
             Action::ClearMarks => "clear all marks",
             Action::EditNote => "write a note on the pair",
@@ -304,7 +314,10 @@ impl Action {
             ToggleAllPairs | ToggleSideBySide | ToggleRaw | ToggleProblems | ToggleUnclassified
             | CycleSort | ReverseSort | ToggleGroup | ToggleFold | FoldAll => Group::View,
             ClearCategory | AcceptSuggestion | AcceptAllSuggestions | ClassifyView | ToggleMark
-            | ClearMarks | EditNote | Undo | Redo | Classify(_) => Group::Triage,
+            | ClearMarks | EditNote | Undo | Redo | Classify(_) | ResolveDisagreement => {
+                Group::Triage
+            }
+            NextDisagreement => Group::Move,
             NoteSave | NoteCancel | NoteNewline | NoteLeft | NoteRight | NoteUp | NoteDown
             | NoteWordLeft | NoteWordRight | NoteHome | NoteEnd | NoteBackspace | NoteDelete
             | NoteDeleteWord | NoteClear => Group::Note,

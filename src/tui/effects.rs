@@ -92,6 +92,15 @@ pub fn run(app: &mut App, effect: Effect, theme: &Theme) -> Vec<Effect> {
         }
         Effect::ShowFacets => app.show_facets(),
         Effect::ShowSummary => app.show_summary(),
+        Effect::Resolve { changes, label } => {
+            match app.store.resolve(changes) {
+                Ok(()) => app.say(format!("saved: {label}"), MessageKind::Saved),
+                Err(e) => app.say(format!("NOT SAVED: {e}"), MessageKind::Error),
+            }
+            sync_keys(app);
+            refresh_header(app);
+            app.recount();
+        }
         // The event loop owns the terminal and the loader: it does these
         // (see [`perform`]).
         Effect::Suspend | Effect::Reload => {}

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use super::{
-    Access, Annotation, Line, Live, Prev, SaveError, StoreOpenError, encode, event_id,
-    folder_writable, parent_dir, parse_line, tick, with_suffix,
+    Access, Annotation, Line, Live, Prev, Prior, SaveError, Slot, Snapshot, StoreOpenError, encode,
+    event_id, folder_writable, parent_dir, parse_line, tick, with_suffix,
 };
 use crate::core::key::RecordKey;
 
@@ -29,16 +29,30 @@ const BAD_KEEP_BYTES: usize = 16 << 20;
 pub(super) struct PendingEvent {
     pub(super) ann: Annotation,
     pub(super) prev: Option<Prev>,
+    pub(super) resolves: Option<Vec<Prior>>,
     pub(super) line: String,
 }
 
 impl PendingEvent {
-    pub(super) fn new(ann: Annotation, prev: Option<Prev>) -> PendingEvent {
+    pub(super) fn new(
+        ann: Annotation,
+        prev: Option<Prev>,
+        resolves: Option<Vec<Prior>>,
+    ) -> PendingEvent {
         PendingEvent {
-            line: encode(&ann, prev.as_ref()),
+            line: encode(&ann, prev.as_ref(), resolves.as_deref()),
             ann,
             prev,
+            resolves,
         }
+    }
+
+    fn slot(&self) -> Slot {
+        let who = match self.resolves {
+            Some(_) => None,
+            None => Some(self.ann.reviewer.clone()),
+        };
+        (self.ann.key, who)
     }
 }
 
@@ -70,16 +84,13 @@ fn file_id(meta: &Metadata) -> FileId {
     }
 }
 
-/// An annotation's (category, note), to tell whether a merge changed it.
-type Shown = (Option<String>, Option<String>);
-
 /// What one pass over journal lines found.
 #[derive(Default)]
 struct Replay {
     recognised: usize,
     first_bad_complete: Option<u64>,
-    /// The keys events touched, with their (category, note) before the first event.
-    touched: HashMap<RecordKey, Option<Shown>>,
+    /// The keys events touched, with what they held before the first event.
+    touched: HashMap<RecordKey, Option<Snapshot>>,
 }
 
 /// One journal file and what this triage knows of it.
@@ -94,9 +105,9 @@ pub(super) struct Journal {
     pub(super) files: Option<Vec<u16>>,
     /// Events not yet durable, oldest first.
     pub(super) pending: Vec<PendingEvent>,
-    /// The newest event this triage made durable here, per key: written
+    /// The newest event this triage made durable here, per slot: written
     /// again if the file is replaced by a copy that lacks it.
-    own: HashMap<RecordKey, PendingEvent>,
+    own: HashMap<Slot, PendingEvent>,
     /// Per key, the [`event_id`]s of the events this journal has held, in
     /// the order this triage first saw them: an event seen before this
     /// triage's own is older than it.
@@ -242,9 +253,15 @@ impl Journal {
     }
 
     /// Apply a decision in memory and queue its event.
-    pub(super) fn stage(&mut self, ann: Annotation, prev: Option<Prev>) {
-        let ev = PendingEvent::new(ann, prev);
-        self.live.put(ev.ann.clone(), ev.prev.clone(), tick());
+    pub(super) fn stage(
+        &mut self,
+        ann: Annotation,
+        prev: Option<Prev>,
+        resolves: Option<Vec<Prior>>,
+    ) {
+        let ev = PendingEvent::new(ann, prev, resolves);
+        self.live
+            .put(ev.ann.clone(), ev.prev.clone(), ev.resolves.clone(), tick());
         self.pending.push(ev);
     }
 
@@ -338,8 +355,8 @@ impl Journal {
         match result {
             Ok(()) => {
                 for ev in std::mem::take(&mut self.pending) {
-                    self.note_seen(&ev.ann, ev.prev.as_ref());
-                    self.own.insert(ev.ann.key, ev);
+                    self.note_seen(&ev.ann, ev.prev.as_ref(), ev.resolves.as_deref());
+                    self.own.insert(ev.slot(), ev);
                 }
                 Ok(())
             }
@@ -395,7 +412,7 @@ impl Journal {
             return Ok(());
         }
         let unmoved = self.bad.iter().any(|b| b.moved_to.is_none() && !b.newer);
-        if !self.dirty && !unmoved && self.file_lines == self.live.entries.len() {
+        if !self.dirty && !unmoved && self.file_lines == self.live.slots {
             return Ok(());
         }
         match OpenOptions::new().append(true).open(&self.path) {
@@ -460,11 +477,11 @@ impl Journal {
             return Err(e);
         }
         let tmp = with_suffix(&target, &format!(".tmp-{}", std::process::id()));
-        let mut entries: Vec<_> = self.live.entries.values().collect();
+        let mut entries: Vec<_> = self.live.entries().collect();
         entries.sort_by_key(|e| e.seq);
         let mut text = String::new();
         for e in entries {
-            text.push_str(&encode(&e.ann, e.prev.as_ref()));
+            text.push_str(&encode(&e.ann, e.prev.as_ref(), e.resolves.as_deref()));
             text.push('\n');
         }
         let written = (|| {
@@ -484,8 +501,8 @@ impl Journal {
         })();
         match written {
             Ok(()) => {
-                self.file_lines = self.live.entries.len();
-                self.read_lines = self.live.entries.len() as u64;
+                self.file_lines = self.live.slots;
+                self.read_lines = self.live.slots as u64;
                 self.read_pos = text.len() as u64;
                 self.held = File::open(&target).ok();
                 self.file_id = self
@@ -589,10 +606,9 @@ impl Journal {
         }
         let mine: Vec<PendingEvent> = self.pending.clone();
         for ev in mine {
-            self.live.put(ev.ann, ev.prev, tick());
+            self.live.put(ev.ann, ev.prev, ev.resolves, tick());
         }
-        let now =
-            |s: &Self, k: &RecordKey| s.live.get(k).map(|a| (a.category.clone(), a.note.clone()));
+        let now = |s: &Self, k: &RecordKey| s.live.snapshot(k);
         let mut changed: HashSet<RecordKey> = replay
             .touched
             .iter()
@@ -624,26 +640,29 @@ impl Journal {
     /// was a clear.
     fn queue_lost_own_events(&mut self) {
         let mut lost: Vec<PendingEvent> = Vec::new();
-        for (key, ev) in &self.own {
-            if self.pending.iter().any(|p| p.ann.key == *key) {
+        for (slot, ev) in &self.own {
+            if self.pending.iter().any(|p| p.slot() == *slot) {
                 continue;
             }
-            let order = self.seen.get(key);
+            let order = self.seen.get(&slot.0);
             let pos = |id: u64| order.and_then(|o| o.iter().position(|x| *x == id));
-            let held = match self.live.entries.get(key) {
+            let held = match self.live.slot(slot) {
                 None => ev.ann.is_empty(),
                 Some(f) => {
-                    let theirs = pos(event_id(&f.ann, f.prev.as_ref()));
-                    let ours = pos(event_id(&ev.ann, ev.prev.as_ref()));
+                    let theirs = pos(event_id(&f.ann, f.prev.as_ref(), f.resolves.as_deref()));
+                    let ours = pos(event_id(&ev.ann, ev.prev.as_ref(), ev.resolves.as_deref()));
                     !matches!((theirs, ours), (Some(t), Some(o)) if t < o)
                 }
             };
             if !held {
-                let prev = self.live.entries.get(key).map(|f| Prev {
-                    category: f.ann.category.clone(),
-                    note: f.ann.note.clone(),
-                });
-                lost.push(PendingEvent::new(ev.ann.clone(), prev));
+                let prev = match ev.resolves {
+                    Some(_) => None,
+                    None => self.live.slot(slot).map(|f| Prev {
+                        category: f.ann.category.clone(),
+                        note: f.ann.note.clone(),
+                    }),
+                };
+                lost.push(PendingEvent::new(ev.ann.clone(), prev, ev.resolves.clone()));
             }
         }
         lost.sort_by(|a, b| (&a.ann.at, a.ann.key).cmp(&(&b.ann.at, b.ann.key)));
@@ -652,8 +671,8 @@ impl Journal {
     }
 
     /// Remember that this journal held this event.
-    fn note_seen(&mut self, ann: &Annotation, prev: Option<&Prev>) {
-        let id = event_id(ann, prev);
+    fn note_seen(&mut self, ann: &Annotation, prev: Option<&Prev>, resolves: Option<&[Prior]>) {
+        let id = event_id(ann, prev, resolves);
         let order = self.seen.entry(ann.key).or_default();
         if !order.contains(&id) {
             order.push(id);
@@ -683,17 +702,14 @@ impl Journal {
                 continue;
             }
             match parse_line(body) {
-                Line::Event(ann, prev) => {
+                Line::Event(ann, prev, resolves) => {
                     out.recognised += 1;
-                    self.note_seen(&ann, prev.as_ref());
+                    self.note_seen(&ann, prev.as_ref(), resolves.as_deref());
                     if count && !out.touched.contains_key(&ann.key) {
-                        let was = self
-                            .live
-                            .get(&ann.key)
-                            .map(|a| (a.category.clone(), a.note.clone()));
+                        let was = self.live.snapshot(&ann.key);
                         out.touched.insert(ann.key, was);
                     }
-                    self.live.put(*ann, prev, tick());
+                    self.live.put(*ann, prev, resolves, tick());
                 }
                 Line::Newer => {
                     out.recognised += 1;

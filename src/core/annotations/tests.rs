@@ -42,7 +42,7 @@ fn event(n: u8, case: &str, cat: Option<&str>, note: Option<&str>) -> String {
         at: "2026-01-01T00:00:00Z".to_string(),
         source: AnnotationSource::Manual,
     };
-    encode(&ann, None)
+    encode(&ann, None, None)
 }
 
 /// Root ignores file modes; permission tests cannot fail the way they mean to then.
@@ -349,7 +349,7 @@ fn compaction_keeps_exactly_the_live_annotations() {
     let mut keys = Vec::new();
     let mut cleared = Vec::new();
     for line in &text {
-        let Line::Event(ann, prev) = parse_line(line.as_bytes()) else {
+        let Line::Event(ann, prev, _) = parse_line(line.as_bytes()) else {
             panic!("unparseable compacted line {line}");
         };
         if ann.is_empty() {
@@ -417,19 +417,34 @@ fn two_instances_share_one_journal_and_merge_each_others_decisions() {
     assert_eq!(first.refresh().unwrap(), 1);
     assert_eq!(first.get(&key(2)).unwrap().reviewer, "bob");
 
-    // The same pair in both: the later save wins everywhere.
+    // The same pair in both: each reviewer's decision stays theirs, and
+    // the pair, disagreed on, has no resolved category.
     first.apply(vec![change(3, "c3", Some("x"), None)]).unwrap();
     second
         .apply(vec![change(3, "c3", Some("y"), None)])
         .unwrap();
     first.refresh().unwrap();
-    assert_eq!(first.get(&key(3)).unwrap().category.as_deref(), Some("y"));
-    assert_eq!(second.get(&key(3)).unwrap().category.as_deref(), Some("y"));
+    for store in [&first, &second] {
+        assert_eq!(store.get(&key(3)).unwrap().category, None);
+        assert_eq!(store.agreement(&key(3)), Some(Agreement::Disagree));
+        let said: Vec<_> = store
+            .decisions(&key(3))
+            .iter()
+            .map(|a| (a.reviewer.clone(), a.category.clone().unwrap()))
+            .collect();
+        assert_eq!(
+            said,
+            vec![
+                ("ann".to_string(), "x".to_string()),
+                ("bob".to_string(), "y".to_string())
+            ]
+        );
+    }
 
     // A compaction by one keeps the other's decisions, and the other
     // notices the new file and keeps appending to it.
     first.compact().unwrap();
-    assert_eq!(lines(&path).len(), 3);
+    assert_eq!(lines(&path).len(), 4);
     second
         .apply(vec![change(4, "c4", None, Some("n"))])
         .unwrap();
@@ -452,7 +467,7 @@ fn two_instances_share_one_journal_and_merge_each_others_decisions() {
         cats,
         vec![
             ("c2".to_string(), Some("b".to_string()), None),
-            ("c3".to_string(), Some("y".to_string()), None),
+            ("c3".to_string(), None, None),
             ("c4".to_string(), None, Some("n".to_string())),
         ]
     );
@@ -761,9 +776,10 @@ proptest! {
     ) {
         let dir = TempDir::new().unwrap();
         let path = journal(&dir);
+        // One reviewer in two terminals: the later save wins.
         let mut stores = [
             AnnotationStore::open(&path, "ann").unwrap(),
-            AnnotationStore::open(&path, "bob").unwrap(),
+            AnnotationStore::open(&path, "ann").unwrap(),
         ];
         let mut model = Model::new();
         for (second, op, n, note) in ops {
@@ -895,8 +911,9 @@ fn opening_a_missing_journal_creates_nothing_until_the_first_decision() {
 fn an_undo_does_not_wipe_what_another_triage_decided_since() {
     let dir = TempDir::new().unwrap();
     let path = journal(&dir);
+    // The same reviewer in two terminals: the second one's decision replaces the first's.
     let mut a = AnnotationStore::open(&path, "ann").unwrap();
-    let mut b = AnnotationStore::open(&path, "bob").unwrap();
+    let mut b = AnnotationStore::open(&path, "ann").unwrap();
     let before = change(1, "c1", None, None);
     let after = change(1, "c1", Some("boundary"), None);
     a.apply(vec![after.clone()]).unwrap();
@@ -916,7 +933,7 @@ fn an_undo_does_not_wipe_what_another_triage_decided_since() {
     assert_eq!(conflicts.len(), 1);
     let now = conflicts[0].now.as_ref().unwrap();
     assert_eq!(now.category.as_deref(), Some("distractor"));
-    assert_eq!(now.reviewer, "bob");
+    assert_eq!(now.reviewer, "ann");
     assert_eq!(lines(&path).len(), 2, "nothing written");
     assert_eq!(
         a.get(&key(1)).unwrap().category.as_deref(),
@@ -970,7 +987,7 @@ fn a_later_decision_or_clear_by_another_triage_is_not_undone_by_a_restore() {
     let dir = TempDir::new().unwrap();
     let path = journal(&dir);
     let mut a = AnnotationStore::open(&path, "ann").unwrap();
-    let mut b = AnnotationStore::open(&path, "bob").unwrap();
+    let mut b = AnnotationStore::open(&path, "ann").unwrap();
     a.apply(vec![
         change(1, "c1", Some("a"), None),
         change(2, "c2", Some("a"), None),
@@ -1146,7 +1163,7 @@ fn decisions_a_full_disk_refuses_go_to_a_recovery_file_or_back_as_lines() {
     };
     assert_eq!(*file, with_suffix(&path, ".recovered.jsonl"));
     let text = fs::read_to_string(file).unwrap();
-    let Line::Event(ann, _) = parse_line(text.trim().as_bytes()) else {
+    let Line::Event(ann, _, _) = parse_line(text.trim().as_bytes()) else {
         panic!("a journal event: {text}");
     };
     assert_eq!(ann.category.as_deref(), Some("a"));
@@ -1242,23 +1259,273 @@ fn a_journal_another_triage_creates_is_read_under_its_lock() {
 
 #[test]
 fn a_later_event_that_repeats_an_earlier_value_is_not_taken_for_an_older_copy() {
-    // Found by the interleaving property: ann decides a then b; bob, after
-    // her, decides a twice, and a compaction leaves only bob's last event,
-    // whose value (and prev) equal ann's first. That is not a rollback.
+    // Found by the interleaving property: ann decides a then b; in another
+    // terminal, after her, she decides a twice, and a compaction leaves
+    // only the last event, whose value (and prev) equal her first. That is
+    // not a rollback.
     let dir = TempDir::new().unwrap();
     let path = journal(&dir);
     let mut ann = AnnotationStore::open(&path, "ann").unwrap();
-    let mut bob = AnnotationStore::open(&path, "bob").unwrap();
+    let mut bob = AnnotationStore::open(&path, "ann").unwrap();
     ann.apply(vec![change(3, "c3", Some("a"), None)]).unwrap();
     ann.apply(vec![change(3, "c3", Some("b"), None)]).unwrap();
     bob.apply(vec![change(3, "c3", Some("a"), None)]).unwrap();
     bob.apply(vec![change(3, "c3", Some("a"), None)]).unwrap();
     drop(bob);
-    let bob = AnnotationStore::open(&path, "bob").unwrap();
+    let bob = AnnotationStore::open(&path, "ann").unwrap();
     assert_eq!(lines(&path).len(), 1, "compacted on open");
     ann.refresh().unwrap();
     assert_eq!(ann.restored(), 0);
     assert_eq!(ann.get(&key(3)).unwrap().category.as_deref(), Some("a"));
     assert_eq!(lines(&path).len(), 1);
     drop(bob);
+}
+
+#[test]
+fn every_reviewers_decision_is_kept_and_a_resolution_settles_a_disagreement() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut ann = AnnotationStore::open(&path, "ann").unwrap();
+    let mut bob = AnnotationStore::open(&path, "bob").unwrap();
+    ann.apply(vec![
+        change(1, "c1", Some("boundary"), Some("on the line")),
+        change(2, "c2", Some("distractor"), None),
+    ])
+    .unwrap();
+    bob.apply(vec![
+        change(1, "c1", Some("distractor"), None),
+        change(2, "c2", Some("distractor"), Some("agreed")),
+    ])
+    .unwrap();
+    ann.refresh().unwrap();
+    // Agreed: the category both named, the newest note.
+    assert_eq!(ann.agreement(&key(2)), Some(Agreement::Agreed));
+    let agreed = ann.get(&key(2)).unwrap();
+    assert_eq!(agreed.category.as_deref(), Some("distractor"));
+    assert_eq!(agreed.note.as_deref(), Some("agreed"));
+    // Disagreed: no resolved category, and both decisions as they were.
+    assert_eq!(ann.agreement(&key(1)), Some(Agreement::Disagree));
+    assert_eq!(ann.get(&key(1)).unwrap().category, None);
+    assert_eq!(
+        ann.mine(&key(1)).unwrap().category.as_deref(),
+        Some("boundary")
+    );
+    assert_eq!(
+        ann.decision_of(&key(1), "bob").unwrap().category.as_deref(),
+        Some("distractor")
+    );
+    assert_eq!(ann.reviewers(), vec!["ann", "bob"]);
+
+    // A third person resolves it: an event of its own, naming both decisions.
+    let mut cy = AnnotationStore::open(&path, "cy").unwrap();
+    cy.resolve(vec![change(1, "c1", Some("boundary"), None)])
+        .unwrap();
+    let last = lines(&path).pop().unwrap();
+    let v: serde_json::Value = serde_json::from_str(&last).unwrap();
+    assert_eq!(v["v"], 2);
+    assert_eq!(v["kind"], "resolution");
+    assert_eq!(v["reviewer"], "cy");
+    assert_eq!(v["category"], "boundary");
+    assert_eq!(
+        v["resolves"],
+        serde_json::json!([
+            {"reviewer": "ann", "category": "boundary"},
+            {"reviewer": "bob", "category": "distractor"}
+        ])
+    );
+    ann.refresh().unwrap();
+    assert_eq!(ann.agreement(&key(1)), Some(Agreement::Resolved));
+    let resolved = ann.get(&key(1)).unwrap();
+    assert_eq!(resolved.category.as_deref(), Some("boundary"));
+    assert_eq!(resolved.reviewer, "cy");
+    assert_eq!(
+        ann.decision_of(&key(1), "bob").unwrap().category.as_deref(),
+        Some("distractor"),
+        "the resolution leaves the decisions as they were"
+    );
+
+    // Compaction keeps every reviewer's decision and the resolution.
+    drop((ann, bob, cy));
+    let store = AnnotationStore::open(&path, "dee").unwrap();
+    assert_eq!(lines(&path).len(), 5);
+    assert_eq!(store.agreement(&key(1)), Some(Agreement::Resolved));
+    assert_eq!(store.decisions(&key(2)).len(), 2);
+    drop(store);
+
+    // When a decision it settled changes, the resolution no longer holds.
+    let mut bob = AnnotationStore::open(&path, "bob").unwrap();
+    bob.apply(vec![change(1, "c1", Some("evidence"), None)])
+        .unwrap();
+    assert_eq!(bob.agreement(&key(1)), Some(Agreement::Disagree));
+    assert!(!bob.resolution(&key(1)).unwrap().current);
+    assert_eq!(bob.get(&key(1)).unwrap().category, None);
+    // And when the reviewers come to agree, that is the category.
+    bob.apply(vec![change(1, "c1", Some("boundary"), None)])
+        .unwrap();
+    assert_eq!(bob.agreement(&key(1)), Some(Agreement::Agreed));
+    assert_eq!(
+        bob.get(&key(1)).unwrap().category.as_deref(),
+        Some("boundary")
+    );
+}
+
+#[test]
+fn an_undo_touches_only_the_reviewers_own_decision() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut a = AnnotationStore::open(&path, "ann").unwrap();
+    let mut b = AnnotationStore::open(&path, "bob").unwrap();
+    let before = change(1, "c1", None, None);
+    let after = change(1, "c1", Some("boundary"), None);
+    let previous = a.apply(vec![after.clone()]).unwrap();
+    assert_eq!(previous, vec![None]);
+    b.apply(vec![change(1, "c1", Some("distractor"), None)])
+        .unwrap();
+    // Bob's later decision is his own: ann's undo is not in its way, and leaves it.
+    let saved = a
+        .save(vec![before], &|_| Vec::new(), Some(&[after]))
+        .unwrap();
+    assert!(matches!(saved, Saved::Done(_)));
+    assert!(a.mine(&key(1)).is_none());
+    let now = a.get(&key(1)).unwrap();
+    assert_eq!(
+        (now.category.as_deref(), now.reviewer.as_str()),
+        (Some("distractor"), "bob")
+    );
+}
+
+#[test]
+fn an_old_triage_skips_a_resolution_and_keeps_it_in_place() {
+    // The resolution line's version is 2: a triage that reads only version 1
+    // takes it for a newer line, which it never moves nor compacts away.
+    let line = r#"{"v":2,"kind":"resolution","key":"01010101010101010101010101010101","case_id":"c1","variant_id":"v1","category":"a","note":null,"reviewer":"cy","at":"2026-01-01T00:00:00Z","source":"manual","prev":null,"resolves":[]}"#;
+    let v: serde_json::Value = serde_json::from_str(line).unwrap();
+    assert!(v["v"].as_u64().unwrap() > FORMAT_VERSION);
+    assert!(matches!(
+        parse_line(line.as_bytes()),
+        Line::Event(_, None, Some(_))
+    ));
+    // A version-2 line of another kind is a newer one to this build.
+    let other = r#"{"v":2,"kind":"vote","key":"01010101010101010101010101010101"}"#;
+    assert!(matches!(parse_line(other.as_bytes()), Line::Newer));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 48,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn two_reviewers_interleaving_saves_and_compactions_keep_each_ones_decisions(
+        ops in prop::collection::vec((any::<bool>(), 0u8..6, 0u8..4), 1..24)
+    ) {
+        let dir = TempDir::new().unwrap();
+        let path = journal(&dir);
+        let names = ["ann", "bob"];
+        let mut stores = [
+            AnnotationStore::open(&path, names[0]).unwrap(),
+            AnnotationStore::open(&path, names[1]).unwrap(),
+        ];
+        let mut model: HashMap<(RecordKey, &str), String> = HashMap::new();
+        for (second, op, n) in ops {
+            let who = usize::from(second);
+            let store = &mut stores[who];
+            match op {
+                0 => store.compact().unwrap(),
+                1 => {
+                    store.refresh().unwrap();
+                }
+                2 => *store = AnnotationStore::open(&path, names[who]).unwrap(),
+                _ => {
+                    let category = format!("cat{op}");
+                    model.insert((key(n), names[who]), category.clone());
+                    store.apply(vec![change(n, &format!("c{n}"), Some(&category), None)]).unwrap();
+                }
+            }
+        }
+        drop(stores);
+        let store = AnnotationStore::open(&path, "cy").unwrap();
+        let mut got: HashMap<(RecordKey, &str), String> = HashMap::new();
+        for n in 0u8..4 {
+            for name in names {
+                if let Some(a) = store.decision_of(&key(n), name) {
+                    got.insert((key(n), name), a.category.clone().unwrap());
+                }
+            }
+        }
+        prop_assert_eq!(got, model);
+        prop_assert_eq!(store.skipped_lines(), (0, None));
+    }
+}
+
+#[test]
+fn a_three_way_merge_keeps_each_sides_changes_and_the_later_of_a_slot_both_changed() {
+    let ev = |n: u8, reviewer: &str, cat: &str, at: &str| {
+        let ann = Annotation {
+            key: key(n),
+            case_id: format!("c{n}"),
+            variant_id: "v1".to_string(),
+            category: Some(cat.to_string()),
+            note: None,
+            reviewer: reviewer.to_string(),
+            at: at.to_string(),
+            source: AnnotationSource::Manual,
+        };
+        encode(&ann, None, None)
+    };
+    let join = |lines: &[String]| lines.join("\n").into_bytes();
+    let base = join(&[
+        ev(1, "ann", "a", "2026-01-01T00:00:00Z"),
+        ev(2, "ann", "a", "2026-01-01T00:00:00Z"),
+        "<<<<<<< a line nobody could read".to_string(),
+    ]);
+    // Ours compacted: ann's change of pair 1 replaced her first event, and
+    // the unreadable line was moved aside.
+    let ours = join(&[
+        ev(2, "ann", "a", "2026-01-01T00:00:00Z"),
+        ev(1, "ann", "b", "2026-01-02T00:00:00Z"),
+        ev(3, "ann", "c", "2026-01-03T00:00:00Z"),
+    ]);
+    // Theirs appended bob's decisions, changed pair 2 (a slot ours left
+    // alone) and, later than ours, pair 3, plus a line of its own nobody can read.
+    let theirs = join(&[
+        ev(1, "ann", "a", "2026-01-01T00:00:00Z"),
+        ev(2, "ann", "a", "2026-01-01T00:00:00Z"),
+        "<<<<<<< a line nobody could read".to_string(),
+        ev(1, "bob", "x", "2026-01-02T00:00:00Z"),
+        ev(2, "ann", "z", "2026-01-02T00:00:00Z"),
+        ev(3, "ann", "d", "2026-01-04T00:00:00Z"),
+        "{\"v\":9,\"from\":\"the future\"}".to_string(),
+    ]);
+    let merged = merge_journals(&base, &ours, &theirs);
+    assert_eq!(merged.events, 4);
+    assert_eq!(merged.both_changed, 1);
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    fs::write(&path, &merged.text).unwrap();
+    let text = String::from_utf8(merged.text).unwrap();
+    assert!(
+        !text.contains("nobody could read"),
+        "ours moved it aside:\n{text}"
+    );
+    assert!(text.contains("the future"), "theirs added it:\n{text}");
+    let store = AnnotationStore::read(&path).unwrap();
+    let cat = |n: u8, who: &str| {
+        store
+            .decision_of(&key(n), who)
+            .and_then(|a| a.category.clone())
+    };
+    assert_eq!(
+        cat(1, "ann").as_deref(),
+        Some("b"),
+        "the compacted-away event stays away"
+    );
+    assert_eq!(cat(1, "bob").as_deref(), Some("x"));
+    assert_eq!(cat(2, "ann").as_deref(), Some("z"));
+    assert_eq!(cat(3, "ann").as_deref(), Some("d"), "the later of the two");
+    // Merging is the same whichever side is ours, but for ties.
+    let swapped = merge_journals(&base, &theirs, &ours);
+    assert_eq!(swapped.events, 4);
 }

@@ -451,12 +451,33 @@ impl Md<'_, '_> {
                 (true, AnnotationSource::Manual) => "",
                 (true, AnnotationSource::Suggestion) => ", accepted suggestion",
             };
-            writeln!(
-                out,
-                "- **Reviewer:** {}, {}{how}",
-                md(&a.reviewer),
-                md(&a.at)
-            )?;
+            if p.decisions.len() > 1 || p.resolution.is_some() {
+                let said: Vec<String> = p
+                    .decisions
+                    .iter()
+                    .map(|d| match &d.category {
+                        Some(c) => format!("{} {}", md(&d.reviewer), code(c, false)),
+                        None => format!("{} (a note only)", md(&d.reviewer)),
+                    })
+                    .collect();
+                let stand = match (p.agreement, p.resolution) {
+                    (Some(crate::core::annotations::Agreement::Resolved), Some(r)) => {
+                        format!("resolved by {}, {}", md(&r.ann.reviewer), md(&r.ann.at))
+                    }
+                    (Some(crate::core::annotations::Agreement::Disagree), _) => {
+                        "they disagree, with no resolution".to_string()
+                    }
+                    _ => "they agree".to_string(),
+                };
+                writeln!(out, "- **Reviewers:** {} ({stand})", said.join(" · "))?;
+            } else {
+                writeln!(
+                    out,
+                    "- **Reviewer:** {}, {}{how}",
+                    md(&a.reviewer),
+                    md(&a.at)
+                )?;
+            }
         }
         let mut from = vec![code(&format!("{}:{}", p.file, p.row.loc.line), false)];
         if let Some((f, inferred)) = crate::core::derive::family_of(r, &d.transformation) {
@@ -730,7 +751,7 @@ impl Md<'_, '_> {
         writeln!(out, "## Unclassified failures ({})\n", list.len())?;
         writeln!(
             out,
-            "No reviewer has given these a category yet. Each shows the category triage suggests and why.\n"
+            "No reviewer has given these a category yet, or their reviewers disagree and nobody resolved it. Each shows the category triage suggests and why.\n"
         )?;
         for &i in list {
             self.pair_block(i, true)?;

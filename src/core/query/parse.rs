@@ -357,6 +357,7 @@ fn check_value(field: Field, v: &str) -> Result<(), String> {
         | Field::Flip
         | Field::Near
         | Field::Stale
+        | Field::Disagree
         | Field::Outcome
         | Field::Note
         | Field::Source => enum_mask(field, v) != 0,
@@ -413,9 +414,17 @@ pub(super) fn enum_mask(field: Field, v: &str) -> u64 {
         Field::Status => glob_mask(v, &STATUS_BITS),
         Field::Expectation => glob_mask(v, &EXP_BITS),
         Field::Validity => glob_mask(v, &VALIDITY_BITS),
-        Field::Flip | Field::Near | Field::Stale if v.eq_ignore_ascii_case("true") => 0b01,
-        Field::Flip | Field::Near | Field::Stale if v.eq_ignore_ascii_case("false") => 0b10,
-        Field::Flip | Field::Near | Field::Stale => glob_mask(v, &YES_NO_BITS),
+        Field::Flip | Field::Near | Field::Stale | Field::Disagree
+            if v.eq_ignore_ascii_case("true") =>
+        {
+            0b01
+        }
+        Field::Flip | Field::Near | Field::Stale | Field::Disagree
+            if v.eq_ignore_ascii_case("false") =>
+        {
+            0b10
+        }
+        Field::Flip | Field::Near | Field::Stale | Field::Disagree => glob_mask(v, &YES_NO_BITS),
         Field::Outcome => glob_mask(v, &OUTCOME_BITS),
         Field::Note => glob_mask(v, &NOTE_BITS),
         Field::Source => glob_mask(v, &SOURCE_BITS),

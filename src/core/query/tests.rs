@@ -644,6 +644,7 @@ fn arb_term() -> impl Strategy<Value = Term> {
         Field::Note,
         Field::Stale,
         Field::Source,
+        Field::Disagree,
     ]);
     let num_fields = prop::sample::select(
         Field::ALL
@@ -871,4 +872,61 @@ fn bench_real_run() {
             "status:failure timeout",
         ],
     );
+}
+
+#[test]
+fn disagree_selects_the_pairs_reviewers_differ_on_until_resolved() {
+    let mut index = sample();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("run.triage.jsonl");
+    let mut ana = AnnotationStore::open(&path, "ana").expect("store");
+    let mut bob = AnnotationStore::open(&path, "bob").expect("store");
+    let keys: Vec<RecordKey> = (0..3).map(|i| index.key_of(i).expect("a key")).collect();
+    let ids: Vec<(String, String)> = (0..3)
+        .map(|i| {
+            let r = &index.rows[i];
+            (
+                index.str(r.case).to_string(),
+                index.str(r.variant).to_string(),
+            )
+        })
+        .collect();
+    let change = |i: usize, cat: &str| Change {
+        key: keys[i],
+        case_id: ids[i].0.clone(),
+        variant_id: ids[i].1.clone(),
+        category: Some(cat.to_string()),
+        note: None,
+        source: AnnotationSource::Manual,
+    };
+    ana.apply(vec![
+        change(0, "boundary"),
+        change(1, "boundary"),
+        change(2, "distractor"),
+    ])
+    .expect("saved");
+    bob.apply(vec![change(0, "boundary"), change(1, "distractor")])
+        .expect("saved");
+    ana.refresh().expect("refresh");
+    index.resolve_keys(&ana);
+    let ctx = Context {
+        index: &index,
+        store: Some(&ana),
+    };
+    let all = index.rows.len();
+    assert_eq!(select(&ctx, "disagree:yes"), vec![1]);
+    assert_eq!(select(&ctx, "disagree:no").len(), all - 1);
+    assert_eq!(select(&ctx, "-disagree:yes").len(), all - 1);
+    assert_eq!(select(&ctx, "disagree:yes category:none"), vec![1]);
+    // A resolution settles it.
+    ana.resolve(vec![change(1, "distractor")])
+        .expect("resolved");
+    index.resolve_keys(&ana);
+    let ctx = Context {
+        index: &index,
+        store: Some(&ana),
+    };
+    assert!(select(&ctx, "disagree:yes").is_empty());
+    assert_eq!(select(&ctx, "category:distractor"), vec![1, 2]);
+    assert!(parse("disagree:maybe").is_err());
 }

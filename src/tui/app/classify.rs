@@ -63,7 +63,10 @@ pub(super) fn clear_category(app: &mut App) -> Vec<Effect> {
     let targets = app.targets();
     let changes: Vec<Change> = targets
         .iter()
-        .filter(|&&r| app.is_classified(&app.index.rows[r as usize]))
+        .filter(|&&r| {
+            app.mine(&app.index.rows[r as usize])
+                .is_some_and(|a| a.category.is_some())
+        })
         .filter_map(|&r| app.change_for(r, None, AnnotationSource::Manual))
         .collect();
     if changes.is_empty() {
@@ -82,6 +85,13 @@ pub(super) fn clear_category(app: &mut App) -> Vec<Effect> {
 /// Give the targets the categories the run suggests for them.
 pub(super) fn accept_suggestion(app: &mut App, keys: KeyUse) -> Vec<Effect> {
     let targets = app.targets();
+    if app.blind {
+        app.say(
+            "blind review: the suggestion stays hidden until you decide; give the pair a category key",
+            MessageKind::Info,
+        );
+        return vec![];
+    }
     if let Some(learn) = app.keys_needed(&targets, keys, Action::AcceptSuggestion) {
         return vec![learn];
     }
@@ -163,6 +173,51 @@ pub(super) fn classify_view(app: &mut App) -> Vec<Effect> {
     }
     app.overlay = Overlay::PickCategory {
         rows: app.view.clone(),
+        resolve: false,
+    };
+    vec![]
+}
+
+/// Move to the next pair in view whose reviewers disagree.
+pub(super) fn next_disagreement(app: &mut App) -> Vec<Effect> {
+    if app.advance_to_disagreement() {
+        app.detail_scroll = 0;
+        return app.detail_effect().into_iter().collect();
+    }
+    app.say(
+        "no pair in view where reviewers disagree without a resolution (a shows every pair; disagree:yes filters them)",
+        MessageKind::Info,
+    );
+    vec![]
+}
+
+/// Open the picker that resolves the reviewers' disagreement on the selected pair.
+pub(super) fn resolve(app: &mut App) -> Vec<Effect> {
+    let Some(r) = app.selected_row() else {
+        app.say("select a pair to resolve", MessageKind::Info);
+        return vec![];
+    };
+    let row = app.index.rows[r as usize];
+    if app.hides_others(&row) {
+        app.say(
+            "blind review: decide the pair first; the other decisions show after yours",
+            MessageKind::Info,
+        );
+        return vec![];
+    }
+    let key = app.index.current_key(&app.store, &row);
+    let agreement = key.and_then(|k| app.store.agreement(&k));
+    use crate::core::annotations::Agreement;
+    if !matches!(agreement, Some(Agreement::Disagree | Agreement::Resolved)) {
+        app.say(
+            "the reviewers of this pair do not disagree: there is nothing to resolve (d goes to the next disagreement)",
+            MessageKind::Info,
+        );
+        return vec![];
+    }
+    app.overlay = Overlay::PickCategory {
+        rows: vec![r],
+        resolve: true,
     };
     vec![]
 }

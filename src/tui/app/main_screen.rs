@@ -22,6 +22,8 @@ pub(super) fn handle(app: &mut App, action: Action, keys: KeyUse) -> Vec<Effect>
         Action::AcceptSuggestion => classify::accept_suggestion(app, keys),
         Action::AcceptAllSuggestions => classify::accept_all_suggestions(app, keys),
         Action::ClassifyView => classify::classify_view(app),
+        Action::NextDisagreement => classify::next_disagreement(app),
+        Action::ResolveDisagreement => classify::resolve(app),
         Action::CycleSort
         | Action::ReverseSort
         | Action::ToggleGroup
@@ -154,6 +156,8 @@ fn general(app: &mut App, action: Action) -> Vec<Effect> {
         | Action::AcceptSuggestion
         | Action::AcceptAllSuggestions
         | Action::ClassifyView
+        | Action::NextDisagreement
+        | Action::ResolveDisagreement
         | Action::CycleSort
         | Action::ReverseSort
         | Action::ToggleGroup
@@ -321,7 +325,7 @@ fn marks_and_history(app: &mut App, action: Action) -> Vec<Effect> {
                 return vec![];
             };
             let text = app
-                .annotation(&app.index.rows[first as usize])
+                .mine(&app.index.rows[first as usize])
                 .and_then(|a| a.note.clone())
                 .unwrap_or_default();
             app.overlay = Overlay::Note(NoteEditor::new(&text, targets));

@@ -80,6 +80,8 @@ pub enum Overlay {
     /// "Classify every pair in view": waiting for the category key.
     PickCategory {
         rows: Vec<u32>,
+        /// Resolve the reviewers' disagreement on the row instead.
+        resolve: bool,
     },
     /// The fuzzy jump to a case or pair.
     Jump(Jump),
@@ -129,6 +131,9 @@ pub enum Effect {
         label: String,
         guard: Guard,
     },
+    /// Record resolutions of disagreements: each change's category is the
+    /// one this reviewer settles the pair on.
+    Resolve { changes: Vec<Change>, label: String },
     /// Stop the process group until the shell resumes it.
     Suspend,
     /// Index the run again from disk (the event loop does it: it owns the loader).
@@ -273,6 +278,9 @@ pub struct App {
     pub quit: bool,
     /// A notice about where annotations are kept (fallback path, read-only).
     pub store_notice: Option<String>,
+    /// Blind review (`--blind`): other reviewers' categories and notes, and
+    /// the suggestion, stay hidden on a pair until this reviewer decides it.
+    pub blind: bool,
     /// Whether the loader is still indexing.
     pub loading: bool,
     /// Annotations whose pair is no longer in the run (found once indexing ends).
@@ -335,6 +343,7 @@ impl App {
             viewport: Viewport::default(),
             quit: false,
             store_notice: None,
+            blind: false,
             orphans: Vec::new(),
             help_search: String::new(),
             help_typing: false,
@@ -366,11 +375,24 @@ impl App {
             crate::core::stats::GroupBy::Family,
         );
         let conclusion = crate::core::stats::conclusion(&self.index, &rows, &by_transformation);
+        use crate::core::agreement;
+        let mut raters = agreement::every_pair(&self.store);
+        raters.extend(
+            self.store
+                .reviewers()
+                .into_iter()
+                .map(|r| (r.to_string(), agreement::SUGGESTIONS.to_string())),
+        );
+        let agreement = raters
+            .iter()
+            .map(|(a, b)| agreement::compare(&self.index, &self.store, &self.taxonomy, &rows, a, b))
+            .collect();
         SummaryView {
             by_transformation,
             by_family,
             conclusion,
             query: self.query.as_ref().map(|q| q.to_string()),
+            agreement,
             scroll,
         }
     }
@@ -387,7 +409,11 @@ impl App {
     pub fn show_facets(&mut self) {
         let all: Vec<u32> = (0..self.index.rows.len() as u32).collect();
         let rows = self.apply_query(all);
-        let facets = crate::core::facets::facets(&self.index, &rows, Some(&self.store));
+        let mut facets = crate::core::facets::facets(&self.index, &rows, Some(&self.store));
+        if self.blind {
+            // The resolved categories are the other reviewers' too.
+            facets.retain(|f| f.field != "category");
+        }
         self.overlay = Overlay::Facets(FacetsPanel {
             facets,
             selected: 0,
@@ -487,13 +513,39 @@ impl App {
         }
     }
 
-    /// The annotation of a row, if it has one under its current key.
+    /// The annotation a row shows, if it has one under its current key: in
+    /// blind review, only once this reviewer has decided the pair.
     pub fn annotation(&self, row: &PairRow) -> Option<&Annotation> {
+        if self.hides_others(row) {
+            return None;
+        }
         self.index.annotation(Some(&self.store), row)
+    }
+
+    /// Whether blind review hides the other reviewers' decisions and the
+    /// suggestion of this row: this reviewer has not decided it yet.
+    pub fn hides_others(&self, row: &PairRow) -> bool {
+        self.blind && self.mine(row).is_none()
+    }
+
+    /// Whether the row's reviewers named different categories and no resolution settled them.
+    pub fn disagrees(&self, row: &PairRow) -> bool {
+        self.index.current_key(&self.store, row).is_some_and(|k| {
+            self.store.agreement(&k) == Some(crate::core::annotations::Agreement::Disagree)
+        })
+    }
+
+    /// This reviewer's own decision on a row, under its current key.
+    pub fn mine(&self, row: &PairRow) -> Option<&Annotation> {
+        let key = self.index.current_key(&self.store, row)?;
+        self.store.mine(&key)
     }
 
     /// An annotation made on an earlier version of this pair.
     pub fn stale_annotation(&self, row: &PairRow) -> Option<&Annotation> {
+        if self.hides_others(row) {
+            return None;
+        }
         let key = self.index.current_key(&self.store, row)?;
         if self.store.get(&key).is_some() {
             return None;
@@ -805,7 +857,7 @@ impl App {
     pub fn save(&mut self, changes: Vec<Change>, label: String) -> Effect {
         let before = changes
             .iter()
-            .map(|c| match self.store.get(&c.key) {
+            .map(|c| match self.store.mine(&c.key) {
                 Some(a) => Change {
                     key: c.key,
                     case_id: c.case_id.clone(),
@@ -951,7 +1003,7 @@ impl App {
         source: AnnotationSource,
     ) -> Option<Change> {
         let r = self.index.rows.get(row as usize)?;
-        let note = self.annotation(r).and_then(|a| a.note.clone());
+        let note = self.mine(r).and_then(|a| a.note.clone());
         Some(Change {
             key: self.index.key(r)?,
             case_id: self.index.str(r.case).to_string(),
@@ -960,6 +1012,24 @@ impl App {
             note,
             source,
         })
+    }
+
+    /// Move the cursor to the next pair in view whose reviewers disagree,
+    /// after the current one (wrapping); whether there is one.
+    fn advance_to_disagreement(&mut self) -> bool {
+        let n = self.items.len();
+        for step in 1..=n {
+            let i = (self.cursor + step) % n;
+            let Item::Pair(row) = self.items[i] else {
+                continue;
+            };
+            if self.disagrees(&self.index.rows[row as usize]) {
+                self.cursor = i;
+                self.clamp_offset();
+                return true;
+            }
+        }
+        false
     }
 
     /// Move the cursor to the next unclassified failure after the current one

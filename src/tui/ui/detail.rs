@@ -56,10 +56,15 @@ pub fn pair_lines(app: &App, d: &Detail, t: &Theme) -> Vec<Line<'static>> {
                 }
             }
         }
+        None if app.disagrees(row) && !app.hides_others(row) => l.push(Span::styled(
+            "none resolved: the reviewers disagree",
+            t.warn,
+        )),
         None => l.push(Span::styled("unclassified", t.warn)),
     }
     out.push(Line::from(l));
-    if let Some(s) = &d.suggestion {
+    out.extend(reviewer_lines(app, row, t));
+    if let Some(s) = d.suggestion.as_ref().filter(|_| !app.hides_others(row)) {
         let mut l = vec![Span::styled("suggested ", t.dim)];
         l.push(Span::styled(s.category.to_string(), t.suggestion));
         l.push(Span::styled(" — ", t.dim));
@@ -99,6 +104,96 @@ pub fn pair_lines(app: &App, d: &Detail, t: &Theme) -> Vec<Line<'static>> {
             )));
         }
     }
+    out
+}
+
+/// Who said what, when more than one reviewer decided the pair (or a
+/// resolution was recorded); in blind review, a line saying the others are
+/// hidden until this reviewer decides.
+fn reviewer_lines(app: &App, row: &crate::core::row::PairRow, t: &Theme) -> Vec<Line<'static>> {
+    use crate::core::annotations::Agreement;
+    let mut out = Vec::new();
+    let Some(key) = app.index.current_key(&app.store, row) else {
+        return out;
+    };
+    let decisions = app.store.decisions(&key);
+    let resolution = app.store.resolution(&key);
+    if app.hides_others(row) {
+        let others = decisions.len();
+        out.push(Line::from(Span::styled(
+            format!(
+                "blind    {} · the suggestion · hidden until you decide this pair",
+                match others {
+                    0 => "no other decision".to_string(),
+                    1 => "1 other reviewer's decision".to_string(),
+                    n => format!("{n} other reviewers' decisions"),
+                }
+            ),
+            t.dim,
+        )));
+        return out;
+    }
+    if decisions.len() < 2 && resolution.is_none() {
+        return out;
+    }
+    let mut l = vec![Span::styled("said     ", t.dim)];
+    for (i, a) in decisions.iter().enumerate() {
+        if i > 0 {
+            l.push(Span::styled(" · ", t.dim));
+        }
+        let me = a.reviewer == app.store.reviewer();
+        l.extend(inert_spans(
+            &a.reviewer,
+            if me { t.title } else { t.base },
+            t,
+        ));
+        l.push(Span::raw(" "));
+        match &a.category {
+            Some(c) => l.extend(inert_spans(c, t.category, t)),
+            None => l.push(Span::styled("note only", t.dim)),
+        }
+        if a.note.is_some() {
+            l.push(Span::styled(" ✎", t.category));
+        }
+    }
+    out.push(Line::from(l));
+    let status = match app.store.agreement(&key) {
+        Some(Agreement::Disagree) => {
+            let mut l = vec![Span::styled("DISAGREE ", t.fail)];
+            l.push(Span::styled(
+                "no resolved category yet — = then a category key resolves it",
+                t.warn,
+            ));
+            if let Some(r) = resolution.filter(|r| !r.current) {
+                l.push(Span::styled(" (the resolution by ", t.dim));
+                l.extend(inert_spans(&r.ann.reviewer, t.dim, t));
+                l.push(Span::styled(
+                    " no longer holds: a decision changed since)",
+                    t.dim,
+                ));
+            }
+            Line::from(l)
+        }
+        Some(Agreement::Resolved) => {
+            let r = resolution.expect("a resolved pair has a resolution");
+            let mut l = vec![Span::styled("resolved ", t.pass)];
+            l.extend(inert_spans(
+                r.ann.category.as_deref().unwrap_or("-"),
+                t.category,
+                t,
+            ));
+            l.push(Span::styled(" by ", t.dim));
+            l.extend(inert_spans(&r.ann.reviewer, t.dim, t));
+            l.push(Span::styled(format!(" {}", r.ann.at), t.dim));
+            Line::from(l)
+        }
+        Some(Agreement::Agreed) => Line::from(Span::styled(
+            "agreed   every reviewer named the same category",
+            t.pass,
+        )),
+        _ => return out,
+    };
+    out.push(status);
     out
 }
 

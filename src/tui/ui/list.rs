@@ -304,12 +304,16 @@ pub fn category_cell(app: &App, row: &PairRow, t: &Theme) -> (String, Style) {
             None => (format!("{}?", text::inert_line(cat)), t.warn),
         };
     }
+    if !app.hides_others(row) && app.disagrees(row) {
+        return ("≠ disagree".to_string(), t.fail);
+    }
     if let Some(a) = app.stale_annotation(row)
         && let Some(cat) = &a.category
     {
         return (format!("~{} (stale)", text::inert_line(cat)), t.warn);
     }
     if row.status().is_failure()
+        && !app.hides_others(row)
         && let Some(s) = row.suggestion()
     {
         return (format!("{s}?"), t.suggestion);

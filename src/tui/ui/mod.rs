@@ -149,7 +149,9 @@ pub fn render(f: &mut Frame, app: &App, keymap: &Keymap, theme: &Theme) {
         Overlay::Problems { scroll } => problems::draw(f, area, app, theme, *scroll),
         Overlay::Note(ed) => note::draw(f, area, app, ed, keymap, theme),
         Overlay::Confirm(c) => confirm::draw(f, area, c, keymap, theme),
-        Overlay::PickCategory { rows } => pick::draw(f, area, app, rows.len(), theme),
+        Overlay::PickCategory { rows, resolve } => {
+            pick::draw(f, area, app, rows.len(), *resolve, theme)
+        }
         Overlay::Jump(j) => jump::draw(f, area, j, theme),
         Overlay::Query(bar) => query::draw(f, a.status, bar, theme),
         Overlay::Facets(panel) => facets::draw(f, area, app, panel, theme),

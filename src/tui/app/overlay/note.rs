@@ -41,7 +41,7 @@ pub fn handle(app: &mut App, action: Action, keys: KeyUse) -> Vec<Effect> {
                 .iter()
                 .filter_map(|&r| {
                     let row = &app.index.rows[r as usize];
-                    let prev = app.annotation(row);
+                    let prev = app.mine(row);
                     Some(Change {
                         key: app.index.key(row)?,
                         case_id: app.index.str(row.case).to_string(),

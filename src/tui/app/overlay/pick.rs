@@ -17,15 +17,29 @@ use super::confirm::{Confirm, OnYes};
 /// Apply an action while the picker is open: a category key asks to
 /// confirm, esc cancels.
 pub fn handle(app: &mut App, action: Action, keys: KeyUse) -> Vec<Effect> {
-    let Overlay::PickCategory { rows } = &app.overlay else {
+    let Overlay::PickCategory { rows, resolve } = &app.overlay else {
         return vec![];
     };
+    let resolve = *resolve;
     match action {
         Action::Classify(key) => {
             let Some(cat) = app.taxonomy.by_key(key).cloned() else {
                 return vec![];
             };
             let rows = rows.clone();
+            if resolve {
+                app.overlay = Overlay::None;
+                let changes: Vec<Change> = rows
+                    .iter()
+                    .filter_map(|&r| {
+                        app.change_for(r, Some(cat.id.clone()), AnnotationSource::Manual)
+                    })
+                    .collect();
+                return vec![Effect::Resolve {
+                    changes,
+                    label: format!("resolved as {}", cat.id),
+                }];
+            }
             if let Some(learn) = app.keys_needed(&rows, keys, action) {
                 return vec![learn];
             }
@@ -56,15 +70,26 @@ pub fn handle(app: &mut App, action: Action, keys: KeyUse) -> Vec<Effect> {
 }
 
 /// The category picker for "classify every pair in view".
-pub fn draw(f: &mut Frame, area: Rect, app: &App, n: usize, t: &Theme) {
+pub fn draw(f: &mut Frame, area: Rect, app: &App, n: usize, resolve: bool, t: &Theme) {
     let h = app.taxonomy.categories.len() as u16 + 4;
     let r = centered(area, 64, h);
     f.render_widget(Clear, r);
-    let block = frame("classify the view", t);
+    let block = frame(
+        if resolve {
+            "resolve the disagreement"
+        } else {
+            "classify the view"
+        },
+        t,
+    );
     let inner = block.inner(r);
     f.render_widget(block, r);
     let mut lines = vec![Line::from(Span::styled(
-        format!("Pick the category for all {n} pairs in view (esc cancels):"),
+        if resolve {
+            "Pick the category the pair is settled on (esc cancels):".to_string()
+        } else {
+            format!("Pick the category for all {n} pairs in view (esc cancels):")
+        },
         t.base,
     ))];
     for c in &app.taxonomy.categories {

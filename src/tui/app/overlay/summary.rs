@@ -31,6 +31,9 @@ pub struct SummaryView {
     pub conclusion: Vec<String>,
     /// The query it covers, as text.
     pub query: Option<String>,
+    /// Cohen's kappa of every pair of reviewers, then of each reviewer
+    /// against the suggestions, over the pairs both decided.
+    pub agreement: Vec<crate::core::agreement::Report>,
     pub scroll: u16,
 }
 
@@ -119,6 +122,52 @@ fn tables(title: &str, s: &Summary, t: &Theme, width: usize, out: &mut Vec<Line<
     }
 }
 
+/// Reviewer agreement: one line per pair of raters, kappa with its interval.
+fn agreement_lines(v: &SummaryView, t: &Theme, width: usize, out: &mut Vec<Line<'static>>) {
+    use crate::core::agreement::kappa_text;
+    out.push(Line::from(Span::styled(
+        "Reviewer agreement (Cohen's kappa, 95% interval; d jumps to a disagreement)",
+        t.heading,
+    )));
+    let names: Vec<String> = v
+        .agreement
+        .iter()
+        .map(|r| format!("{} vs {}", text::inert_line(&r.a), text::inert_line(&r.b)))
+        .collect();
+    let w = names.iter().map(|n| text::width(n)).max().unwrap_or(0);
+    for (name, r) in names.iter().zip(&v.agreement) {
+        let style = match r.kappa {
+            Some(k) if k.low >= 0.7 => t.pass,
+            Some(k) if k.value < 0.4 => t.fail,
+            Some(_) => t.warn,
+            None => t.dim,
+        };
+        let mut spans = vec![
+            Span::styled(format!("  {}", cell(name, w)), t.base),
+            Span::styled(format!("  κ {}", kappa_text(r)), style),
+            Span::styled(
+                format!("  over {}", text::plural(r.pairs, "pair", "pairs")),
+                t.dim,
+            ),
+        ];
+        if r.pairs > 0 {
+            spans.push(Span::styled(
+                format!(" · observed {:.3} · chance {:.3}", r.observed, r.chance),
+                t.dim,
+            ));
+        }
+        out.extend(wrap(spans, width, 6));
+    }
+    out.extend(wrap(
+        vec![Span::styled(
+            "  Seed 003 asks an automated judge for kappa ≥ 0.70 against senior engineers before it gates releases: triage check --min-kappa 0.7 --between A,B gates on the interval's lower bound.",
+            t.dim,
+        )],
+        width,
+        4,
+    ));
+}
+
 /// Every line of the summary, its notes and sentences wrapped to `width`.
 pub fn lines(v: &SummaryView, t: &Theme, width: usize) -> Vec<Line<'static>> {
     let s = &v.by_transformation;
@@ -146,6 +195,10 @@ pub fn lines(v: &SummaryView, t: &Theme, width: usize) -> Vec<Line<'static>> {
         0,
     ));
     out.push(Line::default());
+    if !v.agreement.is_empty() {
+        agreement_lines(v, t, width, &mut out);
+        out.push(Line::default());
+    }
     tables("Per transformation", s, t, width, &mut out);
     out.push(Line::default());
     tables("Per family", &v.by_family, t, width, &mut out);
