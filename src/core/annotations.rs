@@ -50,6 +50,30 @@ pub struct Annotation {
     pub reviewer: String,
     pub at: String,
     pub source: AnnotationSource,
+    /// What makes this event unlike any other, even one that records the
+    /// same decision by the same reviewer within the same second: written
+    /// as `n` (16 hex digits) on each line; 0 for lines written before it
+    /// existed. Not part of the decision, so never exported.
+    #[serde(skip)]
+    pub nonce: u64,
+}
+
+/// A nonce for a new event (see [`Annotation::nonce`]): a per-process
+/// random key over a counter, the time and the process id; never 0.
+fn fresh_nonce() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    static SEED: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+        std::sync::OnceLock::new();
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let mut h = SEED.get_or_init(Default::default).build_hasher();
+    h.write_u64(COUNT.fetch_add(1, Ordering::Relaxed));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    h.write_u128(now);
+    h.write_u32(std::process::id());
+    h.finish().max(1)
 }
 
 /// Whether the category was chosen by hand or is an accepted suggestion.
@@ -263,6 +287,9 @@ struct Event {
     prev: Option<Prev>,
     #[serde(default)]
     resolves: Option<Vec<Prior>>,
+    /// The event's nonce, 16 hex digits (absent on older lines).
+    #[serde(default)]
+    n: Option<String>,
 }
 
 fn manual() -> AnnotationSource {
@@ -327,6 +354,11 @@ fn parse_line(body: &[u8]) -> Line {
         reviewer: ev.reviewer,
         at: ev.at,
         source: ev.source,
+        // An unreadable nonce reads as none: the event still counts.
+        nonce: ev
+            .n
+            .and_then(|n| u64::from_str_radix(&n, 16).ok())
+            .unwrap_or(0),
     };
     Line::Event(Box::new(ann), ev.prev, resolves)
 }
@@ -349,6 +381,17 @@ fn why_not_json(body: &[u8], e: &serde_json::Error) -> String {
 
 /// One journal line (without its newline) for this state of an annotation.
 fn encode(ann: &Annotation, prev: Option<&Prev>, resolves: Option<&[Prior]>) -> String {
+    let mut line = encode_fields(ann, prev, resolves);
+    if ann.nonce != 0 {
+        // `n` goes last, so a line reads as it did before it existed.
+        line.pop();
+        line.push_str(&format!(",\"n\":\"{:016x}\"}}", ann.nonce));
+    }
+    line
+}
+
+/// [`encode`] without the nonce.
+fn encode_fields(ann: &Annotation, prev: Option<&Prev>, resolves: Option<&[Prior]>) -> String {
     // A `Value` prints infallibly, and preserve_order keeps the documented field order.
     if let Some(resolves) = resolves {
         return serde_json::json!({
@@ -382,8 +425,10 @@ fn encode(ann: &Annotation, prev: Option<&Prev>, resolves: Option<&[Prior]>) -> 
     .to_string()
 }
 
-/// What tells one event from another: a digest of everything it records
-/// (a compaction writes an event back with the same fields, so the same id).
+/// What tells one event from another: a digest of everything it records,
+/// its nonce included (a compaction writes an event back with the same
+/// fields, so the same id; two decisions alike within one second differ
+/// by their nonces).
 fn event_id(ann: &Annotation, prev: Option<&Prev>, resolves: Option<&[Prior]>) -> u64 {
     use std::hash::{Hash, Hasher};
     let mut h = std::collections::hash_map::DefaultHasher::new();
@@ -1287,6 +1332,7 @@ impl AnnotationStore {
                 reviewer: self.reviewer.clone(),
                 at: at.clone(),
                 source: c.source,
+                nonce: fresh_nonce(),
             };
             for &j in to {
                 staged.entry(j).or_default().insert(ann.key);

@@ -41,6 +41,7 @@ fn event(n: u8, case: &str, cat: Option<&str>, note: Option<&str>) -> String {
         reviewer: "ann".to_string(),
         at: "2026-01-01T00:00:00Z".to_string(),
         source: AnnotationSource::Manual,
+        nonce: 0,
     };
     encode(&ann, None, None)
 }
@@ -138,18 +139,34 @@ fn event_has_the_documented_shape() {
             "reviewer",
             "at",
             "source",
-            "prev"
+            "prev",
+            "n"
         ]
     );
     assert_eq!(v["key"], "07".repeat(16));
     assert_eq!(v["source"], "suggestion");
     assert_eq!(v["note"], serde_json::Value::Null);
     assert_eq!(v["prev"], serde_json::Value::Null);
-    // Annotation itself (de)serialises with the key as hex.
+    let n = v["n"].as_str().unwrap();
+    assert!(
+        n.len() == 16 && n.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{n}"
+    );
+    // Annotation itself (de)serialises with the key as hex, without the
+    // event's nonce.
     let ann = store.get(&key(7)).unwrap();
+    assert_eq!(format!("{:016x}", ann.nonce), n);
     let json = serde_json::to_string(ann).unwrap();
     assert!(json.contains(&"07".repeat(16)));
-    assert_eq!(&serde_json::from_str::<Annotation>(&json).unwrap(), ann);
+    assert!(!json.contains(n));
+    let back = serde_json::from_str::<Annotation>(&json).unwrap();
+    assert_eq!(
+        Annotation {
+            nonce: ann.nonce,
+            ..back
+        },
+        *ann
+    );
 }
 
 #[test]
@@ -1472,6 +1489,7 @@ fn a_three_way_merge_keeps_each_sides_changes_and_the_later_of_a_slot_both_chang
             reviewer: reviewer.to_string(),
             at: at.to_string(),
             source: AnnotationSource::Manual,
+            nonce: 0,
         };
         encode(&ann, None, None)
     };
@@ -1528,4 +1546,61 @@ fn a_three_way_merge_keeps_each_sides_changes_and_the_later_of_a_slot_both_chang
     // Merging is the same whichever side is ours, but for ties.
     let swapped = merge_journals(&base, &theirs, &ours);
     assert_eq!(swapped.events, 4);
+}
+
+/// One reviewer in two terminals who records the same decision twice in
+/// one second, around the other's: a restart after a compaction must not
+/// take the second for the first and bring back the other's older one.
+/// (Found by `two_stores_interleaving_saves_and_compactions_lose_nothing`.)
+#[test]
+fn the_same_decision_twice_in_one_second_is_two_events() {
+    for round in 0..20 {
+        let dir = TempDir::new().unwrap();
+        let path = journal(&dir);
+        let mut stores = [
+            AnnotationStore::open(&path, "ann").unwrap(),
+            AnnotationStore::open(&path, "ann").unwrap(),
+        ];
+        let ops = [
+            (false, 5u8, 2u8),
+            (false, 5, 2),
+            (true, 3, 2),
+            (false, 5, 2),
+            (false, 2, 0),
+            (false, 5, 2),
+        ];
+        let mut want = None;
+        for (second, op, n) in ops {
+            let store = &mut stores[usize::from(second)];
+            match op {
+                2 => {
+                    *store = AnnotationStore::open(&path, "ann").unwrap();
+                }
+                _ => {
+                    let category = Some(format!("cat{op}"));
+                    want = category.clone();
+                    store
+                        .apply(vec![Change {
+                            key: key(n),
+                            case_id: format!("c{n}"),
+                            variant_id: "v".to_string(),
+                            category,
+                            note: None,
+                            source: AnnotationSource::Manual,
+                        }])
+                        .unwrap();
+                }
+            }
+        }
+        for (i, store) in stores.iter_mut().enumerate() {
+            store.refresh().unwrap();
+            let got = state(store).get(&key(2)).and_then(|s| s.0.clone());
+            if got != want {
+                panic!(
+                    "round {round} store {i}: {got:?}\n{}",
+                    fs::read_to_string(&path).unwrap()
+                );
+            }
+        }
+    }
 }
