@@ -3,7 +3,8 @@
 //! `triage RUN...` opens the viewer; `triage apply` writes a copy of a run
 //! with its annotations; `triage keys` prints the bindings in effect;
 //! `triage export`, `triage summary` and `triage check` write reports and gate
-//! CI without a terminal; `triage completions` and `triage man` are generated
+//! CI without a terminal; `triage compare` matches a run with the one before
+//! it and can carry its decisions forward; `triage completions` and `triage man` are generated
 //! from these definitions. Paths are checked before the terminal is touched,
 //! so a missing file or a directory is a one-line error with exit code 2.
 
@@ -16,10 +17,11 @@ use std::time::{Duration, Instant};
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
 use triage::core::annotations::{self, AnnotationStore};
+use triage::core::compare::{self, Comparison};
 use triage::core::config;
 use triage::core::export::{self, ExportInput, ExportOptions, Format, SummaryFormat};
 use triage::core::formats::{ConvertOptions, Format as RunFormat};
-use triage::core::gate::{self, Gates};
+use triage::core::gate::{self, Baseline, Gates};
 use triage::core::index::{self, OpenOptions, RunIndex};
 use triage::core::query;
 use triage::core::stats::GroupBy;
@@ -63,6 +65,13 @@ struct Cli {
     /// Follow runs that are still being written: appended lines appear as they land.
     #[arg(short = 'f', long)]
     follow: bool,
+    /// Compare with the run before this one: a change column, `change:` queries,
+    /// the movement in the summary, and decisions carried forward (C).
+    #[arg(long, value_name = "OLD")]
+    baseline: Option<String>,
+    /// The baseline's annotation journal (default: the one `triage OLD` uses).
+    #[arg(long, value_name = "PATH", requires = "baseline")]
+    baseline_annotations: Option<PathBuf>,
     /// Read the runs as this tool's results instead of detecting it from their content:
     /// native, context-probe, promptfoo, inspect, multivon.
     #[arg(long, visible_alias = "run-format", value_name = "NAME", value_parser = parse_run_format)]
@@ -136,6 +145,53 @@ enum Command {
         /// Print when the report was generated (off by default, so reports are reproducible).
         #[arg(long)]
         timestamp: bool,
+        /// Compare with the run before this one: the report gains "Since the last run",
+        /// and --filter may name change: (--format fixtures --filter change:fixed).
+        #[arg(long, value_name = "OLD")]
+        baseline: Option<String>,
+        /// The baseline's annotation journal (default: the one `triage OLD` uses).
+        #[arg(long, value_name = "PATH", requires = "baseline")]
+        baseline_annotations: Option<PathBuf>,
+    },
+    /// Compare a run with the one before it: what broke, what was fixed, what still fails,
+    /// and the decisions carried forward.
+    #[command(
+        long_about = "Compare a run with the one before it: what broke, what was fixed, what still fails, \
+and the decisions carried forward.\n\n\
+Pairs are matched by case id, variant id and repetition. Each gets one change: new_failures, fixed, \
+still_failing, status_changed (fails in both, another kind: fail, boundary, error, invalid), \
+content_changed (the question, state or allowed_changes differ: not comparable), added, removed, \
+unchanged_pass. A pair fails when it is a failure (fail, boundary, error, invalid) and passes otherwise \
+(pass or unchecked).\n\n\
+A decision made on OLD is carried to a pair whose inputs are identical and shown as stale on one whose \
+inputs changed. --carry copies the carried decisions of pairs that fail in NEW and have none there \
+into NEW's journal, with where they came from; a stale one is never copied.\n\n\
+Exit 0 when the comparison was written (and carried), 2 on unusable input or a failed write. \
+The JSON names are stable: docs/compare.md.",
+        after_help = "Examples:\n  triage compare before.jsonl after.jsonl\n  triage compare before.jsonl after.jsonl --format json | jq '.counts'\n  triage compare before.jsonl after.jsonl --carry --reviewer ana"
+    )]
+    Compare {
+        /// The earlier run.
+        #[arg(value_name = "OLD")]
+        old: String,
+        /// The later run.
+        #[arg(value_name = "NEW")]
+        new: String,
+        /// How to print it.
+        #[arg(long, value_enum, value_name = "FORMAT", default_value_t = SummaryFormatArg::Text)]
+        format: SummaryFormatArg,
+        /// Copy the carried decisions into NEW's journal (with the reviewer, date and run they came from).
+        #[arg(long)]
+        carry: bool,
+        /// The name recorded with carried decisions (default: as for the viewer).
+        #[arg(long, value_name = "NAME")]
+        reviewer: Option<String>,
+        /// OLD's annotation journal (default: the one `triage OLD` uses).
+        #[arg(long, value_name = "PATH")]
+        baseline_annotations: Option<PathBuf>,
+        /// NEW's annotation journal is --annotations.
+        #[command(flatten)]
+        load: LoadArgs,
     },
     /// Print brittleness statistics with Wilson 95% intervals, per group.
     Summary {
@@ -164,7 +220,7 @@ bound of the rate, never the observed rate (seed 003): 2 failures of 20 is a fai
 whose upper bound 0.301 fails --max-failure-rate 0.3.\n\n\
 Input that cannot be gated is exit 2: an empty file, a file of no known format, a run from which no \
 pair could be read. A file from which only some lines could be read is gated, and its problems are listed.",
-        after_help = "Without a gate option the check passes unless --strict finds problems.\n\nExamples:\n  triage check run.jsonl --max-unclassified 0\n  triage check run.jsonl --min-pairs 25 --max-failure-rate 0.2 --by transformation\n  triage check run.jsonl --min-pass-rate 0.85 --filter 'family:question'\n  triage check run.jsonl --fail-on boundary --fail-on invalid-pair --max-failures 0 --strict"
+        after_help = "Without a gate option the check passes unless --strict finds problems.\n\nExamples:\n  triage check run.jsonl --max-unclassified 0\n  triage check run.jsonl --min-pairs 25 --max-failure-rate 0.2 --by transformation\n  triage check run.jsonl --min-pass-rate 0.85 --filter 'family:question'\n  triage check run.jsonl --fail-on boundary --fail-on invalid-pair --max-failures 0 --strict\n  triage check after.jsonl --baseline before.jsonl --max-new-failures 0"
     )]
     Check {
         /// Run files (JSONL); `-` reads standard input.
@@ -208,6 +264,17 @@ pair could be read. A file from which only some lines could be read is gated, an
         /// Read the runs as this tool's results instead of detecting it (same as --run-format).
         #[arg(long, value_name = "NAME", value_parser = parse_run_format)]
         format: Option<RunFormat>,
+        /// Compare with the run before this one (for --max-new-failures; the report
+        /// says what changed since).
+        #[arg(long, value_name = "OLD")]
+        baseline: Option<String>,
+        /// The baseline's annotation journal (default: the one `triage OLD` uses).
+        #[arg(long, value_name = "PATH", requires = "baseline")]
+        baseline_annotations: Option<PathBuf>,
+        /// Fail when more than N pairs fail that passed in the baseline (a regression gate;
+        /// needs --baseline).
+        #[arg(long, value_name = "N", requires = "baseline")]
+        max_new_failures: Option<u64>,
         #[command(flatten)]
         load: LoadArgs,
     },
@@ -225,7 +292,7 @@ pair could be read. A file from which only some lines could be read is gated, an
 }
 
 /// How the headless commands read a run.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, Clone)]
 struct LoadArgs {
     /// The annotation journal (default: the one `triage RUN` uses).
     #[arg(long, value_name = "PATH")]
@@ -434,6 +501,8 @@ fn main() -> ExitCode {
             all,
             load,
             timestamp,
+            baseline,
+            baseline_annotations,
         }) => export_cmd(
             &runs,
             format.into(),
@@ -442,6 +511,25 @@ fn main() -> ExitCode {
             all,
             &load,
             timestamp,
+            baseline.map(|old| (old, baseline_annotations)),
+            cli.config.as_deref(),
+        ),
+        Some(Command::Compare {
+            old,
+            new,
+            format,
+            carry,
+            reviewer,
+            baseline_annotations,
+            load,
+        }) => compare_cmd(
+            &old,
+            &new,
+            format,
+            carry,
+            reviewer,
+            baseline_annotations,
+            &load,
             cli.config.as_deref(),
         ),
         Some(Command::Summary {
@@ -471,6 +559,9 @@ fn main() -> ExitCode {
             filter,
             strict,
             format,
+            baseline,
+            baseline_annotations,
+            max_new_failures,
             mut load,
         }) => {
             let filter = match parse_filter(filter.as_deref()) {
@@ -490,11 +581,13 @@ fn main() -> ExitCode {
                     by: by.map(GroupBy::from),
                     filter,
                     strict,
+                    max_new_failures,
                 },
                 {
                     load.run_format = load.run_format.or(format);
                     &load
                 },
+                baseline.map(|old| (old, baseline_annotations)),
                 cli.config.as_deref(),
             )
         }
@@ -530,8 +623,65 @@ impl Loaded {
             index: &self.index,
             store: self.store.as_ref(),
             taxonomy: &self.cfg.taxonomy,
+            baseline: None,
         }
     }
+
+    /// [`Loaded::input`] compared with `old`.
+    fn input_against<'a>(&'a self, old: Option<&'a BaselineRun>) -> ExportInput<'a> {
+        ExportInput {
+            baseline: old.map(|b| triage::core::export::ExportBaseline {
+                old: &b.index,
+                old_store: b.store.as_ref(),
+                comparison: &b.comparison,
+            }),
+            ..self.input()
+        }
+    }
+}
+
+/// The run a command compares with (`--baseline OLD`): its index, its
+/// journal, and the match with the run being read.
+struct BaselineRun {
+    index: RunIndex,
+    store: Option<AnnotationStore>,
+    comparison: Comparison,
+}
+
+/// Read `old` as the commands read a run (its journal from `annotations`,
+/// else beside it) and match it with `new`.
+fn load_baseline(
+    old: &str,
+    annotations: Option<PathBuf>,
+    load: &LoadArgs,
+    cfg: &config::Config,
+    new: &RunIndex,
+) -> Result<BaselineRun, String> {
+    let args = LoadArgs {
+        annotations,
+        ..load.clone()
+    };
+    let loaded = load_with_config(&[old.to_string()], &args, cfg.clone())?;
+    if let Some(why) = gate::unusable(&loaded.index) {
+        return Err(format!("{why} (the baseline)"));
+    }
+    let comparison = compare::compare(&loaded.index, new).map_err(|e| format!("triage: {e}"))?;
+    Ok(BaselineRun {
+        index: loaded.index,
+        store: loaded.store,
+        comparison,
+    })
+}
+
+/// `change:` in a filter needs a baseline to compare with.
+fn check_change_filter(filter: Option<&query::Query>, baseline: bool) -> Result<(), String> {
+    if !baseline && filter.is_some_and(|q| q.names(query::Field::Change)) {
+        return Err(
+            "triage: --filter: `change:` needs a run to compare with — add --baseline OLD"
+                .to_string(),
+        );
+    }
+    Ok(())
 }
 
 /// Load the config, index the run (with a progress bar on a terminal), and read the journal.
@@ -723,12 +873,16 @@ fn export_cmd(
     all: bool,
     load: &LoadArgs,
     timestamp: bool,
+    baseline: Option<(String, Option<PathBuf>)>,
     config_path: Option<&Path>,
 ) -> ExitCode {
     let filter = match parse_filter(filter) {
         Ok(f) => f,
         Err(e) => return fail(&e),
     };
+    if let Err(e) = check_change_filter(filter.as_ref(), baseline.is_some()) {
+        return fail(&e);
+    }
     if let Some(out) = output
         && let Err(e) = check_output(out, runs, load.annotations.as_deref())
     {
@@ -738,12 +892,21 @@ fn export_cmd(
         Ok(l) => l,
         Err(e) => return fail(&e),
     };
+    let old = match baseline {
+        Some((old, journal)) => {
+            match load_baseline(&old, journal, load, &loaded.cfg, &loaded.index) {
+                Ok(b) => Some(b),
+                Err(e) => return fail(&e),
+            }
+        }
+        None => None,
+    };
     let opts = ExportOptions {
         all,
         filter,
         generated_at: timestamp.then(annotations::now_rfc3339),
     };
-    let input = loaded.input();
+    let input = loaded.input_against(old.as_ref());
     let rows = export::select_rows(&input, &opts);
     let result = match output {
         None => {
@@ -899,8 +1062,12 @@ fn check_cmd(
     runs: &[String],
     gates: Gates,
     load: &LoadArgs,
+    baseline: Option<(String, Option<PathBuf>)>,
     config_path: Option<&Path>,
 ) -> ExitCode {
+    if let Err(e) = check_change_filter(gates.filter.as_ref(), baseline.is_some()) {
+        return fail(&e);
+    }
     let cfg = match config::load(config_path) {
         Ok(c) => c,
         Err(e) => return fail(&e.to_string()),
@@ -915,7 +1082,24 @@ fn check_cmd(
     if let Some(why) = gate::unusable(&loaded.index) {
         return fail(&why);
     }
-    let outcome = gate::check(&loaded.index, loaded.store.as_ref(), &gates);
+    let old = match baseline {
+        Some((old, journal)) => {
+            match load_baseline(&old, journal, load, &loaded.cfg, &loaded.index) {
+                Ok(b) => Some(b),
+                Err(e) => return fail(&e),
+            }
+        }
+        None => None,
+    };
+    let outcome = gate::check_against(
+        &loaded.index,
+        loaded.store.as_ref(),
+        &gates,
+        old.as_ref().map(|b| Baseline {
+            old: &b.index,
+            comparison: &b.comparison,
+        }),
+    );
     let mut out = std::io::stdout().lock();
     if let Err(e) = out
         .write_all(outcome.report.as_bytes())
@@ -929,6 +1113,92 @@ fn check_cmd(
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn compare_cmd(
+    old: &str,
+    new: &str,
+    format: SummaryFormatArg,
+    carry: bool,
+    reviewer: Option<String>,
+    old_journal: Option<PathBuf>,
+    load: &LoadArgs,
+    config_path: Option<&Path>,
+) -> ExitCode {
+    let mut loaded = match load_headless(&[new.to_string()], load, config_path) {
+        Ok(l) => l,
+        Err(e) => return fail(&e),
+    };
+    if let Some(why) = gate::unusable(&loaded.index) {
+        return fail(&why);
+    }
+    let base = match load_baseline(old, old_journal, load, &loaded.cfg, &loaded.index) {
+        Ok(b) => b,
+        Err(e) => return fail(&e),
+    };
+    let runs = compare::Runs {
+        old: &base.index,
+        old_store: base.store.as_ref(),
+        new: &loaded.index,
+        new_store: loaded.store.as_ref(),
+    };
+    let plan = base.comparison.carry_plan(runs);
+    let stdout = std::io::stdout();
+    let mut w = std::io::BufWriter::new(stdout.lock());
+    let written = match format {
+        SummaryFormatArg::Text => compare::report::write_text(&mut w, &base.comparison, runs),
+        SummaryFormatArg::Markdown => {
+            compare::report::write_markdown(&mut w, &base.comparison, runs)
+        }
+        SummaryFormatArg::Json => compare::report::write_json(&mut w, &base.comparison, runs),
+    };
+    if let Err(e) = written.and_then(|()| w.flush()) {
+        return fail(&format!(
+            "triage: cannot write the comparison to standard output: {e}"
+        ));
+    }
+    drop(w);
+    if !carry {
+        return ExitCode::SUCCESS;
+    }
+    if plan.is_empty() {
+        eprintln!(
+            "triage: no decision to carry: no pair that fails in both runs with identical inputs has a decision in the baseline's journal and none in the new one"
+        );
+        return ExitCode::SUCCESS;
+    }
+    let reviewer = reviewer
+        .or(loaded.cfg.reviewer.clone())
+        .filter(|s| !s.trim().is_empty())
+        .or_else(default_reviewer)
+        .unwrap_or_else(|| "unknown".to_string());
+    let changes = match Comparison::carry_changes(&mut loaded.index, &plan) {
+        Ok(c) => c,
+        Err(e) => return fail(&format!("triage: {}: {e}", loaded.index.display_name())),
+    };
+    let (mut store, notices) =
+        match open_store(&[new.to_string()], load.annotations.as_deref(), &reviewer) {
+            Ok(x) => x,
+            Err(e) => return fail(&e),
+        };
+    for n in notices {
+        eprintln!("triage: note: {}", triage::core::text::inert_line(&n));
+    }
+    match store.carry(changes, &|_| Vec::new()) {
+        Ok(_) => {
+            eprintln!(
+                "carried {} from {} into {}",
+                triage::core::text::plural(plan.len() as u64, "decision", "decisions"),
+                triage::core::text::inert_line(&base.index.display_name()),
+                triage::core::text::inert_line(&store.path().display().to_string())
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&format!(
+            "triage: {e}; the decisions stay in the baseline's journal — run triage compare --carry again"
+        )),
     }
 }
 
@@ -1013,8 +1283,9 @@ fn print_keys(km: &Keymap, cfg: &config::Config) {
 }
 
 /// The subcommand names, which a bare run argument must not be mistaken for.
-const COMMANDS: [&str; 8] = [
+const COMMANDS: [&str; 9] = [
     "apply",
+    "compare",
     "keys",
     "config",
     "export",

@@ -44,6 +44,19 @@ pub struct Annotation {
     pub reviewer: String,
     pub at: String,
     pub source: AnnotationSource,
+    /// Where a decision carried forward from an earlier run came from
+    /// (`None` for a decision made on this run).
+    pub carried_from: Option<Provenance>,
+}
+
+/// The origin of a decision copied from an earlier run's journal by
+/// `triage compare --carry` or the viewer's baseline view: who made it,
+/// when, and on which run.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Provenance {
+    pub reviewer: String,
+    pub at: String,
+    pub run: String,
 }
 
 /// Whether the category was chosen by hand or is an accepted suggestion.
@@ -255,6 +268,8 @@ struct Event {
     source: AnnotationSource,
     #[serde(default)]
     prev: Option<Prev>,
+    #[serde(default)]
+    carried_from: Option<Provenance>,
 }
 
 fn manual() -> AnnotationSource {
@@ -298,6 +313,7 @@ fn parse_line(body: &[u8]) -> Line {
         reviewer: ev.reviewer,
         at: ev.at,
         source: ev.source,
+        carried_from: ev.carried_from,
     };
     Line::Event(Box::new(ann), ev.prev)
 }
@@ -321,7 +337,7 @@ fn why_not_json(body: &[u8], e: &serde_json::Error) -> String {
 /// One journal line (without its newline) for this state of an annotation.
 fn encode(ann: &Annotation, prev: Option<&Prev>) -> String {
     // A `Value` prints infallibly, and preserve_order keeps the documented field order.
-    serde_json::json!({
+    let mut event = serde_json::json!({
         "v": FORMAT_VERSION,
         "key": ann.key.to_string(),
         "case_id": ann.case_id,
@@ -332,8 +348,15 @@ fn encode(ann: &Annotation, prev: Option<&Prev>) -> String {
         "at": ann.at,
         "source": ann.source.as_str(),
         "prev": prev.map(|p| serde_json::json!({"category": p.category, "note": p.note})),
-    })
-    .to_string()
+    });
+    // Written only on carried decisions, so other events read as before.
+    if let (Some(from), Some(obj)) = (&ann.carried_from, event.as_object_mut()) {
+        obj.insert(
+            "carried_from".to_string(),
+            serde_json::json!({"reviewer": from.reviewer, "at": from.at, "run": from.run}),
+        );
+    }
+    event.to_string()
 }
 
 /// What tells one event from another: a digest of everything it records
@@ -825,6 +848,36 @@ impl AnnotationStore {
         files: &dyn Fn(&RecordKey) -> Vec<u16>,
         expect: Option<&[Change]>,
     ) -> Result<Saved, SaveError> {
+        let origins = vec![None; changes.len()];
+        self.save_from(changes, origins, files, expect)
+    }
+
+    /// Write decisions carried forward from an earlier run, each with its
+    /// [`Provenance`], as one durable step through the same locked,
+    /// fsynced append as [`AnnotationStore::apply`] (the reviewer and time
+    /// of each event are this store's and now; the provenance keeps the
+    /// original ones). Returns the previous annotations.
+    pub fn carry(
+        &mut self,
+        carried: Vec<(Change, Provenance)>,
+        files: &dyn Fn(&RecordKey) -> Vec<u16>,
+    ) -> Result<Vec<Option<Annotation>>, SaveError> {
+        let (changes, origins): (Vec<Change>, Vec<Option<Provenance>>) =
+            carried.into_iter().map(|(c, p)| (c, Some(p))).unzip();
+        match self.save_from(changes, origins, files, None)? {
+            Saved::Done(previous) => Ok(previous),
+            Saved::Conflict(_) => unreachable!("a save without expectations has no conflict"),
+        }
+    }
+
+    /// [`AnnotationStore::save`], each change with where it was carried from.
+    fn save_from(
+        &mut self,
+        changes: Vec<Change>,
+        origins: Vec<Option<Provenance>>,
+        files: &dyn Fn(&RecordKey) -> Vec<u16>,
+        expect: Option<&[Change]>,
+    ) -> Result<Saved, SaveError> {
         let targets: Vec<Vec<usize>> = changes.iter().map(|c| self.route(c, files)).collect();
         let mut involved: Vec<usize> = targets.iter().flatten().copied().collect();
         involved.sort_unstable();
@@ -879,7 +932,7 @@ impl AnnotationStore {
         let at = now_rfc3339();
         let mut previous = Vec::with_capacity(changes.len());
         let mut staged: HashMap<usize, HashSet<RecordKey>> = HashMap::new();
-        for (c, to) in changes.into_iter().zip(&targets) {
+        for ((c, to), carried_from) in changes.into_iter().zip(&targets).zip(origins) {
             let old = self.get(&c.key).cloned();
             let prev = old.as_ref().map(|a| Prev {
                 category: a.category.clone(),
@@ -894,6 +947,7 @@ impl AnnotationStore {
                 reviewer: self.reviewer.clone(),
                 at: at.clone(),
                 source: c.source,
+                carried_from,
             };
             for &j in to {
                 staged.entry(j).or_default().insert(ann.key);

@@ -153,6 +153,7 @@ mod tests {
                 let ctx = crate::core::query::Context {
                     index: &idx,
                     store: None,
+                    changes: None,
                 };
                 if facet.field != "category" {
                     assert_eq!(q.filter(&ctx, &rows).len() as u64, e.pairs, "{t}");

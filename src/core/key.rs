@@ -108,6 +108,14 @@ pub fn record_key(v: &Value) -> RecordKey {
     RecordKey(out)
 }
 
+/// A value's canonical bytes (object keys sorted, `1` and `1.0` alike), as
+/// the key hashes them: two values with the same bytes are the same JSON.
+pub fn canonical_bytes(v: &Value) -> Vec<u8> {
+    let mut buf = Vec::new();
+    canonical(&mut buf, v, 0);
+    buf
+}
+
 fn write_str(buf: &mut Vec<u8>, s: &str) {
     // serde_json's string escaping is canonical for a given string.
     if let Ok(enc) = serde_json::to_vec(s) {

@@ -28,6 +28,7 @@
 
 pub mod annotations;
 pub mod apply;
+pub mod compare;
 pub mod config;
 pub mod derive;
 pub mod diff;

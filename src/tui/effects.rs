@@ -335,6 +335,7 @@ fn export(
         index: &app.index,
         store: Some(&app.store),
         taxonomy: &app.taxonomy,
+        baseline: None,
     };
     let opts = ExportOptions {
         all: true,

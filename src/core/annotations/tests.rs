@@ -41,6 +41,7 @@ fn event(n: u8, case: &str, cat: Option<&str>, note: Option<&str>) -> String {
         reviewer: "ann".to_string(),
         at: "2026-01-01T00:00:00Z".to_string(),
         source: AnnotationSource::Manual,
+        carried_from: None,
     };
     encode(&ann, None)
 }

@@ -751,6 +751,7 @@ impl App {
                 &query::Context {
                     index: &self.index,
                     store: Some(&self.store),
+                    changes: None,
                 },
                 &rows,
             ),
