@@ -519,9 +519,9 @@ pub fn check_against(
         let n = |c| changed(c).len() as u64;
         let _ = writeln!(
             r,
-            "  since {}: {} new, {} fixed, {} still failing, {} failing another way, {} with changed inputs, {} added, {} removed\n",
+            "  since {}: {}, {} fixed, {} still failing, {} failing another way, {} with changed inputs, {} added, {} removed\n",
             text::truncate_cols(&text::inert_line(&b.old.display_name()), 60),
-            plural(n(ChangeKind::NewFailures), "failure", "failures"),
+            plural(n(ChangeKind::NewFailures), "new failure", "new failures"),
             n(ChangeKind::Fixed),
             n(ChangeKind::StillFailing),
             n(ChangeKind::StatusChanged),
