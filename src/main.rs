@@ -1373,7 +1373,35 @@ fn open(cli: Cli) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // The baseline is read whole before the screen opens (its journal
+    // read-only); the comparison runs once this run is indexed.
+    let baseline = match cli.baseline.as_deref() {
+        Some(old) => {
+            let args = LoadArgs {
+                annotations: cli.baseline_annotations.clone(),
+                max_line_bytes: cli.max_line_bytes,
+                run_format: cli.format,
+                scorer: cli.scorer.clone(),
+            };
+            match load_with_config(&[old.to_string()], &args, cfg.clone()) {
+                Ok(l) => match gate::unusable(&l.index) {
+                    Some(why) => {
+                        eprintln!("{why} (the baseline)");
+                        return ExitCode::from(2);
+                    }
+                    None => Some(Box::new(app::baseline::Baseline::new(l.index, l.store))),
+                },
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        None => None,
+    };
     let mut app = effects::new_app(idx, store, cfg.taxonomy.clone());
+    app.baseline = baseline;
+    effects::compare_baseline(&mut app);
     app.store_notice = (!notices.is_empty()).then(|| notices.join("; "));
     // Standard input cannot be read twice.
     if !runs.iter().any(|r| r == "-") {

@@ -44,6 +44,7 @@ pub enum Action {
     ToggleMark,
     ClearMarks,
     EditNote,
+    CarryDecisions,
     Undo,
     Redo,
     ToggleUnclassified,
@@ -159,6 +160,7 @@ impl Action {
         Action::ToggleMark,
         Action::ClearMarks,
         Action::EditNote,
+        Action::CarryDecisions,
         Action::Undo,
         Action::Redo,
         Action::ToggleUnclassified,
@@ -244,6 +246,9 @@ impl Action {
             Action::ToggleMark => "mark or unmark the pair and move down",
             Action::ClearMarks => "clear all marks",
             Action::EditNote => "write a note on the pair",
+            Action::CarryDecisions => {
+                "with --baseline: copy the baseline's decisions on pairs that still fail with identical inputs into this run's journal (asks first)"
+            }
             Action::Undo => "undo the last classification or note change",
             Action::Redo => "redo",
             Action::ToggleUnclassified => "show unclassified failures only",
@@ -304,7 +309,7 @@ impl Action {
             ToggleAllPairs | ToggleSideBySide | ToggleRaw | ToggleProblems | ToggleUnclassified
             | CycleSort | ReverseSort | ToggleGroup | ToggleFold | FoldAll => Group::View,
             ClearCategory | AcceptSuggestion | AcceptAllSuggestions | ClassifyView | ToggleMark
-            | ClearMarks | EditNote | Undo | Redo | Classify(_) => Group::Triage,
+            | ClearMarks | EditNote | CarryDecisions | Undo | Redo | Classify(_) => Group::Triage,
             NoteSave | NoteCancel | NoteNewline | NoteLeft | NoteRight | NoteUp | NoteDown
             | NoteWordLeft | NoteWordRight | NoteHome | NoteEnd | NoteBackspace | NoteDelete
             | NoteDeleteWord | NoteClear => Group::Note,

@@ -285,7 +285,7 @@ pub fn write_text(out: &mut dyn Write, cmp: &Comparison, runs: Runs<'_>) -> io::
     if carry > 0 {
         writeln!(
             out,
-            "{} from {} can be carried into {}'s journal: triage compare --carry, or C in the viewer's baseline view.",
+            "{} from {} can be carried into {}'s journal: triage compare --carry, or B in triage NEW --baseline OLD.",
             plural(carry as u64, "decision", "decisions"),
             inert_line(&runs.old.display_name()),
             inert_line(&runs.new.display_name()),

@@ -22,6 +22,7 @@ pub(super) fn handle(app: &mut App, action: Action, keys: KeyUse) -> Vec<Effect>
         Action::AcceptSuggestion => classify::accept_suggestion(app, keys),
         Action::AcceptAllSuggestions => classify::accept_all_suggestions(app, keys),
         Action::ClassifyView => classify::classify_view(app),
+        Action::CarryDecisions => super::baseline::carry_prompt(app),
         Action::CycleSort
         | Action::ReverseSort
         | Action::ToggleGroup
@@ -154,6 +155,7 @@ fn general(app: &mut App, action: Action) -> Vec<Effect> {
         | Action::AcceptSuggestion
         | Action::AcceptAllSuggestions
         | Action::ClassifyView
+        | Action::CarryDecisions
         | Action::CycleSort
         | Action::ReverseSort
         | Action::ToggleGroup
