@@ -4,8 +4,8 @@
 //!
 //! [`compare`] matches the pairs of OLD and NEW by (case id, variant id,
 //! repetition) and gives each one [`ChangeKind`]. It works from the two
-//! indexes' rows: the ids are translated to one numbering and the rows are
-//! sorted on 16-byte keys, then merged; only the lines of matched pairs are
+//! indexes' rows: each run's rows are sorted on 16-byte keys (a digest of
+//! the ids, the repetition, the row), then merged; only the lines of matched pairs are
 //! read again, once each, to tell whether their inputs changed
 //! ([`inputs`]). [`Comparison::decision`] says which reviewer decision a NEW
 //! pair has: its own, one carried from OLD (identical inputs), or a stale
@@ -16,6 +16,7 @@
 //! Markdown or JSON.
 
 use std::fmt;
+use std::hash::{Hash, Hasher};
 
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
@@ -167,8 +168,8 @@ impl fmt::Display for CompareError {
 
 impl std::error::Error for CompareError {}
 
-/// A row's place in the merge: its (case, variant) ids in one numbering
-/// for both runs, its repetition and its row number. Rows of one trial
+/// A row's place in the merge: a digest of its (case, variant) ids, its
+/// repetition and its row number. Rows of one trial
 /// sort by row number, so the k-th of OLD meets the k-th of NEW.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct Slot {
@@ -179,15 +180,29 @@ struct Slot {
 
 const _: () = assert!(std::mem::size_of::<Slot>() == 16);
 
-/// The sorted slots of a run's rows, with `id` giving each interned string
-/// its number in the shared numbering.
-fn slots(index: &RunIndex, id: &(dyn Fn(Sym) -> u32 + Sync)) -> Vec<Slot> {
+/// A digest of each interned string of a run (SipHash with fixed keys, so
+/// both runs digest alike).
+fn string_digests(index: &RunIndex) -> Vec<u64> {
+    index
+        .strings()
+        .par_iter()
+        .map(|s| {
+            let mut h = std::hash::DefaultHasher::new();
+            s.hash(&mut h);
+            h.finish()
+        })
+        .collect()
+}
+
+/// The sorted slots of a run's rows, with `id` giving each interned
+/// string's digest.
+fn slots(index: &RunIndex, id: &(dyn Fn(Sym) -> u64 + Sync)) -> Vec<Slot> {
     let mut out: Vec<Slot> = index
         .rows
         .par_iter()
         .enumerate()
         .map(|(i, r)| Slot {
-            ids: u64::from(id(r.case)) << 32 | u64::from(id(r.variant)),
+            ids: id(r.case).rotate_left(29) ^ id(r.variant).wrapping_mul(0x9E37_79B9_7F4A_7C15),
             repetition: r.repetition,
             row: i as u32,
         })
@@ -202,36 +217,18 @@ fn slots(index: &RunIndex, id: &(dyn Fn(Sym) -> u32 + Sync)) -> Vec<Slot> {
 /// inputs); a line that cannot be read, or no longer parses, is an error
 /// naming it.
 pub fn compare(old: &RunIndex, new: &RunIndex) -> Result<Comparison, CompareError> {
-    // One numbering: OLD's strings by their text, NEW's strings OLD lacks
-    // after them. NO_SYM stays NO_SYM (an id not recorded matches its like).
-    let by_text: FxHashMap<&str, u32> = old
-        .strings()
-        .iter()
-        .enumerate()
-        .map(|(i, s)| (&**s, i as u32))
-        .collect();
-    let past = old.strings().len() as u32;
-    let old_ids: Vec<u32> = old
-        .strings()
-        .iter()
-        .map(|s| by_text.get(&**s).copied().unwrap_or(NO_SYM))
-        .collect();
-    let new_ids: Vec<u32> = new
-        .strings()
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            by_text
-                .get(&**s)
-                .copied()
-                .unwrap_or(past.saturating_add(i as u32).min(NO_SYM - 1))
-        })
-        .collect();
-    drop(by_text);
-    let old_id = |s: Sym| old_ids.get(s as usize).copied().unwrap_or(NO_SYM);
-    let new_id = |s: Sym| new_ids.get(s as usize).copied().unwrap_or(NO_SYM);
-    let (o, n) = rayon::join(|| slots(old, &old_id), || slots(new, &new_id));
-    drop((old_ids, new_ids));
+    // Both runs' ids as 64-bit digests of their text, so that no table of
+    // one run's strings is built for the other: 8 bytes per distinct
+    // string while matching. Equal digests are checked against the text.
+    let (ho, hn) = rayon::join(|| string_digests(old), || string_digests(new));
+    let id_old = |s: Sym| ho.get(s as usize).copied().unwrap_or(0);
+    let id_new = |s: Sym| hn.get(s as usize).copied().unwrap_or(0);
+    let (o, n) = rayon::join(|| slots(old, &id_old), || slots(new, &id_new));
+    drop((ho, hn));
+    let same_ids = |a: &Slot, b: &Slot| {
+        let (ra, rb) = (&old.rows[a.row as usize], &new.rows[b.row as usize]);
+        old.str(ra.case) == new.str(rb.case) && old.str(ra.variant) == new.str(rb.variant)
+    };
 
     let mut old_of = vec![NO_MATCH; new.rows.len()];
     let mut removed = Vec::new();
@@ -248,6 +245,11 @@ pub fn compare(old: &RunIndex, new: &RunIndex) -> Result<Comparison, CompareErro
                 i += 1;
             }
             std::cmp::Ordering::Greater => j += 1,
+            // Two different ids with one digest (2⁻⁶⁴ odds): not a match.
+            std::cmp::Ordering::Equal if !same_ids(&o[i], &n[j]) => {
+                removed.push(o[i].row);
+                i += 1;
+            }
             std::cmp::Ordering::Equal => {
                 old_of[n[j].row as usize] = o[i].row;
                 i += 1;
