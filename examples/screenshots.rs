@@ -29,6 +29,8 @@ use triage::tui::{svg, testing, ui};
 
 const RICH: &str = "sample-runs/support-urgency.jsonl";
 const PROBLEMS: &str = "sample-runs/with-problems.jsonl";
+const BEFORE: &str = "sample-runs/compare-before.jsonl";
+const AFTER: &str = "sample-runs/compare-after.jsonl";
 const REVIEWER: &str = "ana";
 const WIDTH: u16 = 140;
 const HEIGHT: u16 = 42;
@@ -214,6 +216,13 @@ fn generate(out: &Path) -> Result<Vec<PathBuf>, String> {
          Same pattern as reorder-fields: raise the margin, not a model bug.",
     );
     written.push(s.write(out, "note.svg", "triage — writing a note")?);
+
+    // The run after a repair compared with the one before it (and the
+    // decisions made on that one, committed beside it).
+    let mut s = Shot::new(AFTER)?;
+    testing::with_baseline(&mut s.app, BEFORE, None, &s.theme);
+    s.act(Action::FirstPair);
+    written.push(s.write(out, "baseline.svg", "triage — compared with the run before")?);
 
     Ok(written)
 }

@@ -1149,9 +1149,7 @@ fn compare_cmd(
     let mut w = std::io::BufWriter::new(stdout.lock());
     let written = match format {
         SummaryFormatArg::Text => compare::report::write_text(&mut w, &base.comparison, runs),
-        SummaryFormatArg::Markdown => {
-            compare::report::write_markdown(&mut w, &base.comparison, runs)
-        }
+        SummaryFormatArg::Markdown => export::since::write_markdown(&mut w, &base.comparison, runs),
         SummaryFormatArg::Json => compare::report::write_json(&mut w, &base.comparison, runs),
     };
     if let Err(e) = written.and_then(|()| w.flush()) {

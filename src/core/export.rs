@@ -43,6 +43,7 @@ use super::taxonomy::Taxonomy;
 use super::text::{self, fit, plural};
 
 mod markdown;
+pub mod since;
 use markdown::*;
 pub use markdown::{capped, md_escape};
 

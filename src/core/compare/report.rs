@@ -1,6 +1,7 @@
-//! A comparison written out: the text `triage compare` prints, its Markdown
-//! (also the report's "Since the last run" section) and its JSON, whose
-//! names are stable (docs/compare.md).
+//! A comparison written out: the text `triage compare` prints and its
+//! JSON, whose names are stable (docs/compare.md), and the pairs each
+//! change lists ([`listed`]), which the Markdown (`export::since`) lays
+//! out too.
 
 use std::io::{self, Write};
 
@@ -8,7 +9,6 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use super::{ChangeKind, Comparison, Entry, Movement, Runs};
-use crate::core::export::{capped, md_escape};
 use crate::core::index::RunIndex;
 use crate::core::row::PairRow;
 use crate::core::stats::table::cell;
@@ -18,7 +18,7 @@ use crate::core::text::{fit, inert_line, plural, width};
 pub const LIST_MAX: usize = 50;
 
 /// The changes the text and Markdown list pair by pair, in this order.
-const LISTED: [ChangeKind; 5] = [
+pub const LISTED: [ChangeKind; 5] = [
     ChangeKind::NewFailures,
     ChangeKind::Fixed,
     ChangeKind::StatusChanged,
@@ -172,10 +172,10 @@ fn decision_text(f: &PairFacts, change: ChangeKind) -> String {
         ChangeKind::NewFailures | ChangeKind::StillFailing | ChangeKind::StatusChanged
     );
     match (&f.category, f.category_from, f.category_stale) {
-        (Some(c), _, true) => format!("{} (stale: inputs changed)", inert_line(c)),
-        (Some(c), Some("old"), false) if still_fails => format!("{} (carried)", inert_line(c)),
-        (Some(c), Some("old"), false) => format!("{} (the baseline's)", inert_line(c)),
-        (Some(c), _, _) => inert_line(c),
+        (Some(c), _, true) => format!("{c} (stale: inputs changed)"),
+        (Some(c), Some("old"), false) if still_fails => format!("{c} (carried)"),
+        (Some(c), Some("old"), false) => format!("{c} (the baseline's)"),
+        (Some(c), _, _) => c.clone(),
         (None, _, _) => String::new(),
     }
 }
@@ -190,9 +190,11 @@ fn of_change(cmp: &Comparison, c: ChangeKind) -> impl Iterator<Item = Entry> + '
     cmp.entries().filter(move |e| e.change == c)
 }
 
-fn movement_cells(m: &Movement) -> [String; 4] {
+/// A transformation's row: its name (as recorded), the rates then and
+/// now, and the difference.
+pub fn movement_cells(m: &Movement) -> [String; 4] {
     [
-        inert_line(&m.transformation),
+        m.transformation.clone(),
         cell(&m.old),
         cell(&m.new),
         m.difference.map_or("—".to_string(), |d| d.display()),
@@ -200,13 +202,58 @@ fn movement_cells(m: &Movement) -> [String; 4] {
 }
 
 /// The one-line verdict on a transformation's difference.
-fn verdict(m: &Movement) -> &'static str {
+pub fn verdict(m: &Movement) -> &'static str {
     match m.difference {
         Some(d) if d.high < 0.0 => "fewer failures",
         Some(d) if d.low > 0.0 => "more failures",
         Some(_) => "within noise",
         None => "",
     }
+}
+
+/// One pair as the text and Markdown list it: strings from the run as
+/// recorded (each renderer makes them safe).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListedPair {
+    /// `case / variant #repetition`.
+    pub pair: String,
+    /// `fail → pass`.
+    pub status: String,
+    /// `-0.440 → +0.000`.
+    pub dp: String,
+    /// The decision and where it stands: `boundary (stale: inputs changed)`.
+    pub decision: String,
+}
+
+/// The pairs of one change, at most [`LIST_MAX`], and how many there are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listed {
+    pub change: ChangeKind,
+    pub count: u64,
+    pub pairs: Vec<ListedPair>,
+}
+
+/// The changes worth listing pair by pair ([`LISTED`]: new failures
+/// first, then the fixed ones), each that has pairs.
+pub fn listed(cmp: &Comparison, runs: Runs<'_>) -> Vec<Listed> {
+    LISTED
+        .iter()
+        .filter(|&&c| cmp.count(c) > 0)
+        .map(|&c| Listed {
+            change: c,
+            count: cmp.count(c),
+            pairs: of_change(cmp, c)
+                .take(LIST_MAX)
+                .filter_map(|e| facts(cmp, runs, e))
+                .map(|f| ListedPair {
+                    pair: pair_name(&f),
+                    status: status_move(&f),
+                    dp: dp_move(&f),
+                    decision: decision_text(&f, c),
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 /// The comparison as aligned text.
@@ -228,7 +275,10 @@ pub fn write_text(out: &mut dyn Write, cmp: &Comparison, runs: Runs<'_>) -> io::
         "\nBy transformation: failures / pairs in OLD and NEW with Wilson 95% intervals;\nthe difference is NEW − OLD with Newcombe's 95% interval (negative: fewer failures).\n"
     )?;
     let head = ["transformation", "old", "new", "difference"];
-    let rows: Vec<[String; 4]> = movement.iter().map(movement_cells).collect();
+    let rows: Vec<[String; 4]> = movement
+        .iter()
+        .map(|m| movement_cells(m).map(|c| inert_line(&c)))
+        .collect();
     let mut w = head.map(width);
     for r in &rows {
         for (k, c) in r.iter().enumerate() {
@@ -249,30 +299,23 @@ pub fn write_text(out: &mut dyn Write, cmp: &Comparison, runs: Runs<'_>) -> io::
         let cells = [&*r[0], &*r[1], &*r[2], &*r[3]];
         writeln!(out, "{}", line(cells, verdict(m)).trim_end())?;
     }
-    for c in LISTED {
-        let n = cmp.count(c);
-        if n == 0 {
-            continue;
-        }
-        writeln!(out, "\n{} ({n})", title(c))?;
-        for f in of_change(cmp, c)
-            .take(LIST_MAX)
-            .filter_map(|e| facts(cmp, runs, e))
-        {
+    for l in listed(cmp, runs) {
+        writeln!(out, "\n{} ({})", title(l.change), l.count)?;
+        for p in &l.pairs {
             let line = format!(
                 "  {}  {}  Δp {}  {}",
-                inert_line(&pair_name(&f)),
-                status_move(&f),
-                dp_move(&f),
-                decision_text(&f, c)
+                inert_line(&p.pair),
+                p.status,
+                p.dp,
+                inert_line(&p.decision)
             );
             writeln!(out, "{}", line.trim_end())?;
         }
-        if n as usize > LIST_MAX {
+        if l.count as usize > LIST_MAX {
             writeln!(
                 out,
                 "  … and {} more (--format json lists every pair)",
-                n as usize - LIST_MAX
+                l.count as usize - LIST_MAX
             )?;
         }
     }
@@ -300,104 +343,4 @@ pub fn write_text(out: &mut dyn Write, cmp: &Comparison, runs: Runs<'_>) -> io::
         )?;
     }
     Ok(())
-}
-
-fn md_cell(s: &str) -> String {
-    md_escape(&capped(s, 80))
-}
-
-/// The "Since the last run" section of the Markdown report: the counts,
-/// the new failures first, then the fixed pairs (then the other failing
-/// movements), each capped at [`LIST_MAX`].
-pub fn write_markdown_section(
-    out: &mut dyn Write,
-    cmp: &Comparison,
-    runs: Runs<'_>,
-    heading: &str,
-) -> io::Result<()> {
-    writeln!(out, "{heading} Since the last run\n")?;
-    writeln!(
-        out,
-        "Compared with {} ({}); pairs matched by case, variant and repetition.\n",
-        md_cell(&runs.old.display_name()),
-        plural(runs.old.rows.len() as u64, "pair", "pairs")
-    )?;
-    writeln!(out, "| Change | Pairs |\n| --- | ---: |")?;
-    for c in ChangeKind::ALL {
-        writeln!(out, "| `{}` | {} |", c.name(), cmp.count(c))?;
-    }
-    writeln!(out)?;
-    for c in LISTED {
-        let n = cmp.count(c);
-        if n == 0 {
-            continue;
-        }
-        writeln!(out, "{heading}# {} ({n})\n", title(c))?;
-        writeln!(
-            out,
-            "| Pair | Status | Δp | Decision |\n| --- | --- | --- | --- |"
-        )?;
-        for f in of_change(cmp, c)
-            .take(LIST_MAX)
-            .filter_map(|e| facts(cmp, runs, e))
-        {
-            writeln!(
-                out,
-                "| {} | {} | {} | {} |",
-                md_cell(&pair_name(&f)),
-                status_move(&f),
-                dp_move(&f),
-                md_cell(&decision_text(&f, c))
-            )?;
-        }
-        if n as usize > LIST_MAX {
-            writeln!(
-                out,
-                "\n… and {} more (`triage compare --format json` lists every pair).",
-                n as usize - LIST_MAX
-            )?;
-        }
-        writeln!(out)?;
-    }
-    Ok(())
-}
-
-/// The transformation table in Markdown.
-pub fn write_markdown_movement(
-    out: &mut dyn Write,
-    cmp: &Comparison,
-    runs: Runs<'_>,
-    heading: &str,
-) -> io::Result<()> {
-    writeln!(out, "{heading} Failure rate by transformation\n")?;
-    writeln!(
-        out,
-        "Failures out of pairs with their Wilson 95% intervals; the difference is NEW − OLD with Newcombe's 95% interval (negative: fewer failures).\n"
-    )?;
-    writeln!(
-        out,
-        "| Transformation | OLD | NEW | Difference | |\n| --- | --- | --- | --- | --- |"
-    )?;
-    for m in cmp.movement(runs.old, runs.new) {
-        let [t, o, n, d] = movement_cells(&m);
-        writeln!(
-            out,
-            "| {} | {o} | {n} | {d} | {} |",
-            md_cell(&t),
-            verdict(&m)
-        )?;
-    }
-    writeln!(out)
-}
-
-/// The comparison as a Markdown document.
-pub fn write_markdown(out: &mut dyn Write, cmp: &Comparison, runs: Runs<'_>) -> io::Result<()> {
-    writeln!(
-        out,
-        "# {} compared with {}\n",
-        md_cell(&runs.new.display_name()),
-        md_cell(&runs.old.display_name())
-    )?;
-    write_markdown_section(out, cmp, runs, "##")?;
-    write_markdown_movement(out, cmp, runs, "##")
 }

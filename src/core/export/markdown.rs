@@ -498,7 +498,7 @@ pub(super) fn write_markdown(
     write_header(out, index, &summary, opts, &selection)?;
     write_transformation_summary(out, &summary)?;
     if let (Some(b), Some(runs)) = (input.baseline, input.runs()) {
-        crate::core::compare::report::write_markdown_section(out, b.comparison, runs, "##")?;
+        super::since::write_section(out, b.comparison, runs, "##")?;
     }
 
     // Categories × transformations.
