@@ -649,28 +649,57 @@ struct BaselineRun {
 }
 
 /// Read `old` as the commands read a run (its journal from `annotations`,
-/// else beside it) and match it with `new`.
-fn load_baseline(
+/// else beside it), without a progress bar; refuse one with no pair.
+fn read_baseline(
     old: &str,
     annotations: Option<PathBuf>,
     load: &LoadArgs,
     cfg: &config::Config,
-    new: &RunIndex,
-) -> Result<BaselineRun, String> {
+) -> Result<Loaded, String> {
     let args = LoadArgs {
         annotations,
         ..load.clone()
     };
-    let loaded = load_with_config(&[old.to_string()], &args, cfg.clone())?;
+    let loaded = load_with(&[old.to_string()], &args, cfg.clone(), false)?;
     if let Some(why) = gate::unusable(&loaded.index) {
         return Err(format!("{why} (the baseline)"));
     }
-    let comparison = compare::compare(&loaded.index, new).map_err(|e| format!("triage: {e}"))?;
-    Ok(BaselineRun {
-        index: loaded.index,
-        store: loaded.store,
+    Ok(loaded)
+}
+
+/// Read the runs (the config, the index with a progress bar, the journal)
+/// and, at the same time on another thread, the baseline when there is
+/// one; then match the baseline with the runs.
+fn load_against(
+    runs: &[String],
+    load: &LoadArgs,
+    cfg: config::Config,
+    baseline: Option<(String, Option<PathBuf>)>,
+) -> Result<(Loaded, Option<BaselineRun>), String> {
+    let (loaded, old) = std::thread::scope(|s| {
+        let old = baseline.map(|(old, journal)| {
+            let cfg = cfg.clone();
+            s.spawn(move || read_baseline(&old, journal, load, &cfg))
+        });
+        let loaded = load_with_config(runs, load, cfg);
+        let old = old.map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err("triage: reading the baseline failed".to_string()))
+        });
+        (loaded, old)
+    });
+    let loaded = loaded?;
+    let Some(old) = old.transpose()? else {
+        return Ok((loaded, None));
+    };
+    let comparison =
+        compare::compare(&old.index, &loaded.index).map_err(|e| format!("triage: {e}"))?;
+    let base = BaselineRun {
+        index: old.index,
+        store: old.store,
         comparison,
-    })
+    };
+    Ok((loaded, Some(base)))
 }
 
 /// `change:` in a filter needs a baseline to compare with.
@@ -700,6 +729,16 @@ fn load_with_config(
     load: &LoadArgs,
     cfg: config::Config,
 ) -> Result<Loaded, String> {
+    load_with(runs, load, cfg, true)
+}
+
+/// [`load_with_config`], with a progress bar on a terminal or without.
+fn load_with(
+    runs: &[String],
+    load: &LoadArgs,
+    cfg: config::Config,
+    progress: bool,
+) -> Result<Loaded, String> {
     let opts = OpenOptions {
         max_line_bytes: line_limit(load.max_line_bytes, &cfg),
         follow: false,
@@ -712,7 +751,7 @@ fn load_with_config(
     for note in skipped {
         eprintln!("triage: note: {note}");
     }
-    let mut index = index_with_progress(&runs, &opts)?;
+    let mut index = index_with_progress(&runs, &opts, progress)?;
     let store = read_journals(&runs, load.annotations.as_deref())?;
     if let Some(s) = &store {
         index.resolve_keys(s);
@@ -722,9 +761,13 @@ fn load_with_config(
 
 /// Index the run, showing a progress bar on standard error when it is a
 /// terminal and the load takes long enough to be worth one.
-fn index_with_progress(runs: &[String], opts: &OpenOptions) -> Result<RunIndex, String> {
+fn index_with_progress(
+    runs: &[String],
+    opts: &OpenOptions,
+    progress: bool,
+) -> Result<RunIndex, String> {
     let (mut idx, loader) = index::open_run(runs, opts).map_err(|e| e.to_string())?;
-    let show = std::io::stderr().is_terminal();
+    let show = progress && std::io::stderr().is_terminal();
     let start = Instant::now();
     let mut bar: Option<indicatif::ProgressBar> = None;
     loop {
@@ -888,18 +931,13 @@ fn export_cmd(
     {
         return fail(&e);
     }
-    let loaded = match load_headless(runs, load, config_path) {
-        Ok(l) => l,
-        Err(e) => return fail(&e),
+    let cfg = match config::load(config_path) {
+        Ok(c) => c,
+        Err(e) => return fail(&e.to_string()),
     };
-    let old = match baseline {
-        Some((old, journal)) => {
-            match load_baseline(&old, journal, load, &loaded.cfg, &loaded.index) {
-                Ok(b) => Some(b),
-                Err(e) => return fail(&e),
-            }
-        }
-        None => None,
+    let (loaded, old) = match load_against(runs, load, cfg, baseline) {
+        Ok(x) => x,
+        Err(e) => return fail(&e),
     };
     let opts = ExportOptions {
         all,
@@ -1075,22 +1113,13 @@ fn check_cmd(
     if let Err(e) = gates.validate(&cfg.taxonomy) {
         return fail(&format!("triage: {e}"));
     }
-    let loaded = match load_with_config(runs, load, cfg) {
-        Ok(l) => l,
+    let (loaded, old) = match load_against(runs, load, cfg, baseline) {
+        Ok(x) => x,
         Err(e) => return fail(&e),
     };
     if let Some(why) = gate::unusable(&loaded.index) {
         return fail(&why);
     }
-    let old = match baseline {
-        Some((old, journal)) => {
-            match load_baseline(&old, journal, load, &loaded.cfg, &loaded.index) {
-                Ok(b) => Some(b),
-                Err(e) => return fail(&e),
-            }
-        }
-        None => None,
-    };
     let outcome = gate::check_against(
         &loaded.index,
         loaded.store.as_ref(),
@@ -1127,17 +1156,23 @@ fn compare_cmd(
     load: &LoadArgs,
     config_path: Option<&Path>,
 ) -> ExitCode {
-    let mut loaded = match load_headless(&[new.to_string()], load, config_path) {
-        Ok(l) => l,
+    let cfg = match config::load(config_path) {
+        Ok(c) => c,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let (mut loaded, base) = match load_against(
+        &[new.to_string()],
+        load,
+        cfg,
+        Some((old.to_string(), old_journal)),
+    ) {
+        Ok((l, Some(b))) => (l, b),
+        Ok((_, None)) => return fail("triage: no baseline was read"),
         Err(e) => return fail(&e),
     };
     if let Some(why) = gate::unusable(&loaded.index) {
         return fail(&why);
     }
-    let base = match load_baseline(old, old_journal, load, &loaded.cfg, &loaded.index) {
-        Ok(b) => b,
-        Err(e) => return fail(&e),
-    };
     let runs = compare::Runs {
         old: &base.index,
         old_store: base.store.as_ref(),
