@@ -235,3 +235,29 @@ fn the_carry_prompt_on_screen() {
     f.act(Action::CarryDecisions);
     insta::assert_snapshot!("baseline_carry_prompt", f.screen().backend());
 }
+
+#[test]
+fn a_reload_compares_the_new_rows_again() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let run = dir.path().join("after.jsonl");
+    fs::copy(NEW, &run).expect("copy");
+    let theme = Theme::dark();
+    let run_s = run.display().to_string();
+    let mut app = testing::app_for_size(
+        &[&run_s],
+        &dir.path().join("j.triage.jsonl"),
+        "cy",
+        140,
+        40,
+        &theme,
+    );
+    testing::with_baseline(&mut app, OLD, None, &theme);
+    let count = |app: &App, c| app.runs().map(|(_, cmp)| cmp.count(c));
+    assert_eq!(count(&app, ChangeKind::NewFailures), Some(2));
+    // The file now holds the baseline's pairs (as many lines as before).
+    fs::copy(OLD, &run).expect("copy");
+    let index = triage::core::index::load_run(&[run_s], &Default::default()).expect("load");
+    triage::tui::effects::replace_index(&mut app, index);
+    assert_eq!(count(&app, ChangeKind::NewFailures), Some(0));
+    assert_eq!(count(&app, ChangeKind::UnchangedPass), Some(10));
+}

@@ -121,6 +121,10 @@ pub fn new_app(index: RunIndex, store: AnnotationStore, taxonomy: Taxonomy) -> A
 pub fn replace_index(app: &mut App, index: RunIndex) {
     let watch = RunWatch::new(&index.files);
     app.reset_index(index, watch);
+    // The rows are new: compare them again once they are all in.
+    if let Some(b) = app.baseline.as_mut() {
+        b.comparison = None;
+    }
     sync_keys(app);
     check_inputs(app);
     compare_baseline(app);
