@@ -33,6 +33,7 @@ fn ops(c: &mut Criterion) {
         let ctx = Context {
             index: &app.index,
             store: Some(&app.store),
+            changes: None,
         };
         b.iter(|| q.filter(&ctx, &all))
     });

@@ -18,6 +18,9 @@
 //! * `bare-camelcase`: rows exactly as the reference TypeScript runner writes them.
 //! * `camelcase-full`: camelCase rows that also carry payloads and policy.
 //! * `with-problems`: good rows mixed with malformed lines, for parser tests.
+//! * `compare-before`, `compare-after`, `compare-journal`: a run, the same
+//!   run after a repair, and the decisions made on the first, for
+//!   `triage compare` (every kind of change, carried and stale decisions).
 //!
 //! Only `bulk` reads `--pairs`, `--seed` and `--fail-rate`; the other profiles
 //! are fixed and byte-identical on every run. Output goes to `-o FILE`, or to
@@ -55,6 +58,15 @@ enum Profile {
     /// Good rows plus malformed, mistyped, blank, CRLF and truncated lines.
     #[value(name = "with-problems")]
     WithProblems,
+    /// The first 18 pairs of `rich`: the run before a repair, for `triage compare`.
+    #[value(name = "compare-before")]
+    CompareBefore,
+    /// `compare-before` after a repair: one pair or more of every kind of change.
+    #[value(name = "compare-after")]
+    CompareAfter,
+    /// Decisions made on `compare-before`: its annotation journal.
+    #[value(name = "compare-journal")]
+    CompareJournal,
 }
 
 /// Write a synthetic or curated sensitivity-test run as JSON Lines.
@@ -126,6 +138,17 @@ fn run(args: &Args) -> Result<()> {
             }
         }
         Profile::WithProblems => write_with_problems(&mut out)?,
+        Profile::CompareBefore => {
+            for rec in compare_before()? {
+                write_value_line(&mut out, &rec)?;
+            }
+        }
+        Profile::CompareAfter => {
+            for rec in compare_after()? {
+                write_value_line(&mut out, &rec)?;
+            }
+        }
+        Profile::CompareJournal => write_compare_journal(&mut out)?,
     }
     out.flush().context("cannot flush output")?;
     Ok(())
@@ -2879,5 +2902,153 @@ fn write_with_problems(out: &mut impl Write) -> Result<()> {
     }
     // The writer died mid-record: no closing brace, no newline.
     out.write_all(&full.as_bytes()[..cut])?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// A run before and after a repair (`compare-*` profiles)
+
+/// How many pairs of the rich run the comparison sample keeps.
+const COMPARE_PAIRS: usize = 18;
+
+fn compare_before() -> Result<Vec<Value>> {
+    let mut recs = rich_records(Wording::Probability)?;
+    recs.truncate(COMPARE_PAIRS);
+    Ok(recs)
+}
+
+/// Give the variant the source's answer: the pair now keeps its route and
+/// drifts by nothing.
+fn repair(rec: &mut Value) {
+    let source = rec["source"].clone();
+    for k in ["response", "route", "outcome"] {
+        rec["variant"][k] = source[k].clone();
+    }
+    if let Some(side) = rec["variant"].as_object_mut() {
+        side.remove("error");
+    }
+    rec["passed"] = json!(true);
+    rec["reasons"] = json!([]);
+}
+
+/// Move the variant's answer `by` away from the source's, into another route.
+fn regress(rec: &mut Value, probability: f64, confidence: f64, route: &str, reasons: &[&str]) {
+    rec["variant"]["response"] = json!({"probability": probability, "confidence": confidence});
+    rec["variant"]["route"] = json!(route);
+    rec["passed"] = json!(false);
+    rec["reasons"] = json!(reasons);
+}
+
+/// The run after a repair, pair by pair from `compare_before` (lines 1–18):
+///
+/// - fixed: 3 (a state distractor) and 15 (a campaign tag) now keep the
+///   source's answer;
+/// - new failures: 4 and 16 drift into another route;
+/// - still failing: 8, 9 (invalid both times), 11 (a boundary
+///   observation both times) and 17;
+/// - failing another way: 10 broke its expectation, now its variant timed out;
+/// - inputs changed: 12's question was rewritten by the repair (both sides);
+/// - removed: 7 is not in the new run;
+/// - added: a second repetition of 18;
+/// - passing in both: the rest.
+fn compare_after() -> Result<Vec<Value>> {
+    let before = compare_before()?;
+    let mut out = Vec::new();
+    for (i, rec) in before.iter().enumerate() {
+        let line = i + 1;
+        let mut rec = rec.clone();
+        match line {
+            3 | 15 => repair(&mut rec),
+            4 => regress(
+                &mut rec,
+                0.52,
+                0.61,
+                "pass",
+                &[
+                    "Probability drift 0.440 exceeds 0.1.",
+                    "Confidence drift 0.270 exceeds 0.15.",
+                    "Route changed from action to pass.",
+                ],
+            ),
+            16 => regress(
+                &mut rec,
+                0.93,
+                0.84,
+                "action",
+                &[
+                    "Probability drift 0.120 exceeds 0.1.",
+                    "Route changed from review to action.",
+                ],
+            ),
+            7 => continue,
+            10 => {
+                if let Some(side) = rec["variant"].as_object_mut() {
+                    side.remove("response");
+                    side.remove("route");
+                    side.insert("outcome".into(), json!("timeout"));
+                    side.insert("error".into(), json!("no answer within 30000 ms"));
+                    side.insert("latency_ms".into(), json!(30000));
+                }
+                rec["passed"] = json!(false);
+                rec["reasons"] = json!(["Variant request timed out."]);
+            }
+            12 => {
+                for side in ["source", "variant"] {
+                    rec[side]["question"] = json!(
+                        "Based only on the supplied state, what is the probability that this ticket needs a person to act within one hour (0 = no, 1 = certainly)?"
+                    );
+                }
+            }
+            _ => {}
+        }
+        rec["timestamp"] = json!(format!("2026-11-29T09:{:02}:00Z", line));
+        out.push(rec);
+    }
+    let mut again = before[COMPARE_PAIRS - 1].clone();
+    again["repetition"] = json!(1);
+    again["timestamp"] = json!("2026-11-29T09:30:00Z");
+    out.push(again);
+    Ok(out)
+}
+
+/// Decisions a reviewer made on `compare_before`: on 8 and 17 (still
+/// failing, so carried into the new run), on 12 (its inputs changed, so
+/// stale) and on 15 (fixed, so history).
+fn write_compare_journal(out: &mut impl Write) -> Result<()> {
+    let before = compare_before()?;
+    let decisions = [
+        (
+            8,
+            "missing-evidence",
+            "The scope evidence is what makes it urgent; removing it should lower the probability, not flip the route.",
+        ),
+        (
+            12,
+            "boundary",
+            "Source sits 0.02 from the review threshold.",
+        ),
+        (15, "distractor", "A marketing tag moved the answer by 0.2."),
+        (
+            17,
+            "conflicting-evidence",
+            "Refund issued but the charge is still disputed.",
+        ),
+    ];
+    for (i, (line, category, note)) in decisions.into_iter().enumerate() {
+        let rec = &before[line - 1];
+        let event = json!({
+            "v": 1,
+            "key": triage::core::key::record_key(rec).to_string(),
+            "case_id": rec["case_id"],
+            "variant_id": rec["variant_id"],
+            "category": category,
+            "note": note,
+            "reviewer": "ana",
+            "at": format!("2026-11-28T14:{:02}:00Z", 10 + i),
+            "source": "manual",
+            "prev": null,
+        });
+        write_value_line(out, &event)?;
+    }
     Ok(())
 }

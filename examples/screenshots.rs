@@ -31,6 +31,8 @@ const RICH: &str = "sample-runs/support-urgency.jsonl";
 const PROBLEMS: &str = "sample-runs/with-problems.jsonl";
 /// The main sample with a journal of two reviewers beside it.
 const TWO: &str = "sample-runs/two-reviewers.jsonl";
+const BEFORE: &str = "sample-runs/compare-before.jsonl";
+const AFTER: &str = "sample-runs/compare-after.jsonl";
 const REVIEWER: &str = "ana";
 const WIDTH: u16 = 140;
 const HEIGHT: u16 = 42;
@@ -240,6 +242,12 @@ fn generate(out: &Path) -> Result<Vec<PathBuf>, String> {
         "disagreement.svg",
         "triage — a disagreement to resolve",
     )?);
+    // The run after a repair compared with the one before it (and the
+    // decisions made on that one, committed beside it).
+    let mut s = Shot::new(AFTER)?;
+    testing::with_baseline(&mut s.app, BEFORE, None, &s.theme);
+    s.act(Action::FirstPair);
+    written.push(s.write(out, "baseline.svg", "triage — compared with the run before")?);
 
     Ok(written)
 }

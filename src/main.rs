@@ -6,7 +6,8 @@
 //! kappa and `triage merge-journal` is the git merge driver of journals;
 //! `triage keys` prints the bindings in effect;
 //! `triage export`, `triage summary` and `triage check` write reports and gate
-//! CI without a terminal; `triage completions` and `triage man` are generated
+//! CI without a terminal; `triage compare` matches a run with the one before
+//! it and can carry its decisions forward; `triage completions` and `triage man` are generated
 //! from these definitions. Paths are checked before the terminal is touched,
 //! so a missing file or a directory is a one-line error with exit code 2.
 
@@ -19,10 +20,11 @@ use std::time::{Duration, Instant};
 use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
 use triage::core::annotations::{self, AnnotationStore};
+use triage::core::compare::{self, Comparison};
 use triage::core::config;
 use triage::core::export::{self, ExportInput, ExportOptions, Format, SummaryFormat};
 use triage::core::formats::{ConvertOptions, Format as RunFormat};
-use triage::core::gate::{self, Gates};
+use triage::core::gate::{self, Baseline, Gates};
 use triage::core::index::{self, OpenOptions, RunIndex};
 use triage::core::query;
 use triage::core::stats::GroupBy;
@@ -70,6 +72,13 @@ struct Cli {
     /// hidden on a pair until you have decided it.
     #[arg(long)]
     blind: bool,
+    /// Compare with the run before this one: a change column, `change:` queries,
+    /// the movement in the summary, and decisions carried forward (B).
+    #[arg(long, value_name = "OLD")]
+    baseline: Option<String>,
+    /// The baseline's annotation journal (default: the one `triage OLD` uses).
+    #[arg(long, value_name = "PATH", requires = "baseline")]
+    baseline_annotations: Option<PathBuf>,
     /// Read the runs as this tool's results instead of detecting it from their content:
     /// native, context-probe, promptfoo, inspect, multivon.
     #[arg(long, visible_alias = "run-format", value_name = "NAME", value_parser = parse_run_format)]
@@ -143,6 +152,53 @@ enum Command {
         /// Print when the report was generated (off by default, so reports are reproducible).
         #[arg(long)]
         timestamp: bool,
+        /// Compare with the run before this one: the report gains "Since the last run",
+        /// and --filter may name change: (--format fixtures --filter change:fixed).
+        #[arg(long, value_name = "OLD")]
+        baseline: Option<String>,
+        /// The baseline's annotation journal (default: the one `triage OLD` uses).
+        #[arg(long, value_name = "PATH", requires = "baseline")]
+        baseline_annotations: Option<PathBuf>,
+    },
+    /// Compare a run with the one before it: what broke, what was fixed, what still fails,
+    /// and the decisions carried forward.
+    #[command(
+        long_about = "Compare a run with the one before it: what broke, what was fixed, what still fails, \
+and the decisions carried forward.\n\n\
+Pairs are matched by case id, variant id and repetition. Each gets one change: new_failures, fixed, \
+still_failing, status_changed (fails in both, another kind: fail, boundary, error, invalid), \
+content_changed (the question, state or allowed_changes differ: not comparable), added, removed, \
+unchanged_pass. A pair fails when it is a failure (fail, boundary, error, invalid) and passes otherwise \
+(pass or unchecked).\n\n\
+A decision made on OLD is carried to a pair whose inputs are identical and shown as stale on one whose \
+inputs changed. --carry copies the carried decisions of pairs that fail in NEW and have none there \
+into NEW's journal, with where they came from; a stale one is never copied.\n\n\
+Exit 0 when the comparison was written (and carried), 2 on unusable input or a failed write. \
+The JSON names are stable: docs/compare.md.",
+        after_help = "Examples:\n  triage compare before.jsonl after.jsonl\n  triage compare before.jsonl after.jsonl --format json | jq '.counts'\n  triage compare before.jsonl after.jsonl --carry --reviewer ana"
+    )]
+    Compare {
+        /// The earlier run.
+        #[arg(value_name = "OLD")]
+        old: String,
+        /// The later run.
+        #[arg(value_name = "NEW")]
+        new: String,
+        /// How to print it.
+        #[arg(long, value_enum, value_name = "FORMAT", default_value_t = SummaryFormatArg::Text)]
+        format: SummaryFormatArg,
+        /// Copy the carried decisions into NEW's journal (with the reviewer, date and run they came from).
+        #[arg(long)]
+        carry: bool,
+        /// The name recorded with carried decisions (default: as for the viewer).
+        #[arg(long, value_name = "NAME")]
+        reviewer: Option<String>,
+        /// OLD's annotation journal (default: the one `triage OLD` uses).
+        #[arg(long, value_name = "PATH")]
+        baseline_annotations: Option<PathBuf>,
+        /// NEW's annotation journal is --annotations.
+        #[command(flatten)]
+        load: LoadArgs,
     },
     /// Print brittleness statistics with Wilson 95% intervals, per group.
     Summary {
@@ -171,7 +227,7 @@ bound of the rate, never the observed rate (seed 003): 2 failures of 20 is a fai
 whose upper bound 0.301 fails --max-failure-rate 0.3.\n\n\
 Input that cannot be gated is exit 2: an empty file, a file of no known format, a run from which no \
 pair could be read. A file from which only some lines could be read is gated, and its problems are listed.",
-        after_help = "Without a gate option the check passes unless --strict finds problems.\n\nExamples:\n  triage check run.jsonl --max-unclassified 0\n  triage check run.jsonl --min-pairs 25 --max-failure-rate 0.2 --by transformation\n  triage check run.jsonl --min-pass-rate 0.85 --filter 'family:question'\n  triage check run.jsonl --fail-on boundary --fail-on invalid-pair --max-failures 0 --strict\n  triage check run.jsonl --min-kappa 0.7 --between ana,gpt-judge --min-pairs 50"
+        after_help = "Without a gate option the check passes unless --strict finds problems.\n\nExamples:\n  triage check run.jsonl --max-unclassified 0\n  triage check run.jsonl --min-pairs 25 --max-failure-rate 0.2 --by transformation\n  triage check run.jsonl --min-pass-rate 0.85 --filter 'family:question'\n  triage check run.jsonl --fail-on boundary --fail-on invalid-pair --max-failures 0 --strict\n  triage check run.jsonl --min-kappa 0.7 --between ana,gpt-judge --min-pairs 50\n  triage check after.jsonl --baseline before.jsonl --max-new-failures 0"
     )]
     Check {
         /// Run files (JSONL); `-` reads standard input.
@@ -224,6 +280,17 @@ pair could be read. A file from which only some lines could be read is gated, an
         /// Read the runs as this tool's results instead of detecting it (same as --run-format).
         #[arg(long, value_name = "NAME", value_parser = parse_run_format)]
         format: Option<RunFormat>,
+        /// Compare with the run before this one (for --max-new-failures; the report
+        /// says what changed since).
+        #[arg(long, value_name = "OLD")]
+        baseline: Option<String>,
+        /// The baseline's annotation journal (default: the one `triage OLD` uses).
+        #[arg(long, value_name = "PATH", requires = "baseline")]
+        baseline_annotations: Option<PathBuf>,
+        /// Fail when more than N pairs fail that passed in the baseline (a regression gate;
+        /// needs --baseline).
+        #[arg(long, value_name = "N", requires = "baseline")]
+        max_new_failures: Option<u64>,
         #[command(flatten)]
         load: LoadArgs,
     },
@@ -314,7 +381,7 @@ echo '*.triage.jsonl merge=triage-journal' >> .gitattributes",
 }
 
 /// How the headless commands read a run.
-#[derive(clap::Args, Debug)]
+#[derive(clap::Args, Debug, Clone)]
 struct LoadArgs {
     /// The annotation journal (default: the one `triage RUN` uses).
     #[arg(long, value_name = "PATH")]
@@ -523,6 +590,8 @@ fn main() -> ExitCode {
             all,
             load,
             timestamp,
+            baseline,
+            baseline_annotations,
         }) => export_cmd(
             &runs,
             format.into(),
@@ -531,6 +600,25 @@ fn main() -> ExitCode {
             all,
             &load,
             timestamp,
+            baseline.map(|old| (old, baseline_annotations)),
+            cli.config.as_deref(),
+        ),
+        Some(Command::Compare {
+            old,
+            new,
+            format,
+            carry,
+            reviewer,
+            baseline_annotations,
+            load,
+        }) => compare_cmd(
+            &old,
+            &new,
+            format,
+            carry,
+            reviewer,
+            baseline_annotations,
+            &load,
             cli.config.as_deref(),
         ),
         Some(Command::Summary {
@@ -562,6 +650,9 @@ fn main() -> ExitCode {
             filter,
             strict,
             format,
+            baseline,
+            baseline_annotations,
+            max_new_failures,
             mut load,
         }) => {
             let filter = match parse_filter(filter.as_deref()) {
@@ -591,11 +682,13 @@ fn main() -> ExitCode {
                     strict,
                     min_kappa,
                     between,
+                    max_new_failures,
                 },
                 {
                     load.run_format = load.run_format.or(format);
                     &load
                 },
+                baseline.map(|old| (old, baseline_annotations)),
                 cli.config.as_deref(),
             )
         }
@@ -662,8 +755,94 @@ impl Loaded {
             index: &self.index,
             store: self.store.as_ref(),
             taxonomy: &self.cfg.taxonomy,
+            baseline: None,
         }
     }
+
+    /// [`Loaded::input`] compared with `old`.
+    fn input_against<'a>(&'a self, old: Option<&'a BaselineRun>) -> ExportInput<'a> {
+        ExportInput {
+            baseline: old.map(|b| triage::core::export::ExportBaseline {
+                old: &b.index,
+                old_store: b.store.as_ref(),
+                comparison: &b.comparison,
+            }),
+            ..self.input()
+        }
+    }
+}
+
+/// The run a command compares with (`--baseline OLD`): its index, its
+/// journal, and the match with the run being read.
+struct BaselineRun {
+    index: RunIndex,
+    store: Option<AnnotationStore>,
+    comparison: Comparison,
+}
+
+/// Read `old` as the commands read a run (its journal from `annotations`,
+/// else beside it), without a progress bar; refuse one with no pair.
+fn read_baseline(
+    old: &str,
+    annotations: Option<PathBuf>,
+    load: &LoadArgs,
+    cfg: &config::Config,
+) -> Result<Loaded, String> {
+    let args = LoadArgs {
+        annotations,
+        ..load.clone()
+    };
+    let loaded = load_with(&[old.to_string()], &args, cfg.clone(), false)?;
+    if let Some(why) = gate::unusable(&loaded.index) {
+        return Err(format!("{why} (the baseline)"));
+    }
+    Ok(loaded)
+}
+
+/// Read the runs (the config, the index with a progress bar, the journal)
+/// and, at the same time on another thread, the baseline when there is
+/// one; then match the baseline with the runs.
+fn load_against(
+    runs: &[String],
+    load: &LoadArgs,
+    cfg: config::Config,
+    baseline: Option<(String, Option<PathBuf>)>,
+) -> Result<(Loaded, Option<BaselineRun>), String> {
+    let (loaded, old) = std::thread::scope(|s| {
+        let old = baseline.map(|(old, journal)| {
+            let cfg = cfg.clone();
+            s.spawn(move || read_baseline(&old, journal, load, &cfg))
+        });
+        let loaded = load_with_config(runs, load, cfg);
+        let old = old.map(|h| {
+            h.join()
+                .unwrap_or_else(|_| Err("triage: reading the baseline failed".to_string()))
+        });
+        (loaded, old)
+    });
+    let loaded = loaded?;
+    let Some(old) = old.transpose()? else {
+        return Ok((loaded, None));
+    };
+    let comparison =
+        compare::compare(&old.index, &loaded.index).map_err(|e| format!("triage: {e}"))?;
+    let base = BaselineRun {
+        index: old.index,
+        store: old.store,
+        comparison,
+    };
+    Ok((loaded, Some(base)))
+}
+
+/// `change:` in a filter needs a baseline to compare with.
+fn check_change_filter(filter: Option<&query::Query>, baseline: bool) -> Result<(), String> {
+    if !baseline && filter.is_some_and(|q| q.names(query::Field::Change)) {
+        return Err(
+            "triage: --filter: `change:` needs a run to compare with — add --baseline OLD"
+                .to_string(),
+        );
+    }
+    Ok(())
 }
 
 /// Load the config, index the run (with a progress bar on a terminal), and read the journal.
@@ -682,6 +861,16 @@ fn load_with_config(
     load: &LoadArgs,
     cfg: config::Config,
 ) -> Result<Loaded, String> {
+    load_with(runs, load, cfg, true)
+}
+
+/// [`load_with_config`], with a progress bar on a terminal or without.
+fn load_with(
+    runs: &[String],
+    load: &LoadArgs,
+    cfg: config::Config,
+    progress: bool,
+) -> Result<Loaded, String> {
     let opts = OpenOptions {
         max_line_bytes: line_limit(load.max_line_bytes, &cfg),
         follow: false,
@@ -694,7 +883,7 @@ fn load_with_config(
     for note in skipped {
         eprintln!("triage: note: {note}");
     }
-    let mut index = index_with_progress(&runs, &opts)?;
+    let mut index = index_with_progress(&runs, &opts, progress)?;
     let store = read_journals(&runs, load.annotations.as_deref())?;
     if let Some(s) = &store {
         index.resolve_keys(s);
@@ -704,9 +893,13 @@ fn load_with_config(
 
 /// Index the run, showing a progress bar on standard error when it is a
 /// terminal and the load takes long enough to be worth one.
-fn index_with_progress(runs: &[String], opts: &OpenOptions) -> Result<RunIndex, String> {
+fn index_with_progress(
+    runs: &[String],
+    opts: &OpenOptions,
+    progress: bool,
+) -> Result<RunIndex, String> {
     let (mut idx, loader) = index::open_run(runs, opts).map_err(|e| e.to_string())?;
-    let show = std::io::stderr().is_terminal();
+    let show = progress && std::io::stderr().is_terminal();
     let start = Instant::now();
     let mut bar: Option<indicatif::ProgressBar> = None;
     loop {
@@ -855,19 +1048,27 @@ fn export_cmd(
     all: bool,
     load: &LoadArgs,
     timestamp: bool,
+    baseline: Option<(String, Option<PathBuf>)>,
     config_path: Option<&Path>,
 ) -> ExitCode {
     let filter = match parse_filter(filter) {
         Ok(f) => f,
         Err(e) => return fail(&e),
     };
+    if let Err(e) = check_change_filter(filter.as_ref(), baseline.is_some()) {
+        return fail(&e);
+    }
     if let Some(out) = output
         && let Err(e) = check_output(out, runs, load.annotations.as_deref())
     {
         return fail(&e);
     }
-    let loaded = match load_headless(runs, load, config_path) {
-        Ok(l) => l,
+    let cfg = match config::load(config_path) {
+        Ok(c) => c,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let (loaded, old) = match load_against(runs, load, cfg, baseline) {
+        Ok(x) => x,
         Err(e) => return fail(&e),
     };
     let opts = ExportOptions {
@@ -875,7 +1076,7 @@ fn export_cmd(
         filter,
         generated_at: timestamp.then(annotations::now_rfc3339),
     };
-    let input = loaded.input();
+    let input = loaded.input_against(old.as_ref());
     let rows = export::select_rows(&input, &opts);
     let result = match output {
         None => {
@@ -1031,8 +1232,12 @@ fn check_cmd(
     runs: &[String],
     gates: Gates,
     load: &LoadArgs,
+    baseline: Option<(String, Option<PathBuf>)>,
     config_path: Option<&Path>,
 ) -> ExitCode {
+    if let Err(e) = check_change_filter(gates.filter.as_ref(), baseline.is_some()) {
+        return fail(&e);
+    }
     let cfg = match config::load(config_path) {
         Ok(c) => c,
         Err(e) => return fail(&e.to_string()),
@@ -1040,14 +1245,22 @@ fn check_cmd(
     if let Err(e) = gates.validate(&cfg.taxonomy) {
         return fail(&format!("triage: {e}"));
     }
-    let loaded = match load_with_config(runs, load, cfg) {
-        Ok(l) => l,
+    let (loaded, old) = match load_against(runs, load, cfg, baseline) {
+        Ok(x) => x,
         Err(e) => return fail(&e),
     };
     if let Some(why) = gate::unusable(&loaded.index) {
         return fail(&why);
     }
-    let outcome = gate::check(&loaded.index, loaded.store.as_ref(), &gates);
+    let outcome = gate::check_against(
+        &loaded.index,
+        loaded.store.as_ref(),
+        &gates,
+        old.as_ref().map(|b| Baseline {
+            old: &b.index,
+            comparison: &b.comparison,
+        }),
+    );
     let mut out = std::io::stdout().lock();
     if let Err(e) = out
         .write_all(outcome.report.as_bytes())
@@ -1221,7 +1434,7 @@ fn import_cmd(
         Ok(x) => x,
         Err(e) => return fail(&e),
     };
-    let mut index = match index_with_progress(&runs, &opts) {
+    let mut index = match index_with_progress(&runs, &opts, true) {
         Ok(i) => i,
         Err(e) => return fail(&e),
     };
@@ -1310,6 +1523,96 @@ fn import_cmd(
     ExitCode::SUCCESS
 }
 
+#[allow(clippy::too_many_arguments)]
+fn compare_cmd(
+    old: &str,
+    new: &str,
+    format: SummaryFormatArg,
+    carry: bool,
+    reviewer: Option<String>,
+    old_journal: Option<PathBuf>,
+    load: &LoadArgs,
+    config_path: Option<&Path>,
+) -> ExitCode {
+    let cfg = match config::load(config_path) {
+        Ok(c) => c,
+        Err(e) => return fail(&e.to_string()),
+    };
+    let (mut loaded, base) = match load_against(
+        &[new.to_string()],
+        load,
+        cfg,
+        Some((old.to_string(), old_journal)),
+    ) {
+        Ok((l, Some(b))) => (l, b),
+        Ok((_, None)) => return fail("triage: no baseline was read"),
+        Err(e) => return fail(&e),
+    };
+    if let Some(why) = gate::unusable(&loaded.index) {
+        return fail(&why);
+    }
+    let runs = compare::Runs {
+        old: &base.index,
+        old_store: base.store.as_ref(),
+        new: &loaded.index,
+        new_store: loaded.store.as_ref(),
+    };
+    let plan = base.comparison.carry_plan(runs);
+    let stdout = std::io::stdout();
+    let mut w = std::io::BufWriter::new(stdout.lock());
+    let written = match format {
+        SummaryFormatArg::Text => compare::report::write_text(&mut w, &base.comparison, runs),
+        SummaryFormatArg::Markdown => export::since::write_markdown(&mut w, &base.comparison, runs),
+        SummaryFormatArg::Json => compare::report::write_json(&mut w, &base.comparison, runs),
+    };
+    if let Err(e) = written.and_then(|()| w.flush()) {
+        return fail(&format!(
+            "triage: cannot write the comparison to standard output: {e}"
+        ));
+    }
+    drop(w);
+    if !carry {
+        return ExitCode::SUCCESS;
+    }
+    if plan.is_empty() {
+        eprintln!(
+            "triage: no decision to carry: no pair that fails in both runs with identical inputs has a decision in the baseline's journal and none in the new one"
+        );
+        return ExitCode::SUCCESS;
+    }
+    let reviewer = reviewer
+        .or(loaded.cfg.reviewer.clone())
+        .filter(|s| !s.trim().is_empty())
+        .or_else(default_reviewer)
+        .unwrap_or_else(|| "unknown".to_string());
+    let changes = match Comparison::carry_changes(&mut loaded.index, &plan) {
+        Ok(c) => c,
+        Err(e) => return fail(&format!("triage: {}: {e}", loaded.index.display_name())),
+    };
+    let (mut store, notices) =
+        match open_store(&[new.to_string()], load.annotations.as_deref(), &reviewer) {
+            Ok(x) => x,
+            Err(e) => return fail(&e),
+        };
+    for n in notices {
+        eprintln!("triage: note: {}", triage::core::text::inert_line(&n));
+    }
+    match store.carry(changes, &|_| Vec::new()) {
+        Ok(_) => {
+            eprintln!(
+                "carried {} from {} into {}",
+                triage::core::text::plural(plan.len() as u64, "decision", "decisions"),
+                triage::core::text::inert_line(&base.index.display_name()),
+                triage::core::text::inert_line(&store.path().display().to_string())
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => fail(&format!(
+            "triage: {e}; the decisions stay in the baseline's journal — run triage compare --carry again"
+        )),
+    }
+}
+
 fn fail(msg: &str) -> ExitCode {
     eprintln!("{msg}");
     ExitCode::from(2)
@@ -1391,8 +1694,9 @@ fn print_keys(km: &Keymap, cfg: &config::Config) {
 }
 
 /// The subcommand names, which a bare run argument must not be mistaken for.
-const COMMANDS: [&str; 11] = [
+const COMMANDS: [&str; 12] = [
     "apply",
+    "compare",
     "merge-journal",
     "import",
     "agreement",
@@ -1483,7 +1787,35 @@ fn open(cli: Cli) -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    // The baseline is read whole before the screen opens (its journal
+    // read-only); the comparison runs once this run is indexed.
+    let baseline = match cli.baseline.as_deref() {
+        Some(old) => {
+            let args = LoadArgs {
+                annotations: cli.baseline_annotations.clone(),
+                max_line_bytes: cli.max_line_bytes,
+                run_format: cli.format,
+                scorer: cli.scorer.clone(),
+            };
+            match load_with_config(&[old.to_string()], &args, cfg.clone()) {
+                Ok(l) => match gate::unusable(&l.index) {
+                    Some(why) => {
+                        eprintln!("{why} (the baseline)");
+                        return ExitCode::from(2);
+                    }
+                    None => Some(Box::new(app::baseline::Baseline::new(l.index, l.store))),
+                },
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
+        None => None,
+    };
     let mut app = effects::new_app(idx, store, cfg.taxonomy.clone());
+    app.baseline = baseline;
+    effects::compare_baseline(&mut app);
     app.store_notice = (!notices.is_empty()).then(|| notices.join("; "));
     app.blind = cli.blind;
     // Standard input cannot be read twice.

@@ -557,6 +557,7 @@ fn query_rows(run: &Path, q: &str, all: bool) -> Vec<(String, u32)> {
         &Context {
             index: &index,
             store: store.as_ref(),
+            changes: None,
         },
         &rows,
     );
@@ -839,6 +840,7 @@ fn export_library_matches_the_cli() {
         index: &index,
         store: Some(&store),
         taxonomy: &taxonomy,
+        baseline: None,
     };
     let opts = ExportOptions::default();
     let rows = export::select_rows(&input, &opts);

@@ -749,6 +749,7 @@ fn matches_of(app: &App, text: &str) -> Vec<u32> {
         &triage::core::query::Context {
             index: &app.index,
             store: Some(&app.store),
+            changes: None,
         },
         &all,
     )

@@ -50,12 +50,25 @@ pub struct Annotation {
     pub reviewer: String,
     pub at: String,
     pub source: AnnotationSource,
+    /// Where a decision carried forward from an earlier run came from
+    /// (`None` for a decision made on this run).
+    pub carried_from: Option<Provenance>,
     /// What makes this event unlike any other, even one that records the
     /// same decision by the same reviewer within the same second: written
     /// as `n` (16 hex digits) on each line; 0 for lines written before it
     /// existed. Not part of the decision, so never exported.
     #[serde(skip)]
     pub nonce: u64,
+}
+
+/// The origin of a decision copied from an earlier run's journal by
+/// `triage compare --carry` or the viewer's baseline view: who made it,
+/// when, and on which run.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Provenance {
+    pub reviewer: String,
+    pub at: String,
+    pub run: String,
 }
 
 /// A nonce for a new event (see [`Annotation::nonce`]): a per-process
@@ -286,6 +299,8 @@ struct Event {
     #[serde(default)]
     prev: Option<Prev>,
     #[serde(default)]
+    carried_from: Option<Provenance>,
+    #[serde(default)]
     resolves: Option<Vec<Prior>>,
     /// The event's nonce, 16 hex digits (absent on older lines).
     #[serde(default)]
@@ -354,6 +369,7 @@ fn parse_line(body: &[u8]) -> Line {
         reviewer: ev.reviewer,
         at: ev.at,
         source: ev.source,
+        carried_from: ev.carried_from,
         // An unreadable nonce reads as none: the event still counts.
         nonce: ev
             .n
@@ -410,7 +426,7 @@ fn encode_fields(ann: &Annotation, prev: Option<&Prev>, resolves: Option<&[Prior
         })
         .to_string();
     }
-    serde_json::json!({
+    let mut event = serde_json::json!({
         "v": FORMAT_VERSION,
         "key": ann.key.to_string(),
         "case_id": ann.case_id,
@@ -421,8 +437,15 @@ fn encode_fields(ann: &Annotation, prev: Option<&Prev>, resolves: Option<&[Prior
         "at": ann.at,
         "source": ann.source.as_str(),
         "prev": prev.map(|p| serde_json::json!({"category": p.category, "note": p.note})),
-    })
-    .to_string()
+    });
+    // Written only on carried decisions, so other events read as before.
+    if let (Some(from), Some(obj)) = (&ann.carried_from, event.as_object_mut()) {
+        obj.insert(
+            "carried_from".to_string(),
+            serde_json::json!({"reviewer": from.reviewer, "at": from.at, "run": from.run}),
+        );
+    }
+    event.to_string()
 }
 
 /// What tells one event from another: a digest of everything it records,
@@ -1127,8 +1150,9 @@ impl AnnotationStore {
     /// reviewers' own decisions stay as they are. Durable before `Ok`,
     /// as [`AnnotationStore::apply`].
     pub fn resolve(&mut self, resolutions: Vec<Change>) -> Result<(), SaveError> {
-        let items = resolutions.into_iter().map(|c| (c, true)).collect();
-        match self.save_events(items, &|_| Vec::new(), None)? {
+        let items: Vec<(Change, bool)> = resolutions.into_iter().map(|c| (c, true)).collect();
+        let origins = vec![None; items.len()];
+        match self.save_events(items, origins, &|_| Vec::new(), None)? {
             Saved::Done(_) => Ok(()),
             Saved::Conflict(_) => unreachable!("a save without expectations has no conflict"),
         }
@@ -1242,14 +1266,38 @@ impl AnnotationStore {
         files: &dyn Fn(&RecordKey) -> Vec<u16>,
         expect: Option<&[Change]>,
     ) -> Result<Saved, SaveError> {
-        let items = changes.into_iter().map(|c| (c, false)).collect();
-        self.save_events(items, files, expect)
+        let items: Vec<(Change, bool)> = changes.into_iter().map(|c| (c, false)).collect();
+        let origins = vec![None; items.len()];
+        self.save_events(items, origins, files, expect)
     }
 
-    /// [`AnnotationStore::save`] of decisions (`false`) and resolutions (`true`).
+    /// Write decisions carried forward from an earlier run, each with its
+    /// [`Provenance`], as one durable step through the same locked,
+    /// fsynced append as [`AnnotationStore::apply`] (the reviewer and time
+    /// of each event are this store's and now; the provenance keeps the
+    /// original ones). Returns the previous annotations.
+    pub fn carry(
+        &mut self,
+        carried: Vec<(Change, Provenance)>,
+        files: &dyn Fn(&RecordKey) -> Vec<u16>,
+    ) -> Result<Vec<Option<Annotation>>, SaveError> {
+        let (changes, origins): (Vec<(Change, bool)>, Vec<Option<Provenance>>) = carried
+            .into_iter()
+            .map(|(c, p)| ((c, false), Some(p)))
+            .unzip();
+        match self.save_events(changes, origins, files, None)? {
+            Saved::Done(previous) => Ok(previous),
+            Saved::Conflict(_) => unreachable!("a save without expectations has no conflict"),
+        }
+    }
+
+    /// [`AnnotationStore::save`] of decisions (`false`) and resolutions
+    /// (`true`), each with where it was carried from (a decision carried
+    /// forward from an earlier run), if it was.
     fn save_events(
         &mut self,
         changes: Vec<(Change, bool)>,
+        origins: Vec<Option<Provenance>>,
         files: &dyn Fn(&RecordKey) -> Vec<u16>,
         expect: Option<&[Change]>,
     ) -> Result<Saved, SaveError> {
@@ -1307,7 +1355,8 @@ impl AnnotationStore {
         let at = now_rfc3339();
         let mut previous = Vec::with_capacity(changes.len());
         let mut staged: HashMap<usize, HashSet<RecordKey>> = HashMap::new();
-        for ((c, resolution), to) in changes.into_iter().zip(&targets) {
+        for (((c, resolution), to), carried_from) in changes.into_iter().zip(&targets).zip(origins)
+        {
             let resolves = resolution.then(|| {
                 self.live()
                     .pairs
@@ -1332,6 +1381,7 @@ impl AnnotationStore {
                 reviewer: self.reviewer.clone(),
                 at: at.clone(),
                 source: c.source,
+                carried_from,
                 nonce: fresh_nonce(),
             };
             for &j in to {

@@ -43,6 +43,7 @@ use super::taxonomy::Taxonomy;
 use super::text::{self, fit, plural};
 
 mod markdown;
+pub mod since;
 use markdown::*;
 pub use markdown::{capped, md_escape};
 
@@ -152,6 +153,29 @@ pub struct ExportInput<'a> {
     pub index: &'a RunIndex,
     pub store: Option<&'a AnnotationStore>,
     pub taxonomy: &'a Taxonomy,
+    /// The run before this one, when comparing: the report gains "Since the
+    /// last run" and a filter may name `change:`.
+    pub baseline: Option<ExportBaseline<'a>>,
+}
+
+/// The earlier run of a comparison, with its journal and the match.
+#[derive(Debug, Clone, Copy)]
+pub struct ExportBaseline<'a> {
+    pub old: &'a RunIndex,
+    pub old_store: Option<&'a AnnotationStore>,
+    pub comparison: &'a crate::core::compare::Comparison,
+}
+
+impl<'a> ExportInput<'a> {
+    /// Both runs of the comparison, when there is one.
+    pub fn runs(&self) -> Option<crate::core::compare::Runs<'a>> {
+        self.baseline.map(|b| crate::core::compare::Runs {
+            old: b.old,
+            old_store: b.old_store,
+            new: self.index,
+            new_store: self.store,
+        })
+    }
 }
 
 /// The rows to export, in run order: failures (or every pair with `all`), then the filter.
@@ -169,6 +193,7 @@ pub fn select_rows(input: &ExportInput, opts: &ExportOptions) -> Vec<u32> {
             &Context {
                 index: input.index,
                 store: input.store,
+                changes: input.baseline.map(|b| b.comparison.changes()),
             },
             &rows,
         ),

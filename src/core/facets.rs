@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 
 use super::annotations::AnnotationStore;
+use super::compare::ChangeKind;
 use super::index::RunIndex;
 use super::row::{NO_SYM, OutcomeCode, PairRow};
 
@@ -69,6 +70,35 @@ pub fn facets(index: &RunIndex, rows: &[u32], store: Option<&AnnotationStore>) -
             Facet { field, entries }
         })
         .collect()
+}
+
+/// The `change` facet of a comparison (`--baseline`): how many of `rows`
+/// have each change, in [`ChangeKind::ALL`] order, changes with no pair
+/// left out. `changes` is each row's change, in row order.
+pub fn change_facet(index: &RunIndex, rows: &[u32], changes: &[ChangeKind]) -> Facet {
+    let mut counts = [(0u64, 0u64); 8];
+    for &r in rows {
+        let (Some(row), Some(&c)) = (index.rows.get(r as usize), changes.get(r as usize)) else {
+            continue;
+        };
+        let k = ChangeKind::ALL.iter().position(|&x| x == c).unwrap_or(0);
+        counts[k].0 += 1;
+        counts[k].1 += u64::from(row.status().is_failure());
+    }
+    Facet {
+        field: "change",
+        entries: ChangeKind::ALL
+            .iter()
+            .zip(counts)
+            .filter(|(_, (pairs, _))| *pairs > 0)
+            .map(|(c, (pairs, failures))| FacetEntry {
+                value: c.name().to_string(),
+                term: term("change", c.name()),
+                pairs,
+                failures,
+            })
+            .collect(),
+    }
 }
 
 /// The shown value of a field that is missing.
@@ -153,6 +183,7 @@ mod tests {
                 let ctx = crate::core::query::Context {
                     index: &idx,
                     store: None,
+                    changes: None,
                 };
                 if facet.field != "category" {
                     assert_eq!(q.filter(&ctx, &rows).len() as u64, e.pairs, "{t}");
@@ -162,6 +193,34 @@ mod tests {
         let cat = f.iter().find(|x| x.field == "category").unwrap();
         assert_eq!(cat.entries.len(), 1);
         assert_eq!(cat.entries[0].value, "none");
+    }
+
+    #[test]
+    fn the_change_facet_counts_each_change_and_its_terms_select_them() {
+        let idx = crate::core::index::sample::sample();
+        let rows: Vec<u32> = (0..idx.rows.len() as u32).collect();
+        let changes: Vec<ChangeKind> = (0..idx.rows.len())
+            .map(|i| ChangeKind::ALL[i % 3])
+            .collect();
+        let f = change_facet(&idx, &rows, &changes);
+        assert_eq!(f.field, "change");
+        let names: Vec<&str> = f.entries.iter().map(|e| e.value.as_str()).collect();
+        assert_eq!(names, ["new_failures", "fixed", "still_failing"]);
+        let ctx = crate::core::query::Context {
+            index: &idx,
+            store: None,
+            changes: Some(&changes),
+        };
+        for e in &f.entries {
+            let q = crate::core::query::parse(&e.term).unwrap();
+            let hits = q.filter(&ctx, &rows);
+            assert_eq!(hits.len() as u64, e.pairs, "{}", e.term);
+            let failing = hits
+                .iter()
+                .filter(|&&i| idx.rows[i as usize].status().is_failure())
+                .count() as u64;
+            assert_eq!(failing, e.failures, "{}", e.term);
+        }
     }
 
     #[test]

@@ -25,6 +25,7 @@ use rustc_hash::FxHashMap;
 
 use super::agreement;
 use super::annotations::{Agreement, AnnotationStore};
+use super::compare::{ChangeKind, Comparison};
 use super::index::RunIndex;
 use super::query::{Context, Query};
 use super::row::{NO_SYM, PairRow, Sym};
@@ -74,6 +75,16 @@ pub struct Gates {
     pub min_kappa: Option<f64>,
     /// The two reviewers `min_kappa` compares (`suggestions`: the engine).
     pub between: Option<(String, String)>,
+    /// At most this many pairs may fail that passed in the baseline
+    /// (`--baseline OLD --max-new-failures N`; see [`Baseline`]).
+    pub max_new_failures: Option<u64>,
+}
+
+/// The run a check compares with (`--baseline OLD`), matched pair by pair.
+#[derive(Clone, Copy)]
+pub struct Baseline<'a> {
+    pub old: &'a RunIndex,
+    pub comparison: &'a Comparison,
 }
 
 /// A gate on a rate, decided on one bound of its Wilson 95% interval.
@@ -264,6 +275,7 @@ impl Gates {
             || self.max_failures.is_some()
             || self.min_pairs.is_some()
             || self.min_kappa.is_some()
+            || self.max_new_failures.is_some()
             || !self.rate_gates().is_empty()
     }
 }
@@ -534,11 +546,32 @@ fn kappa_gates(
 
 /// Check the gates against the pairs of `index` that `gates.filter` selects.
 pub fn check(index: &RunIndex, store: Option<&AnnotationStore>, gates: &Gates) -> CheckOutcome {
+    check_against(index, store, gates, None)
+}
+
+/// [`check`], with the run before it: the report says what changed since,
+/// and `--max-new-failures` counts the selected pairs that fail now and
+/// passed in the baseline. Pairs whose inputs changed and added pairs are
+/// not new failures (they have nothing comparable to pass before); the
+/// verdict names how many of them fail, and the other gates count them.
+pub fn check_against(
+    index: &RunIndex,
+    store: Option<&AnnotationStore>,
+    gates: &Gates,
+    baseline: Option<Baseline<'_>>,
+) -> CheckOutcome {
     let all: Vec<u32> = (0..index.rows.len())
         .filter_map(|i| u32::try_from(i).ok())
         .collect();
     let selected = match &gates.filter {
-        Some(q) => q.filter(&Context { index, store }, &all),
+        Some(q) => q.filter(
+            &Context {
+                index,
+                store,
+                changes: baseline.map(|b| b.comparison.changes()),
+            },
+            &all,
+        ),
         None => all,
     };
     let rows: Vec<&PairRow> = selected
@@ -559,6 +592,32 @@ pub fn check(index: &RunIndex, store: Option<&AnnotationStore>, gates: &Gates) -
     }
     let mut r = String::new();
     header(&mut r, index, store, gates, &selected, &overall);
+    // The selected pairs of each change since the baseline.
+    let changed = |c: ChangeKind| -> Vec<&PairRow> {
+        let Some(b) = baseline else {
+            return Vec::new();
+        };
+        selected
+            .iter()
+            .filter(|&&i| b.comparison.change(i) == Some(c))
+            .filter_map(|&i| index.rows.get(i as usize))
+            .collect()
+    };
+    if let Some(b) = baseline {
+        let n = |c| changed(c).len() as u64;
+        let _ = writeln!(
+            r,
+            "  since {}: {}, {} fixed, {} still failing, {} failing another way, {} with changed inputs, {} added, {} removed\n",
+            text::truncate_cols(&text::inert_line(&b.old.display_name()), 60),
+            plural(n(ChangeKind::NewFailures), "new failure", "new failures"),
+            n(ChangeKind::Fixed),
+            n(ChangeKind::StillFailing),
+            n(ChangeKind::StatusChanged),
+            n(ChangeKind::ContentChanged),
+            n(ChangeKind::Added),
+            b.comparison.count(ChangeKind::Removed),
+        );
+    }
 
     let mut results: Vec<GateResult> = Vec::new();
     if let Some(max) = gates.max_unclassified {
@@ -632,6 +691,41 @@ pub fn check(index: &RunIndex, store: Option<&AnnotationStore>, gates: &Gates) -
             details: some_pairs(index, &failed),
         });
     }
+    if let (Some(max), Some(_)) = (gates.max_new_failures, baseline) {
+        let new = changed(ChangeKind::NewFailures);
+        let failing = |c| {
+            changed(c)
+                .iter()
+                .filter(|x| x.status().is_failure())
+                .count() as u64
+        };
+        let (inputs, added) = (
+            failing(ChangeKind::ContentChanged),
+            failing(ChangeKind::Added),
+        );
+        let mut why = format!(
+            "{} that passed in the baseline (at most {max} allowed)",
+            plural(new.len() as u64, "pair fails", "pairs fail")
+        );
+        if inputs + added > 0 {
+            let _ = write!(
+                why,
+                "; not counted: {inputs} failing with changed inputs, {added} failing added"
+            );
+        }
+        let ok = new.len() as u64 <= max;
+        results.push(GateResult {
+            ok,
+            name: format!("--max-new-failures {max}"),
+            why,
+            rates: Vec::new(),
+            details: if ok {
+                Vec::new()
+            } else {
+                some_pairs(index, &new)
+            },
+        });
+    }
     if let Some(min) = gates.min_pairs {
         let ok = overall.judged >= min;
         results.push(GateResult {
@@ -700,7 +794,7 @@ pub fn check(index: &RunIndex, store: Option<&AnnotationStore>, gates: &Gates) -
         );
         let _ = writeln!(
             r,
-            "  (gates: --max-failure-rate X, --min-pass-rate X, --max-case-failure-rate X, --max-failures N,\n   --min-pairs N, --max-unclassified N, --fail-on CATEGORY, --min-kappa X --between A,B, --strict;\n   see triage check --help)"
+            "  (gates: --max-failure-rate X, --min-pass-rate X, --max-case-failure-rate X, --max-failures N,\n   --min-pairs N, --max-unclassified N, --fail-on CATEGORY, --min-kappa X --between A,B, --strict,\n   --baseline OLD --max-new-failures N; see triage check --help)"
         );
     }
     let failed: Vec<&str> = results

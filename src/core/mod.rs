@@ -31,6 +31,7 @@
 pub mod agreement;
 pub mod annotations;
 pub mod apply;
+pub mod compare;
 pub mod config;
 pub mod derive;
 pub mod diff;

@@ -21,6 +21,7 @@ use memchr::memmem;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::annotations::{Annotation, AnnotationSource, AnnotationStore};
+use super::compare::ChangeKind;
 use super::derive::{Status, ValidityCode};
 use super::index::{Codes, RunIndex};
 use super::key::RecordKey;
@@ -62,6 +63,7 @@ pub const FIELDS: &[&str] = &[
     "stale",
     "source",
     "disagree",
+    "change",
 ];
 
 /// A field a term can name.
@@ -99,11 +101,13 @@ pub enum Field {
     Source,
     /// `disagree:yes`: reviewers named different categories and no resolution settled them.
     Disagree,
+    /// The pair's change since a baseline run (`triage NEW --baseline OLD`).
+    Change,
 }
 
 impl Field {
     /// Every field, in the order of [`FIELDS`].
-    pub const ALL: [Field; 29] = [
+    pub const ALL: [Field; 30] = [
         Field::Status,
         Field::Family,
         Field::Transformation,
@@ -133,6 +137,7 @@ impl Field {
         Field::Stale,
         Field::Source,
         Field::Disagree,
+        Field::Change,
     ];
 
     /// The canonical name, as printed.
@@ -167,6 +172,7 @@ impl Field {
             Field::Stale => "stale",
             Field::Source => "source",
             Field::Disagree => "disagree",
+            Field::Change => "change",
         }
     }
 
@@ -228,6 +234,16 @@ impl Field {
             Field::Note => &["has", "none"],
             Field::Source => &["manual", "suggestion"],
             Field::Route => &["pass", "review", "action"],
+            Field::Change => &[
+                "new_failures",
+                "fixed",
+                "still_failing",
+                "status_changed",
+                "content_changed",
+                "added",
+                "removed",
+                "unchanged_pass",
+            ],
             _ => &[],
         }
     }
@@ -311,6 +327,9 @@ impl std::error::Error for QueryError {}
 pub struct Context<'a> {
     pub index: &'a RunIndex,
     pub store: Option<&'a AnnotationStore>,
+    /// Each row's change since a baseline run, in row order (see
+    /// [`crate::core::compare`]); without one, `change:` matches no row.
+    pub changes: Option<&'a [ChangeKind]>,
 }
 
 // ---------------------------------------------------------------------------
@@ -327,6 +346,14 @@ impl Query {
         self.terms
             .iter()
             .any(|t| matches!(t.kind, TermKind::Text(_)))
+    }
+
+    /// Whether some term names `field`.
+    pub fn names(&self, field: Field) -> bool {
+        self.terms.iter().any(|t| match t.kind {
+            TermKind::Match { field: f, .. } | TermKind::Compare { field: f, .. } => f == field,
+            TermKind::Text(_) => false,
+        })
     }
 
     /// The terms, in the order written.
@@ -347,6 +374,7 @@ impl Query {
             any: ctx.store.is_some(),
             seen: Vec::new(),
             cases: None,
+            changes: ctx.changes.unwrap_or_default(),
         };
         let mut compiled = Compiled::new(self, ctx.index, false);
         compiled.eval(ctx.index, &env, row, 0)
@@ -371,7 +399,8 @@ impl Query {
                 .filter(|&r| (r as usize) < index.rows.len())
                 .collect();
         }
-        let env = AnnEnv::for_filter(ctx.store, self);
+        let mut env = AnnEnv::for_filter(ctx.store, self);
+        env.changes = ctx.changes.unwrap_or_default();
         let compiled = Compiled::new(self, index, true);
         // Parts pay off only on large inputs; text terms wait on I/O, so split those sooner.
         let per_part = if compiled.has_text {
@@ -413,6 +442,8 @@ struct AnnEnv<'a> {
     seen: Vec<u64>,
     /// The case ids that have annotations (built for [`Query::filter`] when `stale` is used).
     cases: Option<FxHashSet<&'a str>>,
+    /// Each row's change since a baseline run.
+    changes: &'a [ChangeKind],
 }
 
 impl<'a> AnnEnv<'a> {
@@ -437,6 +468,7 @@ impl<'a> AnnEnv<'a> {
                 any: false,
                 seen: Vec::new(),
                 cases: None,
+                changes: &[],
             };
         };
         let map: FxHashMap<RecordKey, &Annotation> =
@@ -462,6 +494,7 @@ impl<'a> AnnEnv<'a> {
             seen,
             map: Some(map),
             cases,
+            changes: &[],
         }
     }
 
@@ -716,15 +749,31 @@ impl AnnCond {
 enum Cond {
     Status(u8),
     Sym(SymField, SymSet),
-    Flag { flag: u8, yes: bool, no: bool },
+    Flag {
+        flag: u8,
+        yes: bool,
+        no: bool,
+    },
     Expectation(u8),
     Validity(u8),
     Route(u16),
     Outcome(u64),
     Num(NumField, Op, f64),
-    Ann { cond: AnnCond, on_none: bool },
-    Stale { yes: bool, no: bool, memo: Vec<u8> },
-    Disagree { yes: bool, no: bool },
+    Ann {
+        cond: AnnCond,
+        on_none: bool,
+    },
+    Stale {
+        yes: bool,
+        no: bool,
+        memo: Vec<u8>,
+    },
+    /// One bit per [`ChangeKind`] (its place in [`ChangeKind::ALL`]).
+    Change(u8),
+    Disagree {
+        yes: bool,
+        no: bool,
+    },
     Text(Box<Needle>),
 }
 
@@ -934,6 +983,7 @@ fn compile_term(kind: &TermKind, memo_len: usize) -> Cond {
             cond: AnnCond::Reviewer(globs_of(values.iter())),
             on_none: false,
         },
+        Field::Change => Cond::Change(values.iter().fold(0, |m, v| m | change_mask(v))),
         Field::Suggested => sym(SymField::Suggested, true),
         Field::Family => sym(SymField::Family, false),
         Field::Transformation => sym(SymField::Transformation, false),
@@ -1155,9 +1205,38 @@ fn sweep(cond: &mut Cond, negated: bool, index: &RunIndex, env: &AnnEnv, sel: &m
                 (if disagrees(env, index, r) { yes } else { no }) != negated
             });
         }
+        Cond::Change(m) => {
+            let m = *m;
+            sel.retain(|&i| change_in(m, env.changes.get(i as usize).copied()) != negated);
+        }
         // Needs I/O: [`Compiled::eval`] handles it row by row.
         Cond::Text(_) => {}
     }
+}
+
+/// The bits of the changes a `change:` value names (`*` globs).
+fn change_mask(v: &str) -> u8 {
+    ChangeKind::ALL
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| Glob::new(v).matches_lower(c.name().as_bytes()))
+        .fold(0, |m, (k, _)| m | 1 << k)
+}
+
+fn change_in(mask: u8, c: Option<ChangeKind>) -> bool {
+    c.and_then(|c| ChangeKind::ALL.iter().position(|&k| k == c))
+        .is_some_and(|k| mask & (1 << k) != 0)
+}
+
+/// The place of `row` in `index.rows`, when it is one of them.
+fn row_number(index: &RunIndex, row: &PairRow) -> Option<usize> {
+    let size = std::mem::size_of::<PairRow>();
+    let at = (row as *const PairRow as usize).wrapping_sub(index.rows.as_ptr() as usize) / size;
+    index
+        .rows
+        .get(at)
+        .filter(|r| std::ptr::eq(*r, row))
+        .map(|_| at)
 }
 
 /// A query ready to evaluate.
@@ -1243,6 +1322,10 @@ impl Compiled {
                 Cond::Validity(m) => validity_in(*m, row),
                 Cond::Route(m) => route_in(*m, row),
                 Cond::Outcome(m) => outcome_in(*m, row),
+                Cond::Change(m) => change_in(
+                    *m,
+                    row_number(index, row).and_then(|i| env.changes.get(i).copied()),
+                ),
                 Cond::Num(f, op, v) => op.holds(f.get(row), *v),
                 Cond::Ann { cond, on_none } => {
                     match *ann.get_or_insert_with(|| env.row(index, row)) {

@@ -96,6 +96,45 @@ pub fn wilson(successes: u64, trials: u64) -> Option<Rate> {
     })
 }
 
+/// A difference of two proportions with its 95% interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Difference {
+    /// The first proportion minus the second.
+    pub value: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+impl Difference {
+    /// Signed, at three decimals: "-0.250 [-0.480, -0.010]".
+    pub fn display(&self) -> String {
+        format!("{:+.3} [{:+.3}, {:+.3}]", self.value, self.low, self.high)
+    }
+
+    /// Whether the interval leaves out zero: the two proportions differ
+    /// by more than chance at the 95% level.
+    pub fn excludes_zero(&self) -> bool {
+        self.low > 0.0 || self.high < 0.0
+    }
+}
+
+/// `a − b` with Newcombe's hybrid score interval (Newcombe 1998, "Interval
+/// estimation for the difference between independent proportions", method
+/// 10): each proportion's Wilson interval, without continuity correction,
+/// combined as `δ − √((a − lₐ)² + (u_b − b)²)` to `δ + √((uₐ − a)² + (b −
+/// l_b)²)`. It keeps within [−1, 1] and stays sound at 0 and n, where the
+/// textbook Wald interval collapses.
+pub fn newcombe(a: &Rate, b: &Rate) -> Difference {
+    let value = a.value - b.value;
+    let low = value - ((a.value - a.low).powi(2) + (b.high - b.value).powi(2)).sqrt();
+    let high = value + ((a.high - a.value).powi(2) + (b.value - b.low).powi(2)).sqrt();
+    Difference {
+        value,
+        low: low.max(-1.0),
+        high: high.min(1.0),
+    }
+}
+
 impl Rate {
     /// The value and interval at three decimals: "0.900 [0.699, 0.972]".
     pub fn display(&self) -> String {

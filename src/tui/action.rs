@@ -46,6 +46,7 @@ pub enum Action {
     ToggleMark,
     ClearMarks,
     EditNote,
+    CarryDecisions,
     Undo,
     Redo,
     ToggleUnclassified,
@@ -163,6 +164,7 @@ impl Action {
         Action::ToggleMark,
         Action::ClearMarks,
         Action::EditNote,
+        Action::CarryDecisions,
         Action::Undo,
         Action::Redo,
         Action::ToggleUnclassified,
@@ -254,6 +256,9 @@ impl Action {
             Action::ToggleMark => "mark or unmark the pair and move down",
             Action::ClearMarks => "clear all marks",
             Action::EditNote => "write a note on the pair",
+            Action::CarryDecisions => {
+                "with --baseline: copy the baseline's decisions on pairs that still fail with identical inputs into this run's journal (asks first)"
+            }
             Action::Undo => "undo the last classification or note change",
             Action::Redo => "redo",
             Action::ToggleUnclassified => "show unclassified failures only",
@@ -314,9 +319,8 @@ impl Action {
             ToggleAllPairs | ToggleSideBySide | ToggleRaw | ToggleProblems | ToggleUnclassified
             | CycleSort | ReverseSort | ToggleGroup | ToggleFold | FoldAll => Group::View,
             ClearCategory | AcceptSuggestion | AcceptAllSuggestions | ClassifyView | ToggleMark
-            | ClearMarks | EditNote | Undo | Redo | Classify(_) | ResolveDisagreement => {
-                Group::Triage
-            }
+            | ClearMarks | EditNote | CarryDecisions | Undo | Redo | Classify(_)
+            | ResolveDisagreement => Group::Triage,
             NextDisagreement => Group::Move,
             NoteSave | NoteCancel | NoteNewline | NoteLeft | NoteRight | NoteUp | NoteDown
             | NoteWordLeft | NoteWordRight | NoteHome | NoteEnd | NoteBackspace | NoteDelete

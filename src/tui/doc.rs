@@ -47,6 +47,8 @@ struct Built {
 #[derive(Debug, Clone)]
 pub struct DetailDoc {
     pair: Arc<Result<LoadedPair, String>>,
+    /// The baseline's version of the pair (`--baseline`), drawn on the decision strip.
+    old: Option<Arc<Result<LoadedPair, String>>>,
     width: usize,
     theme: Theme,
     unified: OnceLock<Built>,
@@ -74,6 +76,7 @@ impl DetailDoc {
             },
             Ok(p) => {
                 let mut b = Builder::new(self.width, &self.theme);
+                b.old = self.old.as_deref().and_then(|o| o.as_ref().ok());
                 f(&mut b, p);
                 Built {
                     lines: b.lines,
@@ -122,8 +125,20 @@ impl DetailDoc {
 /// The document of a pair for a pane `width` columns wide; each mode is laid
 /// out when first shown.
 pub fn build(pair: Arc<Result<LoadedPair, String>>, width: u16, theme: &Theme) -> DetailDoc {
+    build_compared(pair, None, width, theme)
+}
+
+/// [`build`], with the baseline's version of the pair: the decision strip
+/// shows both answers of each side, the baseline's as a hollow dot.
+pub fn build_compared(
+    pair: Arc<Result<LoadedPair, String>>,
+    old: Option<Arc<Result<LoadedPair, String>>>,
+    width: u16,
+    theme: &Theme,
+) -> DetailDoc {
     DetailDoc {
         pair,
+        old,
         width: (width as usize).max(20),
         theme: theme.clone(),
         unified: OnceLock::new(),
@@ -137,6 +152,8 @@ struct Builder<'t> {
     anchors: Vec<usize>,
     width: usize,
     t: &'t Theme,
+    /// The baseline's version of the pair, when comparing.
+    old: Option<&'t LoadedPair>,
 }
 
 impl<'t> Builder<'t> {
@@ -146,6 +163,7 @@ impl<'t> Builder<'t> {
             anchors: Vec::new(),
             width,
             t,
+            old: None,
         }
     }
 
@@ -580,6 +598,21 @@ fn decision(b: &mut Builder, r: &PairRecord, d: &Derived) {
     // The text after the bar takes about 56 columns; narrow panes drop the bar.
     let bar_w = b.width.saturating_sub(56).min(60);
     let policy = r.policy.filter(|_| bar_w >= 10);
+    let old = b.old;
+    if let Some(o) = old {
+        b.push(vec![
+            s("● this run  ", t.title),
+            s("○ baseline", t.dim),
+            s(
+                format!(
+                    "  ({} then, {} now)",
+                    o.derived.status.name(),
+                    d.status.name()
+                ),
+                t.dim,
+            ),
+        ]);
+    }
     if let Some(pol) = policy {
         b.lines.push(axis_line(pol, bar_w, t));
     } else if let Some(pol) = r.policy {
@@ -601,13 +634,14 @@ fn decision(b: &mut Builder, r: &PairRecord, d: &Derived) {
             s(" (routes as the runner recorded them)", t.dim),
         ]);
     }
-    for (name, side, route, margin, marker) in [
+    for (name, side, route, margin, marker, was) in [
         (
             "source ",
             &r.source,
             d.source_route,
             d.source_margin,
             t.marker_source,
+            old.map(|o| (&o.record.source, o.derived.source_route)),
         ),
         (
             "variant",
@@ -615,6 +649,7 @@ fn decision(b: &mut Builder, r: &PairRecord, d: &Derived) {
             d.variant_route,
             d.variant_margin,
             t.marker_variant,
+            old.map(|o| (&o.record.variant, o.derived.variant_route)),
         ),
     ] {
         let mut l = vec![s(format!("{name} "), t.dim)];
@@ -626,7 +661,8 @@ fn decision(b: &mut Builder, r: &PairRecord, d: &Derived) {
             continue;
         }
         if let Some(pol) = policy {
-            l.extend(bar(pol, side.probability, bar_w, marker, t));
+            let before = was.and_then(|(w, _)| w.probability);
+            l.extend(bar(pol, side.probability, before, bar_w, marker, t));
             l.push(s(" ", t.base));
         }
         l.extend(side_numbers(side, t));
@@ -634,6 +670,15 @@ fn decision(b: &mut Builder, r: &PairRecord, d: &Derived) {
         match route {
             Some(rt) => l.push(s(format!("{:<6}", rt.name()), t.route(rt))),
             None => l.push(not_recorded(t)),
+        }
+        if let Some((w, was_route)) = was {
+            let p = w.probability.map_or("—".to_string(), |p| format!("{p:.3}"));
+            let rt = was_route.map_or("—", |r| r.name());
+            let same = w.probability == side.probability && was_route == route;
+            l.push(s(
+                format!("  was p {p} → {rt}"),
+                if same { t.dim } else { t.changed },
+            ));
         }
         if let Some(m) = margin {
             let near = r
@@ -757,14 +802,26 @@ fn axis_line(pol: Policy, w: usize, t: &Theme) -> Line<'static> {
     ])
 }
 
-fn bar(pol: Policy, p: Option<f64>, w: usize, marker: Style, t: &Theme) -> Vec<Span<'static>> {
+/// The policy axis with the answer's dot, and the baseline's answer as a
+/// hollow dot (hidden under the answer's when they coincide).
+fn bar(
+    pol: Policy,
+    p: Option<f64>,
+    before: Option<f64>,
+    w: usize,
+    marker: Style,
+    t: &Theme,
+) -> Vec<Span<'static>> {
     let rc = col_of(pol.review_threshold, w);
     let ac = col_of(pol.action_threshold, w);
     let pc = p.map(|p| col_of(p, w));
+    let bc = before.map(|p| col_of(p, w));
     let mut spans = Vec::new();
     for i in 0..w {
         let (ch, st) = if Some(i) == pc {
             ("●", marker)
+        } else if Some(i) == bc {
+            ("○", t.dim)
         } else if i == rc || i == ac {
             ("┃", t.threshold)
         } else if i > ac {

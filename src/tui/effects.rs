@@ -71,6 +71,7 @@ pub fn perform(
 pub fn run(app: &mut App, effect: Effect, theme: &Theme) -> Vec<Effect> {
     match effect {
         Effect::LoadDetail(row) => load_detail(app, row, theme),
+        Effect::Carry => carry(app),
         Effect::LearnKeys { rows, then } => {
             learn_keys(app, &rows);
             return app::resume(app, then);
@@ -129,8 +130,13 @@ pub fn new_app(index: RunIndex, store: AnnotationStore, taxonomy: Taxonomy) -> A
 pub fn replace_index(app: &mut App, index: RunIndex) {
     let watch = RunWatch::new(&index.files);
     app.reset_index(index, watch);
+    // The rows are new: compare them again once they are all in.
+    if let Some(b) = app.baseline.as_mut() {
+        b.comparison = None;
+    }
     sync_keys(app);
     check_inputs(app);
+    compare_baseline(app);
     app.filter_view();
     if app.index.done {
         app.find_orphans();
@@ -142,6 +148,89 @@ pub fn replace_index(app: &mut App, index: RunIndex) {
 /// after rows arrive or the store changes, so that `update` finds them.
 pub fn sync_keys(app: &mut App) {
     app.index.resolve_keys(&app.store);
+}
+
+/// Compare the run with its baseline once its first pass is done, again
+/// as a followed run grows and after a reload: it reads the lines of the
+/// matched pairs once each. A query naming `change:` is applied again.
+pub fn compare_baseline(app: &mut App) {
+    let rows = app.index.rows.len();
+    let Some(b) = app.baseline.as_mut() else {
+        return;
+    };
+    let current = b
+        .comparison
+        .as_ref()
+        .is_some_and(|c| c.changes().len() == rows);
+    if !app.index.done || current {
+        return;
+    }
+    if let Some(store) = &b.old_store {
+        b.old.resolve_keys(store);
+    }
+    match crate::core::compare::compare(&b.old, &app.index) {
+        Ok(c) => {
+            b.comparison = Some(c);
+            b.failed = None;
+        }
+        Err(e) => {
+            b.comparison = None;
+            b.failed = Some(e.to_string());
+            let msg = format!("cannot compare with the baseline: {e}");
+            app.say(msg, MessageKind::Error);
+            return;
+        }
+    }
+    if app
+        .query
+        .as_ref()
+        .is_some_and(|q| q.names(crate::core::query::Field::Change))
+    {
+        app.filter_view();
+    }
+    // The detail shown so far has no baseline version: load it again.
+    app.detail = None;
+    app.refresh_summary();
+}
+
+/// Copy the decisions carried from the baseline into this run's journal,
+/// through the store's locked, fsynced append, with their provenance.
+pub fn carry(app: &mut App) {
+    let Some((runs, cmp)) = app.runs() else {
+        return;
+    };
+    let plan = cmp.carry_plan(runs);
+    if plan.is_empty() {
+        app.say("nothing to carry", MessageKind::Info);
+        return;
+    }
+    let changes = match crate::core::compare::Comparison::carry_changes(&mut app.index, &plan) {
+        Ok(c) => c,
+        Err(e) => {
+            app.say(format!("NOT CARRIED: {e}"), MessageKind::Error);
+            return;
+        }
+    };
+    let keys: HashSet<RecordKey> = changes.iter().map(|(c, _)| c.key).collect();
+    let files = app.index.files_of_keys(&keys);
+    let result = app
+        .store
+        .carry(changes, &|k| files.get(k).cloned().unwrap_or_default());
+    sync_keys(app);
+    app.recount();
+    app.filter_view();
+    refresh_header(app);
+    match result {
+        Ok(_) => app.say(
+            format!(
+                "saved: {} carried from the baseline into {}",
+                crate::core::text::plural(plan.len() as u64, "decision", "decisions"),
+                app.store.path().display()
+            ),
+            MessageKind::Saved,
+        ),
+        Err(e) => app.say(format!("NOT SAVED: {e}"), MessageKind::Error),
+    }
 }
 
 /// Once the run's first pass is done, and whenever a followed run grows,
@@ -344,6 +433,7 @@ fn export(
         index: &app.index,
         store: Some(&app.store),
         taxonomy: &app.taxonomy,
+        baseline: None,
     };
     let opts = ExportOptions {
         all: true,
@@ -401,17 +491,31 @@ pub fn load_detail(app: &mut App, row: u32, theme: &Theme) {
         return;
     };
     let pair = Arc::new(app.index.load_pair(&r).map_err(|e| e.to_string()));
+    // The baseline's version of the pair, for the decision strip.
+    let old = app.baseline.as_ref().and_then(|b| {
+        let m = b.comparison.as_ref()?.old_row(row)?;
+        let old_row = b.old.rows.get(m as usize)?;
+        Some(Arc::new(
+            b.old.load_pair(old_row).map_err(|e| e.to_string()),
+        ))
+    });
     let suggestion = pair
         .as_ref()
         .as_ref()
         .ok()
         .and_then(|p| suggest(&p.record, &p.derived));
-    let doc = doc::build(Arc::clone(&pair), app.viewport.detail_cols, theme);
+    let doc = doc::build_compared(
+        Arc::clone(&pair),
+        old.clone(),
+        app.viewport.detail_cols,
+        theme,
+    );
     // Lay out the mode on screen now; the others wait until they are shown.
     let _ = doc.lines(app.detail_mode);
     let mut detail = Detail {
         row,
         pair,
+        old,
         suggestion,
         doc,
         header: Vec::new(),
@@ -423,7 +527,12 @@ pub fn load_detail(app: &mut App, row: u32, theme: &Theme) {
 /// Rebuild the detail document after the pane changed width.
 pub fn relayout(app: &mut App, theme: &Theme) {
     if let Some(d) = &mut app.detail {
-        d.doc = doc::build(Arc::clone(&d.pair), app.viewport.detail_cols, theme);
+        d.doc = doc::build_compared(
+            Arc::clone(&d.pair),
+            d.old.clone(),
+            app.viewport.detail_cols,
+            theme,
+        );
     }
 }
 

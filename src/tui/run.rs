@@ -53,6 +53,7 @@ pub fn run(
             if l.drain_into(&mut app.index) {
                 effects::sync_keys(&mut app);
                 effects::check_inputs(&mut app);
+                effects::compare_baseline(&mut app);
                 app.grow_view();
                 dirty = true;
             }

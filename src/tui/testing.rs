@@ -53,6 +53,30 @@ pub fn app_for_size(
     app
 }
 
+/// Compare the app's run with `old` (fully indexed, its journal at
+/// `old_journal` or beside it, read-only), as `triage NEW --baseline OLD`
+/// does, then settle the screen.
+///
+/// Panics with the reason if the baseline cannot be opened or compared.
+pub fn with_baseline(app: &mut App, old: &str, old_journal: Option<&Path>, theme: &Theme) {
+    let index = load_run(&[old.to_string()], &OpenOptions::default())
+        .unwrap_or_else(|e| panic!("cannot load {old}: {e}"));
+    let journal = old_journal
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| Path::new(&format!("{old}.triage.jsonl")).to_path_buf());
+    let store = journal
+        .exists()
+        .then(|| AnnotationStore::read(&journal))
+        .transpose()
+        .unwrap_or_else(|e| panic!("cannot read {}: {e}", journal.display()));
+    app.baseline = Some(Box::new(super::app::baseline::Baseline::new(index, store)));
+    effects::compare_baseline(app);
+    if let Some(why) = app.baseline.as_ref().and_then(|b| b.failed.clone()) {
+        panic!("cannot compare with {old}: {why}");
+    }
+    settle(app, theme);
+}
+
 /// The viewport the runner computes for a `width`×`height` terminal with
 /// the app's current focus (small screens show only the focused pane).
 pub fn viewport_for(app: &App, width: u16, height: u16) -> Viewport {

@@ -42,6 +42,7 @@ fn event(n: u8, case: &str, cat: Option<&str>, note: Option<&str>) -> String {
         at: "2026-01-01T00:00:00Z".to_string(),
         source: AnnotationSource::Manual,
         nonce: 0,
+        carried_from: None,
     };
     encode(&ann, None, None)
 }
@@ -1489,6 +1490,7 @@ fn a_three_way_merge_keeps_each_sides_changes_and_the_later_of_a_slot_both_chang
             reviewer: reviewer.to_string(),
             at: at.to_string(),
             source: AnnotationSource::Manual,
+            carried_from: None,
             nonce: 0,
         };
         encode(&ann, None, None)

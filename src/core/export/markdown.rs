@@ -518,6 +518,9 @@ pub(super) fn write_markdown(
     let selection = selection_phrase(opts, rows.len(), secs.others.len());
     write_header(out, index, &summary, opts, &selection)?;
     write_transformation_summary(out, &summary)?;
+    if let (Some(b), Some(runs)) = (input.baseline, input.runs()) {
+        super::since::write_section(out, b.comparison, runs, "##")?;
+    }
 
     // Categories × transformations.
     writeln!(out, "## Failures by category and transformation\n")?;

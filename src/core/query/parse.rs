@@ -361,6 +361,7 @@ fn check_value(field: Field, v: &str) -> Result<(), String> {
         | Field::Outcome
         | Field::Note
         | Field::Source => enum_mask(field, v) != 0,
+        Field::Change => super::change_mask(v) != 0,
         _ => true,
     };
     if ok {

@@ -77,6 +77,7 @@ fn coded_columns_agree_with_the_rows_past_255_values() {
     let ctx = Context {
         index: &index,
         store: None,
+        changes: None,
     };
     for (q, pred) in [
         (
@@ -122,6 +123,7 @@ fn pair_and_decision_fields_count_like_the_rows_say() {
     let ctx = Context {
         index: &index,
         store: None,
+        changes: None,
     };
     let s = |sym| index.str(sym).to_ascii_lowercase();
     let cases: Vec<(&str, usize)> = vec![
@@ -277,6 +279,7 @@ fn text_terms_search_the_raw_line() {
     let ctx = Context {
         index: &index,
         store: None,
+        changes: None,
     };
     let once = lines_containing("attention");
     assert_eq!(once, 1);
@@ -321,6 +324,7 @@ fn unicode_text_and_unreadable_lines() {
     let ctx = Context {
         index: &index,
         store: None,
+        changes: None,
     };
     assert_eq!(select(&ctx, "ärger"), vec![0]);
     assert_eq!(select(&ctx, "\"im büro\""), vec![0]);
@@ -392,6 +396,7 @@ fn triage_fields_follow_the_annotation_store() {
     let ctx = Context {
         index: &index,
         store: Some(&store),
+        changes: None,
     };
     // Expected counts from the changes just made, not from the store.
     type Made<'a> = (RecordKey, (String, String), Option<&'a str>, bool);
@@ -796,6 +801,7 @@ fn bench_filter() {
     let ctx = Context {
         index: &index,
         store: Some(&store),
+        changes: None,
     };
     // The floor: hand-written loops over the same rows.
     let rows = all_rows(&index);
@@ -858,6 +864,7 @@ fn bench_real_run() {
     let ctx = Context {
         index: &index,
         store: None,
+        changes: None,
     };
     time_queries(
         &ctx,
@@ -912,6 +919,7 @@ fn disagree_selects_the_pairs_reviewers_differ_on_until_resolved() {
     let ctx = Context {
         index: &index,
         store: Some(&ana),
+        changes: None,
     };
     let all = index.rows.len();
     assert_eq!(select(&ctx, "disagree:yes"), vec![1]);
@@ -925,6 +933,7 @@ fn disagree_selects_the_pairs_reviewers_differ_on_until_resolved() {
     let ctx = Context {
         index: &index,
         store: Some(&ana),
+        changes: None,
     };
     assert!(select(&ctx, "disagree:yes").is_empty());
     assert_eq!(select(&ctx, "category:distractor"), vec![1, 2]);

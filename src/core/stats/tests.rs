@@ -1376,3 +1376,44 @@ fn at_most_five_case_warnings_are_sentences() {
     warning_sentences(&mut none, &[]);
     assert!(none.is_empty());
 }
+
+/// Newcombe (1998), Statistics in Medicine 17:873–890, Table II, method 10
+/// (the hybrid score interval without continuity correction), examples (a)
+/// and (b) to the four decimals printed there.
+#[test]
+fn newcombe_hybrid_score_matches_the_published_table() {
+    let cases: [(u64, u64, u64, u64, f64, f64); 2] = [
+        (56, 70, 48, 80, 0.0524, 0.3339),
+        (9, 10, 3, 10, 0.1705, 0.8090),
+    ];
+    for (x1, n1, x2, n2, low, high) in cases {
+        let (a, b) = (wilson(x1, n1).unwrap(), wilson(x2, n2).unwrap());
+        let d = newcombe(&a, &b);
+        let at4 = |x: f64| (x * 1e4).round() / 1e4;
+        assert_eq!(
+            (at4(d.low), at4(d.high)),
+            (low, high),
+            "{x1}/{n1} − {x2}/{n2}: {d:?}"
+        );
+        assert!((d.value - (x1 as f64 / n1 as f64 - x2 as f64 / n2 as f64)).abs() < 1e-12);
+    }
+    let d = newcombe(&wilson(56, 70).unwrap(), &wilson(48, 80).unwrap());
+    assert_eq!(d.display(), "+0.200 [+0.052, +0.334]");
+    assert!(d.excludes_zero());
+    assert!(!newcombe(&wilson(0, 10).unwrap(), &wilson(0, 20).unwrap()).excludes_zero());
+}
+
+proptest::proptest! {
+    /// The interval holds the difference, stays within [−1, 1], and
+    /// swapping the two proportions mirrors it.
+    #[test]
+    fn newcombe_intervals_are_sound(x1 in 0u64..60, e1 in 0u64..60, x2 in 0u64..60, e2 in 0u64..60) {
+        let (n1, n2) = (x1 + e1 + 1, x2 + e2 + 1);
+        let (a, b) = (wilson(x1, n1).unwrap(), wilson(x2, n2).unwrap());
+        let d = newcombe(&a, &b);
+        proptest::prop_assert!(d.low <= d.value + 1e-12 && d.value <= d.high + 1e-12, "{d:?}");
+        proptest::prop_assert!(d.low >= -1.0 && d.high <= 1.0, "{d:?}");
+        let m = newcombe(&b, &a);
+        proptest::prop_assert!((m.low + d.high).abs() < 1e-12 && (m.high + d.low).abs() < 1e-12);
+    }
+}

@@ -24,6 +24,7 @@ pub(super) fn handle(app: &mut App, action: Action, keys: KeyUse) -> Vec<Effect>
         Action::ClassifyView => classify::classify_view(app),
         Action::NextDisagreement => classify::next_disagreement(app),
         Action::ResolveDisagreement => classify::resolve(app),
+        Action::CarryDecisions => super::baseline::carry_prompt(app),
         Action::CycleSort
         | Action::ReverseSort
         | Action::ToggleGroup
@@ -158,6 +159,7 @@ fn general(app: &mut App, action: Action) -> Vec<Effect> {
         | Action::ClassifyView
         | Action::NextDisagreement
         | Action::ResolveDisagreement
+        | Action::CarryDecisions
         | Action::CycleSort
         | Action::ReverseSort
         | Action::ToggleGroup

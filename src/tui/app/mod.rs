@@ -45,6 +45,7 @@ use super::listing::{Item, Ranks, Sort, build_items, sort_rows_with};
 use super::note::NoteEditor;
 use crate::core::query::{self, Query, QueryError};
 
+pub mod baseline;
 mod classify;
 mod main_screen;
 pub mod overlay;
@@ -55,7 +56,7 @@ pub use overlay::export::ExportPrompt;
 pub use overlay::facets::FacetsPanel;
 pub use overlay::help::{HelpKey, help_search_key};
 pub use overlay::query::{LIVE_TEXT_MAX_PAIRS, QueryBar};
-pub use overlay::summary::SummaryView;
+pub use overlay::summary::{Since, SummaryView};
 pub use update::{resume, type_text, update};
 
 /// Which pane has the keyboard.
@@ -150,6 +151,9 @@ pub enum Effect {
     /// Open the summary over every pair a query that reads the run's lines
     /// matches ([`App::show_summary`]).
     ShowSummary,
+    /// Copy the decisions carried from the baseline run into this run's
+    /// journal (the reviewer said yes to [`baseline::carry_prompt`]).
+    Carry,
 }
 
 /// What a save checks before it writes: an undo (or a redo) must not wipe
@@ -210,6 +214,8 @@ pub struct Reopen {
 pub struct Detail {
     pub row: u32,
     pub pair: std::sync::Arc<Result<LoadedPair, String>>,
+    /// The baseline's version of the pair (`--baseline`), when matched.
+    pub old: Option<std::sync::Arc<Result<LoadedPair, String>>>,
     pub suggestion: Option<Suggestion>,
     pub doc: DetailDoc,
     /// The triage lines shown above the document in the unified view
@@ -305,6 +311,8 @@ pub struct App {
     /// The view needs filtering by a query that reads the run's lines:
     /// `update` leaves it to the effect runner ([`Effect::Filter`]).
     pending_filter: Option<PendingFilter>,
+    /// The run this one is compared with (`--baseline OLD`).
+    pub baseline: Option<Box<baseline::Baseline>>,
 }
 
 impl App {
@@ -355,6 +363,7 @@ impl App {
             run_change: None,
             live_text_max_pairs: LIVE_TEXT_MAX_PAIRS,
             pending_filter: None,
+            baseline: None,
         }
     }
 
@@ -388,6 +397,11 @@ impl App {
             .map(|(a, b)| agreement::compare(&self.index, &self.store, &self.taxonomy, &rows, a, b))
             .collect();
         SummaryView {
+            since: self.runs().map(|(runs, cmp)| Since {
+                old: runs.old.display_name(),
+                counts: cmp.counts(),
+                by_transformation: cmp.movement(runs.old, runs.new),
+            }),
             by_transformation,
             by_family,
             conclusion,
@@ -413,6 +427,12 @@ impl App {
         if self.blind {
             // The resolved categories are the other reviewers' too.
             facets.retain(|f| f.field != "category");
+        }
+        if let Some(changes) = self.changes() {
+            facets.insert(
+                0,
+                crate::core::facets::change_facet(&self.index, &rows, changes),
+            );
         }
         self.overlay = Overlay::Facets(FacetsPanel {
             facets,
@@ -803,6 +823,7 @@ impl App {
                 &query::Context {
                     index: &self.index,
                     store: Some(&self.store),
+                    changes: self.changes(),
                 },
                 &rows,
             ),

@@ -23,7 +23,7 @@ pub fn triage_lines(app: &App, t: &Theme) -> Vec<Line<'static>> {
 
 /// The triage lines of the pair of a detail, selected or not.
 pub fn pair_lines(app: &App, d: &Detail, t: &Theme) -> Vec<Line<'static>> {
-    let mut out = Vec::new();
+    let mut out = baseline_lines(app, d.row, t);
     let Some(row) = app.index.rows.get(d.row as usize) else {
         return out;
     };
@@ -194,6 +194,71 @@ fn reviewer_lines(app: &App, row: &crate::core::row::PairRow, t: &Theme) -> Vec<
         _ => return out,
     };
     out.push(status);
+    out
+}
+
+/// With `--baseline`: the pair's change, and the baseline's decision on it
+/// when this run has none (carried, or stale when the inputs changed).
+fn baseline_lines(app: &App, row: u32, t: &Theme) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    let Some(change) = app.change_of(row) else {
+        return out;
+    };
+    let mut l = vec![
+        Span::styled("since baseline ", t.dim),
+        Span::styled(change.name(), t.title),
+    ];
+    let was = app
+        .runs()
+        .and_then(|(runs, cmp)| runs.old.rows.get(cmp.old_row(row)? as usize))
+        .map(|r| r.status().name());
+    if let (Some(was), Some(now)) = (was, app.index.rows.get(row as usize)) {
+        l.push(Span::styled(
+            format!(" · {was} then, {} now", now.status().name()),
+            t.dim,
+        ));
+    }
+    if change == crate::core::compare::ChangeKind::ContentChanged {
+        l.push(Span::styled(
+            " · the inputs differ, so the results are not comparable",
+            t.warn,
+        ));
+    }
+    out.push(Line::from(l));
+    if let Some(d) = app.baseline_decision(row) {
+        let a = d.annotation();
+        let mut l = vec![Span::styled(
+            if d.is_stale() {
+                "stale baseline decision "
+            } else {
+                "baseline decision "
+            },
+            if d.is_stale() { t.warn } else { t.dim },
+        )];
+        l.extend(inert_spans(
+            a.category.as_deref().unwrap_or("no category"),
+            if d.is_stale() { t.warn } else { t.suggestion },
+            t,
+        ));
+        l.push(Span::styled(" · ", t.dim));
+        l.extend(inert_spans(&a.reviewer, t.dim, t));
+        l.push(Span::styled(" ", t.dim));
+        l.extend(inert_spans(&a.at, t.dim, t));
+        l.push(Span::styled(
+            match (d.is_stale(), app.index.rows.get(row as usize)) {
+                (true, _) => " · made on other inputs: never carried",
+                (false, Some(r)) if r.status().is_failure() => " · B carries it here",
+                _ => " · the pair passes now: not carried",
+            },
+            t.dim,
+        ));
+        out.push(Line::from(l));
+        if let Some(n) = a.note.as_deref().and_then(|n| n.lines().next()) {
+            let mut l = vec![Span::styled("  its note ", t.dim)];
+            l.extend(inert_spans(n, t.dim, t));
+            out.push(Line::from(l));
+        }
+    }
     out
 }
 

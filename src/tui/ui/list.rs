@@ -6,6 +6,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders};
 
+use crate::core::compare::ChangeKind;
 use crate::core::derive::Status;
 use crate::core::row::{PairRow, flags};
 use crate::core::text;
@@ -15,6 +16,8 @@ use super::super::listing::{Item, Sort};
 use super::super::style::{Theme, inert_cell, inert_spans};
 
 struct Cols {
+    /// The change since the baseline (`--baseline` only).
+    change: usize,
     case: usize,
     variant: usize,
     transformation: usize,
@@ -24,8 +27,10 @@ struct Cols {
     category: usize,
 }
 
-fn columns(width: usize) -> Cols {
-    // Fixed: mark 1 + status 5 + note 1.
+fn columns(width: usize, compared: bool) -> Cols {
+    // Fixed: mark 1 + status 5 + note 1 (+ change 7 when compared).
+    let change = if compared && width >= 50 { 7 } else { 0 };
+    let width = width - change;
     let route = if width >= 70 { 15 } else { 0 };
     let dp = if width >= 60 { 7 } else { 0 };
     let margin = if width >= 90 { 7 } else { 0 };
@@ -42,6 +47,7 @@ fn columns(width: usize) -> Cols {
     let rest = flex - transformation;
     let case = rest * 55 / 100;
     Cols {
+        change,
         case,
         variant: rest - case,
         transformation,
@@ -119,11 +125,12 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
         return;
     }
     let w = inner.width as usize;
-    let c = columns(w);
+    let c = columns(w, app.baseline.is_some());
     let mut lines = Vec::with_capacity(inner.height as usize);
     let header = format!(
-        " {}{}{}{}{}{}{}{}",
+        " {}{}{}{}{}{}{}{}{}",
         pad("STAT", 5),
+        pad("CHANGE", c.change),
         pad("CASE", c.case),
         pad("VARIANT", c.variant),
         pad("TRANSFORMATION", c.transformation),
@@ -226,6 +233,13 @@ fn row_line(
         Status::Unchecked => ("?   ", t.dim),
     };
     spans.push(Span::styled(format!("{st} "), base.patch(st_style)));
+    if c.change > 0 {
+        let (label, style) = match app.change_of(row_idx) {
+            Some(ch) => (ch.short(), change_style(ch, t)),
+            None => ("", t.dim),
+        };
+        spans.push(Span::styled(pad(label, c.change), base.patch(style)));
+    }
     spans.push(Span::styled(
         pad(&inert_cell(idx.str(row.case), c.case), c.case),
         base,
@@ -278,7 +292,7 @@ fn row_line(
         spans.push(Span::styled(rpad(&v, c.margin), base.patch(style)));
     }
     if c.category > 0 {
-        let (label, style) = category_cell(app, row, t);
+        let (label, style) = category_cell(app, row_idx, row, t);
         spans.push(Span::styled(pad(&label, c.category), base.patch(style)));
     }
     let has_note = app.annotation(row).is_some_and(|a| a.note.is_some());
@@ -294,8 +308,21 @@ fn row_line(
     Line::from(spans)
 }
 
-/// The category column: the category, a stale one, or the suggestion.
-pub fn category_cell(app: &App, row: &PairRow, t: &Theme) -> (String, Style) {
+/// How a change looks in the list: new failures stand out, fixed pairs
+/// are green, the rest quiet.
+fn change_style(c: ChangeKind, t: &Theme) -> Style {
+    match c {
+        ChangeKind::NewFailures => t.fail,
+        ChangeKind::Fixed => t.pass,
+        ChangeKind::StatusChanged | ChangeKind::ContentChanged => t.warn,
+        ChangeKind::StillFailing | ChangeKind::Added | ChangeKind::Removed => t.base,
+        ChangeKind::UnchangedPass => t.dim,
+    }
+}
+
+/// The category column: the category, a stale one, a decision of the
+/// baseline's (`⇠` carried, `~` stale), or the suggestion.
+pub fn category_cell(app: &App, row_idx: u32, row: &PairRow, t: &Theme) -> (String, Style) {
     if let Some(a) = app.annotation(row)
         && let Some(cat) = &a.category
     {
@@ -311,6 +338,15 @@ pub fn category_cell(app: &App, row: &PairRow, t: &Theme) -> (String, Style) {
         && let Some(cat) = &a.category
     {
         return (format!("~{} (stale)", text::inert_line(cat)), t.warn);
+    }
+    if let Some(d) = app.baseline_decision(row_idx)
+        && let Some(cat) = &d.annotation().category
+    {
+        return if d.is_stale() {
+            (format!("~{} (stale)", text::inert_line(cat)), t.warn)
+        } else {
+            (format!("⇠{}", text::inert_line(cat)), t.suggestion)
+        };
     }
     if row.status().is_failure()
         && !app.hides_others(row)

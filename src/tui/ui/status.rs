@@ -161,6 +161,20 @@ fn left_spans(app: &App, with_name: bool, t: &Theme) -> Vec<Span<'static>> {
     if app.following() && !app.loading {
         left.push(Span::styled(" · following", t.key.patch(t.status_bar)));
     }
+    if let Some(old) = app.baseline_name() {
+        let moved = match app.runs() {
+            Some((_, cmp)) => format!(
+                " ({} new, {} fixed)",
+                cmp.count(crate::core::compare::ChangeKind::NewFailures),
+                cmp.count(crate::core::compare::ChangeKind::Fixed)
+            ),
+            None => " (comparing…)".to_string(),
+        };
+        left.push(Span::styled(
+            format!(" · vs {}{moved}", text::inert_line(&old)),
+            t.key.patch(t.status_bar),
+        ));
+    }
     if let Some(change) = &app.run_change {
         left.push(Span::styled(
             format!(" · {} — R reloads", change.short()),

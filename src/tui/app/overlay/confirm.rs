@@ -34,6 +34,8 @@ pub enum OnYes {
         path: String,
         rows: Vec<u32>,
     },
+    /// Copy the decisions carried from the baseline into this run's journal.
+    Carry,
 }
 
 /// Apply an action while the prompt is open: yes does it, no cancels.
@@ -51,6 +53,7 @@ pub fn handle(app: &mut App, action: Action) -> Vec<Effect> {
                     return vec![app.save(changes, label)];
                 }
                 OnYes::Quit => app.quit = true,
+                OnYes::Carry => return vec![Effect::Carry],
                 OnYes::Export { format, path, rows } => {
                     return vec![Effect::Export {
                         format,

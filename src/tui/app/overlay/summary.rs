@@ -13,6 +13,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, Paragraph};
 
+use crate::core::compare::{ChangeKind, Movement};
 use crate::core::stats::{GroupStats, Rate, Summary, table};
 use crate::core::text;
 
@@ -23,9 +24,20 @@ use crate::tui::style::Theme;
 
 use super::scrolled;
 
+/// The movement since the baseline run (`--baseline`), over both whole runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Since {
+    /// The baseline run's name.
+    pub old: String,
+    /// Pairs of each change, in [`ChangeKind::ALL`] order.
+    pub counts: [u64; 8],
+    pub by_transformation: Vec<Movement>,
+}
+
 /// What the summary screen shows, computed when it opens.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SummaryView {
+    pub since: Option<Since>,
     pub by_transformation: crate::core::stats::Summary,
     pub by_family: crate::core::stats::Summary,
     pub conclusion: Vec<String>,
@@ -168,6 +180,93 @@ fn agreement_lines(v: &SummaryView, t: &Theme, width: usize, out: &mut Vec<Line<
     ));
 }
 
+/// The movement since the baseline: the changes, then each
+/// transformation's failure rate in both runs and the Newcombe interval of
+/// the difference, with a word on whether it is more than noise.
+fn since_lines(v: &Since, t: &Theme, width: usize, out: &mut Vec<Line<'static>>) {
+    out.push(Line::from(Span::styled(
+        format!("Since the baseline · {}", text::inert_line(&v.old)),
+        t.heading,
+    )));
+    let mut l = Vec::new();
+    for c in ChangeKind::ALL {
+        if !l.is_empty() {
+            l.push(Span::styled(" · ", t.dim));
+        }
+        let n = v.counts[c as usize];
+        let style = match c {
+            ChangeKind::NewFailures if n > 0 => t.fail,
+            ChangeKind::Fixed if n > 0 => t.pass,
+            _ => t.base,
+        };
+        l.push(Span::styled(format!("{} {n}", c.name()), style));
+    }
+    out.extend(wrap(l, width, 2));
+    let rows: Vec<[String; 4]> = v
+        .by_transformation
+        .iter()
+        .map(|m| {
+            [
+                text::inert_line(&m.transformation),
+                rate(&m.old),
+                rate(&m.new),
+                m.difference.map_or("—".to_string(), |d| d.display()),
+            ]
+        })
+        .collect();
+    let head = [
+        "transformation",
+        "failures then",
+        "failures now",
+        "now − then",
+    ];
+    let mut w = head.map(text::width);
+    for r in &rows {
+        for (k, c) in r.iter().enumerate() {
+            w[k] = w[k].max(text::width(c)).min(28);
+        }
+    }
+    out.push(Line::from(Span::styled(
+        format!(
+            "{}  {}  {}  {}",
+            cell(head[0], w[0]),
+            cell(head[1], w[1]),
+            cell(head[2], w[2]),
+            cell(head[3], w[3])
+        ),
+        t.dim,
+    )));
+    for (m, r) in v.by_transformation.iter().zip(&rows) {
+        let (word, style) = match m.difference {
+            Some(d) if d.high < 0.0 => ("fewer failures", t.pass),
+            Some(d) if d.low > 0.0 => ("more failures", t.fail),
+            Some(_) => ("within noise", t.dim),
+            None => ("", t.dim),
+        };
+        out.push(Line::from(vec![
+            Span::styled(
+                format!(
+                    "{}  {}  {}  {}  ",
+                    cell(&r[0], w[0]),
+                    cell(&r[1], w[1]),
+                    cell(&r[2], w[2]),
+                    cell(&r[3], w[3])
+                ),
+                t.base,
+            ),
+            Span::styled(word, style),
+        ]));
+    }
+    out.extend(wrap(
+        vec![Span::styled(
+            "  Failures out of all pairs of each run with Wilson 95% intervals; the difference has Newcombe's hybrid score 95% interval: an interval that holds 0 is within noise.",
+            t.dim,
+        )],
+        width,
+        2,
+    ));
+}
+
 /// Every line of the summary, its notes and sentences wrapped to `width`.
 pub fn lines(v: &SummaryView, t: &Theme, width: usize) -> Vec<Line<'static>> {
     let s = &v.by_transformation;
@@ -195,6 +294,10 @@ pub fn lines(v: &SummaryView, t: &Theme, width: usize) -> Vec<Line<'static>> {
         0,
     ));
     out.push(Line::default());
+    if let Some(since) = &v.since {
+        since_lines(since, t, width, &mut out);
+        out.push(Line::default());
+    }
     if !v.agreement.is_empty() {
         agreement_lines(v, t, width, &mut out);
         out.push(Line::default());
