@@ -64,9 +64,12 @@ struct Cli {
     #[arg(short = 'f', long)]
     follow: bool,
     /// Read the runs as this tool's results instead of detecting it from their content:
-    /// native, context-probe, promptfoo, inspect, multivon.
-    #[arg(long, visible_alias = "run-format", value_name = "NAME", value_parser = parse_run_format)]
-    format: Option<RunFormat>,
+    /// native, context-probe, promptfoo, inspect, multivon, checklist.
+    #[arg(long, value_name = "NAME", value_parser = parse_run_format, alias = "run-format", alias = "input-format")]
+    from: Option<RunFormat>,
+    /// Refused with a pointer to --from: --format names what a command writes.
+    #[arg(long, value_name = "NAME", hide = true)]
+    format: Option<String>,
     /// For an Inspect log: the scorer whose value is each sample's verdict
     /// (default: the first scorer that gives verdicts, as Inspect lists them).
     #[arg(long, value_name = "NAME")]
@@ -75,7 +78,7 @@ struct Cli {
     command: Option<Command>,
 }
 
-/// `--format NAME` for reading a run: a known format, or a message listing them.
+/// `--from NAME`: a known input format, or a message listing them.
 fn parse_run_format(s: &str) -> Result<RunFormat, String> {
     s.parse::<RunFormat>().map_err(|e| e.to_string())
 }
@@ -97,8 +100,11 @@ enum Command {
         force: bool,
         /// Read the run as this tool's results instead of detecting it; another tool's
         /// results are written out as native records.
-        #[arg(long, visible_alias = "run-format", value_name = "NAME", value_parser = parse_run_format)]
-        format: Option<RunFormat>,
+        #[arg(long, value_name = "NAME", value_parser = parse_run_format, alias = "run-format", alias = "input-format")]
+        from: Option<RunFormat>,
+        /// Refused with a pointer to --from: apply writes native records only.
+        #[arg(long, value_name = "NAME", hide = true)]
+        format: Option<String>,
         /// For an Inspect log: the scorer whose value is each sample's verdict
         /// (default: the first scorer that gives verdicts).
         #[arg(long, value_name = "NAME")]
@@ -205,9 +211,9 @@ pair could be read. A file from which only some lines could be read is gated, an
         /// that mixes policies or regenerated its repetitions' inputs).
         #[arg(long)]
         strict: bool,
-        /// Read the runs as this tool's results instead of detecting it (same as --run-format).
-        #[arg(long, value_name = "NAME", value_parser = parse_run_format)]
-        format: Option<RunFormat>,
+        /// Refused with a pointer to --from: check writes only its report.
+        #[arg(long, value_name = "NAME", hide = true)]
+        format: Option<String>,
         #[command(flatten)]
         load: LoadArgs,
     },
@@ -235,9 +241,9 @@ struct LoadArgs {
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
     max_line_bytes: Option<u64>,
     /// Read the runs as this tool's results instead of detecting it from their content:
-    /// native, context-probe, promptfoo, inspect, multivon.
-    #[arg(long, visible_alias = "input-format", value_name = "NAME", value_parser = parse_run_format)]
-    run_format: Option<RunFormat>,
+    /// native, context-probe, promptfoo, inspect, multivon, checklist.
+    #[arg(long, value_name = "NAME", value_parser = parse_run_format, alias = "run-format", alias = "input-format")]
+    from: Option<RunFormat>,
     /// For an Inspect log: the scorer whose value is each sample's verdict
     /// (default: the first scorer that gives verdicts, as Inspect lists them).
     #[arg(long, value_name = "NAME")]
@@ -337,19 +343,25 @@ fn main() -> ExitCode {
             annotations,
             output,
             force,
+            from,
             format,
             scorer,
-        }) => done(
-            triage::core::apply::apply(
-                Path::new(&run),
-                annotations.as_deref(),
-                &output,
-                force,
-                format,
-                &ConvertOptions { scorer },
+        }) => {
+            if let Some(given) = format {
+                return refuse_format(&given, "apply writes native records only");
+            }
+            done(
+                triage::core::apply::apply(
+                    Path::new(&run),
+                    annotations.as_deref(),
+                    &output,
+                    force,
+                    from,
+                    &ConvertOptions { scorer },
+                )
+                .map_err(|e| e.to_string()),
             )
-            .map_err(|e| e.to_string()),
-        ),
+        }
         Some(Command::Config {
             what: Some(ConfigCommand::Init),
         }) => match cli.config.or_else(config::default_path) {
@@ -471,8 +483,11 @@ fn main() -> ExitCode {
             filter,
             strict,
             format,
-            mut load,
+            load,
         }) => {
+            if let Some(given) = format {
+                return refuse_format(&given, "check writes only its report");
+            }
             let filter = match parse_filter(filter.as_deref()) {
                 Ok(f) => f,
                 Err(e) => return fail(&e),
@@ -491,10 +506,7 @@ fn main() -> ExitCode {
                     filter,
                     strict,
                 },
-                {
-                    load.run_format = load.run_format.or(format);
-                    &load
-                },
+                &load,
                 cli.config.as_deref(),
             )
         }
@@ -553,7 +565,7 @@ fn load_with_config(
     let opts = OpenOptions {
         max_line_bytes: line_limit(load.max_line_bytes, &cfg),
         follow: false,
-        format: load.run_format,
+        format: load.from,
         convert: ConvertOptions {
             scorer: load.scorer.clone(),
         },
@@ -932,6 +944,21 @@ fn check_cmd(
     }
 }
 
+/// `--format` on a command that reads runs and writes no format of its own:
+/// a one-line refusal pointing at `--from`, exit 2.
+fn refuse_format(given: &str, why: &str) -> ExitCode {
+    let from = match given.parse::<RunFormat>() {
+        Ok(f) => format!("--from {f}"),
+        Err(_) => format!(
+            "--from NAME ({})",
+            RunFormat::ALL.map(|f| f.name()).join(", ")
+        ),
+    };
+    fail(&format!(
+        "triage: --format names an output format, and {why}; to choose how the run is read, use {from}"
+    ))
+}
+
 fn fail(msg: &str) -> ExitCode {
     eprintln!("{msg}");
     ExitCode::from(2)
@@ -1033,6 +1060,9 @@ fn line_limit(flag: Option<u64>, cfg: &config::Config) -> usize {
 }
 
 fn open(cli: Cli) -> ExitCode {
+    if let Some(given) = &cli.format {
+        return refuse_format(given, "the viewer writes none");
+    }
     if cli.runs.is_empty() {
         eprintln!(
             "triage: give a run file to open, for example: triage sample-runs/support-urgency.jsonl (triage --help lists the commands)"
@@ -1066,7 +1096,7 @@ fn open(cli: Cli) -> ExitCode {
     let opts = OpenOptions {
         max_line_bytes: line_limit(cli.max_line_bytes, &cfg),
         follow: cli.follow,
-        format: cli.format,
+        format: cli.from,
         convert: ConvertOptions {
             scorer: cli.scorer.clone(),
         },

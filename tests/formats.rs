@@ -612,7 +612,7 @@ fn format_can_be_forced_and_unknown_files_open_with_a_note() {
     for f in Format::ALL {
         assert!(note.contains(f.name()), "{note}");
     }
-    assert!(note.contains("--format NAME"), "{note}");
+    assert!(note.contains("--from NAME"), "{note}");
 
     // A native run gets no note and pays only for the head.
     let run = dir.path().join("run.jsonl");
@@ -629,7 +629,7 @@ fn format_can_be_forced_and_unknown_files_open_with_a_note() {
     assert_eq!((idx.files[0].format, idx.rows.len()), (Format::Native, 1));
     assert!(idx.files[0].notes.is_empty());
 
-    // --format overrides detection, both ways.
+    // --from overrides detection, both ways.
     let forced = |rel: &str, f: Format| {
         index::load_run(
             &[rel.to_string()],
@@ -641,7 +641,7 @@ fn format_can_be_forced_and_unknown_files_open_with_a_note() {
     };
     let err = forced(&csv, Format::Promptfoo).unwrap_err().to_string();
     assert!(
-        err.contains("results.csv") && err.contains("--format"),
+        err.contains("results.csv") && err.contains("--from"),
         "{err}"
     );
     let jsonl = fixture("promptfoo/results.jsonl")
@@ -716,7 +716,7 @@ fn summary_reads_every_fixture() {
         );
     }
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_triage"))
-        .args(["check", "--format", "csv"])
+        .args(["check", "--from", "csv"])
         .arg(fixture("promptfoo/results.json"))
         .output()
         .expect("run triage check");

@@ -391,3 +391,54 @@ fn the_fixtures_open_through_the_index_without_problems() {
         }
     }
 }
+
+#[test]
+fn from_chooses_the_input_format_and_format_only_ever_names_an_output() {
+    let file = fixture("keyword/results.json");
+    let file = file.to_str().expect("path");
+    let dir = tempfile::tempdir().expect("temp");
+    let out = dir.path().join("out.jsonl");
+    let out = out.to_str().expect("path");
+    // Every command that reads runs takes --from.
+    for args in [
+        vec!["summary", "--from", "promptfoo", file],
+        vec!["export", "--from", "promptfoo", "--format", "csv", file],
+        vec!["check", "--from", "promptfoo", file],
+        vec!["apply", "--from", "promptfoo", file, "-o", out],
+    ] {
+        let (code, stdout, err) = triage(&args);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        assert!(!stdout.is_empty(), "{args:?}");
+    }
+    assert!(std::fs::metadata(out).is_ok_and(|m| m.len() > 0));
+    // Read as native, the same file is no pairs at all: --from was obeyed.
+    let (code, _, err) = triage(&["check", "--from", "native", file]);
+    assert_eq!(code, Some(2), "{err}");
+    // Where --format once chose the input, it is refused in one line that
+    // names the --from to use instead, and nothing is written.
+    let refused = dir.path().join("refused.jsonl");
+    let refused = refused.to_str().expect("path");
+    for args in [
+        vec!["--format", "promptfoo", file],
+        vec!["check", "--format", "promptfoo", file],
+        vec!["apply", "--format", "promptfoo", file, "-o", refused],
+    ] {
+        let (code, stdout, err) = triage(&args);
+        assert_eq!(code, Some(2), "{args:?}: {stdout}");
+        assert!(stdout.is_empty(), "{args:?}: {stdout}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains("--format names an output format") && err.contains("--from promptfoo"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!Path::new(refused).exists());
+    // An unknown name after --format is not echoed back as a --from to use.
+    let (code, _, err) = triage(&["check", "--format", "csv", file]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--from NAME (native, context-probe"), "{err}");
+    // On export and summary --format is the output, and an input format is not one.
+    let (code, _, err) = triage(&["summary", "--format", "promptfoo", file]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("invalid value 'promptfoo'"), "{err}");
+}

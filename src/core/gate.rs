@@ -321,7 +321,7 @@ pub fn unusable(index: &RunIndex) -> Option<String> {
             .collect();
         let why = if let Some(first) = problems.first() {
             format!(
-                "no pair could be read from it: {} of its lines {} unreadable (first: {}); fix them, or pass --run-format NAME if it is another tool's results",
+                "no pair could be read from it: {} of its lines {} unreadable (first: {}); fix them, or pass --from NAME if it is another tool's results",
                 problems.len(),
                 if problems.len() == 1 { "is" } else { "are" },
                 text::truncate_cols(&text::inert_line(&first.to_string()), 120)

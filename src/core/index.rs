@@ -397,7 +397,7 @@ pub struct OpenOptions {
     pub max_line_bytes: usize,
     /// Keep reading lines appended to the files after the first pass (`-f`).
     pub follow: bool,
-    /// Read every input as this format instead of detecting it (`--format`).
+    /// Read every input as this format instead of detecting it (`--from`).
     pub format: Option<Format>,
     /// How another tool's file is converted (`--scorer`).
     pub convert: crate::core::formats::ConvertOptions,

@@ -57,7 +57,7 @@ impl Format {
         Format::CheckList,
     ];
 
-    /// The name used by `--format`, in the status bar and in `"format"`.
+    /// The name used by `--from`, in the status bar, in `summary` and in `"format"`.
     pub fn name(self) -> &'static str {
         match self {
             Format::Native => "native",
@@ -97,7 +97,7 @@ impl FromStr for Format {
     }
 }
 
-/// A `--format` name that names no [`Format`].
+/// A `--from` name that names no [`Format`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownFormat {
     /// The name as given.
@@ -159,7 +159,7 @@ impl Detection {
         for (f, why) in &self.tried {
             s.push_str(&format!("\n  - {}: {why}", f.name()));
         }
-        s.push_str("\nPass --format NAME to choose one.");
+        s.push_str("\nPass --from NAME to choose one.");
         s
     }
 
@@ -172,7 +172,7 @@ impl Detection {
             .map(|(f, why)| format!("{} ({why})", f.name()))
             .collect();
         format!(
-            "not a format triage knows, so its lines were read as native pair records; tried {}. Pass --format NAME to choose one.",
+            "not a format triage knows, so its lines were read as native pair records; tried {}. Pass --from NAME to choose one.",
             tried.join("; ")
         )
     }
