@@ -711,10 +711,36 @@ fn summary_reads_every_fixture() {
         let pairs = if rows == 1 { "pair" } else { "pairs" };
         let fails = if failures == 1 { "failure" } else { "failures" };
         assert!(
-            head.contains(&format!(": {rows} {pairs}, {failures} {fails},")),
+            head.contains(&format!(" ({format}): {rows} {pairs}, {failures} {fails},")),
             "{rel} ({format}): {head}"
         );
+        // The Markdown and JSON summaries name the format read too.
+        for (how, want) in [
+            (
+                "markdown",
+                format!("## Summary: {} ({format})", fixture(rel).display()),
+            ),
+            ("json", format!("\"format\": \"{format}\"")),
+        ] {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_triage"))
+                .args(["summary", "--format", how])
+                .arg(fixture(rel))
+                .output()
+                .expect("run triage summary");
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(stdout.contains(&want), "{rel} {how}: {stdout}");
+        }
     }
+    // A native run is named native; runs of two formats name both.
+    let native = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-runs/support-urgency.jsonl");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_triage"))
+        .args(["summary", "--format", "json"])
+        .arg(&native)
+        .arg(fixture("promptfoo/results.json"))
+        .output()
+        .expect("run triage summary");
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(doc["format"], "native+promptfoo");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_triage"))
         .args(["check", "--from", "csv"])
         .arg(fixture("promptfoo/results.json"))

@@ -240,6 +240,19 @@ impl RunIndex {
         }
     }
 
+    /// The formats the inputs were read as (detected or chosen with
+    /// `--from`), each once, in the order of the files, joined with `+`:
+    /// `promptfoo`, or `native+inspect` for a mix; empty with no input.
+    pub fn format_name(&self) -> String {
+        let mut names: Vec<&str> = Vec::new();
+        for f in &self.files {
+            if !names.contains(&f.format.name()) {
+                names.push(f.format.name());
+            }
+        }
+        names.join("+")
+    }
+
     /// Read a pair's line again from its file.
     pub fn read_line(&self, loc: Loc) -> io::Result<Vec<u8>> {
         let f = self

@@ -561,6 +561,7 @@ fn write_header(
 ) -> io::Result<()> {
     writeln!(out, "# Triage report: {}\n", md(&index.display_name()))?;
     writeln!(out, "- **Files:** {}", files_phrase(index))?;
+    writeln!(out, "- **Read as:** {}", index.format_name())?;
     writeln!(
         out,
         "- **Pairs:** {} · **Failures:** {}{} · **Classified:** {} of {}",
