@@ -285,10 +285,16 @@ enum SummaryFormatArg {
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
 enum ByArg {
+    /// The variant's transformation.
     Transformation,
+    /// The transformation's family.
     Family,
+    /// The reviewer's category of each failure (passed pairs in one group).
     Category,
+    /// The source case.
     Case,
+    /// The model id (a promptfoo provider, an Inspect or multivon model).
+    Model,
 }
 
 impl From<ByArg> for GroupBy {
@@ -298,6 +304,7 @@ impl From<ByArg> for GroupBy {
             ByArg::Family => GroupBy::Family,
             ByArg::Category => GroupBy::Category,
             ByArg::Case => GroupBy::Case,
+            ByArg::Model => GroupBy::Model,
         }
     }
 }
@@ -305,9 +312,14 @@ impl From<ByArg> for GroupBy {
 /// What `triage check --by` groups the pairs by.
 #[derive(ValueEnum, Clone, Copy, Debug)]
 enum GateByArg {
+    /// The variant's transformation.
     Transformation,
+    /// The transformation's family.
     Family,
+    /// The source case.
     Case,
+    /// The model id (a promptfoo provider, an Inspect or multivon model).
+    Model,
 }
 
 impl From<GateByArg> for GroupBy {
@@ -316,6 +328,7 @@ impl From<GateByArg> for GroupBy {
             GateByArg::Transformation => GroupBy::Transformation,
             GateByArg::Family => GroupBy::Family,
             GateByArg::Case => GroupBy::Case,
+            GateByArg::Model => GroupBy::Model,
         }
     }
 }

@@ -442,3 +442,81 @@ fn from_chooses_the_input_format_and_format_only_ever_names_an_output() {
     assert_eq!(code, Some(2));
     assert!(err.contains("invalid value 'promptfoo'"), "{err}");
 }
+
+#[test]
+fn summary_by_model_splits_the_two_providers() {
+    let file = fixture("keyword/results.json");
+    let file = file.to_str().expect("path");
+    // promptfoo's own tally per provider, from the rows' success flags.
+    let doc: Value = serde_json::from_slice(&std::fs::read(file).expect("fixture")).expect("JSON");
+    let mut rows: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for r in doc["results"]["results"].as_array().expect("results") {
+        let label = [&r["provider"]["label"], &r["provider"]["id"]]
+            .into_iter()
+            .filter_map(Value::as_str)
+            .find(|s| !s.is_empty())
+            .expect("provider")
+            .to_string();
+        let e = rows.entry(label).or_default();
+        e.0 += 1;
+        e.1 += usize::from(r["success"] != true);
+    }
+    assert_eq!(
+        rows,
+        BTreeMap::from([
+            ("echo".to_string(), (6, 0)),
+            ("keyword".to_string(), (6, 2))
+        ])
+    );
+
+    let (code, out, err) = triage(&["summary", "--by", "model", "--format", "json", file]);
+    assert_eq!(code, Some(0), "{err}");
+    let s: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(s["by"], "model");
+    let groups: BTreeMap<&str, (u64, u64)> = s["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| {
+            (
+                g["name"].as_str().expect("name"),
+                (
+                    g["pairs"].as_u64().expect("pairs"),
+                    g["failures"].as_u64().expect("failures"),
+                ),
+            )
+        })
+        .collect();
+    // Six rows per provider are three pairs each; the keyword classifier's
+    // two failed rows are variants, so two of its pairs fail.
+    assert_eq!(
+        groups,
+        BTreeMap::from([("echo", (3, 0)), ("keyword", (3, 2))])
+    );
+
+    let (code, out, _) = triage(&["summary", "--by", "model", file]);
+    assert_eq!(code, Some(0));
+    let table: Vec<&str> = out.lines().skip_while(|l| *l != "Pairs").collect();
+    assert!(table[1].starts_with("model "), "{out}");
+    assert!(
+        table[2].starts_with("keyword ") && table[2].contains(" 2/3 "),
+        "{out}"
+    );
+    assert!(
+        table[3].starts_with("echo ") && table[3].contains(" 0/3 "),
+        "{out}"
+    );
+    // check gates each provider too.
+    let (code, out, _) = triage(&[
+        "check",
+        "--by",
+        "model",
+        "--max-failures",
+        "5",
+        "--max-failure-rate",
+        "0.9",
+        file,
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("by model: 1 of 2 models fail"), "{out}");
+}

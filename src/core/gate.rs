@@ -407,6 +407,7 @@ fn group_name(index: &RunIndex, row: &PairRow, by: GroupBy) -> String {
     let sym = match by {
         GroupBy::Transformation => row.transformation,
         GroupBy::Family => row.family,
+        GroupBy::Model => index.model(row),
         // Refused by `Gates::validate`; grouped by case should it get here.
         GroupBy::Case | GroupBy::Category => row.case,
     };
@@ -671,6 +672,7 @@ fn rate_gate(
         let kind = match by {
             GroupBy::Transformation => ("transformation", "transformations"),
             GroupBy::Family => ("family", "families"),
+            GroupBy::Model => ("model", "models"),
             GroupBy::Case | GroupBy::Category => ("case", "cases"),
         };
         let of = rates.len() as u64 - 1;

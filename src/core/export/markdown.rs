@@ -166,6 +166,7 @@ pub(super) fn md_summary_table(out: &mut dyn Write, s: &Summary) -> io::Result<(
         GroupBy::Family => "Family",
         GroupBy::Category => "Category",
         GroupBy::Case => "Case",
+        GroupBy::Model => "Model",
     };
     for (i, t) in table::TABLES.iter().enumerate() {
         if i > 0 {
