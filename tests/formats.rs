@@ -902,3 +902,66 @@ fn multivon_records_count_as_multivon_means() {
     assert!(reasons(&r.records[0]).contains("skipped: no verdict"));
     assert!(reasons(&r.records[1]).contains("no output, so no verdict"));
 }
+
+/// Each case result of a multivon report once, by its case id: "passed",
+/// "failed", "error" or "no verdict", as the converted side says.
+fn report_rows(records: &[Value]) -> BTreeMap<String, &'static str> {
+    let mut out = BTreeMap::new();
+    for r in records {
+        let sides: Vec<(&Value, String)> = if r["transformation"] == formats::UNPAIRED {
+            vec![(
+                &r["variant"],
+                r["variant_id"].as_str().expect("id").to_string(),
+            )]
+        } else {
+            ["source", "variant"]
+                .iter()
+                .map(|s| {
+                    let side = &r[*s];
+                    (side, side["row_id"].as_str().expect("row_id").to_string())
+                })
+                .collect()
+        };
+        for (side, id) in sides {
+            let verdict = if side["outcome"] == "error" || side["outcome"] == "timeout" {
+                "error"
+            } else if side["decision"] == "pass" {
+                "passed"
+            } else if side["decision"] == "fail" {
+                "failed"
+            } else {
+                "no verdict"
+            };
+            out.insert(id, verdict);
+        }
+    }
+    out
+}
+
+#[test]
+fn multivon_reports_count_their_cases_as_the_reports_summary_does() {
+    for (rel, no_output) in [
+        ("multivon/report.json", 0),
+        ("multivon/checks-report.json", 1),
+    ] {
+        let doc: Value =
+            serde_json::from_slice(&std::fs::read(fixture(rel)).expect("fixture")).expect("JSON");
+        let s = &doc["summary"];
+        let n = |k: &str| s[k].as_u64().expect("count") as usize;
+        let c = convert(rel, Format::Multivon);
+        let rows = report_rows(&c.records);
+        let count = |w: &str| rows.values().filter(|v| **v == w).count();
+        assert_eq!(rows.len(), n("total"), "{rel}: {rows:?}");
+        assert_eq!(c.report.rows, n("total"), "{rel}");
+        assert_eq!(count("error"), n("errors"), "{rel}: {rows:?}");
+        assert_eq!(count("failed"), n("failed"), "{rel}: {rows:?}");
+        // A result multivon counts as passed with no output has no verdict
+        // here (seed 004: no verdict becomes a score); the rest agree.
+        assert_eq!(count("passed"), n("passed") - no_output, "{rel}: {rows:?}");
+        assert_eq!(
+            count("no verdict"),
+            n("skipped") + no_output,
+            "{rel}: {rows:?}"
+        );
+    }
+}
