@@ -370,7 +370,10 @@ fn main() -> ExitCode {
                     &output,
                     force,
                     from,
-                    &ConvertOptions { scorer },
+                    &ConvertOptions {
+                        scorer,
+                        ..ConvertOptions::default()
+                    },
                 )
                 .map_err(|e| e.to_string()),
             )
@@ -581,6 +584,7 @@ fn load_with_config(
         format: load.from,
         convert: ConvertOptions {
             scorer: load.scorer.clone(),
+            ..ConvertOptions::default()
         },
     };
     let (runs, skipped) = skip_journals(runs)?;
@@ -595,10 +599,67 @@ fn load_with_config(
     Ok(Loaded { index, store, cfg })
 }
 
+/// Open the runs as [`index::open_run`] does. Converting another tool's
+/// file reads all of it before the index starts, so while that takes long
+/// a progress bar on standard error (when it is a terminal) says how far
+/// the reading got.
+fn open_run_with_progress(
+    runs: &[String],
+    opts: &OpenOptions,
+) -> Result<(RunIndex, index::Loader), triage::core::load::open::OpenError> {
+    let show = std::io::stderr().is_terminal();
+    if !show {
+        return index::open_run(runs, opts);
+    }
+    let progress = triage::core::formats::Progress::default();
+    let mut opts = opts.clone();
+    opts.convert.progress = Some(progress.clone());
+    let total: u64 = runs
+        .iter()
+        .filter(|r| r.as_str() != "-")
+        .filter_map(|r| std::fs::metadata(r).ok())
+        .map(|m| m.len())
+        .sum();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let shower = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            let mut bar: Option<indicatif::ProgressBar> = None;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(50));
+                let read = progress.read();
+                if bar.is_none() && read > 0 && start.elapsed() > Duration::from_millis(300) {
+                    let pb = indicatif::ProgressBar::with_draw_target(
+                        Some(total),
+                        indicatif::ProgressDrawTarget::stderr(),
+                    );
+                    if let Ok(style) = indicatif::ProgressStyle::with_template(
+                        "reading {wide_bar} {bytes}/{total_bytes} {elapsed}",
+                    ) {
+                        pb.set_style(style);
+                    }
+                    bar = Some(pb);
+                }
+                if let Some(pb) = &bar {
+                    pb.set_position(read.min(total));
+                }
+            }
+            if let Some(pb) = bar {
+                pb.finish_and_clear();
+            }
+        })
+    };
+    let opened = index::open_run(runs, &opts);
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let _ = shower.join();
+    opened
+}
+
 /// Index the run, showing a progress bar on standard error when it is a
 /// terminal and the load takes long enough to be worth one.
 fn index_with_progress(runs: &[String], opts: &OpenOptions) -> Result<RunIndex, String> {
-    let (mut idx, loader) = index::open_run(runs, opts).map_err(|e| e.to_string())?;
+    let (mut idx, loader) = open_run_with_progress(runs, opts).map_err(|e| e.to_string())?;
     let show = std::io::stderr().is_terminal();
     let start = Instant::now();
     let mut bar: Option<indicatif::ProgressBar> = None;
@@ -1112,9 +1173,10 @@ fn open(cli: Cli) -> ExitCode {
         format: cli.from,
         convert: ConvertOptions {
             scorer: cli.scorer.clone(),
+            ..ConvertOptions::default()
         },
     };
-    let (idx, loader) = match index::open_run(&runs, &opts) {
+    let (idx, loader) = match open_run_with_progress(&runs, &opts) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("{e}");
