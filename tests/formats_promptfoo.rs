@@ -520,3 +520,48 @@ fn summary_by_model_splits_the_two_providers() {
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("by model: 1 of 2 models fail"), "{out}");
 }
+
+#[test]
+fn a_large_results_file_shows_progress_while_it_is_read() {
+    // The keyword run's results, repeated under new test indexes and ids
+    // until the file takes a while to read.
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(fixture("keyword/results.json")).expect("fixture"))
+            .expect("JSON");
+    let rows = doc["results"]["results"].as_array().expect("rows");
+    let mut big = doc.clone();
+    let mut all = Vec::new();
+    for n in 0..150u64 {
+        for r in rows {
+            let mut r = r.clone();
+            r["testIdx"] = (r["testIdx"].as_u64().expect("testIdx") + 6 * n).into();
+            let meta = &mut r["testCase"]["metadata"];
+            for k in ["case_id", "base_id"] {
+                if let Some(id) = meta[k].as_str() {
+                    meta[k] = format!("{id}-{n}").into();
+                }
+            }
+            let d = r["testCase"]["description"].as_str().expect("description");
+            r["testCase"]["description"] = format!("{d}-{n}").into();
+            all.push(r);
+        }
+    }
+    big["results"]["results"] = Value::Array(all);
+    let dir = tempfile::tempdir().expect("temp");
+    std::fs::write(
+        dir.path().join("results.json"),
+        serde_json::to_vec(&big).expect("JSON"),
+    )
+    .expect("write");
+    let mut t = common::Tui::spawn(
+        &["summary", "--format", "json", "results.json"],
+        120,
+        40,
+        dir.path(),
+        &[],
+    );
+    assert_eq!(t.wait_exit(), 0);
+    let out = String::from_utf8_lossy(&t.output_bytes()).into_owned();
+    assert!(out.contains("reading"), "no progress bar:\n{out}");
+    assert!(out.contains("\"pairs\": 900"), "{out}");
+}

@@ -240,12 +240,34 @@ fn pair_and_write(mut rows: Vec<Row>, sink: &mut Sink) -> Result<(), ConvertErro
     }
     sink.report.rows = rows.len();
     // Completion order says nothing: records follow the columns and tests.
-    rows.sort_by_key(|r| {
-        let (test, column) = indexes(r);
+    // The order is found on the keys and the rows moved in place, so that
+    // sorting needs no second copy of the rows.
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by_key(|&i| {
+        let (test, column) = indexes(&rows[i]);
         (column.unwrap_or(u64::MAX), test.unwrap_or(u64::MAX))
     });
+    permute(&mut rows, &order);
     link(&mut rows, sink);
     write_paired(rows, Format::Promptfoo, sink)
+}
+
+/// Reorder `v` in place so that its `k`th element is the one that was at
+/// `order[k]` (a permutation of its indexes), following each cycle with swaps.
+fn permute<T>(v: &mut [T], order: &[usize]) {
+    let mut done = vec![false; v.len()];
+    for start in 0..v.len() {
+        let mut k = start;
+        while !done[k] {
+            done[k] = true;
+            let from = order[k];
+            if from == start {
+                break;
+            }
+            v.swap(k, from);
+            k = from;
+        }
+    }
 }
 
 /// The test's index and column of a row (from its origin).
@@ -657,6 +679,22 @@ mod tests {
             "response": {"output": description},
             "testCase": {"description": description, "metadata": meta},
         })
+    }
+
+    #[test]
+    fn permute_moves_each_element_to_its_place() {
+        for order in [
+            vec![2, 0, 1],
+            vec![0, 1, 2, 3],
+            vec![3, 2, 1, 0],
+            vec![1, 0, 3, 4, 2],
+            vec![],
+        ] {
+            let mut v: Vec<usize> = (0..order.len()).map(|i| i * 10).collect();
+            super::permute(&mut v, &order);
+            let want: Vec<usize> = order.iter().map(|i| i * 10).collect();
+            assert_eq!(v, want, "{order:?}");
+        }
     }
 
     fn run(results: Vec<Value>) -> (Vec<Value>, Vec<String>) {
