@@ -627,7 +627,8 @@ fn open_run_with_progress(
             let start = Instant::now();
             let mut bar: Option<indicatif::ProgressBar> = None;
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(50));
+                // Woken early when the opening is done.
+                std::thread::park_timeout(Duration::from_millis(50));
                 let read = progress.read();
                 if bar.is_none() && read > 0 && start.elapsed() > Duration::from_millis(300) {
                     let pb = indicatif::ProgressBar::with_draw_target(
@@ -652,6 +653,7 @@ fn open_run_with_progress(
     };
     let opened = index::open_run(runs, &opts);
     done.store(true, std::sync::atomic::Ordering::Relaxed);
+    shower.thread().unpark();
     let _ = shower.join();
     opened
 }
