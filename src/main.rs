@@ -80,9 +80,12 @@ struct Cli {
     #[arg(long, value_name = "PATH", requires = "baseline")]
     baseline_annotations: Option<PathBuf>,
     /// Read the runs as this tool's results instead of detecting it from their content:
-    /// native, context-probe, promptfoo, inspect, multivon.
-    #[arg(long, visible_alias = "run-format", value_name = "NAME", value_parser = parse_run_format)]
-    format: Option<RunFormat>,
+    /// native, context-probe, promptfoo, inspect, multivon, checklist.
+    #[arg(long, value_name = "NAME", value_parser = parse_run_format, alias = "run-format", alias = "input-format")]
+    from: Option<RunFormat>,
+    /// Refused with a pointer to --from: --format names what a command writes.
+    #[arg(long, value_name = "NAME", hide = true)]
+    format: Option<String>,
     /// For an Inspect log: the scorer whose value is each sample's verdict
     /// (default: the first scorer that gives verdicts, as Inspect lists them).
     #[arg(long, value_name = "NAME")]
@@ -91,7 +94,7 @@ struct Cli {
     command: Option<Command>,
 }
 
-/// `--format NAME` for reading a run: a known format, or a message listing them.
+/// `--from NAME`: a known input format, or a message listing them.
 fn parse_run_format(s: &str) -> Result<RunFormat, String> {
     s.parse::<RunFormat>().map_err(|e| e.to_string())
 }
@@ -113,8 +116,11 @@ enum Command {
         force: bool,
         /// Read the run as this tool's results instead of detecting it; another tool's
         /// results are written out as native records.
-        #[arg(long, visible_alias = "run-format", value_name = "NAME", value_parser = parse_run_format)]
-        format: Option<RunFormat>,
+        #[arg(long, value_name = "NAME", value_parser = parse_run_format, alias = "run-format", alias = "input-format")]
+        from: Option<RunFormat>,
+        /// Refused with a pointer to --from: apply writes native records only.
+        #[arg(long, value_name = "NAME", hide = true)]
+        format: Option<String>,
         /// For an Inspect log: the scorer whose value is each sample's verdict
         /// (default: the first scorer that gives verdicts).
         #[arg(long, value_name = "NAME")]
@@ -277,9 +283,9 @@ pair could be read. A file from which only some lines could be read is gated, an
         /// that mixes policies or regenerated its repetitions' inputs).
         #[arg(long)]
         strict: bool,
-        /// Read the runs as this tool's results instead of detecting it (same as --run-format).
-        #[arg(long, value_name = "NAME", value_parser = parse_run_format)]
-        format: Option<RunFormat>,
+        /// Refused with a pointer to --from: check writes only its report.
+        #[arg(long, value_name = "NAME", hide = true)]
+        format: Option<String>,
         /// Compare with the run before this one (for --max-new-failures; the report
         /// says what changed since).
         #[arg(long, value_name = "OLD")]
@@ -391,9 +397,9 @@ struct LoadArgs {
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1..))]
     max_line_bytes: Option<u64>,
     /// Read the runs as this tool's results instead of detecting it from their content:
-    /// native, context-probe, promptfoo, inspect, multivon.
-    #[arg(long, visible_alias = "input-format", value_name = "NAME", value_parser = parse_run_format)]
-    run_format: Option<RunFormat>,
+    /// native, context-probe, promptfoo, inspect, multivon, checklist.
+    #[arg(long, value_name = "NAME", value_parser = parse_run_format, alias = "run-format", alias = "input-format")]
+    from: Option<RunFormat>,
     /// For an Inspect log: the scorer whose value is each sample's verdict
     /// (default: the first scorer that gives verdicts, as Inspect lists them).
     #[arg(long, value_name = "NAME")]
@@ -435,10 +441,16 @@ enum SummaryFormatArg {
 
 #[derive(ValueEnum, Clone, Copy, Debug)]
 enum ByArg {
+    /// The variant's transformation.
     Transformation,
+    /// The transformation's family.
     Family,
+    /// The reviewer's category of each failure (passed pairs in one group).
     Category,
+    /// The source case.
     Case,
+    /// The model id (a promptfoo provider, an Inspect or multivon model).
+    Model,
 }
 
 impl From<ByArg> for GroupBy {
@@ -448,6 +460,7 @@ impl From<ByArg> for GroupBy {
             ByArg::Family => GroupBy::Family,
             ByArg::Category => GroupBy::Category,
             ByArg::Case => GroupBy::Case,
+            ByArg::Model => GroupBy::Model,
         }
     }
 }
@@ -455,9 +468,14 @@ impl From<ByArg> for GroupBy {
 /// What `triage check --by` groups the pairs by.
 #[derive(ValueEnum, Clone, Copy, Debug)]
 enum GateByArg {
+    /// The variant's transformation.
     Transformation,
+    /// The transformation's family.
     Family,
+    /// The source case.
     Case,
+    /// The model id (a promptfoo provider, an Inspect or multivon model).
+    Model,
 }
 
 impl From<GateByArg> for GroupBy {
@@ -466,6 +484,7 @@ impl From<GateByArg> for GroupBy {
             GateByArg::Transformation => GroupBy::Transformation,
             GateByArg::Family => GroupBy::Family,
             GateByArg::Case => GroupBy::Case,
+            GateByArg::Model => GroupBy::Model,
         }
     }
 }
@@ -493,19 +512,28 @@ fn main() -> ExitCode {
             annotations,
             output,
             force,
+            from,
             format,
             scorer,
-        }) => done(
-            triage::core::apply::apply(
-                Path::new(&run),
-                annotations.as_deref(),
-                &output,
-                force,
-                format,
-                &ConvertOptions { scorer },
+        }) => {
+            if let Some(given) = format {
+                return refuse_format(&given, "apply writes native records only");
+            }
+            done(
+                triage::core::apply::apply(
+                    Path::new(&run),
+                    annotations.as_deref(),
+                    &output,
+                    force,
+                    from,
+                    &ConvertOptions {
+                        scorer,
+                        ..ConvertOptions::default()
+                    },
+                )
+                .map_err(|e| e.to_string()),
             )
-            .map_err(|e| e.to_string()),
-        ),
+        }
         Some(Command::Config {
             what: Some(ConfigCommand::Init),
         }) => match cli.config.or_else(config::default_path) {
@@ -653,8 +681,11 @@ fn main() -> ExitCode {
             baseline,
             baseline_annotations,
             max_new_failures,
-            mut load,
+            load,
         }) => {
+            if let Some(given) = format {
+                return refuse_format(&given, "check writes only its report");
+            }
             let filter = match parse_filter(filter.as_deref()) {
                 Ok(f) => f,
                 Err(e) => return fail(&e),
@@ -684,10 +715,7 @@ fn main() -> ExitCode {
                     between,
                     max_new_failures,
                 },
-                {
-                    load.run_format = load.run_format.or(format);
-                    &load
-                },
+                &load,
                 baseline.map(|old| (old, baseline_annotations)),
                 cli.config.as_deref(),
             )
@@ -874,9 +902,10 @@ fn load_with(
     let opts = OpenOptions {
         max_line_bytes: line_limit(load.max_line_bytes, &cfg),
         follow: false,
-        format: load.run_format,
+        format: load.from,
         convert: ConvertOptions {
             scorer: load.scorer.clone(),
+            ..ConvertOptions::default()
         },
     };
     let (runs, skipped) = skip_journals(runs)?;
@@ -891,6 +920,65 @@ fn load_with(
     Ok(Loaded { index, store, cfg })
 }
 
+/// Open the runs as [`index::open_run`] does. Converting another tool's
+/// file reads all of it before the index starts, so while that takes long
+/// a progress bar on standard error (when it is a terminal) says how far
+/// the reading got.
+fn open_run_with_progress(
+    runs: &[String],
+    opts: &OpenOptions,
+) -> Result<(RunIndex, index::Loader), triage::core::load::open::OpenError> {
+    let show = std::io::stderr().is_terminal();
+    if !show {
+        return index::open_run(runs, opts);
+    }
+    let progress = triage::core::formats::Progress::default();
+    let mut opts = opts.clone();
+    opts.convert.progress = Some(progress.clone());
+    let total: u64 = runs
+        .iter()
+        .filter(|r| r.as_str() != "-")
+        .filter_map(|r| std::fs::metadata(r).ok())
+        .map(|m| m.len())
+        .sum();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let shower = {
+        let done = done.clone();
+        std::thread::spawn(move || {
+            let start = Instant::now();
+            let mut bar: Option<indicatif::ProgressBar> = None;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                // Woken early when the opening is done.
+                std::thread::park_timeout(Duration::from_millis(50));
+                let read = progress.read();
+                if bar.is_none() && read > 0 && start.elapsed() > Duration::from_millis(300) {
+                    let pb = indicatif::ProgressBar::with_draw_target(
+                        Some(total),
+                        indicatif::ProgressDrawTarget::stderr(),
+                    );
+                    if let Ok(style) = indicatif::ProgressStyle::with_template(
+                        "reading {wide_bar} {bytes}/{total_bytes} {elapsed}",
+                    ) {
+                        pb.set_style(style);
+                    }
+                    bar = Some(pb);
+                }
+                if let Some(pb) = &bar {
+                    pb.set_position(read.min(total));
+                }
+            }
+            if let Some(pb) = bar {
+                pb.finish_and_clear();
+            }
+        })
+    };
+    let opened = index::open_run(runs, &opts);
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    shower.thread().unpark();
+    let _ = shower.join();
+    opened
+}
+
 /// Index the run, showing a progress bar on standard error when it is a
 /// terminal and the load takes long enough to be worth one.
 fn index_with_progress(
@@ -898,7 +986,7 @@ fn index_with_progress(
     opts: &OpenOptions,
     progress: bool,
 ) -> Result<RunIndex, String> {
-    let (mut idx, loader) = index::open_run(runs, opts).map_err(|e| e.to_string())?;
+    let (mut idx, loader) = open_run_with_progress(runs, opts).map_err(|e| e.to_string())?;
     let show = progress && std::io::stderr().is_terminal();
     let start = Instant::now();
     let mut bar: Option<indicatif::ProgressBar> = None;
@@ -1424,9 +1512,10 @@ fn import_cmd(
     let opts = OpenOptions {
         max_line_bytes: line_limit(load.max_line_bytes, &cfg),
         follow: false,
-        format: load.run_format,
+        format: load.from,
         convert: ConvertOptions {
             scorer: load.scorer.clone(),
+            ..ConvertOptions::default()
         },
     };
     let runs = vec![run.to_string()];
@@ -1613,6 +1702,21 @@ fn compare_cmd(
     }
 }
 
+/// `--format` on a command that reads runs and writes no format of its own:
+/// a one-line refusal pointing at `--from`, exit 2.
+fn refuse_format(given: &str, why: &str) -> ExitCode {
+    let from = match given.parse::<RunFormat>() {
+        Ok(f) => format!("--from {f}"),
+        Err(_) => format!(
+            "--from NAME ({})",
+            RunFormat::ALL.map(|f| f.name()).join(", ")
+        ),
+    };
+    fail(&format!(
+        "triage: --format names an output format, and {why}; to choose how the run is read, use {from}"
+    ))
+}
+
 fn fail(msg: &str) -> ExitCode {
     eprintln!("{msg}");
     ExitCode::from(2)
@@ -1718,6 +1822,9 @@ fn line_limit(flag: Option<u64>, cfg: &config::Config) -> usize {
 }
 
 fn open(cli: Cli) -> ExitCode {
+    if let Some(given) = &cli.format {
+        return refuse_format(given, "the viewer writes none");
+    }
     if cli.runs.is_empty() {
         eprintln!(
             "triage: give a run file to open, for example: triage sample-runs/support-urgency.jsonl (triage --help lists the commands)"
@@ -1751,12 +1858,13 @@ fn open(cli: Cli) -> ExitCode {
     let opts = OpenOptions {
         max_line_bytes: line_limit(cli.max_line_bytes, &cfg),
         follow: cli.follow,
-        format: cli.format,
+        format: cli.from,
         convert: ConvertOptions {
             scorer: cli.scorer.clone(),
+            ..ConvertOptions::default()
         },
     };
-    let (idx, loader) = match index::open_run(&runs, &opts) {
+    let (idx, loader) = match open_run_with_progress(&runs, &opts) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("{e}");
@@ -1794,7 +1902,7 @@ fn open(cli: Cli) -> ExitCode {
             let args = LoadArgs {
                 annotations: cli.baseline_annotations.clone(),
                 max_line_bytes: cli.max_line_bytes,
-                run_format: cli.format,
+                from: cli.from,
                 scorer: cli.scorer.clone(),
             };
             match load_with_config(&[old.to_string()], &args, cfg.clone()) {

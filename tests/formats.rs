@@ -612,7 +612,7 @@ fn format_can_be_forced_and_unknown_files_open_with_a_note() {
     for f in Format::ALL {
         assert!(note.contains(f.name()), "{note}");
     }
-    assert!(note.contains("--format NAME"), "{note}");
+    assert!(note.contains("--from NAME"), "{note}");
 
     // A native run gets no note and pays only for the head.
     let run = dir.path().join("run.jsonl");
@@ -629,7 +629,7 @@ fn format_can_be_forced_and_unknown_files_open_with_a_note() {
     assert_eq!((idx.files[0].format, idx.rows.len()), (Format::Native, 1));
     assert!(idx.files[0].notes.is_empty());
 
-    // --format overrides detection, both ways.
+    // --from overrides detection, both ways.
     let forced = |rel: &str, f: Format| {
         index::load_run(
             &[rel.to_string()],
@@ -641,7 +641,7 @@ fn format_can_be_forced_and_unknown_files_open_with_a_note() {
     };
     let err = forced(&csv, Format::Promptfoo).unwrap_err().to_string();
     assert!(
-        err.contains("results.csv") && err.contains("--format"),
+        err.contains("results.csv") && err.contains("--from"),
         "{err}"
     );
     let jsonl = fixture("promptfoo/results.jsonl")
@@ -711,12 +711,38 @@ fn summary_reads_every_fixture() {
         let pairs = if rows == 1 { "pair" } else { "pairs" };
         let fails = if failures == 1 { "failure" } else { "failures" };
         assert!(
-            head.contains(&format!(": {rows} {pairs}, {failures} {fails},")),
+            head.contains(&format!(" ({format}): {rows} {pairs}, {failures} {fails},")),
             "{rel} ({format}): {head}"
         );
+        // The Markdown and JSON summaries name the format read too.
+        for (how, want) in [
+            (
+                "markdown",
+                format!("## Summary: {} ({format})", fixture(rel).display()),
+            ),
+            ("json", format!("\"format\": \"{format}\"")),
+        ] {
+            let out = std::process::Command::new(env!("CARGO_BIN_EXE_triage"))
+                .args(["summary", "--format", how])
+                .arg(fixture(rel))
+                .output()
+                .expect("run triage summary");
+            let stdout = String::from_utf8_lossy(&out.stdout);
+            assert!(stdout.contains(&want), "{rel} {how}: {stdout}");
+        }
     }
+    // A native run is named native; runs of two formats name both.
+    let native = Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-runs/support-urgency.jsonl");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_triage"))
-        .args(["check", "--format", "csv"])
+        .args(["summary", "--format", "json"])
+        .arg(&native)
+        .arg(fixture("promptfoo/results.json"))
+        .output()
+        .expect("run triage summary");
+    let doc: Value = serde_json::from_slice(&out.stdout).expect("JSON");
+    assert_eq!(doc["format"], "native+promptfoo");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_triage"))
+        .args(["check", "--from", "csv"])
         .arg(fixture("promptfoo/results.json"))
         .output()
         .expect("run triage check");
@@ -875,4 +901,67 @@ fn multivon_records_count_as_multivon_means() {
     }
     assert!(reasons(&r.records[0]).contains("skipped: no verdict"));
     assert!(reasons(&r.records[1]).contains("no output, so no verdict"));
+}
+
+/// Each case result of a multivon report once, by its case id: "passed",
+/// "failed", "error" or "no verdict", as the converted side says.
+fn report_rows(records: &[Value]) -> BTreeMap<String, &'static str> {
+    let mut out = BTreeMap::new();
+    for r in records {
+        let sides: Vec<(&Value, String)> = if r["transformation"] == formats::UNPAIRED {
+            vec![(
+                &r["variant"],
+                r["variant_id"].as_str().expect("id").to_string(),
+            )]
+        } else {
+            ["source", "variant"]
+                .iter()
+                .map(|s| {
+                    let side = &r[*s];
+                    (side, side["row_id"].as_str().expect("row_id").to_string())
+                })
+                .collect()
+        };
+        for (side, id) in sides {
+            let verdict = if side["outcome"] == "error" || side["outcome"] == "timeout" {
+                "error"
+            } else if side["decision"] == "pass" {
+                "passed"
+            } else if side["decision"] == "fail" {
+                "failed"
+            } else {
+                "no verdict"
+            };
+            out.insert(id, verdict);
+        }
+    }
+    out
+}
+
+#[test]
+fn multivon_reports_count_their_cases_as_the_reports_summary_does() {
+    for (rel, no_output) in [
+        ("multivon/report.json", 0),
+        ("multivon/checks-report.json", 1),
+    ] {
+        let doc: Value =
+            serde_json::from_slice(&std::fs::read(fixture(rel)).expect("fixture")).expect("JSON");
+        let s = &doc["summary"];
+        let n = |k: &str| s[k].as_u64().expect("count") as usize;
+        let c = convert(rel, Format::Multivon);
+        let rows = report_rows(&c.records);
+        let count = |w: &str| rows.values().filter(|v| **v == w).count();
+        assert_eq!(rows.len(), n("total"), "{rel}: {rows:?}");
+        assert_eq!(c.report.rows, n("total"), "{rel}");
+        assert_eq!(count("error"), n("errors"), "{rel}: {rows:?}");
+        assert_eq!(count("failed"), n("failed"), "{rel}: {rows:?}");
+        // A result multivon counts as passed with no output has no verdict
+        // here (seed 004: no verdict becomes a score); the rest agree.
+        assert_eq!(count("passed"), n("passed") - no_output, "{rel}: {rows:?}");
+        assert_eq!(
+            count("no verdict"),
+            n("skipped") + no_output,
+            "{rel}: {rows:?}"
+        );
+    }
 }

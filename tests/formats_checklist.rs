@@ -395,7 +395,7 @@ fn checklist_input_that_is_not_checklists_is_refused_with_the_file_named() {
         err.starts_with(&path.display().to_string()) && err.contains("no CheckList test cases"),
         "{err}"
     );
-    // Opened without --format, it is not taken for CheckList and says what was tried.
+    // Opened without --from, it is not taken for CheckList and says what was tried.
     let out = run(&["summary", "tests.json"], dir.path());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
@@ -403,7 +403,7 @@ fn checklist_input_that_is_not_checklists_is_refused_with_the_file_named() {
         "{stderr}"
     );
     let out = run(
-        &["summary", "--run-format", "checklist", "tests.json"],
+        &["summary", "--from", "checklist", "tests.json"],
         dir.path(),
     );
     assert_eq!(out.status.code(), Some(2));
@@ -494,8 +494,8 @@ fn json_documents_holding_native_records_open_as_their_lines() {
             native_head.contains("12 pairs, 7 failures"),
             "{native_head}"
         );
-        // --run-format native reads the same document the same way.
-        let out = summary(p, &["--run-format", "native"]);
+        // --from native reads the same document the same way.
+        let out = summary(p, &["--from", "native"]);
         assert_eq!(
             out.lines().next().unwrap().split_once(':').unwrap().1,
             native_head

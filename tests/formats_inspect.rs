@@ -65,6 +65,7 @@ struct Converted {
 fn convert_with(name: &str, scorer: Option<&str>) -> Result<Converted, formats::ConvertError> {
     let opts = ConvertOptions {
         scorer: scorer.map(str::to_string),
+        ..ConvertOptions::default()
     };
     let mut out = Vec::new();
     let report = formats::convert_with(&fixture(name), Format::Inspect, &opts, &mut out)?;

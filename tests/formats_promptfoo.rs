@@ -391,3 +391,177 @@ fn the_fixtures_open_through_the_index_without_problems() {
         }
     }
 }
+
+#[test]
+fn from_chooses_the_input_format_and_format_only_ever_names_an_output() {
+    let file = fixture("keyword/results.json");
+    let file = file.to_str().expect("path");
+    let dir = tempfile::tempdir().expect("temp");
+    let out = dir.path().join("out.jsonl");
+    let out = out.to_str().expect("path");
+    // Every command that reads runs takes --from.
+    for args in [
+        vec!["summary", "--from", "promptfoo", file],
+        vec!["export", "--from", "promptfoo", "--format", "csv", file],
+        vec!["check", "--from", "promptfoo", file],
+        vec!["apply", "--from", "promptfoo", file, "-o", out],
+    ] {
+        let (code, stdout, err) = triage(&args);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        assert!(!stdout.is_empty(), "{args:?}");
+    }
+    assert!(std::fs::metadata(out).is_ok_and(|m| m.len() > 0));
+    // Read as native, the same file is no pairs at all: --from was obeyed.
+    let (code, _, err) = triage(&["check", "--from", "native", file]);
+    assert_eq!(code, Some(2), "{err}");
+    // Where --format once chose the input, it is refused in one line that
+    // names the --from to use instead, and nothing is written.
+    let refused = dir.path().join("refused.jsonl");
+    let refused = refused.to_str().expect("path");
+    for args in [
+        vec!["--format", "promptfoo", file],
+        vec!["check", "--format", "promptfoo", file],
+        vec!["apply", "--format", "promptfoo", file, "-o", refused],
+    ] {
+        let (code, stdout, err) = triage(&args);
+        assert_eq!(code, Some(2), "{args:?}: {stdout}");
+        assert!(stdout.is_empty(), "{args:?}: {stdout}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(
+            err.contains("--format names an output format") && err.contains("--from promptfoo"),
+            "{args:?}: {err}"
+        );
+    }
+    assert!(!Path::new(refused).exists());
+    // An unknown name after --format is not echoed back as a --from to use.
+    let (code, _, err) = triage(&["check", "--format", "csv", file]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("--from NAME (native, context-probe"), "{err}");
+    // On export and summary --format is the output, and an input format is not one.
+    let (code, _, err) = triage(&["summary", "--format", "promptfoo", file]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("invalid value 'promptfoo'"), "{err}");
+}
+
+#[test]
+fn summary_by_model_splits_the_two_providers() {
+    let file = fixture("keyword/results.json");
+    let file = file.to_str().expect("path");
+    // promptfoo's own tally per provider, from the rows' success flags.
+    let doc: Value = serde_json::from_slice(&std::fs::read(file).expect("fixture")).expect("JSON");
+    let mut rows: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    for r in doc["results"]["results"].as_array().expect("results") {
+        let label = [&r["provider"]["label"], &r["provider"]["id"]]
+            .into_iter()
+            .filter_map(Value::as_str)
+            .find(|s| !s.is_empty())
+            .expect("provider")
+            .to_string();
+        let e = rows.entry(label).or_default();
+        e.0 += 1;
+        e.1 += usize::from(r["success"] != true);
+    }
+    assert_eq!(
+        rows,
+        BTreeMap::from([
+            ("echo".to_string(), (6, 0)),
+            ("keyword".to_string(), (6, 2))
+        ])
+    );
+
+    let (code, out, err) = triage(&["summary", "--by", "model", "--format", "json", file]);
+    assert_eq!(code, Some(0), "{err}");
+    let s: Value = serde_json::from_str(&out).expect("JSON");
+    assert_eq!(s["by"], "model");
+    let groups: BTreeMap<&str, (u64, u64)> = s["groups"]
+        .as_array()
+        .expect("groups")
+        .iter()
+        .map(|g| {
+            (
+                g["name"].as_str().expect("name"),
+                (
+                    g["pairs"].as_u64().expect("pairs"),
+                    g["failures"].as_u64().expect("failures"),
+                ),
+            )
+        })
+        .collect();
+    // Six rows per provider are three pairs each; the keyword classifier's
+    // two failed rows are variants, so two of its pairs fail.
+    assert_eq!(
+        groups,
+        BTreeMap::from([("echo", (3, 0)), ("keyword", (3, 2))])
+    );
+
+    let (code, out, _) = triage(&["summary", "--by", "model", file]);
+    assert_eq!(code, Some(0));
+    let table: Vec<&str> = out.lines().skip_while(|l| *l != "Pairs").collect();
+    assert!(table[1].starts_with("model "), "{out}");
+    assert!(
+        table[2].starts_with("keyword ") && table[2].contains(" 2/3 "),
+        "{out}"
+    );
+    assert!(
+        table[3].starts_with("echo ") && table[3].contains(" 0/3 "),
+        "{out}"
+    );
+    // check gates each provider too.
+    let (code, out, _) = triage(&[
+        "check",
+        "--by",
+        "model",
+        "--max-failures",
+        "5",
+        "--max-failure-rate",
+        "0.9",
+        file,
+    ]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(out.contains("by model: 1 of 2 models fail"), "{out}");
+}
+
+#[test]
+fn a_large_results_file_shows_progress_while_it_is_read() {
+    // The keyword run's results, repeated under new test indexes and ids
+    // until the file takes a while to read.
+    let doc: Value =
+        serde_json::from_slice(&std::fs::read(fixture("keyword/results.json")).expect("fixture"))
+            .expect("JSON");
+    let rows = doc["results"]["results"].as_array().expect("rows");
+    let mut big = doc.clone();
+    let mut all = Vec::new();
+    for n in 0..150u64 {
+        for r in rows {
+            let mut r = r.clone();
+            r["testIdx"] = (r["testIdx"].as_u64().expect("testIdx") + 6 * n).into();
+            let meta = &mut r["testCase"]["metadata"];
+            for k in ["case_id", "base_id"] {
+                if let Some(id) = meta[k].as_str() {
+                    meta[k] = format!("{id}-{n}").into();
+                }
+            }
+            let d = r["testCase"]["description"].as_str().expect("description");
+            r["testCase"]["description"] = format!("{d}-{n}").into();
+            all.push(r);
+        }
+    }
+    big["results"]["results"] = Value::Array(all);
+    let dir = tempfile::tempdir().expect("temp");
+    std::fs::write(
+        dir.path().join("results.json"),
+        serde_json::to_vec(&big).expect("JSON"),
+    )
+    .expect("write");
+    let mut t = common::Tui::spawn(
+        &["summary", "--format", "json", "results.json"],
+        120,
+        40,
+        dir.path(),
+        &[],
+    );
+    assert_eq!(t.wait_exit(), 0);
+    let out = String::from_utf8_lossy(&t.output_bytes()).into_owned();
+    assert!(out.contains("reading"), "no progress bar:\n{out}");
+    assert!(out.contains("\"pairs\": 900"), "{out}");
+}

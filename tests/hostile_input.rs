@@ -666,7 +666,7 @@ fn a_run_larger_than_its_memory_limit_opens_with_only_its_index() {
     assert_eq!(code, 0, "{err}");
     let pairs = BIG * (1 + SMALL_PER_BIG);
     assert!(
-        out.starts_with(&format!("big.jsonl: {pairs} pairs")),
+        out.starts_with(&format!("big.jsonl (native): {pairs} pairs")),
         "{out}"
     );
 }

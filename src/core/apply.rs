@@ -6,7 +6,7 @@
 //! file itself is never opened for writing, and OUT is written through a
 //! temporary file and renamed, so a crash never leaves half a copy.
 //!
-//! Another tool's result file (detected, or named with `--format`) is
+//! Another tool's result file (detected, or named with `--from`) is
 //! written out as the native records the viewer annotated, each with its
 //! `origin`.
 

@@ -527,6 +527,7 @@ fn pair_json(p: &Pair) -> Value {
 pub fn summary_json(index: &RunIndex, rows: &[u32], summary: &Summary) -> Value {
     let mut v = serde_json::to_value(summary).unwrap_or(Value::Null);
     if let Value::Object(m) = &mut v {
+        m.insert("format".into(), json!(index.format_name()));
         m.insert(
             "conclusion".into(),
             json!(stats::conclusion(index, rows, summary)),
@@ -740,7 +741,12 @@ pub fn write_summary(
             out.write_all(b"\n")
         }
         SummaryFormat::Markdown => {
-            writeln!(out, "## Summary: {}\n", md(&index.display_name()))?;
+            writeln!(
+                out,
+                "## Summary: {} ({})\n",
+                md(&index.display_name()),
+                index.format_name()
+            )?;
             writeln!(
                 out,
                 "{}, {}, {} classified. {RATES_NOTE}\n",
@@ -792,14 +798,15 @@ fn text_summary(
 ) -> io::Result<()> {
     writeln!(
         out,
-        "{}: {}, {}, {} classified, {} (by {})",
+        "{} ({}): {}, {}, {} classified, {}",
         text::inert_line(&index.display_name()),
+        index.format_name(),
         plural(s.pairs, "pair", "pairs"),
         plural(s.failures, "failure", "failures"),
         s.classified,
         plural(s.problems, "unreadable line", "unreadable lines"),
-        s.by.name()
     )?;
+    // Each table's first column is headed by what the groups are.
     for t in table::TABLES {
         writeln!(out)?;
         text_table(out, s, &t)?;

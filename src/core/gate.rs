@@ -365,7 +365,7 @@ pub fn unusable(index: &RunIndex) -> Option<String> {
             .collect();
         let why = if let Some(first) = problems.first() {
             format!(
-                "no pair could be read from it: {} of its lines {} unreadable (first: {}); fix them, or pass --run-format NAME if it is another tool's results",
+                "no pair could be read from it: {} of its lines {} unreadable (first: {}); fix them, or pass --from NAME if it is another tool's results",
                 problems.len(),
                 if problems.len() == 1 { "is" } else { "are" },
                 text::truncate_cols(&text::inert_line(&first.to_string()), 120)
@@ -451,6 +451,7 @@ fn group_name(index: &RunIndex, row: &PairRow, by: GroupBy) -> String {
     let sym = match by {
         GroupBy::Transformation => row.transformation,
         GroupBy::Family => row.family,
+        GroupBy::Model => index.model(row),
         // Refused by `Gates::validate`; grouped by case should it get here.
         GroupBy::Case | GroupBy::Category => row.case,
     };
@@ -864,6 +865,7 @@ fn rate_gate(
         let kind = match by {
             GroupBy::Transformation => ("transformation", "transformations"),
             GroupBy::Family => ("family", "families"),
+            GroupBy::Model => ("model", "models"),
             GroupBy::Case | GroupBy::Category => ("case", "cases"),
         };
         let of = rates.len() as u64 - 1;

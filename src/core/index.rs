@@ -243,6 +243,19 @@ impl RunIndex {
         }
     }
 
+    /// The formats the inputs were read as (detected or chosen with
+    /// `--from`), each once, in the order of the files, joined with `+`:
+    /// `promptfoo`, or `native+inspect` for a mix; empty with no input.
+    pub fn format_name(&self) -> String {
+        let mut names: Vec<&str> = Vec::new();
+        for f in &self.files {
+            if !names.contains(&f.format.name()) {
+                names.push(f.format.name());
+            }
+        }
+        names.join("+")
+    }
+
     /// Read a pair's line again from its file.
     pub fn read_line(&self, loc: Loc) -> io::Result<Vec<u8>> {
         let f = self
@@ -400,7 +413,7 @@ pub struct OpenOptions {
     pub max_line_bytes: usize,
     /// Keep reading lines appended to the files after the first pass (`-f`).
     pub follow: bool,
-    /// Read every input as this format instead of detecting it (`--format`).
+    /// Read every input as this format instead of detecting it (`--from`).
     pub format: Option<Format>,
     /// How another tool's file is converted (`--scorer`).
     pub convert: crate::core::formats::ConvertOptions,

@@ -3,8 +3,11 @@
 //! The key hashes the pair's canonical content (object keys sorted, so a
 //! reordered line keeps its key) plus its ids, leaving out what changes from
 //! run to run without changing the pair: the `timestamp`, each side's latency,
-//! and the `triage` object that `triage apply` writes. An annotation made on
-//! one run therefore follows the same pair into the next one.
+//! the `triage` object that `triage apply` writes, and the `origin` that a
+//! record converted from another tool's file carries (that tool's raw rows,
+//! with the uuids, timestamps, eval ids and timings it gives every run). An
+//! annotation made on one run therefore follows the same pair into the next
+//! one, whether triage or another tool ran it.
 //!
 //! It is computed two ways with one result: [`record_key`] from a parsed
 //! [`Value`], and [`record_key_raw`] straight from the line's bytes, about
@@ -48,11 +51,13 @@ impl RecordKey {
 }
 
 /// Top-level members left out of the key: the time (every spelling of
-/// [`T_TIMESTAMP`]) and the `triage` object that `triage apply` writes.
-const VOLATILE_TOP: [&str; 2] = {
+/// [`T_TIMESTAMP`]), the `triage` object that `triage apply` writes, and a
+/// converted record's `origin` (see `core::formats`): what the pair is, the
+/// converter writes in the native fields, which are keyed.
+const VOLATILE_TOP: [&str; 3] = {
     let time = TOP[T_TIMESTAMP].spellings;
     assert!(time.len() == 1, "a new spelling of the time goes here too");
-    [time[0], "triage"]
+    [time[0], "triage", "origin"]
 };
 /// Members of a side left out of the key: every spelling of its latency.
 const VOLATILE_SIDE: &[&str] = SIDE[S_LATENCY].spellings;
@@ -745,6 +750,28 @@ mod tests {
         let b = json!({"variant_id": "v", "case_id": "c", "timestamp": "t2", "triage": {"category": "x"},
             "source": {"state": {"b": 2, "a": 1.0}, "latency_ms": 99, "question": "q"}});
         assert_eq!(record_key(&a), record_key(&b));
+    }
+
+    #[test]
+    fn a_converted_record_is_keyed_without_its_origin() {
+        // Two runs of one promptfoo config: new row ids and timings in the
+        // raw rows, the same pair.
+        let a = r#"{"case_id":"c","variant_id":"v","format":"promptfoo","variant":{"output":"urgent"},"origin":{"id":"5c0e","latencyMs":12}}"#;
+        let b = r#"{"origin":{"latencyMs":40,"id":"9f1a"},"case_id":"c","variant_id":"v","format":"promptfoo","variant":{"output":"urgent"}}"#;
+        let key = |line: &str| {
+            let v: Value = serde_json::from_str(line).unwrap();
+            let k = record_key(&v);
+            assert_eq!(record_key_raw(line), Some(k), "{line}");
+            k
+        };
+        assert_eq!(key(a), key(b));
+        // What the converter wrote is still the pair's identity.
+        let c = a.replace(r#""output":"urgent""#, r#""output":"routine""#);
+        assert_ne!(key(a), key(&c));
+        // Only the top-level member: an `origin` inside a side is content.
+        let d = r#"{"case_id":"c","variant_id":"v","variant":{"origin":"x"}}"#;
+        let e = r#"{"case_id":"c","variant_id":"v","variant":{"origin":"y"}}"#;
+        assert_ne!(key(d), key(e));
     }
 
     #[test]

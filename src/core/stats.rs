@@ -158,15 +158,19 @@ pub enum GroupBy {
     Family,
     Category,
     Case,
+    /// The model id: the provider for promptfoo, the model for Inspect,
+    /// multivon and native runs.
+    Model,
 }
 
 impl GroupBy {
     /// Every grouping, in the order a view cycles through them.
-    pub const ALL: [GroupBy; 4] = [
+    pub const ALL: [GroupBy; 5] = [
         GroupBy::Transformation,
         GroupBy::Family,
         GroupBy::Category,
         GroupBy::Case,
+        GroupBy::Model,
     ];
 
     /// The lowercase name, as serialized.
@@ -176,6 +180,7 @@ impl GroupBy {
             GroupBy::Family => "family",
             GroupBy::Category => "category",
             GroupBy::Case => "case",
+            GroupBy::Model => "model",
         }
     }
 }
@@ -914,6 +919,7 @@ impl<'a> Rest<'a> {
                 GroupBy::Transformation => self.by_id.entry(row.transformation).or_default(),
                 GroupBy::Family => self.by_id.entry(row.family).or_default(),
                 GroupBy::Case => self.by_id.entry(row.case).or_default(),
+                GroupBy::Model => self.by_id.entry(index.model(row)).or_default(),
                 GroupBy::Category if row.status().is_failure() => self
                     .by_name
                     .entry(category.unwrap_or(UNCLASSIFIED))

@@ -166,6 +166,7 @@ pub(super) fn md_summary_table(out: &mut dyn Write, s: &Summary) -> io::Result<(
         GroupBy::Family => "Family",
         GroupBy::Category => "Category",
         GroupBy::Case => "Case",
+        GroupBy::Model => "Model",
     };
     for (i, t) in table::TABLES.iter().enumerate() {
         if i > 0 {
@@ -585,6 +586,7 @@ fn write_header(
 ) -> io::Result<()> {
     writeln!(out, "# Triage report: {}\n", md(&index.display_name()))?;
     writeln!(out, "- **Files:** {}", files_phrase(index))?;
+    writeln!(out, "- **Read as:** {}", index.format_name())?;
     writeln!(
         out,
         "- **Pairs:** {} · **Failures:** {}{} · **Classified:** {} of {}",

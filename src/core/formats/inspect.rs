@@ -18,6 +18,7 @@
 
 use serde_json::{Map, Value, json};
 
+use super::stream::Spilled;
 use super::{
     ConvertError, ConvertOptions, Format, Row, Sink, Sniff, as_text, pick, pick_str, write_paired,
 };
@@ -68,10 +69,72 @@ pub(super) fn convert(
 ) -> Result<(), ConvertError> {
     let doc: Value = serde_json::from_str(text.trim_start())
         .map_err(|e| format!("not a JSON document ({e}); expected an Inspect JSON log"))?;
-    let Value::Object(log) = doc else {
+    let Value::Object(mut log) = doc else {
         return Err("expected an Inspect JSON log (an object with eval and samples)".into());
     };
-    convert_log(log, opts, sink)
+    let mut samples = Samples::default();
+    if let Some(Value::Array(a)) = log.remove("samples") {
+        samples.total = a.len();
+        samples.heads = a
+            .into_iter()
+            .filter_map(|v| match v {
+                Value::Object(o) => Some((o, None)),
+                _ => None,
+            })
+            .collect();
+    }
+    convert_log(log, samples, opts, sink)
+}
+
+/// A log's samples: whole, or (read as a stream) what choosing the
+/// verdict scorer and ordering them reads, with where each whole sample
+/// was set aside.
+#[derive(Default)]
+struct Samples {
+    heads: Vec<(Map<String, Value>, Option<Spilled>)>,
+    /// Every element of `samples`, objects or not.
+    total: usize,
+}
+
+impl Samples {
+    /// Keep a sample: set aside in the sink's spill when there is one.
+    fn add(&mut self, v: Value, sink: &mut Sink) -> Result<(), ConvertError> {
+        self.total += 1;
+        let Value::Object(o) = v else { return Ok(()) };
+        match &mut sink.spill {
+            Some(spill) => {
+                let at = spill.put(&Value::Object(o.clone()))?;
+                let mut head = Map::new();
+                for k in ["id", "epoch", "scores"] {
+                    if let Some(v) = o.get(k) {
+                        head.insert(k.into(), v.clone());
+                    }
+                }
+                self.heads.push((head, Some(at)));
+            }
+            None => self.heads.push((o, None)),
+        }
+        Ok(())
+    }
+}
+
+/// Read an Inspect JSON log as a stream: each sample is set aside as it
+/// is read, then converted once the verdict scorer is known.
+pub(super) fn convert_stream(
+    reader: impl std::io::Read,
+    opts: &ConvertOptions,
+    sink: &mut Sink,
+) -> Result<(), ConvertError> {
+    let mut samples = Samples::default();
+    let log = super::stream::each_element(reader, &["samples"], &mut |v| samples.add(v, sink))
+        .map_err(|e| match e {
+            ConvertError::Content(why) => {
+                ConvertError::Content(format!("{why}; expected an Inspect JSON log"))
+            }
+            other => other,
+        })?
+        .ok_or("expected an Inspect JSON log (an object with eval and samples)")?;
+    convert_log(log, samples, opts, sink)
 }
 
 /// The most one member of an `.eval` archive may unpack to.
@@ -86,14 +149,14 @@ pub(super) fn is_zip(bytes: &[u8]) -> bool {
 /// samples, each `samples/*.json` one sample. They are put together in the
 /// JSON log's order (by epoch, then id) and converted like a JSON log.
 pub(super) fn convert_archive(
-    bytes: &[u8],
+    archive: impl std::io::Read + std::io::Seek,
     opts: &ConvertOptions,
     sink: &mut Sink,
 ) -> Result<(), ConvertError> {
     let bad = |e: zip::result::ZipError| format!("not a readable .eval archive ({e})");
-    let mut zip = zip::ZipArchive::new(std::io::Cursor::new(bytes)).map_err(bad)?;
+    let mut zip = zip::ZipArchive::new(archive).map_err(bad)?;
     let mut header: Option<Map<String, Value>> = None;
-    let mut samples: Vec<Value> = Vec::new();
+    let mut samples = Samples::default();
     for i in 0..zip.len() {
         let mut member = zip.by_index_raw(i).map_err(bad)?;
         let name = member.name().map_err(bad)?.to_string();
@@ -102,27 +165,31 @@ pub(super) fn convert_archive(
             continue;
         }
         let shown = crate::core::text::inert_line(&name);
+        if let Some(p) = &opts.progress {
+            p.0.fetch_add(
+                member.compressed_size(),
+                std::sync::atomic::Ordering::Relaxed,
+            );
+        }
         let method = member.compression();
         let data = unpack(&mut member, method)
             .map_err(|e| format!("cannot unpack {shown} from the .eval archive: {e}"))?;
         let v: Value = serde_json::from_slice(&data)
             .map_err(|e| format!("{shown} in the .eval archive is not JSON ({e})"))?;
         if is_sample {
-            samples.push(v);
+            samples.add(v, sink)?;
         } else if let Value::Object(o) = v {
             header = Some(o);
         }
     }
     let mut log = header.ok_or("the .eval archive has no header.json; is it an Inspect log?")?;
-    samples.sort_by(|a, b| {
-        let epoch = |v: &Value| v.get("epoch").and_then(Value::as_u64).unwrap_or(0);
-        let id = |v: &Value| v.get("id").map(as_text).unwrap_or_default();
+    log.remove("samples");
+    samples.heads.sort_by(|(a, _), (b, _)| {
+        let epoch = |v: &Map<String, Value>| v.get("epoch").and_then(Value::as_u64).unwrap_or(0);
+        let id = |v: &Map<String, Value>| v.get("id").map(as_text).unwrap_or_default();
         epoch(a).cmp(&epoch(b)).then_with(|| id(a).cmp(&id(b)))
     });
-    if !samples.is_empty() {
-        log.insert("samples".into(), Value::Array(samples));
-    }
-    convert_log(log, opts, sink)
+    convert_log(log, samples, opts, sink)
 }
 
 /// One member's bytes: stored, deflated or zstd-compressed (what Inspect writes).
@@ -156,6 +223,7 @@ fn unpack(
 
 fn convert_log(
     log: Map<String, Value>,
+    samples: Samples,
     opts: &ConvertOptions,
     sink: &mut Sink,
 ) -> Result<(), ConvertError> {
@@ -174,20 +242,19 @@ fn convert_log(
     {
         sink.warn(format!("the eval's status is {st}, not success"));
     }
-    let samples = match log.get("samples") {
-        Some(Value::Array(a)) if !a.is_empty() => a,
-        _ => return Err(ConvertError::Refused(no_samples(&log))),
-    };
-    sink.report.rows = samples.len();
-    let samples: Vec<&Map<String, Value>> = samples.iter().filter_map(Value::as_object).collect();
+    if samples.total == 0 {
+        return Err(ConvertError::Refused(no_samples(&log)));
+    }
+    sink.report.rows = samples.total;
+    let heads: Vec<&Map<String, Value>> = samples.heads.iter().map(|(h, _)| h).collect();
     let scorers =
-        Scorers::of(&log, &samples, opts.scorer.as_deref()).map_err(ConvertError::Refused)?;
+        Scorers::of(&log, &heads, opts.scorer.as_deref()).map_err(ConvertError::Refused)?;
     if let Some(w) = scorers.note() {
         sink.warn(w);
     }
-    let rows = samples
-        .into_iter()
-        .map(|s| {
+    let mut rows = Vec::with_capacity(samples.heads.len());
+    for (head, at) in samples.heads {
+        let make = |s: &Map<String, Value>| {
             row(
                 s,
                 &scorers,
@@ -195,8 +262,20 @@ fn convert_log(
                 settings.clone(),
                 task.as_deref(),
             )
-        })
-        .collect();
+        };
+        let r = match (at, &mut sink.spill) {
+            (Some(at), Some(spill)) => match spill.get(at)? {
+                Value::Object(s) => Row {
+                    raw: Value::Null,
+                    spilled: Some(at),
+                    ..make(&s)
+                },
+                _ => continue,
+            },
+            _ => make(&head),
+        };
+        rows.push(sink.set_aside(r, |_, _| {})?);
+    }
     write_paired(rows, Format::Inspect, sink)
 }
 
@@ -661,12 +740,10 @@ mod tests {
 
     fn run(text: &str, scorer: Option<&str>) -> Result<(Vec<Value>, Vec<String>), ConvertError> {
         let mut out = Vec::new();
-        let mut sink = Sink {
-            out: &mut out,
-            report: super::super::ConvertReport::default(),
-        };
+        let mut sink = Sink::new(&mut out, Format::Inspect);
         let opts = ConvertOptions {
             scorer: scorer.map(str::to_string),
+            ..ConvertOptions::default()
         };
         convert(text, &opts, &mut sink)?;
         let warnings = sink.report.warnings.clone();

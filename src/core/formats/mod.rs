@@ -27,6 +27,7 @@ pub mod context_probe;
 pub mod inspect;
 pub mod multivon;
 pub mod promptfoo;
+pub mod stream;
 
 /// A result-file format triage can open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -57,7 +58,7 @@ impl Format {
         Format::CheckList,
     ];
 
-    /// The name used by `--format`, in the status bar and in `"format"`.
+    /// The name used by `--from`, in the status bar, in `summary` and in `"format"`.
     pub fn name(self) -> &'static str {
         match self {
             Format::Native => "native",
@@ -97,7 +98,7 @@ impl FromStr for Format {
     }
 }
 
-/// A `--format` name that names no [`Format`].
+/// A `--from` name that names no [`Format`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnknownFormat {
     /// The name as given.
@@ -159,7 +160,7 @@ impl Detection {
         for (f, why) in &self.tried {
             s.push_str(&format!("\n  - {}: {why}", f.name()));
         }
-        s.push_str("\nPass --format NAME to choose one.");
+        s.push_str("\nPass --from NAME to choose one.");
         s
     }
 
@@ -172,7 +173,7 @@ impl Detection {
             .map(|(f, why)| format!("{} ({why})", f.name()))
             .collect();
         format!(
-            "not a format triage knows, so its lines were read as native pair records; tried {}. Pass --format NAME to choose one.",
+            "not a format triage knows, so its lines were read as native pair records; tried {}. Pass --from NAME to choose one.",
             tried.join("; ")
         )
     }
@@ -398,7 +399,28 @@ pub struct ConvertOptions {
     /// The Inspect scorer whose value is a sample's verdict (`--scorer
     /// NAME`); by default the first scorer that gives verdicts.
     pub scorer: Option<String>,
+    /// Where the bytes read so far are counted, for a progress bar.
+    pub progress: Option<Progress>,
 }
+
+/// A count of the bytes a conversion has read, shared with whoever shows it.
+#[derive(Debug, Clone, Default)]
+pub struct Progress(pub std::sync::Arc<std::sync::atomic::AtomicU64>);
+
+impl Progress {
+    /// The bytes read so far.
+    pub fn read(&self) -> u64 {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
+impl PartialEq for Progress {
+    fn eq(&self, other: &Progress) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Progress {}
 
 /// Convert a foreign file into native JSONL pair records written to `out`.
 ///
@@ -424,19 +446,42 @@ pub fn convert_with(
         file: shown.clone(),
         error: Box::new(error),
     };
-    let bytes = read_all(path).map_err(in_file)?;
-    if format == Format::Inspect && inspect::is_zip(&bytes) {
-        let mut sink = Sink {
-            out,
-            report: ConvertReport {
-                format: Some(format),
-                ..ConvertReport::default()
-            },
-        };
-        inspect::convert_archive(&bytes, opts, &mut sink).map_err(in_file)?;
+    // promptfoo and Inspect files, which can be large, are read as a
+    // stream, their rows set aside on disk (see `stream`).
+    if matches!(format, Format::Promptfoo | Format::Inspect)
+        && let Some(how) = streamable(path, format).map_err(in_file)?
+    {
+        let mut sink = Sink::new(out, format);
+        sink.spill = Some(stream::Spill::new().map_err(in_file)?);
+        let count = opts.progress.as_ref().map(|p| p.0.clone());
+        match how {
+            Streamed::Archive => {
+                let file =
+                    std::fs::File::open(path).map_err(|e| in_file(ConvertError::Unreadable(e)))?;
+                // Buffered: the archive is read in many small pieces.
+                let file = std::io::BufReader::with_capacity(1 << 16, file);
+                inspect::convert_archive(file, opts, &mut sink).map_err(in_file)?;
+                if let Some(c) = &count {
+                    let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+                    c.store(len, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
+            Streamed::Document | Streamed::Lines => {
+                let reader = open_plain(path).map_err(in_file)?;
+                let reader =
+                    std::io::BufReader::with_capacity(1 << 20, stream::Counted::new(reader, count));
+                let res = if format == Format::Inspect {
+                    inspect::convert_stream(reader, opts, &mut sink)
+                } else {
+                    promptfoo::convert_stream(reader, how == Streamed::Lines, &mut sink)
+                };
+                res.map_err(in_file)?;
+            }
+        }
         sink.out.flush().map_err(ConvertError::Write)?;
         return Ok(sink.report);
     }
+    let bytes = read_all(path).map_err(in_file)?;
     let text = match std::str::from_utf8(&bytes) {
         Ok(t) => t.trim_start_matches('\u{feff}'),
         Err(e) => {
@@ -446,13 +491,7 @@ pub fn convert_with(
             }));
         }
     };
-    let mut sink = Sink {
-        out,
-        report: ConvertReport {
-            format: Some(format),
-            ..ConvertReport::default()
-        },
-    };
+    let mut sink = Sink::new(out, format);
     // Records of a line format held in one JSON document: read as lines.
     let lines = if LINE_FORMATS.contains(&format) {
         records_as_lines(text, format)
@@ -563,13 +602,142 @@ impl From<&str> for ConvertError {
     }
 }
 
+/// How a promptfoo or Inspect file is read as a stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Streamed {
+    /// One JSON document (promptfoo's results.json, an Inspect JSON log).
+    Document,
+    /// promptfoo's results.jsonl.
+    Lines,
+    /// An Inspect `.eval` archive.
+    Archive,
+}
+
+/// Whether a promptfoo or Inspect file has a shape that is read as a
+/// stream (the others, such as a JSON array or promptfoo's refused
+/// exports, are read whole as before).
+fn streamable(path: &Path, format: Format) -> Result<Option<Streamed>, ConvertError> {
+    let mut head = Vec::with_capacity(DETECT_HEAD_BYTES);
+    open_file(path)?
+        .take(DETECT_HEAD_BYTES as u64)
+        .read_to_end(&mut head)
+        .map_err(ConvertError::Unreadable)?;
+    if format == Format::Inspect && inspect::is_zip(&head) {
+        return Ok(Some(Streamed::Archive));
+    }
+    let head = plain_head(&head);
+    let text = String::from_utf8_lossy(&head);
+    let text = text.trim_start_matches('\u{feff}');
+    let sniff = Sniff::new(text, b"");
+    if !sniff.text.starts_with('{') {
+        return Ok(None);
+    }
+    if format == Format::Promptfoo
+        && let Some(o) = sniff.line_object()
+    {
+        return Ok(promptfoo::is_result_line(o).then_some(Streamed::Lines));
+    }
+    Ok(Some(Streamed::Document))
+}
+
+fn open_file(path: &Path) -> Result<std::fs::File, ConvertError> {
+    std::fs::File::open(path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => ConvertError::NotFound,
+        _ => ConvertError::Unreadable(e),
+    })
+}
+
+/// The file's text as a reader: gzip decompressed as it is read.
+fn open_plain(path: &Path) -> Result<Box<dyn Read>, ConvertError> {
+    let mut file = open_file(path)?;
+    let mut magic = [0u8; 2];
+    let n = file.read(&mut magic).map_err(ConvertError::Unreadable)?;
+    let head = std::io::Cursor::new(magic[..n].to_vec());
+    let whole = head.chain(file);
+    Ok(if is_gzip(&magic[..n]) {
+        Box::new(flate2::read::MultiGzDecoder::new(whole))
+    } else {
+        Box::new(whole)
+    })
+}
+
 /// Where converters write their records; counts them as it goes.
 pub struct Sink<'a> {
     out: &'a mut dyn Write,
     pub report: ConvertReport,
+    /// Rows set aside while a large file was read (see `stream`).
+    pub spill: Option<stream::Spill>,
 }
 
-impl Sink<'_> {
+impl<'a> Sink<'a> {
+    /// A sink writing `format`'s records to `out`.
+    pub fn new(out: &'a mut dyn Write, format: Format) -> Sink<'a> {
+        Sink {
+            out,
+            report: ConvertReport {
+                format: Some(format),
+                ..ConvertReport::default()
+            },
+            spill: None,
+        }
+    }
+
+    /// A row's raw JSON, the record's origin: read back when it was set aside.
+    fn origin(&mut self, r: &Row) -> Result<Value, ConvertError> {
+        match (r.spilled, &mut self.spill) {
+            (Some(at), Some(spill)) => spill.get(at),
+            _ => Ok(r.raw.clone()),
+        }
+    }
+
+    /// Set a row aside whole, keeping in memory only what pairing reads and
+    /// changes: its ids, group, repetition, model, problems, what its
+    /// converter reads of its raw JSON, and `keep`'s fields.
+    pub fn set_aside(
+        &mut self,
+        r: Row,
+        keep: impl FnOnce(&Row, &mut Row),
+    ) -> Result<Row, ConvertError> {
+        let Some(spill) = &mut self.spill else {
+            return Ok(r);
+        };
+        let at = spill.put(&r)?;
+        let mut slim = Row {
+            id: r.id.clone(),
+            case_id: r.case_id.clone(),
+            base_id: r.base_id.clone(),
+            group: r.group.clone(),
+            repetition: r.repetition,
+            model_id: r.model_id.clone(),
+            problems: r.problems.clone(),
+            raw: r.raw.clone(),
+            spilled: r.spilled,
+            spilled_row: Some(at),
+            ..Row::default()
+        };
+        keep(&r, &mut slim);
+        Ok(slim)
+    }
+
+    /// A row set aside whole, read back with what pairing changed in its
+    /// slim copy; `None` when it was never set aside.
+    fn whole(&mut self, slim: &Row) -> Result<Option<Row>, ConvertError> {
+        let (Some(at), Some(spill)) = (slim.spilled_row, &mut self.spill) else {
+            return Ok(None);
+        };
+        let mut r: Row = spill.get(at)?;
+        r.id = slim.id.clone();
+        r.case_id = slim.case_id.clone();
+        r.base_id = slim.base_id.clone();
+        r.group = slim.group.clone();
+        r.repetition = slim.repetition;
+        r.model_id = slim.model_id.clone();
+        r.problems = slim.problems.clone();
+        r.raw = slim.raw.clone();
+        r.spilled = slim.spilled;
+        Ok(Some(r))
+    }
+
     /// Write one native record (one line) and the problems found with it.
     pub fn record_with_problems(
         &mut self,
@@ -916,7 +1084,7 @@ pub fn warn_mixed(sink: &mut Sink, what: &str, values: &[Option<String>]) {
 
 /// One result row of a tool that pairs through metadata (promptfoo,
 /// Inspect, multivon reports), in a tool-neutral shape.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct Row {
     /// The row's own id within its case (`metadata.variant_id`, the test id, ...).
     pub id: String,
@@ -960,7 +1128,14 @@ pub struct Row {
     /// written from the fields above (`decision`) is replaced, or removed
     /// by a null.
     pub side_extra: Map<String, Value>,
+    /// The row as the tool wrote it (the record's `origin`), or, when it was
+    /// set aside in the sink's spill, what pairing still reads of it.
     pub raw: Value,
+    /// Where the row's raw JSON was set aside (see `stream`).
+    pub spilled: Option<stream::Spilled>,
+    /// Where the whole converted row was set aside, this being its slim copy
+    /// (see [`Sink::set_aside`]).
+    pub spilled_row: Option<stream::Spilled>,
 }
 
 impl Row {
@@ -1066,10 +1241,16 @@ pub fn write_paired(rows: Vec<Row>, format: Format, sink: &mut Sink) -> Result<(
                     problems.extend(rows[j].problems.iter().cloned());
                 }
                 problems.extend(r.problems.iter().cloned());
-                sink.record_with_problems(pair_record(&rows[j], r, id, format), problems)?;
+                let (base_whole, whole) = (sink.whole(&rows[j])?, sink.whole(r)?);
+                let base = base_whole.as_ref().unwrap_or(&rows[j]);
+                let r = whole.as_ref().unwrap_or(r);
+                let origin = json!({"base": sink.origin(base)?, "variant": sink.origin(r)?});
+                sink.record_with_problems(pair_record(base, r, id, format, origin), problems)?;
             }
             None if is_base[i] => {}
             None => {
+                let whole = sink.whole(r)?;
+                let r = whole.as_ref().unwrap_or(r);
                 let mut u = Unpaired::new(r.case_id.clone().unwrap_or_else(|| r.id.clone()), id);
                 u.label = r.label.clone();
                 u.input = r.input.clone();
@@ -1085,10 +1266,8 @@ pub fn write_paired(rows: Vec<Row>, format: Format, sink: &mut Sink) -> Result<(
                 if let Some(sc) = &r.scores {
                     u.extra.insert("scores".into(), sc.clone());
                 }
-                sink.record_with_problems(
-                    u.into_record(format, r.raw.clone()),
-                    r.problems.clone(),
-                )?;
+                let origin = sink.origin(r)?;
+                sink.record_with_problems(u.into_record(format, origin), r.problems.clone())?;
             }
         }
     }
@@ -1105,7 +1284,7 @@ pub fn expectation_kind(relation: &str) -> String {
     }
 }
 
-fn pair_record(base: &Row, v: &Row, variant_id: String, format: Format) -> Value {
+fn pair_record(base: &Row, v: &Row, variant_id: String, format: Format, origin: Value) -> Value {
     let relation = v
         .relation
         .clone()
@@ -1202,13 +1381,56 @@ fn pair_record(base: &Row, v: &Row, variant_id: String, format: Format) -> Value
     if let Some(s) = &v.validation_status {
         r.insert("validation_status".into(), json!(s));
     }
-    r.insert("origin".into(), json!({"base": base.raw, "variant": v.raw}));
+    r.insert("origin".into(), origin);
     Value::Object(r)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// promptfoo and Inspect files are read as a stream with their rows set
+    /// aside on disk; the records are the bytes the whole-text converters
+    /// write, warnings and counts too.
+    #[test]
+    fn streamed_conversion_writes_what_the_whole_text_conversion_does() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/formats");
+        let files = [
+            ("promptfoo/results.json", Format::Promptfoo),
+            ("promptfoo/results.jsonl", Format::Promptfoo),
+            ("promptfoo/keyword/results.json", Format::Promptfoo),
+            ("promptfoo/keyword/results.jsonl", Format::Promptfoo),
+            ("promptfoo/columns/results.json", Format::Promptfoo),
+            ("promptfoo/columns/results.jsonl", Format::Promptfoo),
+            ("inspect/log.json", Format::Inspect),
+            ("inspect/urgency.json", Format::Inspect),
+            ("inspect/scorers.json", Format::Inspect),
+        ];
+        for (rel, format) in files {
+            let path = dir.join(rel);
+            assert!(streamable(&path, format).expect("head").is_some(), "{rel}");
+            let progress = Progress::default();
+            let opts = ConvertOptions {
+                progress: Some(progress.clone()),
+                ..ConvertOptions::default()
+            };
+            let mut streamed = Vec::new();
+            let report = convert_with(&path, format, &opts, &mut streamed).expect("stream");
+            let len = std::fs::metadata(&path).expect("size").len();
+            assert_eq!(progress.read(), len, "{rel}: every byte counted");
+
+            let text = std::fs::read_to_string(&path).expect("text");
+            let mut whole = Vec::new();
+            let mut sink = Sink::new(&mut whole, format);
+            match format {
+                Format::Promptfoo => promptfoo::convert(&text, &mut sink),
+                _ => inspect::convert(&text, &opts, &mut sink),
+            }
+            .expect("whole");
+            assert_eq!(report, sink.report, "{rel}");
+            assert!(streamed == whole, "{rel}: the records differ");
+        }
+    }
 
     #[test]
     fn names_round_trip() {

@@ -81,6 +81,11 @@ fn export_kind(text: &str) -> Option<&'static str> {
     None
 }
 
+/// Whether a line is one promptfoo result (results.jsonl).
+pub(super) fn is_result_line(o: &Map<String, Value>) -> bool {
+    is_result(o)
+}
+
 fn is_result(o: &Map<String, Value>) -> bool {
     o.contains_key("testCase")
         && (o.contains_key("provider") || o.contains_key("success") || o.contains_key("promptIdx"))
@@ -140,19 +145,129 @@ pub(super) fn convert(text: &str, sink: &mut Sink) -> Result<(), ConvertError> {
             .collect(),
         _ => json_lines(text, sink).into_iter().map(|(_, o)| o).collect(),
     };
-    let results: Vec<_> = results.into_iter().filter(is_result).collect();
-    if results.is_empty() {
+    let rows: Vec<Row> = results.into_iter().filter(is_result).map(row).collect();
+    pair_and_write(rows, sink)
+}
+
+/// Read a results.json document (or, with `lines`, a results.jsonl) as a
+/// stream: each result is turned into a row as it is read and set aside in
+/// the sink's spill, keeping only what pairing reads of it.
+pub(super) fn convert_stream(
+    mut reader: impl std::io::BufRead,
+    lines: bool,
+    sink: &mut Sink,
+) -> Result<(), ConvertError> {
+    let mut rows: Vec<Row> = Vec::new();
+    let mut take = |v: Value, sink: &mut Sink| -> Result<(), ConvertError> {
+        if let Value::Object(o) = v
+            && is_result(&o)
+        {
+            let mut r = row(o);
+            if let Some(spill) = &mut sink.spill {
+                r.spilled = Some(spill.put(&r.raw)?);
+                r.raw = pairing_keys(&r.raw);
+            }
+            // `link` tells repetitions apart by their vars: as one string.
+            rows.push(sink.set_aside(r, |r, slim| {
+                slim.vars = r.vars.as_ref().map(|v| Value::String(v.to_string()));
+            })?);
+        }
+        Ok(())
+    };
+    if lines {
+        // Line by line, as `json_lines` reads a whole text.
+        let mut line = Vec::new();
+        let mut n = 0usize;
+        loop {
+            line.clear();
+            if reader
+                .read_until(b'\n', &mut line)
+                .map_err(ConvertError::Unreadable)?
+                == 0
+            {
+                break;
+            }
+            n += 1;
+            let text = line.trim_ascii();
+            if text.is_empty() {
+                continue;
+            }
+            match serde_json::from_slice::<Value>(text) {
+                Ok(v @ Value::Object(_)) => take(v, sink)?,
+                Ok(other) => sink.warn(format!(
+                    "line {n}: expected a JSON object, found {}; skipped",
+                    crate::core::record::type_name(&other)
+                )),
+                Err(e) => sink.warn(format!("line {n}: not valid JSON ({e}); skipped")),
+            }
+        }
+    } else {
+        let found =
+            super::stream::each_element(reader, &["results", "results"], &mut |v| take(v, sink))?;
+        if found.is_none() {
+            return Err("expected a promptfoo results file: an object with results.results".into());
+        }
+    }
+    pair_and_write(rows, sink)
+}
+
+/// What [`link`] and the record order read of a row set aside: its indexes,
+/// its test's description and the case id of its metadata.
+fn pairing_keys(raw: &Value) -> Value {
+    let mut keep = Map::new();
+    for k in ["testIdx", "promptIdx"] {
+        if let Some(v) = raw.get(k) {
+            keep.insert(k.into(), v.clone());
+        }
+    }
+    let mut test = Map::new();
+    if let Some(d) = description_of(raw) {
+        test.insert("description".into(), json!(d));
+    }
+    if let Some(c) = meta_of(raw).and_then(|m| pick_str(m, &["case_id", "caseId"])) {
+        test.insert("metadata".into(), json!({ "case_id": c }));
+    }
+    if !test.is_empty() {
+        keep.insert("testCase".into(), Value::Object(test));
+    }
+    Value::Object(keep)
+}
+
+/// Order the rows by column and test, pair them and write the records.
+fn pair_and_write(mut rows: Vec<Row>, sink: &mut Sink) -> Result<(), ConvertError> {
+    if rows.is_empty() {
         return Err("no promptfoo results (objects with testCase and provider)".into());
     }
-    sink.report.rows = results.len();
-    let mut rows: Vec<Row> = results.into_iter().map(row).collect();
+    sink.report.rows = rows.len();
     // Completion order says nothing: records follow the columns and tests.
-    rows.sort_by_key(|r| {
-        let (test, column) = indexes(r);
+    // The order is found on the keys and the rows moved in place, so that
+    // sorting needs no second copy of the rows.
+    let mut order: Vec<usize> = (0..rows.len()).collect();
+    order.sort_by_key(|&i| {
+        let (test, column) = indexes(&rows[i]);
         (column.unwrap_or(u64::MAX), test.unwrap_or(u64::MAX))
     });
+    permute(&mut rows, &order);
     link(&mut rows, sink);
     write_paired(rows, Format::Promptfoo, sink)
+}
+
+/// Reorder `v` in place so that its `k`th element is the one that was at
+/// `order[k]` (a permutation of its indexes), following each cycle with swaps.
+fn permute<T>(v: &mut [T], order: &[usize]) {
+    let mut done = vec![false; v.len()];
+    for start in 0..v.len() {
+        let mut k = start;
+        while !done[k] {
+            done[k] = true;
+            let from = order[k];
+            if from == start {
+                break;
+            }
+            v.swap(k, from);
+            k = from;
+        }
+    }
 }
 
 /// The test's index and column of a row (from its origin).
@@ -162,17 +277,15 @@ fn indexes(r: &Row) -> (Option<u64>, Option<u64>) {
 }
 
 /// The test metadata of a row's origin.
-fn meta_of(r: &Row) -> Option<&Map<String, Value>> {
-    r.raw
-        .get("testCase")
+fn meta_of(raw: &Value) -> Option<&Map<String, Value>> {
+    raw.get("testCase")
         .and_then(|t| t.get("metadata"))
-        .or_else(|| r.raw.get("metadata"))
+        .or_else(|| raw.get("metadata"))
         .and_then(Value::as_object)
 }
 
-fn description_of(r: &Row) -> Option<String> {
-    r.raw
-        .get("testCase")
+fn description_of(raw: &Value) -> Option<String> {
+    raw.get("testCase")
         .and_then(Value::as_object)
         .and_then(|t| pick_str(t, &["description"]))
 }
@@ -191,7 +304,7 @@ fn link(rows: &mut [Row], sink: &mut Sink) {
     for i in order {
         let test = format!(
             "{:?} {}",
-            description_of(&rows[i]),
+            description_of(&rows[i].raw),
             rows[i]
                 .vars
                 .as_ref()
@@ -231,8 +344,8 @@ fn link(rows: &mut [Row], sink: &mut Sink) {
     for (i, r) in rows.iter().enumerate() {
         let keys = [
             Some(r.id.clone()),
-            meta_of(r).and_then(|m| pick_str(m, &["case_id", "caseId"])),
-            description_of(r),
+            meta_of(&r.raw).and_then(|m| pick_str(m, &["case_id", "caseId"])),
+            description_of(&r.raw),
         ];
         for (rank, key) in (0u8..).zip(keys) {
             if let Some(k) = key {
@@ -568,12 +681,25 @@ mod tests {
         })
     }
 
+    #[test]
+    fn permute_moves_each_element_to_its_place() {
+        for order in [
+            vec![2, 0, 1],
+            vec![0, 1, 2, 3],
+            vec![3, 2, 1, 0],
+            vec![1, 0, 3, 4, 2],
+            vec![],
+        ] {
+            let mut v: Vec<usize> = (0..order.len()).map(|i| i * 10).collect();
+            super::permute(&mut v, &order);
+            let want: Vec<usize> = order.iter().map(|i| i * 10).collect();
+            assert_eq!(v, want, "{order:?}");
+        }
+    }
+
     fn run(results: Vec<Value>) -> (Vec<Value>, Vec<String>) {
         let mut out = Vec::new();
-        let mut sink = Sink {
-            out: &mut out,
-            report: super::super::ConvertReport::default(),
-        };
+        let mut sink = Sink::new(&mut out, Format::Promptfoo);
         let text = json!({"evalId": "e", "results": {"results": results}}).to_string();
         convert(&text, &mut sink).expect("convert");
         let warnings = sink.report.warnings.clone();

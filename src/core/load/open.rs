@@ -444,10 +444,10 @@ fn open_converted(
                 return OpenError(format!("triage: {e}"));
             }
             let how = if chosen {
-                "check that --format names the tool that wrote it".to_string()
+                "check that --from names the tool that wrote it".to_string()
             } else {
                 format!(
-                    "it looks like a {format} file; pass --format NAME to read it as another format"
+                    "it looks like a {format} file; pass --from NAME to read it as another format"
                 )
             };
             OpenError(format!("triage: {e}\n  {how}"))

@@ -1028,6 +1028,7 @@ mod arbitrary {
                 Just(GroupBy::Family),
                 Just(GroupBy::Category),
                 Just(GroupBy::Case),
+                Just(GroupBy::Model),
             ],
         ) {
             let mut index = RunIndex::default();
