@@ -19,7 +19,8 @@
 //! `triage check` is decided in [`super::gate`]. Every string from a run is made
 //! inert (`core::text`) before it reaches a human-readable format, and
 //! escaped for Markdown where Markdown is written; the machine formats (JSON,
-//! fixtures) keep strings exactly as recorded. `docs/export.md` is the user
+//! fixtures) keep strings exactly as recorded, with the characters a terminal
+//! would obey written as JSON escapes (`json.rs`). `docs/export.md` is the user
 //! documentation of every format.
 
 use std::collections::{BTreeMap, HashSet};
@@ -42,6 +43,7 @@ use super::suggest::{self, Suggestion};
 use super::taxonomy::Taxonomy;
 use super::text::{self, fit, plural};
 
+mod json;
 mod markdown;
 use markdown::*;
 pub use markdown::{capped, md_escape};
@@ -530,7 +532,7 @@ fn all_rows(index: &RunIndex) -> Vec<u32> {
 
 /// Write `v` pretty-printed with every line indented by `indent` spaces after the first.
 fn write_indented(out: &mut dyn Write, v: &Value, indent: &str) -> io::Result<()> {
-    let s = serde_json::to_string_pretty(v).map_err(io::Error::other)?;
+    let s = json::to_string_pretty(v)?;
     for (i, line) in s.lines().enumerate() {
         if i > 0 {
             out.write_all(b"\n")?;
@@ -658,7 +660,7 @@ fn fixture_json(p: &Pair) -> Value {
 fn write_fixtures(input: &ExportInput, rows: &[u32], out: &mut dyn Write) -> io::Result<()> {
     for &i in rows {
         let p = load(input, i)?;
-        serde_json::to_writer(&mut *out, &fixture_json(&p)).map_err(io::Error::other)?;
+        json::to_writer(&mut *out, &fixture_json(&p))?;
         out.write_all(b"\n")?;
     }
     Ok(())
@@ -687,8 +689,7 @@ pub fn write_summary(
     let s = stats::summarize(index, rows, input.store, by);
     match format {
         SummaryFormat::Json => {
-            serde_json::to_writer_pretty(&mut *out, &summary_json(index, rows, &s))
-                .map_err(io::Error::other)?;
+            json::to_writer_pretty(&mut *out, &summary_json(index, rows, &s))?;
             out.write_all(b"\n")
         }
         SummaryFormat::Markdown => {
