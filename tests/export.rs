@@ -742,6 +742,64 @@ fn hostile_strings_are_inert_and_escaped_in_markdown() {
     assert_eq!(json["pairs"][0]["variant_id"], evil["variant_id"]);
 }
 
+/// A note of several lines is a quote of those lines in the report: no
+/// literal `\n`, and no line of it can open a heading, a list or a code block.
+#[test]
+fn a_multi_line_note_is_a_multi_line_quote_in_the_report() {
+    use pulldown_cmark::{Event, Parser, Tag, TagEnd};
+    let fx = Fixture::new();
+    let journal = fx.path(&format!("{RICH}.triage.jsonl"));
+    let text = fs::read_to_string(&journal).expect("journal");
+    let mut first: Value =
+        serde_json::from_str(text.lines().next().expect("a line")).expect("JSON");
+    let note = "first line\n\n# not a heading\n- not a list\n2. not a list either\n    not code\n> not nested\n---\nlast *line*\n";
+    first["note"] = json!(note);
+    let rest: String = text.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    fs::write(&journal, format!("{first}\n{rest}")).expect("write the journal");
+    let md = fx.ok(&["export", RICH]);
+    assert!(
+        !md.contains("first line\\n"),
+        "a literal \\n in the report:\n{md}"
+    );
+    assert!(
+        md.contains("- **Note:**\n  > first line\n  >\n  > \\# not a heading\n"),
+        "{md}"
+    );
+    renders_safely(&md);
+    // Parsed as GitHub would: one quote, its lines as text, no block inside but paragraphs.
+    let mut depth = 0;
+    let mut quoted = String::new();
+    let mut quotes = 0;
+    for ev in Parser::new(&md) {
+        match ev {
+            Event::Start(Tag::BlockQuote(_)) => {
+                depth += 1;
+                quotes += 1;
+                assert_eq!(depth, 1, "a nested quote");
+            }
+            Event::End(TagEnd::BlockQuote(_)) => depth -= 1,
+            Event::Start(t) if depth > 0 => assert!(
+                matches!(t, Tag::Paragraph | Tag::Emphasis),
+                "a block inside the note's quote: {t:?}"
+            ),
+            Event::Text(t) if depth > 0 => quoted.push_str(&t),
+            Event::SoftBreak if depth > 0 => quoted.push('\n'),
+            Event::End(TagEnd::Paragraph) if depth > 0 => quoted.push('\n'),
+            _ => {}
+        }
+    }
+    assert_eq!(quotes, 1, "{md}");
+    assert_eq!(
+        quoted,
+        "first line\n# not a heading\n- not a list\n2. not a list either\nnot code\n> not nested\n---\nlast *line*\n"
+    );
+    // A one-line note stays on the bullet's line.
+    assert!(
+        md.contains("- **Note:** without the monitor evidence"),
+        "{md}"
+    );
+}
+
 /// Journal fields (category, note, reviewer) and run strings with C1 controls
 /// and bidi overrides: JSON and fixtures write them as JSON escapes, so that
 /// printing the file is safe, and a JSON reader gets the exact strings back.

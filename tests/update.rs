@@ -478,10 +478,45 @@ fn notes_are_saved_cancelled_and_undone() {
         "the category is kept"
     );
 
-    // Cancel discards the edit.
+    // Cancel with changes typed asks first; typing on keeps the edit; a
+    // second cancel in a row discards it.
     f.act(Action::EditNote);
     app::type_text(&mut f.app, " — and more");
     assert_eq!(f.act(Action::NoteCancel), vec![]);
+    let Overlay::Note(ed) = &f.app.overlay else {
+        panic!("the editor closed on one cancel with changes typed");
+    };
+    assert!(ed.discard_asked);
+    assert!(ed.text().ends_with(" — and more"));
+    assert!(
+        f.app
+            .message
+            .as_ref()
+            .is_some_and(|(m, _)| m.contains("cancel again"))
+    );
+    app::type_text(&mut f.app, "!");
+    f.act(Action::NoteCancel);
+    assert!(
+        matches!(f.app.overlay, Overlay::Note(_)),
+        "typing re-arms the question"
+    );
+    f.act(Action::NoteLeft);
+    f.act(Action::Cancel);
+    assert!(
+        matches!(f.app.overlay, Overlay::Note(_)),
+        "a move re-arms the question too"
+    );
+    assert_eq!(f.act(Action::NoteCancel), vec![]);
+    assert_eq!(f.app.overlay, Overlay::None);
+    assert!(
+        f.app
+            .message
+            .as_ref()
+            .is_some_and(|(m, _)| m.contains("discarded"))
+    );
+    // An unchanged note closes on one cancel.
+    f.act(Action::EditNote);
+    f.act(Action::NoteCancel);
     assert_eq!(f.app.overlay, Overlay::None);
     assert_eq!(
         f.note_of(row).as_deref(),

@@ -253,7 +253,9 @@ impl Action {
             Action::Confirm => "confirm",
             Action::Cancel => "cancel",
             Action::NoteSave => "save the note",
-            Action::NoteCancel => "discard the edit",
+            Action::NoteCancel => {
+                "cancel the edit (with changes typed, asks: press it again to discard them)"
+            }
             Action::NoteNewline => "new line",
             Action::NoteLeft => "cursor left",
             Action::NoteRight => "cursor right",
