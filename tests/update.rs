@@ -301,6 +301,69 @@ fn marked_pairs_are_classified_together_and_undone_in_one_step() {
     assert_eq!(f.act(Action::Redo), vec![]);
 }
 
+/// Undo and redo name the pair they changed back and select it, even after
+/// the cursor moved on; a pair the filter hides is named as not in the view.
+#[test]
+fn undo_names_and_selects_the_pair_it_undid() {
+    let mut f = Fixture::new();
+    f.go_to(2);
+    let row = f.app.selected_row().unwrap();
+    let case = f
+        .app
+        .index
+        .str(f.app.index.rows[row as usize].case)
+        .to_string();
+    let variant = f
+        .app
+        .index
+        .str(f.app.index.rows[row as usize].variant)
+        .to_string();
+    f.classify('2');
+    f.go_to(6);
+    assert_ne!(f.app.selected_row(), Some(row));
+    let effects = f.act(Action::Undo);
+    let Some(Effect::Save { label, .. }) = effects.first() else {
+        panic!("undo saves first: {effects:?}");
+    };
+    assert_eq!(
+        label,
+        &format!("undid: classified as distractor — {case} / {variant}")
+    );
+    assert_eq!(
+        f.app.selected_row(),
+        Some(row),
+        "the undone pair is selected"
+    );
+    assert_eq!(f.category_of(row), None);
+    let said = &f.app.message.as_ref().expect("a message").0;
+    assert!(said.contains(&format!("{case} / {variant}")), "{said}");
+
+    f.go_to(0);
+    let effects = f.act(Action::Redo);
+    let Some(Effect::Save { label, .. }) = effects.first() else {
+        panic!("redo saves first: {effects:?}");
+    };
+    assert!(
+        label.starts_with("redid: classified as distractor — "),
+        "{label}"
+    );
+    assert_eq!(
+        f.app.selected_row(),
+        Some(row),
+        "the redone pair is selected"
+    );
+
+    // Hidden by the filter: named, not selected.
+    f.app.set_query("category:none").expect("query");
+    let cursor = f.app.cursor;
+    let effects = f.act(Action::Undo);
+    let Some(Effect::Save { label, .. }) = effects.first() else {
+        panic!("{effects:?}");
+    };
+    assert!(label.ends_with("(not in the view)"), "{label}");
+    assert_eq!(f.app.cursor, cursor);
+}
+
 #[test]
 fn toggling_a_mark_twice_unmarks() {
     let mut f = Fixture::new();
@@ -1151,10 +1214,13 @@ fn an_undo_does_not_wipe_a_later_decision_of_another_triage() {
     assert!(
         matches!(
             effects.as_slice(),
-            [Effect::Save {
-                guard: app::Guard::Undo(_),
-                ..
-            }]
+            [
+                Effect::Save {
+                    guard: app::Guard::Undo(_),
+                    ..
+                },
+                Effect::LoadDetail(_)
+            ]
         ),
         "{effects:?}"
     );

@@ -244,8 +244,10 @@ impl Action {
             Action::ToggleMark => "mark or unmark the pair and move down",
             Action::ClearMarks => "clear all marks",
             Action::EditNote => "write a note on the pair",
-            Action::Undo => "undo the last classification or note change",
-            Action::Redo => "redo",
+            Action::Undo => {
+                "undo the last classification or note change (selects the pair and names it)"
+            }
+            Action::Redo => "redo (selects the pair and names it)",
             Action::ToggleUnclassified => "show unclassified failures only",
             Action::Suspend => "suspend to the shell (fg resumes)",
             Action::Reload => "reload the run from disk (annotations stay attached)",
