@@ -612,11 +612,18 @@ fn index_with_progress(runs: &[String], opts: &OpenOptions) -> Result<RunIndex, 
     loader.finish_into(&mut idx);
     for f in &idx.files {
         for note in &f.notes {
-            eprintln!(
-                "triage: note: {}: {}",
-                f.display,
-                triage::core::text::inert_line(note)
-            );
+            // A note of several lines (the formats tried, one a line) stays
+            // on several lines, each made inert.
+            let mut lines = note.lines().map(triage::core::text::inert_line);
+            if let Some(first) = lines.next() {
+                eprintln!(
+                    "triage: note: {}: {first}",
+                    triage::core::text::inert_line(&f.display)
+                );
+            }
+            for line in lines {
+                eprintln!("triage:   {line}");
+            }
         }
     }
     Ok(idx)

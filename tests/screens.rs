@@ -661,7 +661,11 @@ fn a_file_of_no_known_format_notes_what_was_tried() {
     assert!(text.contains("3 bad lines · 1 note"), "{text}");
     s.act(Action::ToggleProblems);
     let text = s.draw().backend().to_string();
-    for want in ["not a format triage knows", "promptfoo (", "--format NAME"] {
+    for want in [
+        "not a format triage knows",
+        "  - promptfoo: ",
+        "--format NAME",
+    ] {
         assert!(text.contains(want), "{want}:\n{text}");
     }
     snap("problems_unknown_format", &s);

@@ -329,7 +329,17 @@ pub fn unusable(index: &RunIndex) -> Option<String> {
         } else if !f.notes.is_empty() {
             format!(
                 "no pair could be read from it: {}",
-                text::truncate_cols(&text::inert_line(&f.notes.join(" ")), 240)
+                text::truncate_cols(
+                    &text::inert_line(
+                        &f.notes
+                            .iter()
+                            .flat_map(|n| n.lines())
+                            .map(str::trim)
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    ),
+                    240
+                )
             )
         } else {
             "it is empty: there is no pair to gate; check that the runner wrote its results there"

@@ -76,9 +76,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &Theme, scroll: u16) {
             0,
         ));
         for n in &f.notes {
-            let mut l = vec![Span::styled(format!("  {:<16}", "note"), t.warn)];
-            l.extend(inert_spans(n, t.base, t));
-            lines.extend(wrap(l, width, 4));
+            for (i, part) in n.lines().enumerate() {
+                let label = if i == 0 { "note" } else { "" };
+                let mut l = vec![Span::styled(format!("  {label:<16}"), t.warn)];
+                l.extend(inert_spans(part, t.base, t));
+                let hang = if part.starts_with("  - ") { 22 } else { 18 };
+                lines.extend(wrap(l, width, hang));
+            }
         }
     }
     if idx.problems.is_empty() {
