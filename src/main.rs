@@ -570,9 +570,20 @@ fn load_with_config(
     Ok(Loaded { index, store, cfg })
 }
 
+/// When a run is read from standard input and that is a terminal, say so
+/// before waiting on it: otherwise triage seems to hang on a blank line.
+fn announce_terminal_stdin(runs: &[String]) {
+    if runs.iter().any(|r| r == "-") && std::io::stdin().is_terminal() {
+        eprintln!(
+            "triage: reading a run from standard input, which is this terminal: paste or type its JSON lines, then press Ctrl-D at the start of a line to end it (Ctrl-C gives up). To open a file, give its path instead of -."
+        );
+    }
+}
+
 /// Index the run, showing a progress bar on standard error when it is a
 /// terminal and the load takes long enough to be worth one.
 fn index_with_progress(runs: &[String], opts: &OpenOptions) -> Result<RunIndex, String> {
+    announce_terminal_stdin(runs);
     let (mut idx, loader) = index::open_run(runs, opts).map_err(|e| e.to_string())?;
     let show = std::io::stderr().is_terminal();
     let start = Instant::now();
@@ -1078,6 +1089,7 @@ fn open(cli: Cli) -> ExitCode {
             scorer: cli.scorer.clone(),
         },
     };
+    announce_terminal_stdin(&runs);
     let (idx, loader) = match index::open_run(&runs, &opts) {
         Ok(x) => x,
         Err(e) => {

@@ -5,10 +5,10 @@
 //! Synchronisation is by waiting for screen text (or for bytes in the
 //! program's output), never by fixed sleeps.
 //!
-//! Not covered here: reading a run from standard input (`triage -`). The
-//! harness in `tests/common` always starts the `triage` binary itself with
-//! the pty as its standard input, so there is no way to pipe a file into it
-//! while the keys still come from the terminal.
+//! Reading a run piped into standard input is not covered here: the harness
+//! in `tests/common` always starts the `triage` binary with the pty as its
+//! standard input. `triage -` with the terminal itself as standard input is
+//! (`a_terminal_on_standard_input_is_announced`).
 
 mod common;
 
@@ -421,6 +421,26 @@ fn problems_are_counted_and_listed() {
     t.send("\x1b");
     t.wait_gone("malformed JSON");
     t.wait_for(FIRST_CASE);
+    t.send("q");
+    assert_eq!(t.wait_exit(), 0);
+    assert_restored(&t);
+}
+
+/// `triage -` with the terminal as standard input says that it reads the run
+/// from there and how to end it, instead of waiting on a blank screen; the
+/// lines typed, then Ctrl-D, open as a run in the viewer.
+#[test]
+fn a_terminal_on_standard_input_is_announced() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = Tui::spawn(&["-", "--reviewer", "tester"], 120, 30, dir.path(), &[]);
+    t.wait_for("reading a run from standard input");
+    t.wait_for("Ctrl-D");
+    let line = r#"{"case_id":"typed-case","variant_id":"typed-variant","passed":false,"reasons":["typed in"]}"#;
+    t.send(line);
+    t.send("\n");
+    t.send("\x04");
+    t.wait_for("typed-case");
+    t.wait_for("1 failure");
     t.send("q");
     assert_eq!(t.wait_exit(), 0);
     assert_restored(&t);
