@@ -322,6 +322,11 @@ enum ConfigCommand {
     Init,
 }
 
+/// The system allocator, watched so that running out of memory restores the
+/// terminal and says so (`triage::tui::term::Allocator`).
+#[global_allocator]
+static ALLOCATOR: triage::tui::term::Allocator = triage::tui::term::Allocator;
+
 fn main() -> ExitCode {
     // Printing into a closed pipe (`triage keys | head`) ends quietly, as
     // other command-line tools do, instead of panicking.

@@ -93,6 +93,11 @@ pub fn run(
             if std::env::var_os("TRIAGE_TEST_PANIC").is_some() && !app.index.rows.is_empty() {
                 panic!("TRIAGE_TEST_PANIC is set");
             }
+            // And on an allocation that fails (an abort, not a panic).
+            if std::env::var_os("TRIAGE_TEST_OUT_OF_MEMORY").is_some() && !app.index.rows.is_empty()
+            {
+                std::hint::black_box(Vec::<u8>::with_capacity(1 << 62));
+            }
             dirty = false;
             if first_rows.is_none() && !app.index.rows.is_empty() {
                 first_rows = Some((
@@ -103,6 +108,21 @@ pub fn run(
         }
         if let Some(sig) = signals.pending() {
             break Exit::Signal(sig);
+        }
+        // A SIGTSTP from outside stops as Ctrl-Z does; a SIGCONT without one
+        // (after a SIGSTOP, which cannot be caught) re-enters and redraws.
+        let stopped = signals.take_stop();
+        if stopped || signals.take_cont() {
+            if stopped {
+                term::suspend(&mut terminal, &signals)?;
+            } else {
+                term::resume(&mut terminal)?;
+            }
+            if mouse {
+                crossterm::execute!(io::stdout(), crossterm::event::EnableMouseCapture)?;
+            }
+            dirty = true;
+            continue;
         }
         // Set only once nothing is pending or the reviewer said to quit
         // anyway (`App::request_quit` asks on every `q`).
@@ -158,7 +178,7 @@ pub fn run(
                     let work = handle_key(&mut app, &keymap, &mut keys, chord);
                     let mut outside = |app: &mut App, e: Effect| -> io::Result<()> {
                         if e == Effect::Suspend {
-                            term::suspend(&mut terminal)?;
+                            term::suspend(&mut terminal, &signals)?;
                             if mouse {
                                 // Leaving turned mouse reporting off; back on.
                                 crossterm::execute!(
