@@ -571,6 +571,14 @@ fn write_json(
     out.write_all(if rows.is_empty() { b"]" } else { b"\n  ]" })?;
     out.write_all(b",\n  \"problems\": ")?;
     write_indented(out, &problems_json(index), "  ")?;
+    // Past the first problems of each kind, only their count per kind.
+    let unlisted: serde_json::Map<String, Value> = index
+        .unlisted
+        .iter()
+        .map(|(k, n)| (problem_kind_name(k).to_string(), json!(n)))
+        .collect();
+    out.write_all(b",\n  \"problems_not_listed\": ")?;
+    write_indented(out, &Value::Object(unlisted), "  ")?;
     out.write_all(b"\n}\n")?;
     Ok(())
 }

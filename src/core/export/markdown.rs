@@ -693,20 +693,13 @@ fn failure_kinds(index: &RunIndex) -> String {
 
 /// The header's count of unreadable lines and field warnings, or "none".
 fn problems_phrase(index: &RunIndex) -> String {
-    if index.problems.is_empty() {
+    let counts = index.problem_counts();
+    if counts.total() == 0 {
         return "none".to_string();
     }
-    let skipped = index
-        .problems
-        .iter()
-        .filter(|p| p.kind.skips_line())
-        .count() as u64;
-    let cases = index
-        .problems
-        .iter()
-        .filter(|p| p.kind == crate::core::problem::ProblemKind::Inconsistent)
-        .count() as u64;
-    let warned = index.problems.len() as u64 - skipped - cases;
+    let skipped = counts.skipped();
+    let cases = counts.get(crate::core::problem::ProblemKind::Inconsistent);
+    let warned = counts.total() - skipped - cases;
     let mut v = Vec::new();
     if skipped > 0 {
         v.push(plural(skipped, "unreadable line", "unreadable lines"));
@@ -839,7 +832,7 @@ impl Md<'_, '_> {
 /// Writes the Problems section: the run's problems (at most [`MAX_PROBLEMS`]), or that there were none.
 fn write_problems(out: &mut dyn Write, index: &RunIndex) -> io::Result<()> {
     writeln!(out, "## Problems\n")?;
-    if index.problems.is_empty() {
+    if index.problem_total() == 0 {
         return writeln!(out, "None: every line of the run was read.\n");
     }
     writeln!(out, "| Where | Problem | Detail |")?;
@@ -853,12 +846,18 @@ fn write_problems(out: &mut dyn Write, index: &RunIndex) -> io::Result<()> {
             md(&p.message)
         )?;
     }
-    if index.problems.len() > MAX_PROBLEMS {
-        writeln!(
-            out,
-            "\n…and {} more; `triage RUN` lists them all (`p`).",
-            index.problems.len() - MAX_PROBLEMS
-        )?;
+    let listed = index.problems.len().min(MAX_PROBLEMS);
+    let total = index.problem_total();
+    if total > listed {
+        let lists = if index.unlisted.total() > 0 {
+            format!(
+                "`triage RUN` lists the first {} of each kind (`p`)",
+                crate::core::problem::KEPT_PER_KIND
+            )
+        } else {
+            "`triage RUN` lists them all (`p`)".to_string()
+        };
+        writeln!(out, "\n…and {} more; {lists}.", total - listed)?;
     }
     writeln!(out)
 }

@@ -175,9 +175,9 @@ fn left_spans(app: &App, with_name: bool, t: &Theme) -> Vec<Span<'static>> {
         ));
         left.push(Span::styled(format!(" → {}", app.view.len()), t.status_bar));
     }
-    if !idx.problems.is_empty() {
+    if idx.problem_total() > 0 {
         let skipped = idx.skipped_lines;
-        let warn = idx.problems.len() - skipped;
+        let warn = idx.problem_total().saturating_sub(skipped);
         let mut p = String::from(" · ");
         if skipped > 0 {
             p.push_str(&format!(
