@@ -1004,9 +1004,12 @@ fn print_keys(km: &Keymap, cfg: &config::Config) {
         "keymap: {}{}",
         km.name,
         if km.counts {
-            " (counts: 5j repeats j)"
+            format!(
+                "\n{}",
+                triage::tui::app::overlay::help::count_help(km.count_wait)
+            )
         } else {
-            ""
+            String::new()
         }
     );
     for mode in Mode::ALL {

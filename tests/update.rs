@@ -1135,6 +1135,45 @@ fn a_lone_count_digit_before_another_key_classifies_first_in_the_vim_keymap() {
     assert_eq!(f.category_of(row).as_deref(), Some("boundary"));
 }
 
+/// With `count_wait_ms = 0` a category digit classifies at once in a
+/// keymap with counts, and a count starts with another digit.
+#[test]
+fn with_no_count_wait_a_category_digit_classifies_at_once() {
+    let mut f = Fixture::new();
+    let km = Keymap::from_toml(
+        &include_str!("../keymaps/vim.toml").replace("count_wait_ms = 500", "count_wait_ms = 0"),
+        "vim-now.toml",
+    )
+    .expect("the vim preset with no wait");
+    assert!(km.counts && km.count_wait.is_zero());
+    let row = f.app.selected_row().unwrap();
+    let mut keys = Vec::new();
+    let mut press = |f: &mut Fixture, k: &str| {
+        let chord = KeyChord::parse(k).unwrap_or_else(|| panic!("parse {k}"));
+        handle_key(&mut f.app, &km, &mut keys, chord)
+    };
+    let effects = press(&mut f, "5");
+    assert!(f.app.pending_count.is_none(), "no count waits");
+    assert_eq!(
+        effects,
+        vec![Effect::LearnKeys {
+            rows: vec![row],
+            then: Action::Classify('5'),
+        }]
+    );
+    testing::run_effects(&mut f.app, effects, &f.theme);
+    assert_eq!(f.category_of(row).as_deref(), Some("boundary"));
+    // A digit that is no category key still starts a count: 9 then j moves nine.
+    f.act(Action::FirstPair);
+    assert_eq!(press(&mut f, "9"), vec![]);
+    assert!(f.app.pending_count.is_some());
+    press(&mut f, "j");
+    assert_eq!(f.app.cursor, 9);
+    // And the help says how digits behave.
+    let help = triage::tui::app::overlay::help::count_help(km.count_wait);
+    assert!(help.contains("category digits classify at once"), "{help}");
+}
+
 #[test]
 fn saving_a_note_asks_for_record_keys_and_the_editor_waits_for_them() {
     let mut f = Fixture::new();

@@ -130,7 +130,7 @@ pub fn run(
             break Exit::Quit;
         }
         if let Some((digit, since)) = app.pending_count_digit()
-            && since.elapsed() > COUNT_TIMEOUT
+            && since.elapsed() >= keymap.count_wait
         {
             // A lone digit that no motion followed is a category key.
             app.pending_count = None;
@@ -150,11 +150,15 @@ pub fn run(
                 dirty = true;
             }
         }
-        let timeout = if loader.is_some() && !app.index.done {
+        let mut timeout = if loader.is_some() && !app.index.done {
             Duration::from_millis(30)
         } else {
             Duration::from_millis(250)
         };
+        // A lone digit classifies when its wait is over, not at the next tick.
+        if let Some((_, since)) = app.pending_count_digit() {
+            timeout = timeout.min(keymap.count_wait.saturating_sub(since.elapsed()));
+        }
         // Check for a hang-up before asking crossterm: on a hung-up terminal
         // its reader would spin. (If the terminal goes away during the poll,
         // the watchdog ends the process; every saved decision is on disk.)
@@ -400,9 +404,6 @@ fn trace_first_frame(first: Option<(Duration, usize)>, index: &crate::core::inde
     }
 }
 
-/// How long a lone digit waits for a motion before it counts as a category key.
-pub const COUNT_TIMEOUT: Duration = Duration::from_millis(800);
-
 /// Turn a mouse event into effects: click selects, the wheel scrolls what is
 /// under the pointer, a click on the legend classifies.
 pub fn handle_mouse(
@@ -513,7 +514,12 @@ pub fn handle_key(
         )
     {
         let continues = app.pending_count.is_some() && c.is_ascii_digit();
-        if continues || (c.is_ascii_digit() && c != '0') {
+        // With no wait, a category key classifies at once: only the other
+        // digits start a count.
+        let starts = c.is_ascii_digit()
+            && c != '0'
+            && !(km.count_wait.is_zero() && app.taxonomy.by_key(c).is_some());
+        if continues || starts {
             let mut digits = app.pending_count.take().map(|(d, _)| d).unwrap_or_default();
             digits.push(c);
             app.pending_keys = digits.clone();
