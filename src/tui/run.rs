@@ -70,7 +70,7 @@ pub fn run(
         let size = terminal.size()?;
         let vp = ui::viewport(
             ratatui::layout::Rect::new(0, 0, size.width, size.height),
-            app.focus,
+            &app,
         );
         if vp != app.viewport {
             let relayout = vp.detail_cols != app.viewport.detail_cols;
@@ -420,7 +420,7 @@ pub fn handle_mouse(
             _ => vec![],
         };
     }
-    let a = ui::layout(area, app.focus);
+    let a = ui::layout(area, app);
     let at = Position {
         x: m.column,
         y: m.row,
