@@ -70,8 +70,14 @@ pub fn layout(area: Rect, app: &App) -> Areas {
         // its ids need (a case id whole, the transformation and margin
         // columns kept), the detail the rest, never under DETAIL_MIN columns
         // and the list never under two fifths.
+        // Source and variant side by side need twice the room.
+        let detail_min = if app.detail_mode == crate::tui::app::DetailMode::SideBySide {
+            area.width / 2 + 10
+        } else {
+            DETAIL_MIN
+        };
         let list_w = list::wanted_width(app)
-            .min(area.width.saturating_sub(DETAIL_MIN))
+            .min(area.width.saturating_sub(detail_min))
             .max(area.width * 2 / 5);
         let [l, d] =
             Layout::horizontal([Constraint::Length(list_w), Constraint::Min(1)]).areas(main);
