@@ -326,6 +326,41 @@ fn wide_200x50_shares_the_width_by_content() {
     snap("wide_200x50", &s);
 }
 
+/// A summary table wider than the screen scrolls sideways: the bottom line
+/// says so, → brings the cut columns in, ← goes back; text stays wrapped.
+#[test]
+fn the_summary_scrolls_sideways_when_a_table_is_wider_than_the_screen() {
+    let mut s = Screen::new(RICH, 80, 24);
+    s.act(Action::ShowSummary);
+    for _ in 0..4 {
+        s.act(Action::ScrollDown);
+    }
+    let text = s.draw().backend().to_string();
+    assert!(
+        text.contains("←/→ scroll sideways: the tables go on →"),
+        "{text}"
+    );
+    assert!(!text.contains("unjudged"), "{text}");
+    for _ in 0..4 {
+        s.act(Action::ScrollRight);
+    }
+    let text = s.draw().backend().to_string();
+    assert!(text.contains("unjudged"), "{text}");
+    assert!(text.contains("scroll sideways (from column"), "{text}");
+    snap("summary_80x24_scrolled_sideways", &s);
+    for _ in 0..10 {
+        s.act(Action::ScrollLeft);
+    }
+    let text = s.draw().backend().to_string();
+    assert!(text.contains("concise-phrasing"), "{text}");
+    // At 120×40 every table fits: no sideways scrolling is offered.
+    let mut wide = Screen::new(RICH, 120, 40);
+    wide.act(Action::ShowSummary);
+    let text = wide.draw().backend().to_string();
+    assert!(!text.contains("sideways"), "{text}");
+    assert!(text.contains("unjudged"), "{text}");
+}
+
 #[test]
 fn wide_160x40() {
     let s = Screen::new(RICH, 160, 40);

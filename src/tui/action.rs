@@ -26,6 +26,8 @@ pub enum Action {
     ScrollPageUp,
     ScrollTop,
     ScrollBottom,
+    ScrollLeft,
+    ScrollRight,
     NextChange,
     PrevChange,
     ToggleAllPairs,
@@ -141,6 +143,8 @@ impl Action {
         Action::ScrollPageUp,
         Action::ScrollTop,
         Action::ScrollBottom,
+        Action::ScrollLeft,
+        Action::ScrollRight,
         Action::NextChange,
         Action::PrevChange,
         Action::ToggleAllPairs,
@@ -222,6 +226,8 @@ impl Action {
             Action::ScrollPageUp => "scroll a page up",
             Action::ScrollTop => "scroll to the top",
             Action::ScrollBottom => "scroll to the bottom",
+            Action::ScrollLeft => "scroll left (the summary's wide tables)",
+            Action::ScrollRight => "scroll right (the summary's wide tables)",
             Action::NextChange => "jump to the next change in the diff",
             Action::PrevChange => "jump to the previous change in the diff",
             Action::ToggleAllPairs => "show all pairs or failures only",
@@ -304,7 +310,7 @@ impl Action {
         match self {
             NextPair | PrevPair | PageDown | PageUp | FirstPair | LastPair | FocusNext
             | ScrollDown | ScrollUp | ScrollPageDown | ScrollPageUp | ScrollTop | ScrollBottom
-            | NextChange | PrevChange => Group::Move,
+            | ScrollLeft | ScrollRight | NextChange | PrevChange => Group::Move,
             ToggleAllPairs | ToggleSideBySide | ToggleRaw | ToggleProblems | ToggleUnclassified
             | CycleSort | ReverseSort | ToggleGroup | ToggleFold | FoldAll => Group::View,
             ClearCategory | AcceptSuggestion | AcceptAllSuggestions | ClassifyView | ToggleMark

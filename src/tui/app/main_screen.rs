@@ -150,6 +150,8 @@ fn general(app: &mut App, action: Action) -> Vec<Effect> {
         | Action::InputDeleteWord
         | Action::InputClear => vec![],
         Action::Choose | Action::CycleFormat => vec![],
+        // Sideways scrolling is the summary's.
+        Action::ScrollLeft | Action::ScrollRight => vec![],
         // Routed elsewhere by `handle`; listed so that a new action must be placed.
         Action::Classify(_)
         | Action::ClearCategory

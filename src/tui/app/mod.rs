@@ -372,6 +372,7 @@ impl App {
             conclusion,
             query: self.query.as_ref().map(|q| q.to_string()),
             scroll,
+            hscroll: 0,
         }
     }
 
