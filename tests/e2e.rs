@@ -240,6 +240,8 @@ fn triage_note_undo_and_reopen() {
     t.wait_for("classified 3/29");
     t.send("u");
     t.wait_for("undid: classified as conflicting-evidence");
+    // The message names the pair; the next key clears it and the counts show.
+    t.send("k");
     t.wait_for("classified 2/29");
     t.send("q");
     assert_eq!(t.wait_exit(), 0);
