@@ -89,18 +89,30 @@ struct Shot {
     app: App,
     theme: Theme,
     keymap: Keymap,
+    width: u16,
+    height: u16,
     _dir: tempfile::TempDir,
 }
 
 impl Shot {
     fn new(run: &str) -> Result<Shot, String> {
-        Shot::as_reviewer(run, REVIEWER)
+        Shot::open(run, REVIEWER, WIDTH, HEIGHT)
     }
 
-    /// A screen as seen by `reviewer`; the two-reviewer sample's journal is
-    /// copied into the temp dir, so the app (which may compact it) never
-    /// writes beside the sample.
+    /// A shot of a `width`×`height` terminal.
+    fn sized(run: &str, width: u16, height: u16) -> Result<Shot, String> {
+        Shot::open(run, REVIEWER, width, height)
+    }
+
+    /// A screen as seen by `reviewer`.
     fn as_reviewer(run: &str, reviewer: &str) -> Result<Shot, String> {
+        Shot::open(run, reviewer, WIDTH, HEIGHT)
+    }
+
+    /// A `width`×`height` screen as seen by `reviewer`; the two-reviewer
+    /// sample's journal is copied into the temp dir, so the app (which may
+    /// compact it) never writes beside the sample.
+    fn open(run: &str, reviewer: &str, width: u16, height: u16) -> Result<Shot, String> {
         let dir = tempfile::tempdir().map_err(|e| format!("cannot make a temp dir: {e}"))?;
         let theme = Theme::dark();
         let journal = dir.path().join("screenshots.triage.jsonl");
@@ -111,7 +123,7 @@ impl Shot {
         if run == RICH {
             // The record keys come from the run, so index it once to write the journal.
             let probe = dir.path().join("probe.triage.jsonl");
-            let app = testing::app_for_size(&[run], &probe, REVIEWER, WIDTH, HEIGHT, &theme);
+            let app = testing::app_for_size(&[run], &probe, REVIEWER, width, height, &theme);
             let lines = JOURNAL
                 .iter()
                 .map(|e| journal_line(&app, e))
@@ -119,11 +131,13 @@ impl Shot {
             fs::write(&journal, lines.join("\n") + "\n")
                 .map_err(|e| format!("cannot write {}: {e}", journal.display()))?;
         }
-        let app = testing::app_for_size(&[run], &journal, reviewer, WIDTH, HEIGHT, &theme);
+        let app = testing::app_for_size(&[run], &journal, reviewer, width, height, &theme);
         Ok(Shot {
             app,
             theme,
             keymap: Keymap::default_keymap(),
+            width,
+            height,
             _dir: dir,
         })
     }
@@ -132,7 +146,7 @@ impl Shot {
     fn act(&mut self, action: Action) -> &mut Self {
         let effects = app::update(&mut self.app, action);
         testing::run_effects(&mut self.app, effects, &self.theme);
-        testing::resize(&mut self.app, WIDTH, HEIGHT, &self.theme);
+        testing::resize(&mut self.app, self.width, self.height, &self.theme);
         testing::settle(&mut self.app, &self.theme);
         self
     }
@@ -154,7 +168,7 @@ impl Shot {
 
     /// Render and write `name` into `out`; returns the path written.
     fn write(&self, out: &Path, name: &str, title: &str) -> Result<PathBuf, String> {
-        let mut terminal = Terminal::new(TestBackend::new(WIDTH, HEIGHT))
+        let mut terminal = Terminal::new(TestBackend::new(self.width, self.height))
             .map_err(|e| format!("test terminal: {e}"))?;
         terminal
             .draw(|f| ui::render(f, &self.app, &self.keymap, &self.theme))
@@ -248,6 +262,18 @@ fn generate(out: &Path) -> Result<Vec<PathBuf>, String> {
     testing::with_baseline(&mut s.app, BEFORE, None, &s.theme);
     s.act(Action::FirstPair);
     written.push(s.write(out, "baseline.svg", "triage — compared with the run before")?);
+    // The smallest common terminal: every category key on the legend.
+    let s = Shot::sized(RICH, 80, 24)?;
+    written.push(s.write(out, "list-80x24.svg", "triage — 80×24")?);
+
+    // A wide terminal: the list as wide as its ids, the detail beside it.
+    let s = Shot::sized(RICH, 200, 50)?;
+    written.push(s.write(out, "list-200x50.svg", "triage — 200×50")?);
+
+    // The summary of the run.
+    let mut s = Shot::new(RICH)?;
+    s.act(Action::ShowSummary);
+    written.push(s.write(out, "summary.svg", "triage — summary")?);
 
     Ok(written)
 }

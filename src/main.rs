@@ -497,6 +497,11 @@ enum ConfigCommand {
     Init,
 }
 
+/// The system allocator, watched so that running out of memory restores the
+/// terminal and says so (`triage::tui::term::Allocator`).
+#[global_allocator]
+static ALLOCATOR: triage::tui::term::Allocator = triage::tui::term::Allocator;
+
 fn main() -> ExitCode {
     // Printing into a closed pipe (`triage keys | head`) ends quietly, as
     // other command-line tools do, instead of panicking.
@@ -979,6 +984,16 @@ fn open_run_with_progress(
     opened
 }
 
+/// When a run is read from standard input and that is a terminal, say so
+/// before waiting on it: otherwise triage seems to hang on a blank line.
+fn announce_terminal_stdin(runs: &[String]) {
+    if runs.iter().any(|r| r == "-") && std::io::stdin().is_terminal() {
+        eprintln!(
+            "triage: reading a run from standard input, which is this terminal: paste or type its JSON lines, then press Ctrl-D at the start of a line to end it (Ctrl-C gives up). To open a file, give its path instead of -."
+        );
+    }
+}
+
 /// Index the run, showing a progress bar on standard error when it is a
 /// terminal and the load takes long enough to be worth one.
 fn index_with_progress(
@@ -986,6 +1001,7 @@ fn index_with_progress(
     opts: &OpenOptions,
     progress: bool,
 ) -> Result<RunIndex, String> {
+    announce_terminal_stdin(runs);
     let (mut idx, loader) = open_run_with_progress(runs, opts).map_err(|e| e.to_string())?;
     let show = progress && std::io::stderr().is_terminal();
     let start = Instant::now();
@@ -1025,11 +1041,18 @@ fn index_with_progress(
     loader.finish_into(&mut idx);
     for f in &idx.files {
         for note in &f.notes {
-            eprintln!(
-                "triage: note: {}: {}",
-                f.display,
-                triage::core::text::inert_line(note)
-            );
+            // A note of several lines (the formats tried, one a line) stays
+            // on several lines, each made inert.
+            let mut lines = note.lines().map(triage::core::text::inert_line);
+            if let Some(first) = lines.next() {
+                eprintln!(
+                    "triage: note: {}: {first}",
+                    triage::core::text::inert_line(&f.display)
+                );
+            }
+            for line in lines {
+                eprintln!("triage:   {line}");
+            }
         }
     }
     Ok(idx)
@@ -1766,9 +1789,12 @@ fn print_keys(km: &Keymap, cfg: &config::Config) {
         "keymap: {}{}",
         km.name,
         if km.counts {
-            " (counts: 5j repeats j)"
+            format!(
+                "\n{}",
+                triage::tui::app::overlay::help::count_help(km.count_wait)
+            )
         } else {
-            ""
+            String::new()
         }
     );
     for mode in Mode::ALL {
@@ -1864,6 +1890,7 @@ fn open(cli: Cli) -> ExitCode {
             ..ConvertOptions::default()
         },
     };
+    announce_terminal_stdin(&runs);
     let (idx, loader) = match open_run_with_progress(&runs, &opts) {
         Ok(x) => x,
         Err(e) => {

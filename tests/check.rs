@@ -271,3 +271,84 @@ fn input_that_cannot_be_gated_exits_2() {
         ],
     );
 }
+
+/// Bad lines past the first 1000 of their kind are counted, not kept: the
+/// index holds 1000 of each kind, and `check`, the report and the JSON
+/// export count every one and say how many were not listed.
+#[test]
+fn bad_lines_past_the_first_thousand_of_a_kind_are_counted_not_kept() {
+    let fx = Fixture::new();
+    let good = fs::read_to_string("sample-runs/support-urgency.jsonl").expect("sample");
+    let first = good.lines().next().expect("a line");
+    let mut text = format!("{first}\n");
+    for _ in 0..2500 {
+        text.push_str("junk\n");
+    }
+    for _ in 0..1200 {
+        text.push_str("[1]\n");
+    }
+    fx.write("junk.jsonl", &text);
+    let index = triage::core::index::load_run(
+        &[fx.dir
+            .path()
+            .join("junk.jsonl")
+            .to_string_lossy()
+            .into_owned()],
+        &triage::core::index::OpenOptions::default(),
+    )
+    .expect("load");
+    use triage::core::problem::{KEPT_PER_KIND, ProblemKind};
+    assert_eq!(index.rows.len(), 1);
+    assert_eq!(index.problems.len(), 2 * KEPT_PER_KIND);
+    assert_eq!(index.unlisted.get(ProblemKind::Malformed), 1500);
+    assert_eq!(index.unlisted.get(ProblemKind::NotAnObject), 200);
+    assert_eq!(index.skipped_lines, 3700);
+    assert_eq!(index.problem_total(), 3700);
+    // The kept ones are the first lines of each kind.
+    let last_malformed = index
+        .problems
+        .iter()
+        .filter(|p| p.kind == ProblemKind::Malformed)
+        .map(|p| p.line)
+        .max();
+    assert_eq!(last_malformed, Some(1001));
+
+    let out = fx.run(&["junk.jsonl", "--strict"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("3700 problems (3700 unreadable lines, 0 field warnings)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("FAIL  --strict  3700 problems in the run"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("… and 3695 more (1700 of them only counted: the first 1000 of each kind are kept with their lines)"),
+        "{stdout}"
+    );
+
+    let md = Command::new(BIN)
+        .args(["export", "junk.jsonl"])
+        .current_dir(fx.dir.path())
+        .env("XDG_CONFIG_HOME", fx.dir.path().join("config"))
+        .output()
+        .expect("export");
+    let md = String::from_utf8_lossy(&md.stdout);
+    assert!(md.contains("3700 unreadable lines"), "{md}");
+    assert!(
+        md.contains("…and 3600 more; `triage RUN` lists the first 1000 of each kind"),
+        "{md}"
+    );
+    let json = Command::new(BIN)
+        .args(["export", "junk.jsonl", "--format", "json"])
+        .current_dir(fx.dir.path())
+        .env("XDG_CONFIG_HOME", fx.dir.path().join("config"))
+        .output()
+        .expect("export");
+    let v: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    assert_eq!(v["problems"].as_array().map(Vec::len), Some(2000));
+    assert_eq!(v["problems_not_listed"]["malformed"], 1500);
+    assert_eq!(v["problems_not_listed"]["not-an-object"], 200);
+    assert_eq!(v["summary"]["problems"], 3700);
+}

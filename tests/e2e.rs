@@ -5,10 +5,10 @@
 //! Synchronisation is by waiting for screen text (or for bytes in the
 //! program's output), never by fixed sleeps.
 //!
-//! Not covered here: reading a run from standard input (`triage -`). The
-//! harness in `tests/common` always starts the `triage` binary itself with
-//! the pty as its standard input, so there is no way to pipe a file into it
-//! while the keys still come from the terminal.
+//! Reading a run piped into standard input is not covered here: the harness
+//! in `tests/common` always starts the `triage` binary with the pty as its
+//! standard input. `triage -` with the terminal itself as standard input is
+//! (`a_terminal_on_standard_input_is_announced`).
 
 mod common;
 
@@ -240,6 +240,8 @@ fn triage_note_undo_and_reopen() {
     t.wait_for("classified 3/29");
     t.send("u");
     t.wait_for("undid: classified as conflicting-evidence");
+    // The message names the pair; the next key clears it and the counts show.
+    t.send("k");
     t.wait_for("classified 2/29");
     t.send("q");
     assert_eq!(t.wait_exit(), 0);
@@ -426,6 +428,38 @@ fn problems_are_counted_and_listed() {
     assert_restored(&t);
 }
 
+/// `triage -` with the terminal as standard input says that it reads the run
+/// from there and how to end it, instead of waiting on a blank screen; the
+/// lines typed, then Ctrl-D, open as a run in the viewer.
+#[test]
+fn a_terminal_on_standard_input_is_announced() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = Tui::spawn(&["-", "--reviewer", "tester"], 120, 30, dir.path(), &[]);
+    t.wait_for("reading a run from standard input");
+    t.wait_for("Ctrl-D");
+    let line = r#"{"case_id":"typed-case","variant_id":"typed-variant","passed":false,"reasons":["typed in"]}"#;
+    t.send(line);
+    t.send("\n");
+    t.send("\x04");
+    t.wait_for("typed-case");
+    t.wait_for("1 failure");
+    t.send("q");
+    assert_eq!(t.wait_exit(), 0);
+    assert_restored(&t);
+}
+
+/// The terminal is back to normal and mouse reporting is off.
+#[track_caller]
+fn assert_restored_with_mouse_off(t: &Tui) {
+    assert_restored(t);
+    let mouse = t.with_screen(|s| s.mouse_protocol_mode());
+    assert_eq!(
+        mouse,
+        vt100::MouseProtocolMode::None,
+        "mouse reporting left on"
+    );
+}
+
 #[test]
 fn signals_restore_the_terminal_and_keep_decisions() {
     for (sig, code) in [("TERM", 143), ("HUP", 129), ("INT", 130)] {
@@ -445,6 +479,168 @@ fn signals_restore_the_terminal_and_keep_decisions() {
             "after SIG{sig}"
         );
     }
+}
+
+/// Every other signal whose default ends the process ends the session as
+/// SIGTERM does: terminal restored (main screen, cursor, mouse reporting
+/// off), saved decisions in the journal, a decision the disk refused in the
+/// recovery file, exit 128 + signal.
+#[test]
+fn every_ending_signal_restores_the_terminal_and_keeps_decisions() {
+    for (sig, code) in [
+        ("QUIT", 131),
+        ("USR1", 138),
+        ("USR2", 140),
+        ("ALRM", 142),
+        ("PIPE", 141),
+        ("XCPU", 152),
+        ("XFSZ", 153),
+        ("VTALRM", 154),
+        ("PROF", 155),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        copy_sample(dir.path(), RICH);
+        let mut t = open(dir.path(), 120, 40);
+        t.wait_for("classified 0/29");
+        t.send("5");
+        t.wait_for("saved: classified as boundary");
+        signal(sig, t.pid().expect("pid"));
+        assert_eq!(t.wait_exit(), code, "SIG{sig} exits with 128 + signal");
+        assert_restored_with_mouse_off(&t);
+        let state = replay(&journal(dir.path()));
+        assert_eq!(
+            state[&(FIRST_CASE.to_string(), FIRST_VARIANT.to_string())]["category"],
+            "boundary",
+            "after SIG{sig}"
+        );
+    }
+}
+
+/// A decision the disk refused is written to the recovery file on SIGQUIT,
+/// as on SIGTERM.
+#[test]
+fn an_ending_signal_writes_unsaved_decisions_to_the_recovery_file() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_sample(dir.path(), RICH);
+    let mut t = open(dir.path(), 120, 40);
+    t.wait_for("classified 0/29");
+    // The journal cannot be created: a directory stands in its place.
+    let journal = dir.path().join("run.jsonl.triage.jsonl");
+    std::fs::create_dir(&journal).unwrap();
+    t.send("5");
+    t.wait_for("1 decision is kept in memory");
+    signal("QUIT", t.pid().expect("pid"));
+    assert_eq!(t.wait_exit(), 131);
+    assert_restored_with_mouse_off(&t);
+    let recovered = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with(".recovered.jsonl"))
+        .unwrap_or_else(|| panic!("no recovery file; screen:\n{}", t.screen()));
+    let text = std::fs::read_to_string(&recovered).unwrap();
+    assert!(text.contains("\"boundary\""), "{text}");
+}
+
+/// An external SIGTSTP (`kill -TSTP`, not Ctrl-Z) under a job-control shell:
+/// triage leaves the alternate screen and stops, the shell reports the job
+/// stopped by SIGTSTP, and `fg` brings it back redrawn with the mouse on.
+#[test]
+fn an_external_sigtstp_stops_with_the_terminal_restored_and_fg_resumes() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_sample(dir.path(), RICH);
+    let script = concat!(
+        "set -m\n",
+        "\"$0\" --reviewer tester --config /dev/null run.jsonl &\n",
+        "echo \"job-pid-$!\"\n",
+        "fg >/dev/null\n",
+        "echo \"job-stopped-$?\"\n",
+        "fg >/dev/null\n",
+        "echo \"job-ended-$?\"\n",
+    );
+    let mut t = Tui::spawn_program(
+        "bash",
+        &[
+            "--norc",
+            "--noprofile",
+            "-c",
+            script,
+            env!("CARGO_BIN_EXE_triage"),
+        ],
+        120,
+        40,
+        dir.path(),
+        &[],
+    );
+    t.wait_for(FIRST_CASE);
+    t.wait_for("classified 0/29");
+    let out = String::from_utf8_lossy(&t.output_bytes()).into_owned();
+    let pid: u32 = out
+        .split("job-pid-")
+        .nth(1)
+        .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+        .and_then(|n| n.parse().ok())
+        .expect("the job's pid");
+    let mark = t.output_bytes().len();
+    signal("TSTP", pid);
+    poll_until(
+        Duration::from_secs(10),
+        "the shell to see the job stop",
+        || contains(&t.output_bytes()[mark..], b"job-stopped-148"),
+    );
+    let out = t.output_bytes()[mark..].to_vec();
+    let stopped = position(&out, b"job-stopped-148").expect("seen");
+    let before = &out[..stopped];
+    let left = position(before, b"\x1b[?1049l").expect("left the alternate screen");
+    assert!(
+        contains(&before[left..], b"\x1b[?25h"),
+        "cursor shown before the stop"
+    );
+    assert!(
+        contains(before, b"\x1b[?1000l"),
+        "mouse reporting off before the stop"
+    );
+    poll_until(
+        Duration::from_secs(10),
+        "the alternate screen again",
+        || t.with_screen(|s| s.alternate_screen()),
+    );
+    t.wait_for("classified 0/29");
+    poll_until(Duration::from_secs(10), "mouse reporting back on", || {
+        t.with_screen(|s| s.mouse_protocol_mode() != vt100::MouseProtocolMode::None)
+    });
+    t.send("j");
+    t.wait_for(&format!("{FIRST_CASE} / {SECOND_VARIANT}"));
+    t.send("q");
+    t.wait_for("job-ended-0");
+    assert_eq!(t.wait_exit(), 0);
+    assert_restored_with_mouse_off(&t);
+}
+
+/// SIGSTOP cannot be caught; on the SIGCONT that follows, triage enters the
+/// terminal again and redraws the whole screen.
+#[test]
+fn sigcont_after_sigstop_redraws() {
+    let dir = tempfile::tempdir().unwrap();
+    copy_sample(dir.path(), RICH);
+    let mut t = open(dir.path(), 120, 40);
+    t.wait_for("classified 0/29");
+    let pid = t.pid().expect("pid");
+    signal("STOP", pid);
+    poll_until(Duration::from_secs(10), "stopped", || {
+        proc_state(pid) == Some('T')
+    });
+    let mark = t.output_bytes().len();
+    signal("CONT", pid);
+    poll_until(Duration::from_secs(10), "a full redraw", || {
+        let out = t.output_bytes();
+        contains(&out[mark..], b"\x1b[?1049h") && contains(&out[mark..], b"classified 0/29")
+    });
+    t.send("j");
+    t.wait_for(&format!("{FIRST_CASE} / {SECOND_VARIANT}"));
+    t.send("q");
+    assert_eq!(t.wait_exit(), 0);
+    assert_restored_with_mouse_off(&t);
 }
 
 #[test]

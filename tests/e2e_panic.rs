@@ -47,3 +47,39 @@ fn a_panic_restores_the_terminal_with_a_short_message() {
         .expect("entered it");
     assert!(last_leave > last_enter);
 }
+
+/// An allocation that fails aborts the process (Rust's allocation error hook
+/// is unstable); the terminal is restored all the same, mouse reporting
+/// included, and the message says that memory ran out.
+#[test]
+fn an_allocation_failure_restores_the_terminal_and_says_so() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sample-runs/support-urgency.jsonl"),
+        dir.path().join("run.jsonl"),
+    )
+    .expect("copy");
+    let mut t = Tui::spawn(
+        &["--reviewer", "tester", "--config", "/dev/null", "run.jsonl"],
+        100,
+        30,
+        dir.path(),
+        &[("TRIAGE_TEST_OUT_OF_MEMORY", "1")],
+    );
+    let status = t.wait_exit_status();
+    assert!(!status.success());
+    t.with_screen(|s| {
+        assert!(!s.alternate_screen(), "still in the alternate screen");
+        assert!(!s.hide_cursor(), "the cursor is still hidden");
+        assert_eq!(
+            s.mouse_protocol_mode(),
+            vt100::MouseProtocolMode::None,
+            "mouse reporting left on"
+        );
+    });
+    let screen = t.screen();
+    assert!(
+        screen.contains("triage ran out of memory and stopped"),
+        "{screen}"
+    );
+}

@@ -83,7 +83,7 @@ fn blind_review_shows_nothing_of_the_others_until_you_decide() {
         &[],
     );
     t.wait_for("checkout-outage-001 / irrelevant-ui-metadata");
-    t.wait_for("blind    2 other reviewers' decisions · the suggestion · hidden until you decide this pair");
+    t.wait_for("blind    2 other reviewers' decisions · the suggestion · hidden until you");
     let screen = t.screen();
     assert!(!screen.contains("suggested "), "{screen}");
     assert!(!screen.contains("distractor?"), "{screen}");

@@ -743,6 +743,128 @@ fn hostile_strings_are_inert_and_escaped_in_markdown() {
     assert_eq!(json["pairs"][0]["variant_id"], evil["variant_id"]);
 }
 
+/// A note of several lines is a quote of those lines in the report: no
+/// literal `\n`, and no line of it can open a heading, a list or a code block.
+#[test]
+fn a_multi_line_note_is_a_multi_line_quote_in_the_report() {
+    use pulldown_cmark::{Event, Parser, Tag, TagEnd};
+    let fx = Fixture::new();
+    let journal = fx.path(&format!("{RICH}.triage.jsonl"));
+    let text = fs::read_to_string(&journal).expect("journal");
+    let mut first: Value =
+        serde_json::from_str(text.lines().next().expect("a line")).expect("JSON");
+    let note = "first line\n\n# not a heading\n- not a list\n2. not a list either\n    not code\n> not nested\n---\nlast *line*\n";
+    first["note"] = json!(note);
+    let rest: String = text.lines().skip(1).map(|l| format!("{l}\n")).collect();
+    fs::write(&journal, format!("{first}\n{rest}")).expect("write the journal");
+    let md = fx.ok(&["export", RICH]);
+    assert!(
+        !md.contains("first line\\n"),
+        "a literal \\n in the report:\n{md}"
+    );
+    assert!(
+        md.contains("- **Note:**\n  > first line\n  >\n  > \\# not a heading\n"),
+        "{md}"
+    );
+    renders_safely(&md);
+    // Parsed as GitHub would: one quote, its lines as text, no block inside but paragraphs.
+    let mut depth = 0;
+    let mut quoted = String::new();
+    let mut quotes = 0;
+    for ev in Parser::new(&md) {
+        match ev {
+            Event::Start(Tag::BlockQuote(_)) => {
+                depth += 1;
+                quotes += 1;
+                assert_eq!(depth, 1, "a nested quote");
+            }
+            Event::End(TagEnd::BlockQuote(_)) => depth -= 1,
+            Event::Start(t) if depth > 0 => assert!(
+                matches!(t, Tag::Paragraph | Tag::Emphasis),
+                "a block inside the note's quote: {t:?}"
+            ),
+            Event::Text(t) if depth > 0 => quoted.push_str(&t),
+            Event::SoftBreak if depth > 0 => quoted.push('\n'),
+            Event::End(TagEnd::Paragraph) if depth > 0 => quoted.push('\n'),
+            _ => {}
+        }
+    }
+    assert_eq!(quotes, 1, "{md}");
+    assert_eq!(
+        quoted,
+        "first line\n# not a heading\n- not a list\n2. not a list either\nnot code\n> not nested\n---\nlast *line*\n"
+    );
+    // A one-line note stays on the bullet's line.
+    assert!(
+        md.contains("- **Note:** without the monitor evidence"),
+        "{md}"
+    );
+}
+
+/// Journal fields (category, note, reviewer) and run strings with C1 controls
+/// and bidi overrides: JSON and fixtures write them as JSON escapes, so that
+/// printing the file is safe, and a JSON reader gets the exact strings back.
+#[test]
+fn json_outputs_escape_c1_and_bidi_from_the_journal_and_the_run() {
+    let fx = Fixture::new();
+    let journal = fx.path(&format!("{RICH}.triage.jsonl"));
+    let text = fs::read_to_string(&journal).expect("journal");
+    let mut first: Value =
+        serde_json::from_str(text.lines().next().expect("a line")).expect("JSON");
+    let note = "ok\u{9b}2J\u{202e}txt\u{85}\nsecond line\u{2066}";
+    let reviewer = "ana\u{202e}\u{9d}0;title\u{9c}";
+    let category = "made\u{202e}up\u{9b}";
+    first["note"] = json!(note);
+    first["reviewer"] = json!(reviewer);
+    first["category"] = json!(category);
+    fs::write(&journal, format!("{first}\n")).expect("write the journal");
+    let raw = |s: &str| {
+        s.chars().any(|c| {
+            ('\u{80}'..='\u{9f}').contains(&c)
+                || ('\u{2066}'..='\u{2069}').contains(&c)
+                || ('\u{202a}'..='\u{202e}').contains(&c)
+        })
+    };
+
+    let out = fx.ok(&["export", RICH, "--format", "json", "--all"]);
+    assert!(!raw(&out), "a raw C1 or bidi control in the JSON export");
+    assert!(
+        out.contains(r"ok\u009b2J\u202etxt\u0085\nsecond line\u2066"),
+        "{out}"
+    );
+    let doc: Value = serde_json::from_str(&out).expect("JSON");
+    let pair = doc["pairs"]
+        .as_array()
+        .expect("pairs")
+        .iter()
+        .find(|p| p["note"] == json!(note))
+        .expect("the annotated pair, its note read back exactly");
+    assert_eq!(pair["reviewer"], json!(reviewer));
+    assert_eq!(pair["category"], json!(category));
+
+    // A run string gets the same treatment, in JSON and in fixtures.
+    let evil = json!({
+        "case_id": "c\u{9b}1", "variant_id": "v\u{202e}", "passed": false,
+        "reasons": ["why\u{85}"],
+        "source": {"question": "q\u{2067}?", "response": {"probability": 0.9, "confidence": 0.8}},
+        "variant": {"question": "q?", "response": {"probability": 0.2, "confidence": 0.8}},
+    });
+    fs::write(fx.path("evil.jsonl"), format!("{evil}\n")).expect("write");
+    for format in ["json", "fixtures"] {
+        let out = fx.ok(&["export", "evil.jsonl", "--format", format]);
+        assert!(!raw(&out), "a raw control in the {format} export: {out}");
+        assert!(out.contains(r"v\u202e"), "{out}");
+        let first = out.lines().next().expect("a line");
+        if format == "fixtures" {
+            let v: Value = serde_json::from_str(first).expect("a JSON line");
+            assert_eq!(v["variant_id"], evil["variant_id"]);
+            assert_eq!(v["source"]["question"], evil["source"]["question"]);
+        }
+    }
+    let summary = fx.ok(&["summary", "evil.jsonl", "--format", "json"]);
+    assert!(!raw(&summary), "{summary}");
+}
+
 #[test]
 fn a_run_without_a_journal_has_no_annotations() {
     let fx = Fixture::new();

@@ -489,6 +489,45 @@ fn unknown_files_say_what_was_tried() {
     );
 }
 
+/// On standard error the note about a file of no known format is one line
+/// per format tried, each short, not one long line.
+#[test]
+fn the_detection_note_is_one_line_per_format() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let run = dir.path().join("odd.jsonl");
+    std::fs::write(&run, "{\"foo\": 1}\n{\"foo\": 2}\n").expect("write");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_triage"))
+        .args(["summary", "odd.jsonl"])
+        .current_dir(dir.path())
+        .env("XDG_CONFIG_HOME", dir.path())
+        .output()
+        .expect("run triage");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    let first = lines
+        .iter()
+        .position(|l| l.starts_with("triage: note: odd.jsonl: not a format triage knows"))
+        .unwrap_or_else(|| panic!("no detection note:\n{err}"));
+    for (i, f) in Format::ALL.iter().enumerate() {
+        let line = lines.get(first + 1 + i).copied().unwrap_or_default();
+        assert!(
+            line.starts_with(&format!("triage:     - {}: ", f.name())),
+            "line {} should name {}:\n{err}",
+            first + 1 + i,
+            f.name()
+        );
+    }
+    assert_eq!(
+        lines.get(first + 1 + Format::ALL.len()).copied(),
+        Some("triage:   Pass --from NAME to choose one."),
+        "{err}"
+    );
+    for l in &lines {
+        assert!(l.chars().count() <= 200, "a long line on stderr: {l}");
+        assert!(!l.contains("\\n"), "a visible \\n on stderr: {l}");
+    }
+}
+
 /// Each fixture, its format, and the pairs (with unpaired rows), unpaired
 /// rows and failures it must open with.
 const OPENED: [(&str, Format, usize, usize, usize); 16] = [

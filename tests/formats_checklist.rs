@@ -399,7 +399,7 @@ fn checklist_input_that_is_not_checklists_is_refused_with_the_file_named() {
     let out = run(&["summary", "tests.json"], dir.path());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("checklist (the JSON holds no CheckList tests"),
+        stderr.contains("  - checklist: the JSON holds no CheckList tests"),
         "{stderr}"
     );
     let out = run(

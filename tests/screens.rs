@@ -273,10 +273,92 @@ fn small_80x24() {
     snap("small_80x24", &s);
 }
 
+/// Every category key shows on the legend at every supported width: the ids
+/// are shortened alike, then dropped for the keys alone; and a click on each
+/// key's place classifies with that key.
+#[test]
+fn the_legend_shows_every_category_key_at_every_width() {
+    for width in [40u16, 60, 80, 100, 120, 200] {
+        let s = Screen::new(RICH, width, 24);
+        let text = s.draw().backend().to_string();
+        let legend = text
+            .lines()
+            .nth(22)
+            .unwrap_or_default()
+            .trim_matches('"')
+            .to_string();
+        for k in 1..=7 {
+            assert!(
+                legend.contains(&format!(" {k}:")) || legend.contains(&format!(" {k} ")),
+                "key {k} missing at width {width}: {legend}"
+            );
+        }
+        let hits = triage::tui::ui::legend_hits(&s.app, width);
+        assert_eq!(hits.len(), 7, "width {width}: {hits:?}");
+        for (start, _, key) in hits {
+            let at: String = legend.chars().skip(start as usize).take(1).collect();
+            assert_eq!(at, key.to_string(), "width {width}: {legend}");
+        }
+    }
+}
+
 #[test]
 fn small_40x12() {
     let s = Screen::new(RICH, 40, 12);
     snap("small_40x12", &s);
+}
+
+/// At 200×50 the list is as wide as its ids need: the transformation and
+/// margin columns stay and case ids are whole; the detail takes the rest.
+#[test]
+fn wide_200x50_shares_the_width_by_content() {
+    let s = Screen::new(RICH, 200, 50);
+    let text = s.draw().backend().to_string();
+    let header = text.lines().nth(1).unwrap_or_default();
+    for col in ["TRANSFORMATION", "MARGIN", "CATEGORY"] {
+        assert!(header.contains(col), "{col} missing: {header}");
+    }
+    assert!(text.contains("billing-double-charge-003 "), "{text}");
+    assert!(text.contains("password-reset-delay-006 "), "{text}");
+    // The detail starts where the list ends, and is no wider than it needs.
+    let list_w = header.find("││").map(|b| header[..b].chars().count());
+    assert!(list_w.is_some_and(|w| (100..=125).contains(&w)), "{header}");
+    snap("wide_200x50", &s);
+}
+
+/// A summary table wider than the screen scrolls sideways: the bottom line
+/// says so, → brings the cut columns in, ← goes back; text stays wrapped.
+#[test]
+fn the_summary_scrolls_sideways_when_a_table_is_wider_than_the_screen() {
+    let mut s = Screen::new(RICH, 80, 24);
+    s.act(Action::ShowSummary);
+    for _ in 0..4 {
+        s.act(Action::ScrollDown);
+    }
+    let text = s.draw().backend().to_string();
+    assert!(
+        text.contains("←/→ scroll sideways: the tables go on →"),
+        "{text}"
+    );
+    assert!(!text.contains("unjudged"), "{text}");
+    for _ in 0..4 {
+        s.act(Action::ScrollRight);
+    }
+    let text = s.draw().backend().to_string();
+    assert!(text.contains("unjudged"), "{text}");
+    assert!(text.contains("scroll sideways (from column"), "{text}");
+    snap("summary_80x24_scrolled_sideways", &s);
+    for _ in 0..10 {
+        s.act(Action::ScrollLeft);
+    }
+    let text = s.draw().backend().to_string();
+    assert!(text.contains("concise-phrasing"), "{text}");
+    // At 120×40 every table fits: no sideways scrolling is offered.
+    let mut wide = Screen::new(RICH, 120, 40);
+    wide.act(Action::ShowSummary);
+    let text = wide.draw().backend().to_string();
+    assert!(!text.contains("sideways"), "{text}");
+    assert!(text.contains("unjudged"), "{text}");
 }
 
 #[test]
@@ -661,7 +743,11 @@ fn a_file_of_no_known_format_notes_what_was_tried() {
     assert!(text.contains("3 bad lines · 1 note"), "{text}");
     s.act(Action::ToggleProblems);
     let text = s.draw().backend().to_string();
-    for want in ["not a format triage knows", "promptfoo (", "Pass --from"] {
+    for want in [
+        "not a format triage knows",
+        "  - promptfoo: ",
+        "--from NAME",
+    ] {
         assert!(text.contains(want), "{want}:\n{text}");
     }
     snap("problems_unknown_format", &s);

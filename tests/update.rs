@@ -301,6 +301,69 @@ fn marked_pairs_are_classified_together_and_undone_in_one_step() {
     assert_eq!(f.act(Action::Redo), vec![]);
 }
 
+/// Undo and redo name the pair they changed back and select it, even after
+/// the cursor moved on; a pair the filter hides is named as not in the view.
+#[test]
+fn undo_names_and_selects_the_pair_it_undid() {
+    let mut f = Fixture::new();
+    f.go_to(2);
+    let row = f.app.selected_row().unwrap();
+    let case = f
+        .app
+        .index
+        .str(f.app.index.rows[row as usize].case)
+        .to_string();
+    let variant = f
+        .app
+        .index
+        .str(f.app.index.rows[row as usize].variant)
+        .to_string();
+    f.classify('2');
+    f.go_to(6);
+    assert_ne!(f.app.selected_row(), Some(row));
+    let effects = f.act(Action::Undo);
+    let Some(Effect::Save { label, .. }) = effects.first() else {
+        panic!("undo saves first: {effects:?}");
+    };
+    assert_eq!(
+        label,
+        &format!("undid: classified as distractor — {case} / {variant}")
+    );
+    assert_eq!(
+        f.app.selected_row(),
+        Some(row),
+        "the undone pair is selected"
+    );
+    assert_eq!(f.category_of(row), None);
+    let said = &f.app.message.as_ref().expect("a message").0;
+    assert!(said.contains(&format!("{case} / {variant}")), "{said}");
+
+    f.go_to(0);
+    let effects = f.act(Action::Redo);
+    let Some(Effect::Save { label, .. }) = effects.first() else {
+        panic!("redo saves first: {effects:?}");
+    };
+    assert!(
+        label.starts_with("redid: classified as distractor — "),
+        "{label}"
+    );
+    assert_eq!(
+        f.app.selected_row(),
+        Some(row),
+        "the redone pair is selected"
+    );
+
+    // Hidden by the filter: named, not selected.
+    f.app.set_query("category:none").expect("query");
+    let cursor = f.app.cursor;
+    let effects = f.act(Action::Undo);
+    let Some(Effect::Save { label, .. }) = effects.first() else {
+        panic!("{effects:?}");
+    };
+    assert!(label.ends_with("(not in the view)"), "{label}");
+    assert_eq!(f.app.cursor, cursor);
+}
+
 #[test]
 fn toggling_a_mark_twice_unmarks() {
     let mut f = Fixture::new();
@@ -479,10 +542,45 @@ fn notes_are_saved_cancelled_and_undone() {
         "the category is kept"
     );
 
-    // Cancel discards the edit.
+    // Cancel with changes typed asks first; typing on keeps the edit; a
+    // second cancel in a row discards it.
     f.act(Action::EditNote);
     app::type_text(&mut f.app, " — and more");
     assert_eq!(f.act(Action::NoteCancel), vec![]);
+    let Overlay::Note(ed) = &f.app.overlay else {
+        panic!("the editor closed on one cancel with changes typed");
+    };
+    assert!(ed.discard_asked);
+    assert!(ed.text().ends_with(" — and more"));
+    assert!(
+        f.app
+            .message
+            .as_ref()
+            .is_some_and(|(m, _)| m.contains("cancel again"))
+    );
+    app::type_text(&mut f.app, "!");
+    f.act(Action::NoteCancel);
+    assert!(
+        matches!(f.app.overlay, Overlay::Note(_)),
+        "typing re-arms the question"
+    );
+    f.act(Action::NoteLeft);
+    f.act(Action::Cancel);
+    assert!(
+        matches!(f.app.overlay, Overlay::Note(_)),
+        "a move re-arms the question too"
+    );
+    assert_eq!(f.act(Action::NoteCancel), vec![]);
+    assert_eq!(f.app.overlay, Overlay::None);
+    assert!(
+        f.app
+            .message
+            .as_ref()
+            .is_some_and(|(m, _)| m.contains("discarded"))
+    );
+    // An unchanged note closes on one cancel.
+    f.act(Action::EditNote);
+    f.act(Action::NoteCancel);
     assert_eq!(f.app.overlay, Overlay::None);
     assert_eq!(
         f.note_of(row).as_deref(),
@@ -1039,6 +1137,45 @@ fn a_lone_count_digit_before_another_key_classifies_first_in_the_vim_keymap() {
     assert_eq!(f.category_of(row).as_deref(), Some("boundary"));
 }
 
+/// With `count_wait_ms = 0` a category digit classifies at once in a
+/// keymap with counts, and a count starts with another digit.
+#[test]
+fn with_no_count_wait_a_category_digit_classifies_at_once() {
+    let mut f = Fixture::new();
+    let km = Keymap::from_toml(
+        &include_str!("../keymaps/vim.toml").replace("count_wait_ms = 500", "count_wait_ms = 0"),
+        "vim-now.toml",
+    )
+    .expect("the vim preset with no wait");
+    assert!(km.counts && km.count_wait.is_zero());
+    let row = f.app.selected_row().unwrap();
+    let mut keys = Vec::new();
+    let mut press = |f: &mut Fixture, k: &str| {
+        let chord = KeyChord::parse(k).unwrap_or_else(|| panic!("parse {k}"));
+        handle_key(&mut f.app, &km, &mut keys, chord)
+    };
+    let effects = press(&mut f, "5");
+    assert!(f.app.pending_count.is_none(), "no count waits");
+    assert_eq!(
+        effects,
+        vec![Effect::LearnKeys {
+            rows: vec![row],
+            then: Action::Classify('5'),
+        }]
+    );
+    testing::run_effects(&mut f.app, effects, &f.theme);
+    assert_eq!(f.category_of(row).as_deref(), Some("boundary"));
+    // A digit that is no category key still starts a count: 9 then j moves nine.
+    f.act(Action::FirstPair);
+    assert_eq!(press(&mut f, "9"), vec![]);
+    assert!(f.app.pending_count.is_some());
+    press(&mut f, "j");
+    assert_eq!(f.app.cursor, 9);
+    // And the help says how digits behave.
+    let help = triage::tui::app::overlay::help::count_help(km.count_wait);
+    assert!(help.contains("category digits classify at once"), "{help}");
+}
+
 #[test]
 fn saving_a_note_asks_for_record_keys_and_the_editor_waits_for_them() {
     let mut f = Fixture::new();
@@ -1120,10 +1257,13 @@ fn an_undo_does_not_wipe_a_later_decision_of_another_triage() {
     assert!(
         matches!(
             effects.as_slice(),
-            [Effect::Save {
-                guard: app::Guard::Undo(_),
-                ..
-            }]
+            [
+                Effect::Save {
+                    guard: app::Guard::Undo(_),
+                    ..
+                },
+                Effect::LoadDetail(_)
+            ]
         ),
         "{effects:?}"
     );

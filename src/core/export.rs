@@ -19,7 +19,8 @@
 //! `triage check` is decided in [`super::gate`]. Every string from a run is made
 //! inert (`core::text`) before it reaches a human-readable format, and
 //! escaped for Markdown where Markdown is written; the machine formats (JSON,
-//! fixtures) keep strings exactly as recorded. `docs/export.md` is the user
+//! fixtures) keep strings exactly as recorded, with the characters a terminal
+//! would obey written as JSON escapes (`json.rs`). `docs/export.md` is the user
 //! documentation of every format.
 
 use std::collections::{BTreeMap, HashSet};
@@ -42,6 +43,7 @@ use super::suggest::{self, Suggestion};
 use super::taxonomy::Taxonomy;
 use super::text::{self, fit, plural};
 
+mod json;
 mod markdown;
 pub mod since;
 use markdown::*;
@@ -579,7 +581,7 @@ fn all_rows(index: &RunIndex) -> Vec<u32> {
 
 /// Write `v` pretty-printed with every line indented by `indent` spaces after the first.
 fn write_indented(out: &mut dyn Write, v: &Value, indent: &str) -> io::Result<()> {
-    let s = serde_json::to_string_pretty(v).map_err(io::Error::other)?;
+    let s = json::to_string_pretty(v)?;
     for (i, line) in s.lines().enumerate() {
         if i > 0 {
             out.write_all(b"\n")?;
@@ -618,6 +620,14 @@ fn write_json(
     out.write_all(if rows.is_empty() { b"]" } else { b"\n  ]" })?;
     out.write_all(b",\n  \"problems\": ")?;
     write_indented(out, &problems_json(index), "  ")?;
+    // Past the first problems of each kind, only their count per kind.
+    let unlisted: serde_json::Map<String, Value> = index
+        .unlisted
+        .iter()
+        .map(|(k, n)| (problem_kind_name(k).to_string(), json!(n)))
+        .collect();
+    out.write_all(b",\n  \"problems_not_listed\": ")?;
+    write_indented(out, &Value::Object(unlisted), "  ")?;
     out.write_all(b"\n}\n")?;
     Ok(())
 }
@@ -707,7 +717,7 @@ fn fixture_json(p: &Pair) -> Value {
 fn write_fixtures(input: &ExportInput, rows: &[u32], out: &mut dyn Write) -> io::Result<()> {
     for &i in rows {
         let p = load(input, i)?;
-        serde_json::to_writer(&mut *out, &fixture_json(&p)).map_err(io::Error::other)?;
+        json::to_writer(&mut *out, &fixture_json(&p))?;
         out.write_all(b"\n")?;
     }
     Ok(())
@@ -736,8 +746,7 @@ pub fn write_summary(
     let s = stats::summarize(index, rows, input.store, by);
     match format {
         SummaryFormat::Json => {
-            serde_json::to_writer_pretty(&mut *out, &summary_json(index, rows, &s))
-                .map_err(io::Error::other)?;
+            json::to_writer_pretty(&mut *out, &summary_json(index, rows, &s))?;
             out.write_all(b"\n")
         }
         SummaryFormat::Markdown => {

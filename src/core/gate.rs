@@ -363,17 +363,40 @@ pub fn unusable(index: &RunIndex) -> Option<String> {
             .iter()
             .filter(|p| p.file == f.display)
             .collect();
+        // Past the kept problems only counts remain, not their files: with
+        // one file they are all its own.
+        let counted = if index.files.len() == 1 {
+            index.unlisted.total() as usize
+        } else {
+            0
+        };
+        let n = problems.len() + counted;
         let why = if let Some(first) = problems.first() {
             format!(
-                "no pair could be read from it: {} of its lines {} unreadable (first: {}); fix them, or pass --from NAME if it is another tool's results",
-                problems.len(),
-                if problems.len() == 1 { "is" } else { "are" },
+                "no pair could be read from it: {}{} of its lines {} unreadable (first: {}); fix them, or pass --from NAME if it is another tool's results",
+                n,
+                if index.files.len() > 1 && index.unlisted.total() > 0 {
+                    " or more"
+                } else {
+                    ""
+                },
+                if n == 1 { "is" } else { "are" },
                 text::truncate_cols(&text::inert_line(&first.to_string()), 120)
             )
         } else if !f.notes.is_empty() {
             format!(
                 "no pair could be read from it: {}",
-                text::truncate_cols(&text::inert_line(&f.notes.join(" ")), 240)
+                text::truncate_cols(
+                    &text::inert_line(
+                        &f.notes
+                            .iter()
+                            .flat_map(|n| n.lines())
+                            .map(str::trim)
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                    ),
+                    240
+                )
             )
         } else {
             "it is empty: there is no pair to gate; check that the runner wrote its results there"
@@ -755,17 +778,15 @@ pub fn check_against(
         ));
     }
     if gates.strict {
-        let ok = index.problems.is_empty();
+        let total = index.problem_total() as u64;
+        let ok = total == 0;
         results.push(GateResult {
             ok,
             name: "--strict".to_string(),
             why: if ok {
                 "no problems in the run".to_string()
             } else {
-                format!(
-                    "{} in the run",
-                    plural(index.problems.len() as u64, "problem", "problems")
-                )
+                format!("{} in the run", plural(total, "problem", "problems"))
             },
             rates: Vec::new(),
             details: Vec::new(),
@@ -973,16 +994,13 @@ fn header(
             String::new()
         }
     );
-    let skipped = index
-        .problems
-        .iter()
-        .filter(|p| p.kind.skips_line())
-        .count() as u64;
-    let warned = index.problems.len() as u64 - skipped;
+    let counts = index.problem_counts();
+    let skipped = counts.skipped();
+    let warned = counts.total() - skipped;
     let _ = writeln!(
         r,
         "  {} ({}, {})",
-        plural(index.problems.len() as u64, "problem", "problems"),
+        plural(counts.total(), "problem", "problems"),
         plural(skipped, "unreadable line", "unreadable lines"),
         plural(warned, "field warning", "field warnings")
     );
@@ -993,11 +1011,21 @@ fn header(
             text::truncate_cols(&text::inert_line(&p.to_string()), 96)
         );
     }
-    if index.problems.len() > PROBLEMS_SHOWN {
+    let total = index.problem_total();
+    if total > PROBLEMS_SHOWN.min(index.problems.len()) {
+        let counted = index.unlisted.total();
         let _ = writeln!(
             r,
-            "    … and {} more",
-            index.problems.len() - PROBLEMS_SHOWN
+            "    … and {} more{}",
+            total - PROBLEMS_SHOWN.min(index.problems.len()),
+            if counted > 0 {
+                format!(
+                    " ({counted} of them only counted: the first {} of each kind are kept with their lines)",
+                    crate::core::problem::KEPT_PER_KIND
+                )
+            } else {
+                String::new()
+            }
         );
     }
     let _ = writeln!(r);

@@ -29,7 +29,7 @@ use super::load::chunks;
 use super::load::line::ParseMode;
 use super::load::open::{OpenError, RunFile, open_input};
 use super::model::{PairRecord, Policy};
-use super::problem::Problem;
+use super::problem::{Problem, ProblemCounts};
 use super::record::{RecordError, map_record};
 use super::row::{Loc, NO_SYM, PairRow, Sym};
 
@@ -60,8 +60,13 @@ pub struct RunIndex {
     /// Each row's family and transformation as a one-byte code (see [`Codes`]).
     families: Codes,
     transformations: Codes,
+    /// The problems kept with their line: the first
+    /// [`crate::core::problem::KEPT_PER_KIND`] of each kind the loader found.
     pub problems: Vec<Problem>,
-    /// Lines that could not be opened (problems that skip a line).
+    /// The problems past those, counted per kind.
+    pub unlisted: ProblemCounts,
+    /// Lines that could not be opened (problems that skip a line), counted
+    /// or kept.
     pub skipped_lines: usize,
     pub failures: usize,
     pub bytes_total: u64,
@@ -223,6 +228,8 @@ impl RunIndex {
         self.inputs.extend(b.inputs);
         self.inputs.resize(self.rows.len(), Default::default());
         self.problems.extend(b.problems);
+        self.skipped_lines += b.unlisted.skipped() as usize;
+        self.unlisted.merge(&b.unlisted);
         self.bytes_read = b.bytes_read;
         if let Some(elapsed) = b.finished {
             self.done = true;
@@ -232,6 +239,20 @@ impl RunIndex {
             // A gzip input's size was a guess, and a followed run grows.
             self.bytes_total = self.bytes_total.max(self.bytes_read);
         }
+    }
+
+    /// Every problem found, kept or only counted.
+    pub fn problem_total(&self) -> usize {
+        self.problems.len() + self.unlisted.total() as usize
+    }
+
+    /// Every problem found, kept or only counted, per kind.
+    pub fn problem_counts(&self) -> ProblemCounts {
+        let mut c = self.unlisted.clone();
+        for p in &self.problems {
+            c.add(p.kind, 1);
+        }
+        c
     }
 
     /// The names of the inputs, joined for a status bar.

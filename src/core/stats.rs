@@ -864,11 +864,7 @@ fn summarize_on(
     Summary {
         pairs: overall.pairs,
         failures: overall.failures,
-        problems: index
-            .problems
-            .iter()
-            .filter(|p| p.kind.skips_line())
-            .count() as u64,
+        problems: index.problem_counts().skipped(),
         classified: overall.classified,
         by,
         overall,

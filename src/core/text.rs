@@ -102,6 +102,13 @@ pub fn width(s: &str) -> usize {
     UnicodeWidthStr::width(s)
 }
 
+/// Whether `c` is one [`pieces`] always shows as an escape: a control, a bidi or
+/// format character, a separator, private use or a noncharacter. Machine formats
+/// (JSON) write such a character as an escape so that printing the file is safe.
+pub fn is_unsafe(c: char) -> bool {
+    matches!(classify(c), Class::Escape)
+}
+
 /// Tabs stop at multiples of this many columns.
 const TAB_STOP: usize = 4;
 

@@ -26,6 +26,8 @@ pub enum Action {
     ScrollPageUp,
     ScrollTop,
     ScrollBottom,
+    ScrollLeft,
+    ScrollRight,
     NextChange,
     PrevChange,
     ToggleAllPairs,
@@ -144,6 +146,8 @@ impl Action {
         Action::ScrollPageUp,
         Action::ScrollTop,
         Action::ScrollBottom,
+        Action::ScrollLeft,
+        Action::ScrollRight,
         Action::NextChange,
         Action::PrevChange,
         Action::ToggleAllPairs,
@@ -228,6 +232,8 @@ impl Action {
             Action::ScrollPageUp => "scroll a page up",
             Action::ScrollTop => "scroll to the top",
             Action::ScrollBottom => "scroll to the bottom",
+            Action::ScrollLeft => "scroll left (the summary's wide tables)",
+            Action::ScrollRight => "scroll right (the summary's wide tables)",
             Action::NextChange => "jump to the next change in the diff",
             Action::PrevChange => "jump to the previous change in the diff",
             Action::ToggleAllPairs => "show all pairs or failures only",
@@ -259,8 +265,10 @@ impl Action {
             Action::CarryDecisions => {
                 "with --baseline: copy the baseline's decisions on pairs that still fail with identical inputs into this run's journal (asks first)"
             }
-            Action::Undo => "undo the last classification or note change",
-            Action::Redo => "redo",
+            Action::Undo => {
+                "undo the last classification or note change (selects the pair and names it)"
+            }
+            Action::Redo => "redo (selects the pair and names it)",
             Action::ToggleUnclassified => "show unclassified failures only",
             Action::Suspend => "suspend to the shell (fg resumes)",
             Action::Reload => "reload the run from disk (annotations stay attached)",
@@ -268,7 +276,9 @@ impl Action {
             Action::Confirm => "confirm",
             Action::Cancel => "cancel",
             Action::NoteSave => "save the note",
-            Action::NoteCancel => "discard the edit",
+            Action::NoteCancel => {
+                "cancel the edit (with changes typed, asks: press it again to discard them)"
+            }
             Action::NoteNewline => "new line",
             Action::NoteLeft => "cursor left",
             Action::NoteRight => "cursor right",
@@ -315,7 +325,7 @@ impl Action {
         match self {
             NextPair | PrevPair | PageDown | PageUp | FirstPair | LastPair | FocusNext
             | ScrollDown | ScrollUp | ScrollPageDown | ScrollPageUp | ScrollTop | ScrollBottom
-            | NextChange | PrevChange => Group::Move,
+            | ScrollLeft | ScrollRight | NextChange | PrevChange => Group::Move,
             ToggleAllPairs | ToggleSideBySide | ToggleRaw | ToggleProblems | ToggleUnclassified
             | CycleSort | ReverseSort | ToggleGroup | ToggleFold | FoldAll => Group::View,
             ClearCategory | AcceptSuggestion | AcceptAllSuggestions | ClassifyView | ToggleMark

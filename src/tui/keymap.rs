@@ -279,7 +279,18 @@ pub struct Keymap {
     pub name: String,
     /// Whether digits typed before a motion repeat it (`5j`).
     pub counts: bool,
+    /// With counts, how long a lone category digit waits for a motion
+    /// before it classifies (`count_wait_ms`); zero: digits that are
+    /// category keys classify at once and counts start with the others.
+    pub count_wait: std::time::Duration,
 }
+
+/// How long a lone digit waits for a motion unless the keymap says
+/// otherwise (`count_wait_ms`).
+pub const COUNT_WAIT_DEFAULT: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// The longest wait a keymap may set.
+const COUNT_WAIT_MAX_MS: i64 = 5000;
 
 impl Keymap {
     /// What a single character that no mode binds means: the key of a
@@ -325,10 +336,22 @@ impl Keymap {
         })?;
         let mut km = Keymap {
             name: file.to_string(),
+            count_wait: COUNT_WAIT_DEFAULT,
             ..Keymap::default()
         };
         for (key, value) in &table {
             match (key.as_str(), value) {
+                ("count_wait_ms", toml::Value::Integer(n))
+                    if (0..=COUNT_WAIT_MAX_MS).contains(n) =>
+                {
+                    km.count_wait = std::time::Duration::from_millis(*n as u64);
+                }
+                ("count_wait_ms", _) => {
+                    return Err(KeymapError(format!(
+                        "{file}:{}: `count_wait_ms` must be a whole number of milliseconds from 0 to {COUNT_WAIT_MAX_MS}",
+                        find_line(text, None, "count_wait_ms")
+                    )));
+                }
                 ("counts", toml::Value::Boolean(b)) => km.counts = *b,
                 ("counts", _) => {
                     return Err(KeymapError(format!(
@@ -348,7 +371,7 @@ impl Keymap {
                 }
                 _ => {
                     return Err(KeymapError(format!(
-                        "{file}:{}: unknown setting `{key}`; a keymap has `counts` and one table per mode",
+                        "{file}:{}: unknown setting `{key}`; a keymap has `counts`, `count_wait_ms` and one table per mode",
                         find_line(text, None, key)
                     )));
                 }
@@ -654,6 +677,21 @@ mod tests {
             }
         }
         assert!(Keymap::load("vim").unwrap().counts);
+        assert_eq!(Keymap::load("vim").unwrap().count_wait, COUNT_WAIT_DEFAULT);
+        let km = Keymap::from_toml("counts = true\ncount_wait_ms = 0\n", "k.toml").unwrap();
+        assert_eq!(km.count_wait, std::time::Duration::ZERO);
+        for bad in [
+            "count_wait_ms = -1",
+            "count_wait_ms = 5001",
+            "count_wait_ms = \"fast\"",
+        ] {
+            let e = Keymap::from_toml(&format!("counts = true\n{bad}\n"), "k.toml").unwrap_err();
+            assert!(
+                e.to_string()
+                    .starts_with("k.toml:2: `count_wait_ms` must be"),
+                "{e}"
+            );
+        }
         assert!(!Keymap::load("default").unwrap().counts);
     }
 

@@ -20,6 +20,9 @@ pub struct NoteEditor {
     pub targets: Vec<u32>,
     /// The text before editing, to tell whether anything changed.
     pub original: String,
+    /// A cancel was asked for with changes typed: the next cancel discards them,
+    /// any other key goes back to editing.
+    pub discard_asked: bool,
 }
 
 impl NoteEditor {
@@ -39,7 +42,13 @@ impl NoteEditor {
             scroll: 0,
             targets,
             original: text.to_string(),
+            discard_asked: false,
         }
+    }
+
+    /// Whether the note differs from the one the editor opened with.
+    pub fn changed(&self) -> bool {
+        self.text() != self.original.trim_end()
     }
 
     /// The whole note; trailing blank lines are trimmed.

@@ -71,7 +71,7 @@ pub fn run(
         let size = terminal.size()?;
         let vp = ui::viewport(
             ratatui::layout::Rect::new(0, 0, size.width, size.height),
-            app.focus,
+            &app,
         );
         if vp != app.viewport {
             let relayout = vp.detail_cols != app.viewport.detail_cols;
@@ -94,6 +94,11 @@ pub fn run(
             if std::env::var_os("TRIAGE_TEST_PANIC").is_some() && !app.index.rows.is_empty() {
                 panic!("TRIAGE_TEST_PANIC is set");
             }
+            // And on an allocation that fails (an abort, not a panic).
+            if std::env::var_os("TRIAGE_TEST_OUT_OF_MEMORY").is_some() && !app.index.rows.is_empty()
+            {
+                std::hint::black_box(Vec::<u8>::with_capacity(1 << 62));
+            }
             dirty = false;
             if first_rows.is_none() && !app.index.rows.is_empty() {
                 first_rows = Some((
@@ -105,13 +110,28 @@ pub fn run(
         if let Some(sig) = signals.pending() {
             break Exit::Signal(sig);
         }
+        // A SIGTSTP from outside stops as Ctrl-Z does; a SIGCONT without one
+        // (after a SIGSTOP, which cannot be caught) re-enters and redraws.
+        let stopped = signals.take_stop();
+        if stopped || signals.take_cont() {
+            if stopped {
+                term::suspend(&mut terminal, &signals)?;
+            } else {
+                term::resume(&mut terminal)?;
+            }
+            if mouse {
+                crossterm::execute!(io::stdout(), crossterm::event::EnableMouseCapture)?;
+            }
+            dirty = true;
+            continue;
+        }
         // Set only once nothing is pending or the reviewer said to quit
         // anyway (`App::request_quit` asks on every `q`).
         if app.quit {
             break Exit::Quit;
         }
         if let Some((digit, since)) = app.pending_count_digit()
-            && since.elapsed() > COUNT_TIMEOUT
+            && since.elapsed() >= keymap.count_wait
         {
             // A lone digit that no motion followed is a category key.
             app.pending_count = None;
@@ -131,11 +151,15 @@ pub fn run(
                 dirty = true;
             }
         }
-        let timeout = if loader.is_some() && !app.index.done {
+        let mut timeout = if loader.is_some() && !app.index.done {
             Duration::from_millis(30)
         } else {
             Duration::from_millis(250)
         };
+        // A lone digit classifies when its wait is over, not at the next tick.
+        if let Some((_, since)) = app.pending_count_digit() {
+            timeout = timeout.min(keymap.count_wait.saturating_sub(since.elapsed()));
+        }
         // Check for a hang-up before asking crossterm: on a hung-up terminal
         // its reader would spin. (If the terminal goes away during the poll,
         // the watchdog ends the process; every saved decision is on disk.)
@@ -159,7 +183,7 @@ pub fn run(
                     let work = handle_key(&mut app, &keymap, &mut keys, chord);
                     let mut outside = |app: &mut App, e: Effect| -> io::Result<()> {
                         if e == Effect::Suspend {
-                            term::suspend(&mut terminal)?;
+                            term::suspend(&mut terminal, &signals)?;
                             if mouse {
                                 // Leaving turned mouse reporting off; back on.
                                 crossterm::execute!(
@@ -381,9 +405,6 @@ fn trace_first_frame(first: Option<(Duration, usize)>, index: &crate::core::inde
     }
 }
 
-/// How long a lone digit waits for a motion before it counts as a category key.
-pub const COUNT_TIMEOUT: Duration = Duration::from_millis(800);
-
 /// Turn a mouse event into effects: click selects, the wheel scrolls what is
 /// under the pointer, a click on the legend classifies.
 pub fn handle_mouse(
@@ -400,7 +421,7 @@ pub fn handle_mouse(
             _ => vec![],
         };
     }
-    let a = ui::layout(area, app.focus);
+    let a = ui::layout(area, app);
     let at = Position {
         x: m.column,
         y: m.row,
@@ -494,7 +515,12 @@ pub fn handle_key(
         )
     {
         let continues = app.pending_count.is_some() && c.is_ascii_digit();
-        if continues || (c.is_ascii_digit() && c != '0') {
+        // With no wait, a category key classifies at once: only the other
+        // digits start a count.
+        let starts = c.is_ascii_digit()
+            && c != '0'
+            && !(km.count_wait.is_zero() && app.taxonomy.by_key(c).is_some());
+        if continues || starts {
             let mut digits = app.pending_count.take().map(|(d, _)| d).unwrap_or_default();
             digits.push(c);
             app.pending_keys = digits.clone();

@@ -80,7 +80,7 @@ pub fn with_baseline(app: &mut App, old: &str, old_journal: Option<&Path>, theme
 /// The viewport the runner computes for a `width`×`height` terminal with
 /// the app's current focus (small screens show only the focused pane).
 pub fn viewport_for(app: &App, width: u16, height: u16) -> Viewport {
-    ui::viewport(Rect::new(0, 0, width, height), app.focus)
+    ui::viewport(Rect::new(0, 0, width, height), app)
 }
 
 /// Size the app for a `width`×`height` terminal, rebuilding the detail

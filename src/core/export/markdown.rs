@@ -47,6 +47,57 @@ pub fn md_escape(s: &str) -> String {
     out
 }
 
+/// The most lines of a note the report quotes before "(N more lines)".
+const NOTE_LINES: usize = 20;
+
+/// A note: on the bullet's line when it has one line, else as a quote of its
+/// lines under the bullet. Each line is inert, capped and escaped, and cannot
+/// start a heading, a list, a code block or a nested quote.
+fn md_note(out: &mut dyn Write, note: &str) -> io::Result<()> {
+    let lines: Vec<&str> = note.trim_end().lines().collect();
+    if let [one] = lines.as_slice() {
+        return writeln!(
+            out,
+            "- **Note:** {}",
+            md_escape(&capped(one.trim(), 4 * CAP))
+        );
+    }
+    writeln!(out, "- **Note:**")?;
+    for line in lines.iter().take(NOTE_LINES) {
+        let line = md_line_start(&md_escape(&capped(line.trim(), 4 * CAP)));
+        if line.is_empty() {
+            writeln!(out, "  >")?;
+        } else {
+            writeln!(out, "  > {line}")?;
+        }
+    }
+    if lines.len() > NOTE_LINES {
+        let more = lines.len() - NOTE_LINES;
+        writeln!(
+            out,
+            "  >\n  > *({})*",
+            plural(more as u64, "more line", "more lines")
+        )?;
+    }
+    Ok(())
+}
+
+/// Escape what would make an escaped line start a block: `#` (heading), `-`,
+/// `+` or `=` (list, thematic break, setext underline), `1.` or `1)` (ordered list).
+fn md_line_start(line: &str) -> String {
+    let digits = line.chars().take_while(char::is_ascii_digit).count();
+    let starts_block = matches!(line.chars().next(), Some('#' | '-' | '+' | '='))
+        || (digits > 0 && matches!(line[digits..].chars().next(), Some('.' | ')')));
+    if !starts_block {
+        return line.to_string();
+    }
+    if digits > 0 {
+        format!("{}\\{}", &line[..digits], &line[digits..])
+    } else {
+        format!("\\{line}")
+    }
+}
+
 /// A run string as Markdown text: inert, capped, escaped.
 pub(super) fn md(s: &str) -> String {
     md_escape(&capped(s, CAP))
@@ -445,7 +496,7 @@ impl Md<'_, '_> {
         }
         if let Some(a) = p.ann {
             if let Some(n) = a.note.as_deref().filter(|n| !n.trim().is_empty()) {
-                writeln!(out, "- **Note:** {}", md_escape(&capped(n, 4 * CAP)))?;
+                md_note(out, n)?;
             }
             let how = match (a.category.is_some(), a.source) {
                 (false, _) => "",
@@ -668,20 +719,13 @@ fn failure_kinds(index: &RunIndex) -> String {
 
 /// The header's count of unreadable lines and field warnings, or "none".
 fn problems_phrase(index: &RunIndex) -> String {
-    if index.problems.is_empty() {
+    let counts = index.problem_counts();
+    if counts.total() == 0 {
         return "none".to_string();
     }
-    let skipped = index
-        .problems
-        .iter()
-        .filter(|p| p.kind.skips_line())
-        .count() as u64;
-    let cases = index
-        .problems
-        .iter()
-        .filter(|p| p.kind == crate::core::problem::ProblemKind::Inconsistent)
-        .count() as u64;
-    let warned = index.problems.len() as u64 - skipped - cases;
+    let skipped = counts.skipped();
+    let cases = counts.get(crate::core::problem::ProblemKind::Inconsistent);
+    let warned = counts.total() - skipped - cases;
     let mut v = Vec::new();
     if skipped > 0 {
         v.push(plural(skipped, "unreadable line", "unreadable lines"));
@@ -814,7 +858,7 @@ impl Md<'_, '_> {
 /// Writes the Problems section: the run's problems (at most [`MAX_PROBLEMS`]), or that there were none.
 fn write_problems(out: &mut dyn Write, index: &RunIndex) -> io::Result<()> {
     writeln!(out, "## Problems\n")?;
-    if index.problems.is_empty() {
+    if index.problem_total() == 0 {
         return writeln!(out, "None: every line of the run was read.\n");
     }
     writeln!(out, "| Where | Problem | Detail |")?;
@@ -828,12 +872,18 @@ fn write_problems(out: &mut dyn Write, index: &RunIndex) -> io::Result<()> {
             md(&p.message)
         )?;
     }
-    if index.problems.len() > MAX_PROBLEMS {
-        writeln!(
-            out,
-            "\n…and {} more; `triage RUN` lists them all (`p`).",
-            index.problems.len() - MAX_PROBLEMS
-        )?;
+    let listed = index.problems.len().min(MAX_PROBLEMS);
+    let total = index.problem_total();
+    if total > listed {
+        let lists = if index.unlisted.total() > 0 {
+            format!(
+                "`triage RUN` lists the first {} of each kind (`p`)",
+                crate::core::problem::KEPT_PER_KIND
+            )
+        } else {
+            "`triage RUN` lists them all (`p`)".to_string()
+        };
+        writeln!(out, "\n…and {} more; {lists}.", total - listed)?;
     }
     writeln!(out)
 }

@@ -164,18 +164,18 @@ impl Detection {
         s
     }
 
-    /// The one-line note for a file that matched no format and was opened
-    /// as native lines anyway.
+    /// The note for a file that matched no format and was opened as native
+    /// lines anyway: a first line, one line per format tried (`  - name:
+    /// why`), and what to do. Whoever shows it keeps the lines apart.
     pub fn note(&self) -> String {
-        let tried: Vec<String> = self
-            .tried
-            .iter()
-            .map(|(f, why)| format!("{} ({why})", f.name()))
-            .collect();
-        format!(
-            "not a format triage knows, so its lines were read as native pair records; tried {}. Pass --from NAME to choose one.",
-            tried.join("; ")
-        )
+        let mut s =
+            "not a format triage knows, so its lines were read as native pair records; tried:"
+                .to_string();
+        for (f, why) in &self.tried {
+            s.push_str(&format!("\n  - {}: {why}", f.name()));
+        }
+        s.push_str("\nPass --from NAME to choose one.");
+        s
     }
 }
 

@@ -28,7 +28,7 @@ use serde::Serialize;
 use super::RunIndex;
 use crate::core::formats::Format;
 use crate::core::model::{Policy, fmt_num};
-use crate::core::problem::{Problem, ProblemKind};
+use crate::core::problem::{KEPT_PER_KIND, Problem, ProblemKind};
 use crate::core::row::{NO_SYM, PairRow, Sym};
 use crate::core::text::inert_line;
 
@@ -325,9 +325,19 @@ impl RunIndex {
         }
         self.inputs_checked = self.rows.len();
         let all: Vec<u32> = (0..self.rows.len() as u32).collect();
+        // As the loader's problems: the first KEPT_PER_KIND kept with their
+        // line and message, the rest only counted (a run whose every
+        // trial was regenerated has a warning per trial).
         let mut problems = std::mem::take(&mut self.problems);
         problems.retain(|p| p.kind != ProblemKind::Inconsistent);
+        let mut unlisted = 0u64;
+        let mut kept = 0usize;
         self.each_input_warning(&all, |w| {
+            if kept == KEPT_PER_KIND {
+                unlisted += 1;
+                return;
+            }
+            kept += 1;
             let (file, line) = w.at();
             problems.push(Problem {
                 file: file.to_string(),
@@ -337,6 +347,8 @@ impl RunIndex {
             });
         });
         self.problems = problems;
+        self.unlisted.clear(ProblemKind::Inconsistent);
+        self.unlisted.add(ProblemKind::Inconsistent, unlisted);
     }
 }
 
@@ -369,5 +381,45 @@ mod tests {
         index.check_inputs();
         assert_eq!(warnings(&index), 1);
         assert_eq!(index.problems.len(), 1);
+    }
+
+    /// Past [`KEPT_PER_KIND`] case warnings, the rest are counted, not
+    /// kept; checking again counts them again rather than twice.
+    #[test]
+    fn case_warnings_past_the_bound_are_counted() {
+        use crate::core::index::{OpenOptions, load_run};
+        use std::io::Write;
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        let trials = KEPT_PER_KIND + 5;
+        for t in 0..trials {
+            for rep in 0..2 {
+                writeln!(
+                    f,
+                    r#"{{"case_id":"c{t}","variant_id":"v","repetition":{rep},"source":{{"question":"q","state":{{"a":1}}}},"variant":{{"question":"q{rep}","state":{{"a":1}}}}}}"#
+                )
+                .unwrap();
+            }
+        }
+        let path = f.path().to_string_lossy().to_string();
+        let mut index = load_run(&[path], &OpenOptions::default()).unwrap();
+        let kept = |i: &RunIndex| {
+            i.problems
+                .iter()
+                .filter(|p| p.kind == ProblemKind::Inconsistent)
+                .count()
+        };
+        assert_eq!(kept(&index), KEPT_PER_KIND);
+        assert_eq!(index.unlisted.get(ProblemKind::Inconsistent), 5);
+        assert_eq!(
+            index
+                .input_warnings(&(0..index.rows.len() as u32).collect::<Vec<_>>())
+                .len(),
+            trials
+        );
+        let again = index.rows[0];
+        index.rows.push(again);
+        index.check_inputs();
+        assert_eq!(kept(&index), KEPT_PER_KIND);
+        assert_eq!(index.unlisted.get(ProblemKind::Inconsistent), 5);
     }
 }

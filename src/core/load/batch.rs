@@ -15,7 +15,7 @@ use rustc_hash::FxHashMap;
 use super::intern::{Field, Strings};
 use super::line::{Line, LineOut};
 use crate::core::model::Policy;
-use crate::core::problem::{Problem, ProblemKind};
+use crate::core::problem::{KEPT_PER_KIND, Problem, ProblemCounts, ProblemKind};
 use crate::core::row::{InputsDigest, Loc, PackedCodes, PairRow, RowCodes, Sym};
 
 /// A versions id's key: the (contract, schema, model) triple and the
@@ -43,6 +43,8 @@ pub struct Batch {
     /// hand may leave it empty: none recorded).
     pub inputs: Vec<InputsDigest>,
     pub problems: Vec<Problem>,
+    /// Problems past the first [`KEPT_PER_KIND`] of their kind: counted only.
+    pub unlisted: ProblemCounts,
     /// Bytes read so far over all files.
     pub bytes_read: u64,
     /// Set on the last batch, with the time the whole load took.
@@ -61,6 +63,8 @@ pub(crate) struct IndexState {
     bytes_read: u64,
     tx: Sender<Batch>,
     sent_any: bool,
+    /// Problems kept so far, per kind, over the whole load.
+    kept: ProblemCounts,
 }
 
 impl IndexState {
@@ -74,6 +78,7 @@ impl IndexState {
             bytes_read: 0,
             tx,
             sent_any: false,
+            kept: ProblemCounts::default(),
         }
     }
 
@@ -133,7 +138,18 @@ impl IndexState {
 
     /// Report a problem outside any line (a read that failed).
     pub(super) fn push_problem(&mut self, p: Problem) {
-        self.batch.problems.push(p);
+        self.keep(p.kind, || p);
+    }
+
+    /// Keep a problem while fewer than [`KEPT_PER_KIND`] of its kind were
+    /// kept; past that only count it (and never build it).
+    fn keep(&mut self, kind: ProblemKind, make: impl FnOnce() -> Problem) {
+        if self.kept.get(kind) < KEPT_PER_KIND as u64 {
+            self.kept.add(kind, 1);
+            self.batch.problems.push(make());
+        } else {
+            self.batch.unlisted.add(kind, 1);
+        }
     }
 
     /// Send the last batch, with the time the whole first pass took.
@@ -154,7 +170,11 @@ impl IndexState {
         for (l, out) in lines.iter().zip(outs) {
             self.push(file_idx, display, l, out, buf);
         }
-        if !self.batch.rows.is_empty() || !self.batch.problems.is_empty() || !self.sent_any {
+        if !self.batch.rows.is_empty()
+            || !self.batch.problems.is_empty()
+            || self.batch.unlisted.total() > 0
+            || !self.sent_any
+        {
             self.flush();
         }
     }
@@ -176,12 +196,12 @@ impl IndexState {
         };
         match out {
             LineOut::Blank => {}
-            LineOut::Problem(kind, message) => self.batch.problems.push(problem(kind, message)),
+            LineOut::Problem(kind, message) => self.keep(kind, || problem(kind, message)),
             LineOut::Row(d) => {
                 for w in d.warnings {
-                    self.batch
-                        .problems
-                        .push(problem(ProblemKind::FieldWarning, w));
+                    self.keep(ProblemKind::FieldWarning, || {
+                        problem(ProblemKind::FieldWarning, w)
+                    });
                 }
                 let s = &d.summary;
                 let versions = [

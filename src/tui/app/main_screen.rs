@@ -4,8 +4,10 @@
 //! [`handle`] routes each action to a small function by what it does; the
 //! triage decisions themselves are in [`super::classify`].
 
+use crate::core::annotations::Change;
+use crate::core::text;
 use crate::tui::action::Action;
-use crate::tui::input::{Jump, LineInput};
+use crate::tui::input::{Jump, JumpTarget, LineInput};
 use crate::tui::listing::Item;
 use crate::tui::note::NoteEditor;
 
@@ -151,6 +153,8 @@ fn general(app: &mut App, action: Action) -> Vec<Effect> {
         | Action::InputDeleteWord
         | Action::InputClear => vec![],
         Action::Choose | Action::CycleFormat => vec![],
+        // Sideways scrolling is the summary's.
+        Action::ScrollLeft | Action::ScrollRight => vec![],
         // Routed elsewhere by `handle`; listed so that a new action must be placed.
         Action::Classify(_)
         | Action::ClearCategory
@@ -335,15 +339,19 @@ fn marks_and_history(app: &mut App, action: Action) -> Vec<Effect> {
         }
         Action::Undo => match app.undo.pop() {
             Some(step) => {
+                let (pairs, mut effects) = show_step_pairs(app, &step.before);
                 // Only if the pairs still hold this step's decision: an
                 // undo must not wipe what another triage decided since.
-                let e = Effect::Save {
-                    changes: step.before.clone(),
-                    label: format!("undid: {}", step.label),
-                    guard: Guard::Undo(step.after.clone()),
-                };
+                effects.insert(
+                    0,
+                    Effect::Save {
+                        changes: step.before.clone(),
+                        label: format!("undid: {} — {pairs}", step.label),
+                        guard: Guard::Undo(step.after.clone()),
+                    },
+                );
                 app.redo.push(step);
-                vec![e]
+                effects
             }
             None => {
                 app.say("nothing to undo", MessageKind::Info);
@@ -352,13 +360,17 @@ fn marks_and_history(app: &mut App, action: Action) -> Vec<Effect> {
         },
         Action::Redo => match app.redo.pop() {
             Some(step) => {
-                let e = Effect::Save {
-                    changes: step.after.clone(),
-                    label: format!("redid: {}", step.label),
-                    guard: Guard::Redo(step.before.clone()),
-                };
+                let (pairs, mut effects) = show_step_pairs(app, &step.after);
+                effects.insert(
+                    0,
+                    Effect::Save {
+                        changes: step.after.clone(),
+                        label: format!("redid: {} — {pairs}", step.label),
+                        guard: Guard::Redo(step.before.clone()),
+                    },
+                );
                 app.undo.push(step);
-                vec![e]
+                effects
             }
             None => {
                 app.say("nothing to redo", MessageKind::Info);
@@ -366,6 +378,36 @@ fn marks_and_history(app: &mut App, action: Action) -> Vec<Effect> {
             }
         },
         _ => vec![],
+    }
+}
+
+/// Name the pairs of an undo or redo step ("case / variant", "and N more")
+/// and select the first one, so the reviewer sees what changed back. A pair
+/// the view hides is named, not selected, and the name says so.
+fn show_step_pairs(app: &mut App, changes: &[Change]) -> (String, Vec<Effect>) {
+    let Some(first) = changes.first() else {
+        return (String::new(), vec![]);
+    };
+    let mut name = format!(
+        "{} / {}",
+        text::inert_line(&first.case_id),
+        text::inert_line(&first.variant_id)
+    );
+    if changes.len() > 1 {
+        name.push_str(&format!(" and {} more", changes.len() - 1));
+    }
+    let row = app
+        .index
+        .rows
+        .iter()
+        .position(|r| app.index.key(r) == Some(first.key))
+        .and_then(|i| u32::try_from(i).ok());
+    match row {
+        Some(row) if app.view.contains(&row) => {
+            let effects = app.jump_to(JumpTarget::Pair(row));
+            (name, effects)
+        }
+        _ => (format!("{name} (not in the view)"), vec![]),
     }
 }
 

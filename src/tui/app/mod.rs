@@ -408,6 +408,7 @@ impl App {
             query: self.query.as_ref().map(|q| q.to_string()),
             agreement,
             scroll,
+            hscroll: 0,
         }
     }
 

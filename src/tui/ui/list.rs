@@ -27,7 +27,34 @@ struct Cols {
     category: usize,
 }
 
-fn columns(width: usize, compared: bool) -> Cols {
+/// The widest case id, variant id and transformation among the first rows
+/// of the view (each at most 40 columns): what the list would need to show
+/// them whole.
+pub fn content_widths(app: &App) -> [usize; 3] {
+    let mut w = [0usize; 3];
+    for &r in app.view.iter().take(2000) {
+        let Some(row) = app.index.rows.get(r as usize) else {
+            continue;
+        };
+        for (i, sym) in [row.case, row.variant, row.transformation]
+            .into_iter()
+            .enumerate()
+        {
+            w[i] = w[i].max(text::width(&text::inert_line(app.index.str(sym))).min(40));
+        }
+    }
+    w
+}
+
+/// The list's width, borders included, with every column and the ids of
+/// [`content_widths`] whole.
+pub fn wanted_width(app: &App) -> u16 {
+    let [case, variant, transformation] = content_widths(app);
+    let fixed = 1 + 5 + 1 + 15 + 7 + 7 + 20 + if app.baseline.is_some() { 7 } else { 0 };
+    (2 + fixed + case + 1 + variant + 1 + transformation + 1) as u16
+}
+
+fn columns(width: usize, want: [usize; 3], compared: bool) -> Cols {
     // Fixed: mark 1 + status 5 + note 1 (+ change 7 when compared).
     let change = if compared && width >= 50 { 7 } else { 0 };
     let width = width - change;
@@ -43,6 +70,37 @@ fn columns(width: usize, compared: bool) -> Cols {
     };
     let fixed = 1 + 5 + 1 + route + dp + margin + category;
     let flex = width.saturating_sub(fixed);
+    let [want_case, want_variant, want_transformation] = want.map(|w| w + 1);
+    if width >= 100 && flex >= want_case + want_variant + want_transformation {
+        // Room for every id whole: the case and transformation take what
+        // they need, the variant the rest.
+        return Cols {
+            change,
+            case: want_case,
+            variant: flex - want_case - want_transformation,
+            transformation: want_transformation,
+            route,
+            dp,
+            margin,
+            category,
+        };
+    }
+    if width >= 100 && flex >= want_case + 24 {
+        // The case id whole first; the transformation and the variant share
+        // the rest.
+        let rest = flex - want_case;
+        let transformation = want_transformation.min(rest * 45 / 100);
+        return Cols {
+            change,
+            case: want_case,
+            variant: rest - transformation,
+            transformation,
+            route,
+            dp,
+            margin,
+            category,
+        };
+    }
     let transformation = if width >= 100 { flex * 28 / 100 } else { 0 };
     let rest = flex - transformation;
     let case = rest * 55 / 100;
@@ -125,7 +183,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
         return;
     }
     let w = inner.width as usize;
-    let c = columns(w, app.baseline.is_some());
+    let c = columns(w, content_widths(app), app.baseline.is_some());
     let mut lines = Vec::with_capacity(inner.height as usize);
     let header = format!(
         " {}{}{}{}{}{}{}{}{}",

@@ -37,9 +37,14 @@ pub struct Areas {
 pub const MIN_COLS: u16 = 20;
 pub const MIN_ROWS: u16 = 5;
 
+/// The narrowest the detail gets beside the list (its decision bars and
+/// facts read well from here).
+const DETAIL_MIN: u16 = 80;
+
 /// Split the screen. Small screens drop the legend, then show one pane at a
 /// time: the focused one (Tab switches).
-pub fn layout(area: Rect, focus: Focus) -> Areas {
+pub fn layout(area: Rect, app: &App) -> Areas {
+    let focus = app.focus;
     let mut a = Areas::default();
     if area.width < MIN_COLS || area.height < MIN_ROWS {
         return a;
@@ -61,8 +66,21 @@ pub fn layout(area: Rect, focus: Focus) -> Areas {
         return a;
     }
     if area.width >= 160 {
-        let [l, d] = Layout::horizontal([Constraint::Percentage(42), Constraint::Percentage(58)])
-            .areas(main);
+        // Side by side, the width shared by content: the list as wide as
+        // its ids need (a case id whole, the transformation and margin
+        // columns kept), the detail the rest, never under DETAIL_MIN columns
+        // and the list never under two fifths.
+        // Source and variant side by side need twice the room.
+        let detail_min = if app.detail_mode == crate::tui::app::DetailMode::SideBySide {
+            area.width / 2 + 10
+        } else {
+            DETAIL_MIN
+        };
+        let list_w = list::wanted_width(app)
+            .min(area.width.saturating_sub(detail_min))
+            .max(area.width * 2 / 5);
+        let [l, d] =
+            Layout::horizontal([Constraint::Length(list_w), Constraint::Min(1)]).areas(main);
         a.list = l;
         a.detail = d;
     } else {
@@ -78,8 +96,8 @@ pub fn layout(area: Rect, focus: Focus) -> Areas {
 }
 
 /// The sizes paging and wrapping need, for a screen of `area`.
-pub fn viewport(area: Rect, focus: Focus) -> Viewport {
-    let a = layout(area, focus);
+pub fn viewport(area: Rect, app: &App) -> Viewport {
+    let a = layout(area, app);
     Viewport {
         list_rows: a.list.height.saturating_sub(3) as usize,
         detail_rows: a.detail.height.saturating_sub(2) as usize,
@@ -87,28 +105,80 @@ pub fn viewport(area: Rect, focus: Focus) -> Viewport {
     }
 }
 
-/// Where each category sits on the legend line: columns `start..end` and its key.
-/// Mirrors `status::legend`: a space, then `k:id ` per category while they fit.
-pub fn legend_hits(app: &App, width: u16) -> Vec<(u16, u16, char)> {
-    let entries: Vec<(usize, Option<char>)> = app
-        .taxonomy
-        .categories
-        .iter()
-        .map(|c| {
-            let w = c.key.map_or(0, |_| 2)
-                + crate::core::text::width(&crate::core::text::inert_line(&c.id))
-                + 1;
-            (w, c.key)
-        })
-        .collect();
+/// The legend's entries for a line `width` columns wide: each category's key
+/// and its id, every id cut to one length (with `…`) so that every key fits;
+/// when not even that fits, the keys alone; past that, what fits, then `…`
+/// (the bool). An entry takes `k:` + label + a space, after one leading space.
+pub fn legend_entries(app: &App, width: u16) -> (Vec<(Option<char>, String)>, bool) {
+    use crate::core::text;
+    let cats = &app.taxonomy.categories;
+    let ids: Vec<String> = cats.iter().map(|c| text::inert_line(&c.id)).collect();
     let w = width as usize;
-    let all = 1 + entries.iter().map(|e| e.0).sum::<usize>();
+    let total = |labels: &[String]| -> usize {
+        1 + cats
+            .iter()
+            .zip(labels)
+            .map(|(c, l)| c.key.map_or(0, |_| 2) + text::width(l) + 1)
+            .sum::<usize>()
+    };
+    let longest = ids.iter().map(|i| text::width(i)).max().unwrap_or(0);
+    // The longest label length at which every entry fits (3 at least: two
+    // characters and the `…`).
+    let mut labels = ids.clone();
+    let mut len = longest;
+    while total(&labels) > w && len > 3 {
+        len -= 1;
+        labels = ids
+            .iter()
+            .map(|i| {
+                if text::width(i) > len {
+                    format!("{}…", text::truncate_cols(i, len - 1).trim_end_matches('…'))
+                } else {
+                    i.clone()
+                }
+            })
+            .collect();
+    }
+    if total(&labels) > w {
+        // Keys alone, for the categories that have one.
+        let keyed: Vec<(Option<char>, String)> = cats
+            .iter()
+            .filter(|c| c.key.is_some())
+            .map(|c| (c.key, String::new()))
+            .collect();
+        let need = 1 + keyed.len() * 2;
+        if need <= w {
+            return (keyed, false);
+        }
+        labels = ids;
+    }
+    let mut out = Vec::new();
+    let all = total(&labels);
+    let mut used = 1;
+    for (c, l) in cats.iter().zip(labels) {
+        let ew = c.key.map_or(0, |_| 2) + text::width(&l) + 1;
+        // When some are left out, keep a column for the `…`.
+        if all > w && used + ew + 1 > w {
+            return (out, true);
+        }
+        used += ew;
+        out.push((c.key, l));
+    }
+    (out, false)
+}
+
+/// Where each category sits on the legend line: columns `start..end` and its key.
+/// Mirrors `status::legend`, from [`legend_entries`].
+pub fn legend_hits(app: &App, width: u16) -> Vec<(u16, u16, char)> {
+    let (entries, _) = legend_entries(app, width);
     let mut used = 1;
     let mut hits = Vec::new();
-    for (ew, key) in entries {
-        if all > w && used + ew + 1 > w {
-            break;
-        }
+    for (key, label) in entries {
+        let ew = if label.is_empty() {
+            2
+        } else {
+            key.map_or(0, |_| 2) + crate::core::text::width(&label) + 1
+        };
         if let Some(k) = key {
             hits.push((used as u16, (used + ew - 1) as u16, k));
         }
@@ -132,7 +202,7 @@ pub fn render(f: &mut Frame, app: &App, keymap: &Keymap, theme: &Theme) {
         f.render_widget(msg, area);
         return;
     }
-    let a = layout(area, app.focus);
+    let a = layout(area, app);
     if a.list.height > 0 {
         list::render(f, a.list, app, theme);
     }

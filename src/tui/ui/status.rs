@@ -13,37 +13,25 @@ use super::super::app::{App, MessageKind};
 use super::super::keymap::{Keymap, Mode};
 use super::super::style::Theme;
 
-/// The legend: each category's key and id. Entries that do not fit whole
-/// are left out behind a `…`, never cut mid-word.
+/// The legend: each category's key and id, the ids shortened alike when
+/// the line is narrow so that every key shows ([`super::legend_entries`]).
 pub fn legend(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
-    let entries: Vec<Vec<Span>> = app
-        .taxonomy
-        .categories
-        .iter()
-        .map(|c| {
-            let mut e = Vec::new();
-            if let Some(k) = c.key {
-                e.push(Span::styled(k.to_string(), t.key));
-                e.push(Span::styled(":", t.dim));
-            }
-            e.push(Span::styled(text::inert_line(&c.id), t.dim));
-            e.push(Span::styled(" ", t.dim));
-            e
-        })
-        .collect();
-    let w = area.width as usize;
-    let all = 1 + entries.iter().map(|e| width(e)).sum::<usize>();
+    let (entries, more) = super::legend_entries(app, area.width);
     let mut spans = vec![Span::styled(" ", t.dim)];
-    let mut used = 1;
-    for e in entries {
-        let ew = width(&e);
-        // When some are left out, keep a column for the `…`.
-        if all > w && used + ew + 1 > w {
-            spans.push(Span::styled("…", t.dim));
-            break;
+    for (key, label) in entries {
+        if let Some(k) = key {
+            spans.push(Span::styled(k.to_string(), t.key));
+            if !label.is_empty() {
+                spans.push(Span::styled(":", t.dim));
+            }
         }
-        used += ew;
-        spans.extend(e);
+        if !label.is_empty() {
+            spans.push(Span::styled(label, t.dim));
+        }
+        spans.push(Span::styled(" ", t.dim));
+    }
+    if more {
+        spans.push(Span::styled("…", t.dim));
     }
     f.render_widget(Paragraph::new(Line::from(spans)), area);
 }
@@ -189,9 +177,9 @@ fn left_spans(app: &App, with_name: bool, t: &Theme) -> Vec<Span<'static>> {
         ));
         left.push(Span::styled(format!(" → {}", app.view.len()), t.status_bar));
     }
-    if !idx.problems.is_empty() {
+    if idx.problem_total() > 0 {
         let skipped = idx.skipped_lines;
-        let warn = idx.problems.len() - skipped;
+        let warn = idx.problem_total().saturating_sub(skipped);
         let mut p = String::from(" · ");
         if skipped > 0 {
             p.push_str(&format!(

@@ -62,6 +62,18 @@ pub enum HelpKey {
 type KeyRows = Vec<(Vec<Mode>, String)>;
 
 /// The help text: bindings grouped by purpose, then the category keys.
+/// What digits do in a keymap with counts, and how to change the wait.
+pub fn count_help(wait: std::time::Duration) -> String {
+    if wait.is_zero() {
+        "counts: 5j repeats j, but category digits classify at once, so a count starts with another digit (count_wait_ms = 0 in the keymap file)".to_string()
+    } else {
+        format!(
+            "counts: 5j repeats j; a lone category digit waits {} ms for a motion, then classifies (count_wait_ms in the keymap file; 0 makes category digits classify at once)",
+            wait.as_millis()
+        )
+    }
+}
+
 pub fn help_lines(app: &App, km: &Keymap, t: &Theme) -> Vec<Line<'static>> {
     // The same keys for the same action in several modes are listed once.
     let mut per_mode: BTreeMap<(Group, Action, Mode), String> = BTreeMap::new();
@@ -87,6 +99,9 @@ pub fn help_lines(app: &App, km: &Keymap, t: &Theme) -> Vec<Line<'static>> {
         Span::styled(km.name.clone(), t.base),
         Span::styled(" · esc closes · j/k scroll", t.dim),
     ])];
+    if km.counts {
+        lines.push(Line::from(Span::styled(count_help(km.count_wait), t.dim)));
+    }
     let mut group = None;
     for ((g, action), modes) in by_action {
         if group != Some(g) {

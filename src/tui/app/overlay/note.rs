@@ -21,6 +21,7 @@ pub fn handle(app: &mut App, action: Action, keys: KeyUse) -> Vec<Effect> {
         return vec![];
     };
     let h = 6;
+    let asked = std::mem::take(&mut ed.discard_asked);
     match action {
         Action::NoteSave => {
             let text = ed.text();
@@ -60,8 +61,24 @@ pub fn handle(app: &mut App, action: Action, keys: KeyUse) -> Vec<Effect> {
             return vec![app.save(changes, label.to_string())];
         }
         Action::NoteCancel | Action::Close | Action::Cancel => {
+            if ed.changed() && !asked {
+                // Typed text is never thrown away on one key: ask first.
+                ed.discard_asked = true;
+                app.say(
+                    "the note has changes: cancel again to discard them, save to keep them, or type on",
+                    MessageKind::Error,
+                );
+                return vec![];
+            }
             app.overlay = Overlay::None;
-            app.say("note discarded", MessageKind::Info);
+            app.say(
+                if asked {
+                    "note changes discarded"
+                } else {
+                    "note closed, unchanged"
+                },
+                MessageKind::Info,
+            );
         }
         Action::NoteNewline => ed.newline(),
         Action::NoteLeft => ed.left(),
@@ -86,6 +103,7 @@ pub fn handle(app: &mut App, action: Action, keys: KeyUse) -> Vec<Effect> {
 
 /// Text typed into the editor (a character or a paste).
 pub fn type_text(ed: &mut NoteEditor, text: &str) {
+    ed.discard_asked = false;
     ed.insert(text);
     ed.scroll_to_cursor(6);
 }
@@ -110,28 +128,46 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, ed: &NoteEditor, km: &Keymap, 
         many => format!("note for {} marked pairs", many.len()),
     };
     let title = text::truncate_cols(&who, r.width.saturating_sub(6) as usize);
-    let block = frame(&title, t).title_bottom(Line::from(vec![
-        Span::styled(
-            format!(" {} ", key_of(km, Mode::Note, Action::NoteSave)),
-            t.key,
-        ),
-        Span::styled("save ", t.dim),
-        Span::styled(
-            format!(" {} ", key_of(km, Mode::Note, Action::NoteCancel)),
-            t.key,
-        ),
-        Span::styled("cancel ", t.dim),
-        Span::styled(
-            format!(" {} ", key_of(km, Mode::Note, Action::NoteNewline)),
-            t.key,
-        ),
-        Span::styled("new line ", t.dim),
-        Span::styled(
-            format!(" {} ", key_of(km, Mode::Note, Action::NoteClear)),
-            t.key,
-        ),
-        Span::styled("clear ", t.dim),
-    ]));
+    let keys = if ed.discard_asked {
+        vec![
+            Span::styled(" discard the changes? ", t.warn),
+            Span::styled(
+                format!(" {} ", key_of(km, Mode::Note, Action::NoteCancel)),
+                t.key,
+            ),
+            Span::styled("discard ", t.dim),
+            Span::styled(
+                format!(" {} ", key_of(km, Mode::Note, Action::NoteSave)),
+                t.key,
+            ),
+            Span::styled("save ", t.dim),
+            Span::styled(" any other key: go on editing ", t.dim),
+        ]
+    } else {
+        vec![
+            Span::styled(
+                format!(" {} ", key_of(km, Mode::Note, Action::NoteSave)),
+                t.key,
+            ),
+            Span::styled("save ", t.dim),
+            Span::styled(
+                format!(" {} ", key_of(km, Mode::Note, Action::NoteCancel)),
+                t.key,
+            ),
+            Span::styled("cancel ", t.dim),
+            Span::styled(
+                format!(" {} ", key_of(km, Mode::Note, Action::NoteNewline)),
+                t.key,
+            ),
+            Span::styled("new line ", t.dim),
+            Span::styled(
+                format!(" {} ", key_of(km, Mode::Note, Action::NoteClear)),
+                t.key,
+            ),
+            Span::styled("clear ", t.dim),
+        ]
+    };
+    let block = frame(&title, t).title_bottom(Line::from(keys));
     let inner = block.inner(r);
     f.render_widget(block, r);
     let h = inner.height as usize;

@@ -6,7 +6,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
-use crate::core::problem::ProblemKind;
+use crate::core::problem::{KEPT_PER_KIND, ProblemKind};
 use crate::core::text;
 use crate::tui::action::Action;
 use crate::tui::app::{App, Effect};
@@ -36,16 +36,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &Theme, scroll: u16) {
     f.render_widget(block, r);
     let idx = &app.index;
     let width = inner.width as usize;
-    let cases = idx
-        .problems
-        .iter()
-        .filter(|p| p.kind == ProblemKind::Inconsistent)
-        .count();
+    let counts = idx.problem_counts();
+    let cases = counts.get(ProblemKind::Inconsistent) as usize;
     let mut head = format!(
         "{} could not be opened; {} unusable in pairs that did open.",
         count(idx.skipped_lines, "line", "lines"),
         count(
-            idx.problems.len() - idx.skipped_lines - cases,
+            (counts.total() as usize).saturating_sub(idx.skipped_lines + cases),
             "field was",
             "fields were"
         )
@@ -76,9 +73,13 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &Theme, scroll: u16) {
             0,
         ));
         for n in &f.notes {
-            let mut l = vec![Span::styled(format!("  {:<16}", "note"), t.warn)];
-            l.extend(inert_spans(n, t.base, t));
-            lines.extend(wrap(l, width, 4));
+            for (i, part) in n.lines().enumerate() {
+                let label = if i == 0 { "note" } else { "" };
+                let mut l = vec![Span::styled(format!("  {label:<16}"), t.warn)];
+                l.extend(inert_spans(part, t.base, t));
+                let hang = if part.starts_with("  - ") { 22 } else { 18 };
+                lines.extend(wrap(l, width, hang));
+            }
         }
     }
     if idx.problems.is_empty() {
@@ -109,6 +110,26 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, t: &Theme, scroll: u16) {
             l.extend(inert_spans(&p.message, t.base, t));
             lines.extend(wrap(l, width, 4));
         }
+    }
+    // Past the first of each kind, only counts were kept.
+    for (kind, n) in idx.unlisted.iter() {
+        let style = if kind.skips_line() { t.fail } else { t.warn };
+        let l = vec![
+            Span::styled(format!("… and {n} more "), t.dim),
+            Span::styled(kind.label(), style),
+            Span::styled(
+                format!(
+                    " ({}), not listed: triage keeps the first {KEPT_PER_KIND} of each kind",
+                    if kind.skips_line() {
+                        "lines skipped"
+                    } else {
+                        "pairs opened"
+                    }
+                ),
+                t.dim,
+            ),
+        ];
+        lines.extend(wrap(l, width, 4));
     }
     let (unreadable, more) = app.store.unreadable();
     if !unreadable.is_empty() {

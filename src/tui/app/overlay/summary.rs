@@ -47,7 +47,12 @@ pub struct SummaryView {
     /// against the suggestions, over the pairs both decided.
     pub agreement: Vec<crate::core::agreement::Report>,
     pub scroll: u16,
+    /// Columns scrolled sideways, for tables wider than the screen.
+    pub hscroll: u16,
 }
+
+/// How far one sideways step scrolls.
+const HSTEP: u16 = 8;
 
 impl Eq for SummaryView {}
 
@@ -62,6 +67,9 @@ pub fn handle(app: &mut App, action: Action) -> Vec<Effect> {
         return vec![];
     }
     match action {
+        // Clamped to the widest line when drawn.
+        Action::ScrollLeft => v.hscroll = v.hscroll.saturating_sub(HSTEP),
+        Action::ScrollRight => v.hscroll = v.hscroll.saturating_add(HSTEP).min(2000),
         Action::Close | Action::Cancel | Action::ShowSummary => app.overlay = Overlay::None,
         Action::Quit => app.request_quit(),
         _ => {}
@@ -454,25 +462,41 @@ pub fn lines(v: &SummaryView, t: &Theme, width: usize) -> Vec<Line<'static>> {
     out
 }
 
-/// Draw the summary over the whole screen but the status bar.
+/// Draw the summary over the whole screen but the status bar. Text wraps
+/// to the width; a table wider than the screen scrolls sideways (←/→), and
+/// the bottom line says so and how far it is scrolled.
 pub fn draw(f: &mut Frame, area: Rect, v: &SummaryView, t: &Theme) {
     let r = Rect {
         height: area.height.saturating_sub(1),
         ..area
     };
     f.render_widget(Clear, r);
+    let inner_w = r.width.saturating_sub(2);
+    let all = lines(v, t, inner_w as usize);
+    let widest = all.iter().map(Line::width).max().unwrap_or(0) as u16;
+    let hmax = widest.saturating_sub(inner_w);
+    let h = v.hscroll.min(hmax);
+    let hint = if hmax == 0 {
+        " j/k scroll · esc closes ".to_string()
+    } else if h == 0 {
+        " j/k scroll · ←/→ scroll sideways: the tables go on → · esc closes ".to_string()
+    } else {
+        format!(
+            " j/k scroll · ←/→ scroll sideways (from column {}) · esc closes ",
+            h + 1
+        )
+    };
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(t.border_focused)
         .title(Span::styled(" summary ", t.title))
-        .title_bottom(Line::from(Span::styled(" j/k scroll · esc closes ", t.dim)));
+        .title_bottom(Line::from(Span::styled(hint, t.dim)));
     let inner = block.inner(r);
     f.render_widget(block, r);
-    let all = lines(v, t, inner.width as usize);
     let max = all.len().saturating_sub(inner.height as usize);
     let s = (v.scroll as usize).min(max);
     f.render_widget(
-        Paragraph::new(all.into_iter().skip(s).collect::<Vec<_>>()),
+        Paragraph::new(all.into_iter().skip(s).collect::<Vec<_>>()).scroll((0, h)),
         inner,
     );
 }
