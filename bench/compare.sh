@@ -91,24 +91,30 @@ cat "$OUT/index_time.txt"
 
 # The run after a repair: the same pairs and inputs, every 7th line's first
 # confidence moved (answers change, some statuses with them), every 100th
-# line's first question reworded (its inputs change).
-AFTER="${FILE%.jsonl}-after.jsonl"
-if [ ! -s "$AFTER" ]; then
-  echo "== deriving $AFTER from $FILE"
-  awk 'NR % 7 == 0 { sub(/"confidence":0\./, "\"confidence\":0.1") }
-       NR % 100 == 0 { sub(/"question":"/, "\"question\":\"Reworded: ") }
-       { print }' "$FILE" > "$AFTER.tmp"
-  mv "$AFTER.tmp" "$AFTER"
+# line's first question reworded (its inputs change). A build without
+# `triage compare` (an older one, alternated with this) skips it.
+T_CMP=nan; T_WC2=nan; CMP_RSS_KB=0
+if "$BIN/triage" compare --help >/dev/null 2>&1; then
+  AFTER="${FILE%.jsonl}-after.jsonl"
+  if [ ! -s "$AFTER" ]; then
+    echo "== deriving $AFTER from $FILE"
+    awk 'NR % 7 == 0 { sub(/"confidence":0\./, "\"confidence\":0.1") }
+         NR % 100 == 0 { sub(/"question":"/, "\"question\":\"Reworded: ") }
+         { print }' "$FILE" > "$AFTER.tmp"
+    mv "$AFTER.tmp" "$AFTER"
+  fi
+  cat "$AFTER" > /dev/null
+  echo "== hyperfine: compare two runs vs wc -l on both ($RUNS runs each)"
+  hyperfine --warmup 1 --runs "$RUNS" --export-json "$OUT/hyperfine-compare.json" \
+    -n compare "$BIN/triage compare $FILE $AFTER > /dev/null" \
+    -n wc2 "wc -l $FILE $AFTER"
+  cmean() { jq -r ".results[] | select(.command==\"$1\") | .mean" "$OUT/hyperfine-compare.json"; }
+  T_CMP=$(cmean compare); T_WC2=$(cmean wc2)
+  CMP_RSS_KB=$( { /usr/bin/time -f "%M" "$BIN/triage" compare "$FILE" "$AFTER" >/dev/null; } 2>&1 | tail -1)
+  "$BIN/triage" compare "$FILE" "$AFTER" | sed -n 3,10p | tee "$OUT/compare-counts.txt"
+else
+  echo "== $BIN/triage has no compare command: the comparison is skipped"
 fi
-cat "$AFTER" > /dev/null
-echo "== hyperfine: compare two runs vs wc -l on both ($RUNS runs each)"
-hyperfine --warmup 1 --runs "$RUNS" --export-json "$OUT/hyperfine-compare.json" \
-  -n compare "$BIN/triage compare $FILE $AFTER > /dev/null" \
-  -n wc2 "wc -l $FILE $AFTER"
-cmean() { jq -r ".results[] | select(.command==\"$1\") | .mean" "$OUT/hyperfine-compare.json"; }
-T_CMP=$(cmean compare); T_WC2=$(cmean wc2)
-CMP_RSS_KB=$( { /usr/bin/time -f "%M" "$BIN/triage" compare "$FILE" "$AFTER" >/dev/null; } 2>&1 | tail -1)
-"$BIN/triage" compare "$FILE" "$AFTER" | sed -n 3,10p | tee "$OUT/compare-counts.txt"
 
 echo "== first screen with rows (tmux, 200x50, TRIAGE_TRACE_FIRST_FRAME=1, 5 starts)"
 FIRST=()
@@ -138,8 +144,10 @@ RATIO_WC=$(awk "BEGIN{printf \"%.1f\", $T_INDEX/$T_WC}")
 RATIO_JQ=$(awk "BEGIN{printf \"%.1f\", $T_JQ/$T_INDEX}")
 MEM_BUDGET_KB=$(( (64 * PAIRS) / 1024 + 50 * 1024 ))
 BYTES_PER_PAIR=$(awk "BEGIN{printf \"%.1f\", $PEAK_ANON*1024/$PAIRS}")
-RATIO_CMP=$(awk "BEGIN{printf \"%.2f\", $T_CMP/$T_INDEX}")
-RATIO_CMP_WC=$(awk "BEGIN{printf \"%.1f\", $T_CMP/$T_WC2}")
+if [ "$T_CMP" != nan ]; then
+  RATIO_CMP=$(awk "BEGIN{printf \"%.2f\", $T_CMP/$T_INDEX}")
+  RATIO_CMP_WC=$(awk "BEGIN{printf \"%.1f\", $T_CMP/$T_WC2}")
+fi
 # Two indexes (as measured for one) plus 32 bytes per pair.
 CMP_BUDGET_KB=$(( 2 * PEAK_ANON + (32 * PAIRS) / 1024 ))
 
@@ -149,9 +157,13 @@ printf '%-34s %-26s %-40s %s\n' "measure" "target" "measured" "verdict"
 printf '%-34s %-26s %-40s %s\n' "first screen with rows (median/5)" "<= 50 ms" "${FIRST_MED} ms (all: ${FIRST[*]})" "$(verdict "$FIRST_MED <= 50")"
 printf '%-34s %-26s %-40s %s\n' "full index vs wc -l" "<= 6x" "${RATIO_WC}x (${T_INDEX}s vs ${T_WC}s)" "$(verdict "$RATIO_WC <= 6")"
 printf '%-34s %-26s %-40s %s\n' "jq vs full index" ">= 10x" "${RATIO_JQ}x (jq ${T_JQ}s)" "$(verdict "$RATIO_JQ >= 10")"
-printf '%-34s %-26s %-40s %s\n' "compare two runs vs index one" "<= 2.5x" "${RATIO_CMP}x (${T_CMP}s vs ${T_INDEX}s)" "$(verdict "$RATIO_CMP <= 2.5")"
-printf '%-34s %-26s %-40s %s\n' "compare vs wc -l on both files" "(info)" "${RATIO_CMP_WC}x (${T_CMP}s vs ${T_WC2}s)" "-"
-printf '%-34s %-26s %-40s %s\n' "peak RSS, compare" "<= $((CMP_BUDGET_KB / 1024)) MB (2 idx+32B/pair)" "$((CMP_RSS_KB / 1024)) MB" "$(verdict "$CMP_RSS_KB <= $CMP_BUDGET_KB")"
+if [ "$T_CMP" != nan ]; then
+  printf '%-34s %-26s %-40s %s\n' "compare two runs vs index one" "<= 2.5x" "${RATIO_CMP}x (${T_CMP}s vs ${T_INDEX}s)" "$(verdict "$RATIO_CMP <= 2.5")"
+  printf '%-34s %-26s %-40s %s\n' "compare vs wc -l on both files" "(info)" "${RATIO_CMP_WC}x (${T_CMP}s vs ${T_WC2}s)" "-"
+  printf '%-34s %-26s %-40s %s\n' "peak RSS, compare" "<= $((CMP_BUDGET_KB / 1024)) MB (2 idx+32B/pair)" "$((CMP_RSS_KB / 1024)) MB" "$(verdict "$CMP_RSS_KB <= $CMP_BUDGET_KB")"
+else
+  printf '%-34s %-26s %-40s %s\n' "compare two runs vs index one" "<= 2.5x" "(no compare command in this build)" "-"
+fi
 printf '%-34s %-26s %-40s %s\n' "full index CPU (user+sys)" "(info)" "${CPU_INDEX} s" "-"
 printf '%-34s %-26s %-40s %s\n' "peak anonymous RSS, indexing" "<= $((MEM_BUDGET_KB / 1024)) MB (64 B/pair+50MB)" "$((PEAK_ANON / 1024)) MB = ${BYTES_PER_PAIR} B/pair (file-backed $((PEAK_FILE / 1024)) MB, not mapped: read())" "$(verdict "$PEAK_ANON <= $MEM_BUDGET_KB")"
 printf '%-34s %-26s %-40s %s\n' "query keystroke (max over keys)" "<= 10 ms" "$(op query_keystroke_max) ms (p50 $(op query_keystroke_p50), CPU $(op query_keystroke_max_cpu) ms)" "$(verdict "$(op query_keystroke_max) <= 10")"
