@@ -77,6 +77,27 @@ impl Field {
     }
 }
 
+/// A JSON object whose members are kept as written, read by the
+/// spellings of [`Field`]s: how a line's raw inputs are read again (the
+/// slow path's inputs digest, a comparison of two runs' inputs).
+#[derive(serde::Deserialize)]
+pub struct RawMembers<'a>(
+    #[serde(borrow)]
+    pub  std::collections::BTreeMap<std::borrow::Cow<'a, str>, &'a serde_json::value::RawValue>,
+);
+
+impl<'a> RawMembers<'a> {
+    /// The first spelling of `field` that is recorded (present and not
+    /// `null`), as written.
+    pub fn get(&self, field: &Field) -> Option<&'a serde_json::value::RawValue> {
+        field
+            .spellings
+            .iter()
+            .find_map(|k| self.0.get(*k).copied())
+            .filter(|v| v.get() != "null")
+    }
+}
+
 /// A spelling written as a byte string (for the `match`), as a `&str`.
 const fn text(b: &'static [u8]) -> &'static str {
     match std::str::from_utf8(b) {

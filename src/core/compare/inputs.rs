@@ -12,8 +12,6 @@
 //! that writes the same state with its keys in another order is not
 //! reported as a content change.
 
-use std::borrow::Cow;
-use std::collections::BTreeMap;
 use std::hash::{Hash, Hasher};
 
 use rustc_hash::FxHasher;
@@ -24,21 +22,9 @@ use super::CompareError;
 use crate::core::index::RunIndex;
 use crate::core::key::canonical_bytes;
 use crate::core::row::PairRow;
-use crate::core::schema::{S_QUESTION, S_STATE, SIDE, T_ALLOWED, T_SOURCE, T_VARIANT, TOP};
-
-/// A JSON object whose members are kept as written.
-#[derive(Deserialize)]
-struct Members<'a>(#[serde(borrow)] BTreeMap<Cow<'a, str>, &'a RawValue>);
-
-impl<'a> Members<'a> {
-    /// The first spelling of a field that is present and not null, as written.
-    fn get(&self, spellings: &[&str]) -> Option<&'a RawValue> {
-        spellings
-            .iter()
-            .find_map(|k| self.0.get(*k).copied())
-            .filter(|v| v.get() != "null")
-    }
-}
+use crate::core::schema::{
+    RawMembers, S_QUESTION, S_STATE, SIDE, T_ALLOWED, T_SOURCE, T_VARIANT, TOP,
+};
 
 /// How a value enters the digest.
 #[derive(Clone, Copy)]
@@ -62,18 +48,18 @@ fn feed(h: &mut FxHasher, value: Option<&RawValue>, form: Form) {
 
 /// The digest of a line's inputs; `None` when the line is not a JSON object.
 fn digest(line: &[u8], form: Form) -> Option<u64> {
-    let top: Members = serde_json::from_slice(line).ok()?;
+    let top: RawMembers = serde_json::from_slice(line).ok()?;
     let mut h = FxHasher::default();
     for side in [T_SOURCE, T_VARIANT] {
-        let members: Option<Members> = top
-            .get(TOP[side].spellings)
+        let members: Option<RawMembers> = top
+            .get(&TOP[side])
             .and_then(|raw| serde_json::from_str(raw.get()).ok());
         for field in [S_QUESTION, S_STATE] {
-            let value = members.as_ref().and_then(|m| m.get(SIDE[field].spellings));
+            let value = members.as_ref().and_then(|m| m.get(&SIDE[field]));
             feed(&mut h, value, form);
         }
     }
-    feed(&mut h, top.get(TOP[T_ALLOWED].spellings), form);
+    feed(&mut h, top.get(&TOP[T_ALLOWED]), form);
     Some(h.finish())
 }
 

@@ -26,7 +26,6 @@ use rustc_hash::FxHashMap;
 use serde::Serialize;
 
 use super::RunIndex;
-use crate::core::formats::Format;
 use crate::core::model::{Policy, fmt_num};
 use crate::core::problem::{KEPT_PER_KIND, Problem, ProblemKind};
 use crate::core::row::{NO_SYM, PairRow, Sym};
@@ -183,14 +182,6 @@ impl RunIndex {
     /// or was converted from another tool's file (see
     /// [`CONVERTED_FROM`](crate::core::schema::CONVERTED_FROM)).
     pub fn inputs_of(&self, i: u32) -> Option<u32> {
-        let row = self.rows.get(i as usize)?;
-        let native = self
-            .files
-            .get(row.loc.file() as usize)
-            .is_none_or(|f| f.format == Format::Native);
-        if !native {
-            return None;
-        }
         self.inputs.get(i as usize).and_then(|d| d.get())
     }
 
@@ -226,26 +217,20 @@ impl RunIndex {
         self.regenerated(&self.repeated_trials(rows), sink);
     }
 
-    /// Each of `trials` (the rows of one repeated trial each) whose lines
-    /// record more than one set of inputs, given to `out`.
+    /// Each of `trials` (the rows of one repeated trial each, every one
+    /// with a digest) whose lines record more than one set of inputs,
+    /// given to `out`.
     fn regenerated(&self, trials: &Trials, mut out: impl FnMut(InputWarning)) {
+        let digest = |i: u32| self.inputs_of(i).unwrap_or_default();
         for trial in trials.each() {
-            let digests: Vec<(u32, u32)> = trial
-                .iter()
-                .filter_map(|&i| Some((i, self.inputs_of(i)?)))
-                .collect();
-            let Some(&(_, first)) = digests.first() else {
+            let first = digest(trial[0]);
+            // The first trial whose inputs differ from the first one's.
+            let Some(&at) = trial.iter().find(|&&i| digest(i) != first) else {
                 continue;
             };
-            let mut distinct: Vec<u32> = digests.iter().map(|d| d.1).collect();
+            let mut distinct: Vec<u32> = trial.iter().map(|&i| digest(i)).collect();
             distinct.sort_unstable();
             distinct.dedup();
-            if distinct.len() < 2 {
-                continue;
-            }
-            let Some(&(at, _)) = digests.iter().find(|d| d.1 != first) else {
-                continue;
-            };
             let r = &self.rows[at as usize];
             let model = self.model(r);
             out(InputWarning::RegeneratedInputs {

@@ -13,14 +13,13 @@
 use std::borrow::Cow;
 
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use crate::core::model::{PairRecord, Policy};
 use crate::core::problem::ProblemKind;
 use crate::core::record::{RecordError, map_record};
 use crate::core::row::{ExpKind, InputsDigest, OutcomeCode, RowCodes, flags};
 use crate::core::schema::{
-    CONVERTED_FROM, Field, S_QUESTION, S_STATE, SIDE, T_SOURCE, T_VARIANT, TOP,
+    CONVERTED_FROM, RawMembers, S_QUESTION, S_STATE, SIDE, T_SOURCE, T_VARIANT, TOP,
 };
 
 use super::fast::{Diff, LineReader};
@@ -502,30 +501,13 @@ fn slow_row(body: &str, terminated: bool) -> LineOut {
     })
 }
 
-/// A JSON object whose members are kept as written.
-#[derive(serde::Deserialize)]
-struct Members<'a>(#[serde(borrow)] std::collections::BTreeMap<Cow<'a, str>, &'a RawValue>);
-
-impl<'a> Members<'a> {
-    /// The first spelling of `field` that is recorded (present and not
-    /// `null`), as written.
-    fn get(&self, field: &Field) -> Option<&'a [u8]> {
-        field
-            .spellings
-            .iter()
-            .find_map(|k| self.0.get(*k).copied())
-            .map(|v| v.get().as_bytes())
-            .filter(|v| *v != b"null")
-    }
-}
-
 /// The slow path's [`InputsDigest`] of a line that parses: each side's
 /// question and state as written, read again as raw text (the record
 /// keeps them parsed); none for a record converted from another tool's
 /// file. The fast path reads a line it accepts alike, from
 /// its spans ([`super::fast::Parsed::inputs`]).
 fn slow_inputs(body: &str) -> InputsDigest {
-    let Ok(top) = serde_json::from_str::<Members>(body) else {
+    let Ok(top) = serde_json::from_str::<RawMembers>(body) else {
         return InputsDigest::NONE;
     };
     let converted = top.0.get(CONVERTED_FROM).is_some_and(|v| v.get() != "null");
@@ -535,8 +517,11 @@ fn slow_inputs(body: &str) -> InputsDigest {
     let side = |slot: usize| {
         let members = top
             .get(&TOP[slot])
-            .and_then(|raw| serde_json::from_slice::<Members>(raw).ok());
-        let field = |f: usize| members.as_ref().and_then(|m| m.get(&SIDE[f]));
+            .and_then(|raw| serde_json::from_str::<RawMembers>(raw.get()).ok());
+        let field = |f: usize| {
+            let value = members.as_ref().and_then(|m| m.get(&SIDE[f]));
+            value.map(|v| v.get().as_bytes())
+        };
         [field(S_QUESTION), field(S_STATE)]
     };
     InputsDigest::of([side(T_SOURCE), side(T_VARIANT)])
