@@ -40,10 +40,21 @@ pub fn content_widths(app: &App) -> [usize; 3] {
             .into_iter()
             .enumerate()
         {
-            w[i] = w[i].max(text::width(&text::inert_line(app.index.str(sym))).min(40));
+            w[i] = w[i].max(shown_width(app.index.str(sym)).min(40));
         }
     }
     w
+}
+
+/// The columns `s` takes on screen, made inert. This runs for thousands of
+/// ids on every frame: printable ASCII, nearly every id, is its length,
+/// with no copy made.
+fn shown_width(s: &str) -> usize {
+    if s.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        s.len()
+    } else {
+        text::width(&text::inert_line(s))
+    }
 }
 
 /// The list's width, borders included, with every column and the ids of
@@ -413,4 +424,25 @@ pub fn category_cell(app: &App, row_idx: u32, row: &PairRow, t: &Theme) -> (Stri
         return (format!("{s}?"), t.suggestion);
     }
     (String::new(), t.base)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shortcut for printable ASCII gives what the inert form takes.
+    #[test]
+    fn shown_width_is_the_inert_width() {
+        for s in [
+            "checkout-outage-001",
+            "",
+            "a b~",
+            "tab\there",
+            "bidi\u{202e}x",
+            "é漢",
+            "\x1b[2J",
+        ] {
+            assert_eq!(shown_width(s), text::width(&text::inert_line(s)), "{s:?}");
+        }
+    }
 }
