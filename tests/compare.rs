@@ -353,3 +353,29 @@ fn compare_refuses_unusable_input_with_exit_2() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("the baseline"), "{}", stderr(&o));
 }
+
+/// A case id holding a bidi override and a C1 control comes out of the JSON
+/// as `\u` escapes, as every other JSON triage writes: a reader gets the id
+/// back, and `cat` on the output cannot be driven by it.
+#[test]
+fn json_escapes_what_a_terminal_would_obey() {
+    let fx = Fixture::new();
+    let line = |p: f64| {
+        format!(
+            r#"{{"case_id":"ab\u202ecd\u009bx","variant_id":"v","policy":{{"review_threshold":0.55,"action_threshold":0.9}},"expectation":{{"kind":"invariant","max_probability_drift":0.1}},"allowed_changes":[],"source":{{"question":"q","state":{{}},"response":{{"probability":0.2,"confidence":0.9}}}},"variant":{{"question":"q","state":{{}},"response":{{"probability":{p},"confidence":0.9}}}}}}"#
+        )
+    };
+    fs::write(fx.path("old.jsonl"), line(0.2) + "\n").expect("write");
+    fs::write(fx.path("new.jsonl"), line(0.7) + "\n").expect("write");
+    let out = fx.run(&["compare", "old.jsonl", "new.jsonl", "--format", "json"]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(text.contains(r"ab\u202ecd\u009bx"), "{text}");
+    assert!(
+        !text.contains('\u{202e}') && !text.contains('\u{9b}'),
+        "{text}"
+    );
+    let doc: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(doc["pairs"][0]["case_id"], "ab\u{202e}cd\u{9b}x");
+    assert_eq!(doc["counts"]["new_failures"], 1);
+}

@@ -322,7 +322,7 @@ pub fn render(reports: &[Report], format: Format, single: bool) -> String {
             } else {
                 serde_json::json!({"comparisons": reports.iter().map(to_json).collect::<Vec<_>>()})
             };
-            out.push_str(&serde_json::to_string_pretty(&v).unwrap_or_default());
+            out.push_str(&crate::core::json::to_string_pretty(&v).unwrap_or_default());
             out.push('\n');
         }
         Format::Text => {

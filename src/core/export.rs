@@ -34,6 +34,7 @@ use super::annotations::{Annotation, AnnotationSource, AnnotationStore};
 use super::derive::Status;
 use super::diff::{self, Change};
 use super::index::{LoadedPair, RunIndex};
+use super::json;
 use super::model::{Expectation, Route, Side};
 use super::problem::ProblemKind;
 use super::query::{Context, Query};
@@ -43,7 +44,6 @@ use super::suggest::{self, Suggestion};
 use super::taxonomy::Taxonomy;
 use super::text::{self, fit, plural};
 
-mod json;
 mod markdown;
 pub mod since;
 use markdown::*;

@@ -41,6 +41,7 @@ pub mod formats;
 pub mod gate;
 pub mod import;
 pub mod index;
+pub mod json;
 pub mod key;
 pub mod load;
 pub mod model;

@@ -134,7 +134,18 @@ fn hostile_names_are_inert_in_every_format() {
         let out = render(std::slice::from_ref(&r), f, true);
         assert!(!out.contains('\x1b') && !out.contains('\x07'), "{out:?}");
     }
-    assert!(render(&[r], Format::Markdown, true).contains("b\\|\\*o\\*"));
+    assert!(render(std::slice::from_ref(&r), Format::Markdown, true).contains("b\\|\\*o\\*"));
+    // JSON escapes what a terminal would obey (serde_json leaves bidi
+    // overrides and C1 controls raw), and reads back the name.
+    let r = compare_labels("an\u{202e}a\u{9b}", "bob", &[("d", "d")], &tax, 0);
+    let json = render(std::slice::from_ref(&r), Format::Json, true);
+    assert!(
+        !json.contains('\u{202e}') && !json.contains('\u{9b}'),
+        "{json}"
+    );
+    assert!(json.contains("an\\u202ea\\u009b"), "{json}");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["a"], "an\u{202e}a\u{9b}");
 }
 
 proptest! {

@@ -147,7 +147,7 @@ pub fn write_json(out: &mut dyn Write, cmp: &Comparison, runs: Runs<'_>) -> io::
         "pairs": pairs,
         "by_transformation": by,
     });
-    serde_json::to_writer_pretty(&mut *out, &doc)?;
+    crate::core::json::to_writer_pretty(&mut *out, &doc)?;
     writeln!(out)
 }
 
