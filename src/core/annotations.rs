@@ -397,20 +397,9 @@ fn why_not_json(body: &[u8], e: &serde_json::Error) -> String {
 
 /// One journal line (without its newline) for this state of an annotation.
 fn encode(ann: &Annotation, prev: Option<&Prev>, resolves: Option<&[Prior]>) -> String {
-    let mut line = encode_fields(ann, prev, resolves);
-    if ann.nonce != 0 {
-        // `n` goes last, so a line reads as it did before it existed.
-        line.pop();
-        line.push_str(&format!(",\"n\":\"{:016x}\"}}", ann.nonce));
-    }
-    line
-}
-
-/// [`encode`] without the nonce.
-fn encode_fields(ann: &Annotation, prev: Option<&Prev>, resolves: Option<&[Prior]>) -> String {
     // A `Value` prints infallibly, and preserve_order keeps the documented field order.
-    if let Some(resolves) = resolves {
-        return serde_json::json!({
+    let mut event = match resolves {
+        Some(resolves) => serde_json::json!({
             "v": RESOLUTION_VERSION,
             "kind": "resolution",
             "key": ann.key.to_string(),
@@ -423,27 +412,32 @@ fn encode_fields(ann: &Annotation, prev: Option<&Prev>, resolves: Option<&[Prior
             "source": ann.source.as_str(),
             "prev": null,
             "resolves": resolves,
-        })
-        .to_string();
-    }
-    let mut event = serde_json::json!({
-        "v": FORMAT_VERSION,
-        "key": ann.key.to_string(),
-        "case_id": ann.case_id,
-        "variant_id": ann.variant_id,
-        "category": ann.category,
-        "note": ann.note,
-        "reviewer": ann.reviewer,
-        "at": ann.at,
-        "source": ann.source.as_str(),
-        "prev": prev.map(|p| serde_json::json!({"category": p.category, "note": p.note})),
-    });
-    // Written only on carried decisions, so other events read as before.
-    if let (Some(from), Some(obj)) = (&ann.carried_from, event.as_object_mut()) {
-        obj.insert(
-            "carried_from".to_string(),
-            serde_json::json!({"reviewer": from.reviewer, "at": from.at, "run": from.run}),
-        );
+        }),
+        None => serde_json::json!({
+            "v": FORMAT_VERSION,
+            "key": ann.key.to_string(),
+            "case_id": ann.case_id,
+            "variant_id": ann.variant_id,
+            "category": ann.category,
+            "note": ann.note,
+            "reviewer": ann.reviewer,
+            "at": ann.at,
+            "source": ann.source.as_str(),
+            "prev": prev.map(|p| serde_json::json!({"category": p.category, "note": p.note})),
+        }),
+    };
+    // The optional members go last, each only when there is one, so other
+    // events read as before they existed.
+    if let Some(obj) = event.as_object_mut() {
+        if let (Some(from), None) = (&ann.carried_from, resolves) {
+            obj.insert(
+                "carried_from".to_string(),
+                serde_json::json!({"reviewer": from.reviewer, "at": from.at, "run": from.run}),
+            );
+        }
+        if ann.nonce != 0 {
+            obj.insert("n".to_string(), format!("{:016x}", ann.nonce).into());
+        }
     }
     event.to_string()
 }
