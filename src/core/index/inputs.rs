@@ -157,17 +157,14 @@ impl RunIndex {
             .copied()
             .filter(|&i| self.inputs_of(i).is_some())
             .collect();
-        sorted.par_sort_unstable_by_key(|&i| (self.trial(&self.rows[i as usize]), i));
+        let trial = |i: u32| self.trial(&self.rows[i as usize]);
+        sorted.par_sort_unstable_by_key(|&i| (trial(i), i));
         let mut groups = Vec::new();
-        let mut start = 0;
-        while start < sorted.len() {
-            let trial = self.trial(&self.rows[sorted[start] as usize]);
-            let len = sorted[start..]
-                .iter()
-                .take_while(|&&i| self.trial(&self.rows[i as usize]) == trial)
-                .count();
+        let mut start = 0u32;
+        for same in sorted.chunk_by(|&a, &b| trial(a) == trial(b)) {
+            let len = same.len() as u32;
             if len > 1 {
-                groups.push((start as u32, len as u32));
+                groups.push((start, len));
             }
             start += len;
         }
