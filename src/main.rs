@@ -932,8 +932,9 @@ fn load_with(
 fn open_run_with_progress(
     runs: &[String],
     opts: &OpenOptions,
+    progress: bool,
 ) -> Result<(RunIndex, index::Loader), triage::core::load::open::OpenError> {
-    let show = std::io::stderr().is_terminal();
+    let show = progress && std::io::stderr().is_terminal();
     if !show {
         return index::open_run(runs, opts);
     }
@@ -957,16 +958,10 @@ fn open_run_with_progress(
                 std::thread::park_timeout(Duration::from_millis(50));
                 let read = progress.read();
                 if bar.is_none() && read > 0 && start.elapsed() > Duration::from_millis(300) {
-                    let pb = indicatif::ProgressBar::with_draw_target(
-                        Some(total),
-                        indicatif::ProgressDrawTarget::stderr(),
-                    );
-                    if let Ok(style) = indicatif::ProgressStyle::with_template(
+                    bar = Some(byte_bar(
+                        total,
                         "reading {wide_bar} {bytes}/{total_bytes} {elapsed}",
-                    ) {
-                        pb.set_style(style);
-                    }
-                    bar = Some(pb);
+                    ));
                 }
                 if let Some(pb) = &bar {
                     pb.set_position(read.min(total));
@@ -982,6 +977,18 @@ fn open_run_with_progress(
     shower.thread().unpark();
     let _ = shower.join();
     opened
+}
+
+/// A progress bar on standard error over `total` bytes, drawn with `template`.
+fn byte_bar(total: u64, template: &str) -> indicatif::ProgressBar {
+    let pb = indicatif::ProgressBar::with_draw_target(
+        Some(total),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
+    if let Ok(style) = indicatif::ProgressStyle::with_template(template) {
+        pb.set_style(style);
+    }
+    pb
 }
 
 /// When a run is read from standard input and that is a terminal, say so
@@ -1002,7 +1009,8 @@ fn index_with_progress(
     progress: bool,
 ) -> Result<RunIndex, String> {
     announce_terminal_stdin(runs);
-    let (mut idx, loader) = open_run_with_progress(runs, opts).map_err(|e| e.to_string())?;
+    let (mut idx, loader) =
+        open_run_with_progress(runs, opts, progress).map_err(|e| e.to_string())?;
     let show = progress && std::io::stderr().is_terminal();
     let start = Instant::now();
     let mut bar: Option<indicatif::ProgressBar> = None;
@@ -1019,16 +1027,10 @@ fn index_with_progress(
             Err(RecvTimeoutError::Disconnected) => break,
         }
         if show && bar.is_none() && start.elapsed() > Duration::from_millis(300) {
-            let pb = indicatif::ProgressBar::with_draw_target(
-                Some(idx.bytes_total),
-                indicatif::ProgressDrawTarget::stderr(),
-            );
-            if let Ok(style) = indicatif::ProgressStyle::with_template(
+            bar = Some(byte_bar(
+                idx.bytes_total,
                 "indexing {wide_bar} {bytes}/{total_bytes} {msg}",
-            ) {
-                pb.set_style(style);
-            }
-            bar = Some(pb);
+            ));
         }
         if let Some(pb) = &bar {
             pb.set_position(idx.bytes_read.min(idx.bytes_total));
@@ -1891,7 +1893,7 @@ fn open(cli: Cli) -> ExitCode {
         },
     };
     announce_terminal_stdin(&runs);
-    let (idx, loader) = match open_run_with_progress(&runs, &opts) {
+    let (idx, loader) = match open_run_with_progress(&runs, &opts, true) {
         Ok(x) => x,
         Err(e) => {
             eprintln!("{e}");

@@ -128,44 +128,33 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, ed: &NoteEditor, km: &Keymap, 
         many => format!("note for {} marked pairs", many.len()),
     };
     let title = text::truncate_cols(&who, r.width.saturating_sub(6) as usize);
+    // Each hint: the key bound to an action in note mode, then what it does.
+    let hints = |pairs: &[(Action, &'static str)]| -> Vec<Span<'static>> {
+        pairs
+            .iter()
+            .flat_map(|&(action, what)| {
+                [
+                    Span::styled(format!(" {} ", key_of(km, Mode::Note, action)), t.key),
+                    Span::styled(what, t.dim),
+                ]
+            })
+            .collect()
+    };
     let keys = if ed.discard_asked {
-        vec![
-            Span::styled(" discard the changes? ", t.warn),
-            Span::styled(
-                format!(" {} ", key_of(km, Mode::Note, Action::NoteCancel)),
-                t.key,
-            ),
-            Span::styled("discard ", t.dim),
-            Span::styled(
-                format!(" {} ", key_of(km, Mode::Note, Action::NoteSave)),
-                t.key,
-            ),
-            Span::styled("save ", t.dim),
-            Span::styled(" any other key: go on editing ", t.dim),
-        ]
+        let mut keys = vec![Span::styled(" discard the changes? ", t.warn)];
+        keys.extend(hints(&[
+            (Action::NoteCancel, "discard "),
+            (Action::NoteSave, "save "),
+        ]));
+        keys.push(Span::styled(" any other key: go on editing ", t.dim));
+        keys
     } else {
-        vec![
-            Span::styled(
-                format!(" {} ", key_of(km, Mode::Note, Action::NoteSave)),
-                t.key,
-            ),
-            Span::styled("save ", t.dim),
-            Span::styled(
-                format!(" {} ", key_of(km, Mode::Note, Action::NoteCancel)),
-                t.key,
-            ),
-            Span::styled("cancel ", t.dim),
-            Span::styled(
-                format!(" {} ", key_of(km, Mode::Note, Action::NoteNewline)),
-                t.key,
-            ),
-            Span::styled("new line ", t.dim),
-            Span::styled(
-                format!(" {} ", key_of(km, Mode::Note, Action::NoteClear)),
-                t.key,
-            ),
-            Span::styled("clear ", t.dim),
-        ]
+        hints(&[
+            (Action::NoteSave, "save "),
+            (Action::NoteCancel, "cancel "),
+            (Action::NoteNewline, "new line "),
+            (Action::NoteClear, "clear "),
+        ])
     };
     let block = frame(&title, t).title_bottom(Line::from(keys));
     let inner = block.inner(r);
