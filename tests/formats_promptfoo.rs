@@ -375,20 +375,10 @@ fn the_fixtures_open_through_the_index_without_problems() {
         "columns/results.json",
         "columns/results.jsonl",
     ] {
-        let path = fixture(name);
-        let idx = triage::core::index::load_run(
-            &[path.to_string_lossy().to_string()],
-            &triage::core::index::OpenOptions::default(),
-        )
-        .unwrap_or_else(|e| panic!("{name}: {e}"));
-        assert_eq!(idx.files[0].format, Format::Promptfoo, "{name}");
-        assert!(idx.problems.is_empty(), "{name}: {:?}", idx.problems);
+        let idx = common::index_foreign(&fixture(name), Format::Promptfoo);
         let c = convert(name);
         assert_eq!(idx.rows.len(), c.records.len(), "{name}");
         assert_eq!(idx.failures, c.report.failures, "{name}");
-        for r in &idx.rows {
-            idx.load_pair(r).expect("detail");
-        }
     }
 }
 

@@ -498,3 +498,25 @@ pub fn run_triage(args: &[&str]) -> (Option<i32>, String, String) {
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
+
+/// Index another tool's file as a user opens it, and check what every
+/// converted file must satisfy: it is read as `format`, without a
+/// problem, and every pair's detail loads. The index is returned for the
+/// counts the caller compares with the tool's own.
+pub fn index_foreign(
+    path: &Path,
+    format: triage::core::formats::Format,
+) -> triage::core::index::RunIndex {
+    let name = path.display();
+    let idx = triage::core::index::load_run(
+        &[path.to_string_lossy().to_string()],
+        &triage::core::index::OpenOptions::default(),
+    )
+    .unwrap_or_else(|e| panic!("{name}: {e}"));
+    assert_eq!(idx.files[0].format, format, "{name}");
+    assert!(idx.problems.is_empty(), "{name}: {:?}", idx.problems);
+    for r in &idx.rows {
+        idx.load_pair(r).expect("detail");
+    }
+    idx
+}
