@@ -50,7 +50,7 @@ if [ ! -s "$FILE" ]; then
   "$BIN/examples/gen_run" --pairs "$PAIRS" -o "$FILE.tmp"
   mv "$FILE.tmp" "$FILE"
 fi
-BYTES=$(stat -c %s "$FILE")
+BYTES=$(stat -L -c %s "$FILE")
 echo "== machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "== run: $FILE ($PAIRS pairs, $BYTES bytes)"
 
@@ -94,7 +94,7 @@ cat "$OUT/index_time.txt"
 # line's first question reworded (its inputs change). A build without
 # `triage compare` (an older one, alternated with this) skips it.
 T_CMP=nan; T_WC2=nan; CMP_RSS_KB=0
-if "$BIN/triage" compare --help >/dev/null 2>&1; then
+if "$BIN/triage" --help 2>/dev/null | grep -q '^  compare '; then
   AFTER="${FILE%.jsonl}-after.jsonl"
   if [ ! -s "$AFTER" ]; then
     echo "== deriving $AFTER from $FILE"
