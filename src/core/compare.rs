@@ -5,9 +5,10 @@
 //! [`compare`] matches the pairs of OLD and NEW by (case id, variant id,
 //! repetition) and gives each one [`ChangeKind`]. It works from the two
 //! indexes' rows: each run's rows are sorted on 16-byte keys (a digest of
-//! the ids, the repetition, the row), then merged; only the lines of matched pairs are
-//! read again, once each, to tell whether their inputs changed
-//! ([`inputs`]). [`Comparison::decision`] says which reviewer decision a NEW
+//! the ids, the repetition, the row), then merged. Whether a matched pair's
+//! inputs changed is told by the inputs digests the loader took; only the
+//! lines of pairs whose digests differ are read again, to tell a change
+//! from the same inputs written in another key order ([`inputs`]). [`Comparison::decision`] says which reviewer decision a NEW
 //! pair has: its own, one carried from OLD (identical inputs), or a stale
 //! one (the inputs changed); [`Comparison::carry_plan`] lists the carried
 //! decisions to copy into NEW's journal. [`Comparison::movement`] gives
@@ -213,9 +214,10 @@ fn slots(index: &RunIndex, id: &(dyn Fn(Sym) -> u64 + Sync)) -> Vec<Slot> {
 
 /// Match OLD and NEW and find each pair's change.
 ///
-/// Only the lines of matched pairs are read again (to compare their
-/// inputs); a line that cannot be read, or no longer parses, is an error
-/// naming it.
+/// A matched pair's inputs are compared by the digests the loader took
+/// ([`crate::core::row::InputsDigest`]); only the lines of matched pairs
+/// whose digests differ, or were not taken, are read again; a line that
+/// cannot be read, or no longer parses, is an error naming it.
 pub fn compare(old: &RunIndex, new: &RunIndex) -> Result<Comparison, CompareError> {
     // Both runs' ids as 64-bit digests of their text, so that no table of
     // one run's strings is built for the other: 8 bytes per distinct
@@ -268,7 +270,7 @@ pub fn compare(old: &RunIndex, new: &RunIndex) -> Result<Comparison, CompareErro
             let Some(old_row) = old.rows.get(m as usize) else {
                 return Ok(ChangeKind::Added);
             };
-            if inputs::differ(old, old_row, new, new_row)? {
+            if inputs::differ(old, m, new, i as u32)? {
                 return Ok(ChangeKind::ContentChanged);
             }
             Ok(change_of(old_row.status(), new_row.status()))

@@ -14,41 +14,54 @@ pub type Sym = u32;
 /// The id of an absent string.
 pub const NO_SYM: Sym = u32::MAX;
 
-/// A digest of the inputs a line records: each side's question and state,
-/// as written. A repetition resends the exact recorded inputs, so its line
-/// writes them alike, and two trials of one pair whose digests differ were
-/// sent different inputs (seed 000, section 7). Both loader paths make it
-/// from the values' text, the fast one from the spans its scan recorded,
-/// in the first pass, so the case check reads no line again.
+/// A digest of the inputs a line records: each side's question and state
+/// and the changes the variant declares (`allowed_changes`), as written. A
+/// repetition resends the exact recorded inputs, so its line writes them
+/// alike, and two trials of one pair whose digests differ were sent
+/// different inputs (seed 000, section 7). Both loader paths make it from
+/// the values' text, the fast one from the spans its scan recorded, in the
+/// first pass, so neither the case check nor a comparison of two runs
+/// reads a line again to learn whether its inputs changed.
 ///
-/// Four bytes a row, beside the rows: digests are only ever compared
-/// within the trials of one pair, where two different inputs share a
-/// digest once in four billion (the warning would then be missed).
+/// Four bytes a row, beside the rows: two different inputs share a digest
+/// once in four billion (a regenerated trial, or a pair whose inputs
+/// changed between two runs, would then be missed).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct InputsDigest(u32);
 
 impl InputsDigest {
-    /// A line that records no question and no state on either side.
+    /// Not taken: a record converted from another tool's file, whose
+    /// inputs the loader does not read (a comparison reads its line).
     pub const NONE: InputsDigest = InputsDigest(0);
+    /// A line that records no question, no state and no declared change.
+    pub const EMPTY: InputsDigest = InputsDigest(1);
 
     /// The digest of `values[side][field]`, the text of each side's
-    /// (source, variant) question and state (field 0 and 1) when recorded
-    /// (present and not `null`); [`Self::NONE`] when none is.
-    pub fn of(values: [[Option<&[u8]>; 2]; 2]) -> InputsDigest {
+    /// (source, variant) question and state (field 0 and 1), and of
+    /// `allowed`, the declared changes, each when recorded (present and
+    /// not `null`); [`Self::EMPTY`] when none is.
+    pub fn of(values: [[Option<&[u8]>; 2]; 2], allowed: Option<&[u8]>) -> InputsDigest {
         use std::hash::{Hash, Hasher};
-        if values.iter().flatten().all(Option::is_none) {
-            return InputsDigest::NONE;
+        if allowed.is_none() && values.iter().flatten().all(Option::is_none) {
+            return InputsDigest::EMPTY;
         }
         let mut h = rustc_hash::FxHasher::default();
-        values.hash(&mut h);
+        (values, allowed).hash(&mut h);
         let h = h.finish();
-        // Folded to four bytes; zero stands for none.
-        InputsDigest(((h ^ (h >> 32)) as u32).max(1))
+        // Folded to four bytes; zero and one stand for none and empty.
+        InputsDigest(((h ^ (h >> 32)) as u32).max(2))
     }
 
-    /// The digest, or `None` for a line that records no inputs.
+    /// The digest, or `None` for a line that records no inputs or whose
+    /// inputs were not taken.
     pub fn get(self) -> Option<u32> {
-        (self != InputsDigest::NONE).then_some(self.0)
+        (self != InputsDigest::NONE && self != InputsDigest::EMPTY).then_some(self.0)
+    }
+
+    /// Whether this digest was taken (the line is not a converted record):
+    /// two taken digests tell whether two lines' inputs were written alike.
+    pub fn taken(self) -> bool {
+        self != InputsDigest::NONE
     }
 }
 

@@ -5,12 +5,14 @@
 //! comparable only when these are identical; responses, routes, verdicts,
 //! times and the policy may differ (that is what a comparison shows).
 //!
-//! Each line is read once and its inputs digested as written, which is
-//! what a runner that resends recorded inputs produces. Only when the two
-//! digests differ are both lines digested again in canonical form (object
-//! keys sorted, `1` and `1.0` alike, see [`crate::core::key`]), so a runner
-//! that writes the same state with its keys in another order is not
-//! reported as a content change.
+//! The loader took each line's inputs digest as written in its first pass
+//! ([`InputsDigest`]), which is what a runner that resends recorded inputs
+//! produces: two equal digests are the same inputs, and no line is read.
+//! Only when the two digests differ, or one was not taken (a record
+//! converted from another tool's file), are both lines read again and
+//! digested in canonical form (object keys sorted, `1` and `1.0` alike, see
+//! [`crate::core::key`]), so a runner that writes the same state with its
+//! keys in another order is not reported as a content change.
 
 use std::hash::{Hash, Hasher};
 
@@ -135,20 +137,27 @@ fn parse_error(index: &RunIndex, row: &PairRow) -> CompareError {
     }
 }
 
-/// Whether the inputs of an OLD row and a NEW row differ.
-pub fn differ(
-    old: &RunIndex,
-    old_row: &PairRow,
-    new: &RunIndex,
-    new_row: &PairRow,
-) -> Result<bool, CompareError> {
-    let (a, b) = (read(old, old_row)?, read(new, new_row)?);
-    let da = written(&a).ok_or_else(|| parse_error(old, old_row))?;
-    let db = written(&b).ok_or_else(|| parse_error(new, new_row))?;
-    if da == db {
+/// Whether the inputs of OLD's row `oi` and NEW's row `ni` differ.
+pub fn differ(old: &RunIndex, oi: u32, new: &RunIndex, ni: u32) -> Result<bool, CompareError> {
+    let (d_old, d_new) = (old.inputs_digest(oi), new.inputs_digest(ni));
+    let both_taken = d_old.taken() && d_new.taken();
+    if both_taken && d_old == d_new {
         return Ok(false);
     }
-    Ok(canonical(&a) != canonical(&b))
+    let (old_row, new_row) = (&old.rows[oi as usize], &new.rows[ni as usize]);
+    let (a, b) = (read(old, old_row)?, read(new, new_row)?);
+    // Two taken digests that differ are inputs written differently; else
+    // the lines are digested as written here first.
+    if !both_taken {
+        let da = written(&a).ok_or_else(|| parse_error(old, old_row))?;
+        let db = written(&b).ok_or_else(|| parse_error(new, new_row))?;
+        if da == db {
+            return Ok(false);
+        }
+    }
+    let ca = canonical(&a).ok_or_else(|| parse_error(old, old_row))?;
+    let cb = canonical(&b).ok_or_else(|| parse_error(new, new_row))?;
+    Ok(ca != cb)
 }
 
 #[cfg(test)]

@@ -280,6 +280,42 @@ fn a_run_compared_with_itself_changes_nothing() {
     );
 }
 
+/// Identical inputs are told from the digests the loader took: no line is
+/// read (both files are emptied by the time the runs are compared), while a
+/// record converted from another tool's file, which has no digest, is.
+#[test]
+fn identical_inputs_are_told_without_reading_a_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [pair("c", "v", 0, Kind::Fail), pair("c", "w", 0, Kind::Pass)];
+    let old = load(&write(dir.path(), "old.jsonl", &lines));
+    let new = load(&write(
+        dir.path(),
+        "new.jsonl",
+        &[pair("c", "v", 0, Kind::Pass), lines[1].clone()],
+    ));
+    std::fs::write(dir.path().join("old.jsonl"), "").unwrap();
+    std::fs::write(dir.path().join("new.jsonl"), "").unwrap();
+    let cmp = compare(&old, &new).unwrap();
+    assert_eq!(
+        cmp.changes(),
+        &[ChangeKind::Fixed, ChangeKind::UnchangedPass]
+    );
+
+    let mut converted = pair("c", "v", 0, Kind::Fail);
+    converted["format"] = json!("promptfoo");
+    let old = load(&write(dir.path(), "old.jsonl", &[converted.clone()]));
+    let new = load(&write(dir.path(), "new.jsonl", &[converted]));
+    assert_eq!(
+        compare(&old, &new).unwrap().changes(),
+        &[ChangeKind::StillFailing]
+    );
+    std::fs::write(dir.path().join("old.jsonl"), "").unwrap();
+    assert!(
+        compare(&old, &new).is_err(),
+        "a converted record's line is read"
+    );
+}
+
 #[test]
 fn a_line_changed_on_disk_since_indexing_is_an_error_naming_it() {
     let dir = tempfile::tempdir().unwrap();

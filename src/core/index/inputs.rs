@@ -14,7 +14,7 @@
 //!
 //! A row's policy comes with its versions id from the loader
 //! ([`RunIndex::policy`]), and so does the digest of its inputs, each
-//! side's question and state as written
+//! side's question and state and the declared changes as written
 //! ([`InputsDigest`](crate::core::row::InputsDigest)), made in the first
 //! pass: no line is read again. The trials that repeat are the same (case,
 //! variant, model) more than once. [`RunIndex::input_warnings`]
@@ -28,7 +28,7 @@ use serde::Serialize;
 use super::RunIndex;
 use crate::core::model::{Policy, fmt_num};
 use crate::core::problem::{KEPT_PER_KIND, Problem, ProblemKind};
-use crate::core::row::{NO_SYM, PairRow, Sym};
+use crate::core::row::{InputsDigest, NO_SYM, PairRow, Sym};
 use crate::core::text::inert_line;
 
 /// One policy of a case that mixes several, with how many of its pairs it routed.
@@ -98,7 +98,7 @@ impl InputWarning {
                 inputs,
                 ..
             } => format!(
-                "{} / {}{} was sent with {inputs} different inputs over {trials} trials; a repetition must resend the exact recorded question and state, or it tests another input (seed 000, section 7)",
+                "{} / {}{} was sent with {inputs} different inputs over {trials} trials; a repetition must resend the exact recorded question, state and declared changes, or it tests another input (seed 000, section 7)",
                 inert_line(case),
                 inert_line(variant),
                 model
@@ -180,6 +180,12 @@ impl RunIndex {
     /// [`CONVERTED_FROM`](crate::core::schema::CONVERTED_FROM)).
     pub fn inputs_of(&self, i: u32) -> Option<u32> {
         self.inputs.get(i as usize).and_then(|d| d.get())
+    }
+
+    /// Row `i`'s inputs digest as the loader took it ([`InputsDigest::NONE`]
+    /// past the rows).
+    pub fn inputs_digest(&self, i: u32) -> InputsDigest {
+        self.inputs.get(i as usize).copied().unwrap_or_default()
     }
 
     fn file_of(&self, row: &PairRow) -> String {

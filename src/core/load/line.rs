@@ -19,7 +19,7 @@ use crate::core::problem::ProblemKind;
 use crate::core::record::{RecordError, map_record};
 use crate::core::row::{ExpKind, InputsDigest, OutcomeCode, RowCodes, flags};
 use crate::core::schema::{
-    CONVERTED_FROM, RawMembers, S_QUESTION, S_STATE, SIDE, T_SOURCE, T_VARIANT, TOP,
+    CONVERTED_FROM, RawMembers, S_QUESTION, S_STATE, SIDE, T_ALLOWED, T_SOURCE, T_VARIANT, TOP,
 };
 
 use super::fast::{Diff, LineReader};
@@ -117,7 +117,8 @@ pub(crate) struct RowData {
     pub(super) summary: Summary,
     /// Field warnings, as problem messages.
     pub(super) warnings: Vec<String>,
-    /// Each side's question and state, digested as written.
+    /// Each side's question and state and the declared changes, digested
+    /// as written.
     pub(super) inputs: InputsDigest,
 }
 
@@ -502,10 +503,10 @@ fn slow_row(body: &str, terminated: bool) -> LineOut {
 }
 
 /// The slow path's [`InputsDigest`] of a line that parses: each side's
-/// question and state as written, read again as raw text (the record
-/// keeps them parsed); none for a record converted from another tool's
-/// file. The fast path reads a line it accepts alike, from
-/// its spans ([`super::fast::Parsed::inputs`]).
+/// question and state and the declared changes as written, read again as
+/// raw text (the record keeps them parsed); none for a record converted
+/// from another tool's file. The fast path reads a line it accepts alike,
+/// from its spans ([`super::fast::Parsed::inputs`]).
 fn slow_inputs(body: &str) -> InputsDigest {
     let Ok(top) = serde_json::from_str::<RawMembers>(body) else {
         return InputsDigest::NONE;
@@ -524,7 +525,8 @@ fn slow_inputs(body: &str) -> InputsDigest {
         };
         [field(S_QUESTION), field(S_STATE)]
     };
-    InputsDigest::of([side(T_SOURCE), side(T_VARIANT)])
+    let allowed = top.get(&TOP[T_ALLOWED]).map(|v| v.get().as_bytes());
+    InputsDigest::of([side(T_SOURCE), side(T_VARIANT)], allowed)
 }
 
 /// The path of the first key an object of `json` repeats (`source.state.a`,

@@ -1333,7 +1333,7 @@ fn repetitions_whose_inputs_were_regenerated_are_warned_about() {
     assert_eq!(found, [(ProblemKind::Inconsistent, 2)]);
     assert_eq!(
         want.message(),
-        "outage-403 / paraphrase (jev-noul-2026-10) was sent with 2 different inputs over 3 trials; a repetition must resend the exact recorded question and state, or it tests another input (seed 000, section 7)"
+        "outage-403 / paraphrase (jev-noul-2026-10) was sent with 2 different inputs over 3 trials; a repetition must resend the exact recorded question, state and declared changes, or it tests another input (seed 000, section 7)"
     );
     // The first and third trials alone resent the same inputs.
     let s = summarize(&index, &[0, 2, 3, 4], None, GroupBy::Case);
@@ -1367,7 +1367,7 @@ fn at_most_five_case_warnings_are_sentences() {
     assert_eq!(out.len(), 6, "{out:#?}");
     assert_eq!(
         out[0],
-        "Warning: c1 / v was sent with 2 different inputs over 2 trials; a repetition must resend the exact recorded question and state, or it tests another input (seed 000, section 7)."
+        "Warning: c1 / v was sent with 2 different inputs over 2 trials; a repetition must resend the exact recorded question, state and declared changes, or it tests another input (seed 000, section 7)."
     );
     assert_eq!(
         out[5],

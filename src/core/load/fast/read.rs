@@ -85,9 +85,10 @@ impl Parsed<'_, '_> {
         }
     }
 
-    /// The digest of each side's question and state as this line writes
-    /// them, from the spans its scan recorded (see [`InputsDigest`]); none
-    /// for a record converted from another tool's file.
+    /// The digest of each side's question and state, and of the declared
+    /// changes, as this line writes them, from the spans its scan recorded
+    /// (see [`InputsDigest`]); none for a record converted from another
+    /// tool's file.
     pub fn inputs(&self) -> InputsDigest {
         let s = &*self.scratch;
         if s.converted {
@@ -95,10 +96,13 @@ impl Parsed<'_, '_> {
         }
         let b = self.line.as_bytes();
         let text = |w: usize, slot: usize| present(s.side[w][slot]).map(|v| v.span.bytes(b));
-        InputsDigest::of([
-            [text(0, S_QUESTION), text(0, S_STATE)],
-            [text(1, S_QUESTION), text(1, S_STATE)],
-        ])
+        InputsDigest::of(
+            [
+                [text(0, S_QUESTION), text(0, S_STATE)],
+                [text(1, S_QUESTION), text(1, S_STATE)],
+            ],
+            present(s.top[T_ALLOWED]).map(|v| v.span.bytes(b)),
+        )
     }
 
     /// Give the record back to the reader, whose next record is written

@@ -813,7 +813,14 @@ fn a_digest_is_of_the_questions_and_states_as_written() {
     }
     let prompt = r#"{"case_id":"c","variant_id":"v","source":{"prompt":"q","payload":{"a":1}},"variant":{"prompt":"q2","payload":{"a":1}}}"#;
     assert_eq!(inputs_of(a), inputs_of(prompt));
-    // A null is not recorded; nothing recorded is no digest.
+    // The declared changes are inputs too.
+    let declared = r#"{"case_id":"c","variant_id":"v","allowed_changes":["question"],"source":{"question":"q","state":{"a":1}},"variant":{"question":"q2","state":{"a":1}}}"#;
+    let declared_more = r#"{"case_id":"c","variant_id":"v","allowedChanges":["question","state.a"],"source":{"question":"q","state":{"a":1}},"variant":{"question":"q2","state":{"a":1}}}"#;
+    assert_ne!(inputs_of(a), inputs_of(declared));
+    assert_ne!(inputs_of(declared), inputs_of(declared_more));
+    let declared_again = r#"{"allowed":["question"],"case_id":"c","variant_id":"v","source":{"question":"q","state":{"a":1}},"variant":{"question":"q2","state":{"a":1}},"passed":true}"#;
+    assert_eq!(inputs_of(declared), inputs_of(declared_again));
+    // A null is not recorded; nothing recorded is the empty digest.
     let null = r#"{"case_id":"c","variant_id":"v","source":{"question":"q","state":{"a":1},"error":null},"variant":{"question":"q2","state":{"a":1},"decision":null}}"#;
     assert_eq!(inputs_of(a), inputs_of(null));
     for none in [
@@ -821,7 +828,8 @@ fn a_digest_is_of_the_questions_and_states_as_written() {
         r#"{"case_id":"c","variant_id":"v","source":{"question":null},"variant":{"state":null}}"#,
         r#"{"case_id":"c","variant_id":"v","source":"q","variant":[1]}"#,
     ] {
-        assert_eq!(inputs_of(none), InputsDigest::NONE, "{none}");
+        assert_eq!(inputs_of(none), InputsDigest::EMPTY, "{none}");
+        assert_eq!(inputs_of(none).get(), None, "{none}");
     }
 }
 
@@ -840,6 +848,8 @@ fn a_converted_record_has_no_inputs_digest() {
         inputs_of(&line(r#""format":"context-probe","#)),
         InputsDigest::NONE
     );
+    assert!(!inputs_of(&line(r#""format":"context-probe","#)).taken());
+    assert!(native.taken());
     assert!(assert_agrees(&line(r#""format":"context-probe","#)));
     assert_eq!(inputs_of(&line(r#""format":null,"#)), native);
 }
