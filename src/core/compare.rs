@@ -4,8 +4,8 @@
 //!
 //! [`compare`] matches the pairs of OLD and NEW by (case id, variant id,
 //! repetition) and gives each one [`ChangeKind`]. It works from the two
-//! indexes' rows: each run's rows are sorted on 16-byte keys (a digest of
-//! the ids, the repetition, the row), then merged. Whether a matched pair's
+//! indexes' rows: each run's rows are sorted on 12-byte keys (a digest of
+//! the ids and the repetition, then the row), then merged. Whether a matched pair's
 //! inputs changed is told by the inputs digests the loader took; only the
 //! lines of pairs whose digests differ are read again, to tell a change
 //! from the same inputs written in another key order ([`inputs`]). [`Comparison::decision`] says which reviewer decision a NEW
@@ -169,17 +169,30 @@ impl fmt::Display for CompareError {
 
 impl std::error::Error for CompareError {}
 
-/// A row's place in the merge: a digest of its (case, variant) ids, its
-/// repetition and its row number. Rows of one trial
-/// sort by row number, so the k-th of OLD meets the k-th of NEW.
+/// A row's place in the merge, twelve bytes: a digest of its (case,
+/// variant) ids and its repetition, then its row number. Rows of one trial
+/// sort by row number, so the k-th of OLD meets the k-th of NEW. Kept as
+/// three words (the digest's high and low halves, the row) so that the
+/// array of a million rows holds no padding.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-struct Slot {
-    ids: u64,
-    repetition: u32,
-    row: u32,
+struct Slot([u32; 3]);
+
+impl Slot {
+    fn new(key: u64, row: u32) -> Slot {
+        Slot([(key >> 32) as u32, key as u32, row])
+    }
+
+    /// The digest of the ids and repetition.
+    fn key(self) -> u64 {
+        (u64::from(self.0[0]) << 32) | u64::from(self.0[1])
+    }
+
+    fn row(self) -> u32 {
+        self.0[2]
+    }
 }
 
-const _: () = assert!(std::mem::size_of::<Slot>() == 16);
+const _: () = assert!(std::mem::size_of::<Slot>() == 12);
 
 /// A digest of each interned string of a run (SipHash with fixed keys, so
 /// both runs digest alike).
@@ -195,17 +208,22 @@ fn string_digests(index: &RunIndex) -> Vec<u64> {
         .collect()
 }
 
-/// The sorted slots of a run's rows, with `id` giving each interned
-/// string's digest.
-fn slots(index: &RunIndex, id: &(dyn Fn(Sym) -> u64 + Sync)) -> Vec<Slot> {
+/// The sorted slots of a run's rows. Each interned string's digest is
+/// taken first (eight bytes a distinct string) and dropped before the
+/// caller takes the other run's, so that no table of one run's strings is
+/// built for the other.
+fn slots(index: &RunIndex) -> Vec<Slot> {
+    let digests = string_digests(index);
+    let id = |s: Sym| digests.get(s as usize).copied().unwrap_or(0);
     let mut out: Vec<Slot> = index
         .rows
         .par_iter()
         .enumerate()
-        .map(|(i, r)| Slot {
-            ids: id(r.case).rotate_left(29) ^ id(r.variant).wrapping_mul(0x9E37_79B9_7F4A_7C15),
-            repetition: r.repetition,
-            row: i as u32,
+        .map(|(i, r)| {
+            let ids =
+                id(r.case).rotate_left(29) ^ id(r.variant).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            let key = (ids ^ u64::from(r.repetition)).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+            Slot::new(key, i as u32)
         })
         .collect();
     out.par_sort_unstable();
@@ -219,17 +237,15 @@ fn slots(index: &RunIndex, id: &(dyn Fn(Sym) -> u64 + Sync)) -> Vec<Slot> {
 /// whose digests differ, or were not taken, are read again; a line that
 /// cannot be read, or no longer parses, is an error naming it.
 pub fn compare(old: &RunIndex, new: &RunIndex) -> Result<Comparison, CompareError> {
-    // Both runs' ids as 64-bit digests of their text, so that no table of
-    // one run's strings is built for the other: 8 bytes per distinct
-    // string while matching. Equal digests are checked against the text.
-    let (ho, hn) = rayon::join(|| string_digests(old), || string_digests(new));
-    let id_old = |s: Sym| ho.get(s as usize).copied().unwrap_or(0);
-    let id_new = |s: Sym| hn.get(s as usize).copied().unwrap_or(0);
-    let (o, n) = rayon::join(|| slots(old, &id_old), || slots(new, &id_new));
-    drop((ho, hn));
-    let same_ids = |a: &Slot, b: &Slot| {
-        let (ra, rb) = (&old.rows[a.row as usize], &new.rows[b.row as usize]);
-        old.str(ra.case) == new.str(rb.case) && old.str(ra.variant) == new.str(rb.variant)
+    // Both runs' ids and repetitions as 64-bit digests of their text, one
+    // run after the other; equal digests are checked against the text.
+    let o = slots(old);
+    let n = slots(new);
+    let same_ids = |a: Slot, b: Slot| {
+        let (ra, rb) = (&old.rows[a.row() as usize], &new.rows[b.row() as usize]);
+        ra.repetition == rb.repetition
+            && old.str(ra.case) == new.str(rb.case)
+            && old.str(ra.variant) == new.str(rb.variant)
     };
 
     let mut old_of = vec![NO_MATCH; new.rows.len()];
@@ -237,23 +253,23 @@ pub fn compare(old: &RunIndex, new: &RunIndex) -> Result<Comparison, CompareErro
     let (mut i, mut j) = (0, 0);
     while i < o.len() || j < n.len() {
         let order = match (o.get(i), n.get(j)) {
-            (Some(a), Some(b)) => (a.ids, a.repetition).cmp(&(b.ids, b.repetition)),
+            (Some(a), Some(b)) => a.key().cmp(&b.key()),
             (Some(_), None) => std::cmp::Ordering::Less,
             _ => std::cmp::Ordering::Greater,
         };
         match order {
             std::cmp::Ordering::Less => {
-                removed.push(o[i].row);
+                removed.push(o[i].row());
                 i += 1;
             }
             std::cmp::Ordering::Greater => j += 1,
-            // Two different ids with one digest (2⁻⁶⁴ odds): not a match.
-            std::cmp::Ordering::Equal if !same_ids(&o[i], &n[j]) => {
-                removed.push(o[i].row);
+            // Two different keys with one digest (2⁻⁶⁴ odds): not a match.
+            std::cmp::Ordering::Equal if !same_ids(o[i], n[j]) => {
+                removed.push(o[i].row());
                 i += 1;
             }
             std::cmp::Ordering::Equal => {
-                old_of[n[j].row as usize] = o[i].row;
+                old_of[n[j].row() as usize] = o[i].row();
                 i += 1;
                 j += 1;
             }

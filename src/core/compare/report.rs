@@ -108,45 +108,81 @@ struct JsonMovement<'a> {
     difference: &'a Option<crate::core::stats::Difference>,
 }
 
-/// The comparison as one JSON document (see docs/compare.md).
-pub fn write_json(out: &mut dyn Write, cmp: &Comparison, runs: Runs<'_>) -> io::Result<()> {
-    let pairs: Vec<Value> = cmp
-        .entries()
-        .filter_map(|e| {
+/// One entry of the JSON's `pairs`, in the order its names are written.
+#[derive(Serialize)]
+struct JsonPair {
+    case_id: String,
+    variant_id: String,
+    repetition: Option<u32>,
+    change: &'static str,
+    old_status: Option<&'static str>,
+    new_status: Option<&'static str>,
+    dp_old: Option<f64>,
+    dp_new: Option<f64>,
+    category: Option<String>,
+    category_stale: bool,
+    category_from: Option<&'static str>,
+}
+
+/// The `pairs` array, each entry made as it is written: a comparison of a
+/// million pairs is not held as a million JSON objects.
+struct JsonPairs<'a> {
+    cmp: &'a Comparison,
+    runs: Runs<'a>,
+}
+
+impl Serialize for JsonPairs<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let (cmp, runs) = (self.cmp, self.runs);
+        s.collect_seq(cmp.entries().filter_map(|e| {
             let f = facts(cmp, runs, e)?;
-            Some(json!({
-                "case_id": f.case_id,
-                "variant_id": f.variant_id,
-                "repetition": f.repetition,
-                "change": e.change.name(),
-                "old_status": f.old_status,
-                "new_status": f.new_status,
-                "dp_old": f.dp_old,
-                "dp_new": f.dp_new,
-                "category": f.category,
-                "category_stale": f.category_stale,
-                "category_from": f.category_from,
-            }))
-        })
-        .collect();
+            Some(JsonPair {
+                case_id: f.case_id,
+                variant_id: f.variant_id,
+                repetition: f.repetition,
+                change: e.change.name(),
+                old_status: f.old_status,
+                new_status: f.new_status,
+                dp_old: f.dp_old,
+                dp_new: f.dp_new,
+                category: f.category,
+                category_stale: f.category_stale,
+                category_from: f.category_from,
+            })
+        }))
+    }
+}
+
+/// The JSON document, in the order its names are written.
+#[derive(Serialize)]
+struct JsonComparison<'a> {
+    old: String,
+    new: String,
+    counts: Value,
+    pairs: JsonPairs<'a>,
+    by_transformation: Vec<JsonMovement<'a>>,
+}
+
+/// The comparison as one JSON document (see docs/compare.md), written as
+/// it is made.
+pub fn write_json(out: &mut dyn Write, cmp: &Comparison, runs: Runs<'_>) -> io::Result<()> {
     let movement = cmp.movement(runs.old, runs.new);
-    let by: Vec<JsonMovement> = movement
-        .iter()
-        .map(|m| JsonMovement {
-            transformation: &m.transformation,
-            counts: counts_object(&m.counts),
-            old: &m.old,
-            new: &m.new,
-            difference: &m.difference,
-        })
-        .collect();
-    let doc = json!({
-        "old": runs.old.display_name(),
-        "new": runs.new.display_name(),
-        "counts": counts_object(&cmp.counts()),
-        "pairs": pairs,
-        "by_transformation": by,
-    });
+    let doc = JsonComparison {
+        old: runs.old.display_name(),
+        new: runs.new.display_name(),
+        counts: counts_object(&cmp.counts()),
+        pairs: JsonPairs { cmp, runs },
+        by_transformation: movement
+            .iter()
+            .map(|m| JsonMovement {
+                transformation: &m.transformation,
+                counts: counts_object(&m.counts),
+                old: &m.old,
+                new: &m.new,
+                difference: &m.difference,
+            })
+            .collect(),
+    };
     crate::core::json::to_writer_pretty(&mut *out, &doc)?;
     writeln!(out)
 }
