@@ -18,11 +18,14 @@ use crate::core::text::{fit, inert_line, plural, width};
 pub const LIST_MAX: usize = 50;
 
 /// The changes the text and Markdown list pair by pair, in this order.
-pub const LISTED: [ChangeKind; 5] = [
+/// Removed pairs are listed too: only the baseline has them, so no query
+/// of NEW can show them.
+pub const LISTED: [ChangeKind; 6] = [
     ChangeKind::NewFailures,
     ChangeKind::Fixed,
     ChangeKind::StatusChanged,
     ChangeKind::ContentChanged,
+    ChangeKind::Removed,
     ChangeKind::StillFailing,
 ];
 
@@ -35,7 +38,7 @@ pub fn title(c: ChangeKind) -> &'static str {
         ChangeKind::StatusChanged => "Failing another way",
         ChangeKind::ContentChanged => "Inputs changed (not comparable)",
         ChangeKind::Added => "Added",
-        ChangeKind::Removed => "Removed",
+        ChangeKind::Removed => "Removed (in the baseline only)",
         ChangeKind::UnchangedPass => "Passing in both",
     }
 }
@@ -275,21 +278,26 @@ pub fn listed(cmp: &Comparison, runs: Runs<'_>) -> Vec<Listed> {
     LISTED
         .iter()
         .filter(|&&c| cmp.count(c) > 0)
-        .map(|&c| Listed {
-            change: c,
-            count: cmp.count(c),
-            pairs: of_change(cmp, c)
-                .take(LIST_MAX)
-                .filter_map(|e| facts(cmp, runs, e))
-                .map(|f| ListedPair {
-                    pair: pair_name(&f),
-                    status: status_move(&f),
-                    dp: dp_move(&f),
-                    decision: decision_text(&f, c),
-                })
-                .collect(),
-        })
+        .map(|&c| listed_of(cmp, runs, c))
         .collect()
+}
+
+/// The pairs of change `c`, at most [`LIST_MAX`].
+pub fn listed_of(cmp: &Comparison, runs: Runs<'_>, c: ChangeKind) -> Listed {
+    Listed {
+        change: c,
+        count: cmp.count(c),
+        pairs: of_change(cmp, c)
+            .take(LIST_MAX)
+            .filter_map(|e| facts(cmp, runs, e))
+            .map(|f| ListedPair {
+                pair: pair_name(&f),
+                status: status_move(&f),
+                dp: dp_move(&f),
+                decision: decision_text(&f, c),
+            })
+            .collect(),
+    }
 }
 
 /// The comparison as aligned text.

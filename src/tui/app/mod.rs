@@ -401,6 +401,11 @@ impl App {
                 old: runs.old.display_name(),
                 counts: cmp.counts(),
                 by_transformation: cmp.movement(runs.old, runs.new),
+                removed: crate::core::compare::report::listed_of(
+                    cmp,
+                    runs,
+                    crate::core::compare::ChangeKind::Removed,
+                ),
             }),
             by_transformation,
             by_family,

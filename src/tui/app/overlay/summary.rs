@@ -32,6 +32,8 @@ pub struct Since {
     /// Pairs of each change, in [`ChangeKind::ALL`] order.
     pub counts: [u64; 8],
     pub by_transformation: Vec<Movement>,
+    /// The pairs only the baseline has, which no query of this run shows.
+    pub removed: crate::core::compare::report::Listed,
 }
 
 /// What the summary screen shows, computed when it opens.
@@ -273,6 +275,41 @@ fn since_lines(v: &Since, t: &Theme, width: usize, out: &mut Vec<Line<'static>>)
         width,
         2,
     ));
+    let removed = &v.removed;
+    if removed.count > 0 {
+        out.push(Line::from(Span::styled(
+            format!(
+                "Removed: {} only the baseline has (no query of this run shows them)",
+                text::plural(removed.count, "pair", "pairs")
+            ),
+            t.heading,
+        )));
+        for p in &removed.pairs {
+            out.extend(wrap(
+                vec![
+                    Span::styled(format!("  {}", text::inert_line(&p.pair)), t.base),
+                    Span::styled(
+                        format!(
+                            "  was {} · Δp {}",
+                            p.status.trim_end_matches(" → —"),
+                            p.dp.trim_end_matches(" → —")
+                        ),
+                        t.dim,
+                    ),
+                    Span::styled(format!("  {}", text::inert_line(&p.decision)), t.dim),
+                ],
+                width,
+                4,
+            ));
+        }
+        let more = removed.count.saturating_sub(removed.pairs.len() as u64);
+        if more > 0 {
+            out.push(Line::from(Span::styled(
+                format!("  and {more} more: triage compare lists them all (--format json)"),
+                t.dim,
+            )));
+        }
+    }
 }
 
 /// Every line of the summary, its notes and sentences wrapped to `width`.
