@@ -250,6 +250,10 @@ pub struct App {
     pub taxonomy: Taxonomy,
     /// Indices into `index.rows` of the pairs in view, in order.
     pub view: Vec<u32>,
+    /// The list's column widths for the view they were measured on (a
+    /// digest of its first rows), kept between frames: measuring reads
+    /// thousands of rows scattered over the index.
+    pub list_widths: std::cell::Cell<Option<(u64, [usize; 3])>>,
     /// The lines of the list (pairs, or case headers and pairs); the cursor indexes these.
     pub items: Vec<Item>,
     /// Whether the list is grouped by source case.
@@ -343,6 +347,7 @@ impl App {
             detail: None,
             overlay: Overlay::None,
             marks: HashSet::new(),
+            list_widths: std::cell::Cell::new(None),
             undo: Vec::new(),
             redo: Vec::new(),
             message: None,
@@ -468,6 +473,7 @@ impl App {
     pub fn reset_index(&mut self, index: RunIndex, watch: RunWatch) {
         self.index = index;
         self.watch = watch;
+        self.list_widths.set(None);
         self.run_change = None;
         self.detail = None;
         self.detail_scroll = 0;

@@ -27,12 +27,34 @@ struct Cols {
     category: usize,
 }
 
-/// The widest case id, variant id and transformation among the first rows
-/// of the view (each at most 40 columns): what the list would need to show
-/// them whole.
+/// The rows of the view whose ids size the list's columns.
+const MEASURED_ROWS: usize = 2000;
+
+/// The widest case id, variant id and transformation among the first
+/// [`MEASURED_ROWS`] rows of the view (each at most 40 columns): what the
+/// list would need to show them whole. Measured once per view: a row's ids
+/// never change, so the widths are kept with a digest of the rows they
+/// were measured on, which costs a sequential pass over 8 KB a frame
+/// rather than thousands of scattered reads.
 pub fn content_widths(app: &App) -> [usize; 3] {
+    use std::hash::{Hash, Hasher};
+    let first = &app.view[..app.view.len().min(MEASURED_ROWS)];
+    let mut h = rustc_hash::FxHasher::default();
+    first.hash(&mut h);
+    let stamp = h.finish();
+    if let Some((s, w)) = app.list_widths.get()
+        && s == stamp
+    {
+        return w;
+    }
+    let w = measure(app, first);
+    app.list_widths.set(Some((stamp, w)));
+    w
+}
+
+fn measure(app: &App, rows: &[u32]) -> [usize; 3] {
     let mut w = [0usize; 3];
-    for &r in app.view.iter().take(2000) {
+    for &r in rows {
         let Some(row) = app.index.rows.get(r as usize) else {
             continue;
         };
@@ -444,5 +466,32 @@ mod tests {
         ] {
             assert_eq!(shown_width(s), text::width(&text::inert_line(s)), "{s:?}");
         }
+    }
+
+    /// The widths kept between frames are those of the view shown: a view
+    /// of other rows is measured again, the same view is not.
+    #[test]
+    fn kept_widths_follow_the_view() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("r.jsonl");
+        let line = |case: &str, variant: &str| {
+            format!(
+                r#"{{"case_id":"{case}","variant_id":"{variant}","passed":false,"source":{{"question":"q"}},"variant":{{"question":"q2"}}}}"#
+            )
+        };
+        let text = [line("a-very-long-case-identifier", "v"), line("c", "short")].join("\n");
+        std::fs::write(&run, text + "\n").unwrap();
+        let journal = dir.path().join("j.jsonl");
+        let mut app = crate::tui::testing::app_for(&[run.to_str().unwrap()], &journal, "t");
+        app.view = vec![0, 1];
+        assert_eq!(content_widths(&app), [27, 5, 16]);
+        assert!(app.list_widths.get().is_some());
+        app.view = vec![1];
+        assert_eq!(content_widths(&app), [1, 5, 16]);
+        app.view = vec![0, 1];
+        assert_eq!(content_widths(&app), [27, 5, 16]);
+        // What is kept is what a fresh measure gives.
+        app.list_widths.set(None);
+        assert_eq!(content_widths(&app), [27, 5, 16]);
     }
 }
