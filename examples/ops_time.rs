@@ -9,8 +9,10 @@
 //! measures: a query keystroke (each key typed into the query bar: the text
 //! re-parsed and the view rebuilt), the whole query applied at once, a text
 //! search, a sort of all pairs on several keys, a frame
-//! render into a ratatui `TestBackend`, and moving to the next pair with its
-//! detail and diff loaded. Prints one `name value` line per figure, in ms,
+//! render into a ratatui `TestBackend`, moving to the next pair with its
+//! detail and diff loaded, opening the facets and the summary, and
+//! accepting every suggestion in view (`Y y`, saved to a journal in a
+//! temporary directory) and undoing it. Prints one `name value` line per figure, in ms,
 //! plus the resident memory after loading.
 
 use std::time::{Duration, Instant};
@@ -203,4 +205,49 @@ fn main() {
     }
     println!("next_pair_p50 {:.3}", pct(&mut next.clone(), 0.5));
     println!("next_pair_p99 {:.3}", pct(&mut next, 0.99));
+
+    // The facets and the summary over every pair, each opened (counted and
+    // laid out) and drawn once, then closed.
+    for (name, action) in [
+        ("facets", Action::ShowFacets),
+        ("summary", Action::ShowSummary),
+    ] {
+        let (t, cpu) = (Instant::now(), cpu_ms());
+        let work = app::update(&mut app, action);
+        testing::run_effects(&mut app, work, &theme);
+        terminal
+            .draw(|f| ui::render(f, &app, &keymap, &theme))
+            .expect("draw");
+        println!(
+            "{name}_ms {:.1} (cpu {:.1})",
+            ms(t.elapsed()),
+            cpu_ms() - cpu
+        );
+        let work = app::update(&mut app, Action::Cancel);
+        testing::run_effects(&mut app, work, &theme);
+    }
+
+    // Every suggestion in view accepted (`Y`, then `y` at the prompt),
+    // saved to the journal, then undone in one step (`u`).
+    let before = app.classified;
+    let (t, cpu) = (Instant::now(), cpu_ms());
+    let work = app::update(&mut app, Action::AcceptAllSuggestions);
+    testing::run_effects(&mut app, work, &theme);
+    let work = app::update(&mut app, Action::Confirm);
+    testing::run_effects(&mut app, work, &theme);
+    println!(
+        "accept_all_ms {:.1} (cpu {:.1}), {} decisions",
+        ms(t.elapsed()),
+        cpu_ms() - cpu,
+        app.classified - before
+    );
+    let (t, cpu) = (Instant::now(), cpu_ms());
+    let work = app::update(&mut app, Action::Undo);
+    testing::run_effects(&mut app, work, &theme);
+    println!(
+        "undo_all_ms {:.1} (cpu {:.1}), {} left",
+        ms(t.elapsed()),
+        cpu_ms() - cpu,
+        app.classified - before
+    );
 }
