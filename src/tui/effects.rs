@@ -151,8 +151,9 @@ pub fn sync_keys(app: &mut App) {
 }
 
 /// Compare the run with its baseline once its first pass is done, again
-/// as a followed run grows and after a reload: it reads the lines of the
-/// matched pairs once each. A query naming `change:` is applied again.
+/// as a followed run grows and after a reload: it works from both indexes
+/// (ids and inputs digests), reading again only the lines of matched pairs
+/// whose inputs digests differ. A query naming `change:` is applied again.
 pub fn compare_baseline(app: &mut App) {
     let rows = app.index.rows.len();
     let Some(b) = app.baseline.as_mut() else {

@@ -1,8 +1,8 @@
 //! The run before this one (`triage NEW --baseline OLD`): its index and
 //! journal, the comparison once NEW is indexed, and the carry prompt.
 //!
-//! The comparison reads the lines of matched pairs again, so the effect
-//! runner computes it ([`crate::tui::effects::compare_baseline`]) when the
+//! The comparison may read lines again (of matched pairs whose inputs
+//! digests differ), so the effect runner computes it ([`crate::tui::effects::compare_baseline`]) when the
 //! run's first pass is done, as it grows, and after a reload; until then
 //! no row has a change. `update` only reads it: the change column, the
 //! `change:` query field, the facets, the summary's movement, the detail's
