@@ -941,6 +941,9 @@ pub struct AnnotationStore {
     union: Option<Live>,
     /// The sum of the journals' revisions the union was built at.
     union_at: u64,
+    /// Blind review ([`AnnotationStore::set_blind`]): on a pair this
+    /// store's reviewer has not decided, the read accessors show nothing.
+    blind: bool,
 }
 
 impl AnnotationStore {
@@ -950,6 +953,7 @@ impl AnnotationStore {
             reviewer: reviewer.to_string(),
             union: None,
             union_at: u64::MAX,
+            blind: false,
         };
         store.sync_union();
         store
@@ -1077,8 +1081,46 @@ impl AnnotationStore {
     /// several, the resolved category ([`AnnotationStore::agreement`]; none
     /// while they disagree), the newest note, and the newest decider (or
     /// the resolver).
+    ///
+    /// In blind review, nothing on a pair this reviewer has not decided.
     pub fn get(&self, key: &RecordKey) -> Option<&Annotation> {
+        if self.hides(key) {
+            return None;
+        }
         self.live().get(key)
+    }
+
+    /// Blind review: from now on, on every pair this store's reviewer has
+    /// not decided, [`AnnotationStore::get`], [`AnnotationStore::decisions`],
+    /// [`AnnotationStore::agreement`], [`AnnotationStore::resolution`],
+    /// [`AnnotationStore::stale_for`] and [`AnnotationStore::all`] show
+    /// nothing, as if nobody had decided it; so every view, count, query and
+    /// export built on them shows only what this reviewer may see. Their own
+    /// decisions ([`AnnotationStore::mine`]) and what is written are as always.
+    pub fn set_blind(&mut self, blind: bool) {
+        self.blind = blind;
+    }
+
+    /// Whether this store is in blind review.
+    pub fn blind(&self) -> bool {
+        self.blind
+    }
+
+    /// Whether blind review hides the pair: this reviewer has not decided it.
+    pub fn hides(&self, key: &RecordKey) -> bool {
+        self.blind && self.mine(key).is_none()
+    }
+
+    /// How many decisions (a category or a note) blind review hides on the
+    /// pair: the other reviewers', until this reviewer decides it; 0 when
+    /// it hides nothing.
+    pub fn hidden_decisions(&self, key: &RecordKey) -> usize {
+        if !self.hides(key) {
+            return 0;
+        }
+        self.live().pairs.get(key).map_or(0, |p| {
+            p.decisions.iter().filter(|e| !e.ann.is_empty()).count()
+        })
     }
 
     /// This store's reviewer's own decision on the pair, if it has a category or a note.
@@ -1087,7 +1129,12 @@ impl AnnotationStore {
     }
 
     /// One reviewer's decision on the pair, if it has a category or a note.
+    /// In blind review, another reviewer's decision on a pair this
+    /// reviewer has not decided is hidden.
     pub fn decision_of(&self, key: &RecordKey, reviewer: &str) -> Option<&Annotation> {
+        if reviewer != self.reviewer && self.hides(key) {
+            return None;
+        }
         self.live()
             .pairs
             .get(key)?
@@ -1098,6 +1145,9 @@ impl AnnotationStore {
 
     /// Every reviewer's decision on the pair (those with a category or a note), by reviewer.
     pub fn decisions(&self, key: &RecordKey) -> Vec<&Annotation> {
+        if self.hides(key) {
+            return Vec::new();
+        }
         self.live().pairs.get(key).map_or_else(Vec::new, |p| {
             p.decisions
                 .iter()
@@ -1109,11 +1159,17 @@ impl AnnotationStore {
 
     /// How the pair's reviewers stand; `None` when nobody decided it.
     pub fn agreement(&self, key: &RecordKey) -> Option<Agreement> {
+        if self.hides(key) {
+            return None;
+        }
         self.live().pairs.get(key)?.agreement
     }
 
     /// The newest resolution recorded on the pair, and whether it holds.
     pub fn resolution(&self, key: &RecordKey) -> Option<Resolution<'_>> {
+        if self.hides(key) {
+            return None;
+        }
         let pair = self.live().pairs.get(key)?;
         let r = pair.resolution.as_ref()?;
         Some(Resolution {
@@ -1193,6 +1249,9 @@ impl AnnotationStore {
         variant_id: &str,
         current: &RecordKey,
     ) -> Option<&Annotation> {
+        if self.hides(current) {
+            return None;
+        }
         let live = self.live();
         live.by_ids
             .get(case_id)?
@@ -1207,7 +1266,13 @@ impl AnnotationStore {
 
     /// All annotations (non-empty ones), sorted by (case_id, variant_id, key).
     pub fn all(&self) -> Vec<&Annotation> {
-        let mut v: Vec<&Annotation> = self.live().pairs.values().filter_map(Pair::shown).collect();
+        let mut v: Vec<&Annotation> = self
+            .live()
+            .pairs
+            .values()
+            .filter_map(Pair::shown)
+            .filter(|a| !self.hides(&a.key))
+            .collect();
         v.sort_by(|a, b| {
             (&a.case_id, &a.variant_id, a.key).cmp(&(&b.case_id, &b.variant_id, b.key))
         });
@@ -1359,7 +1424,12 @@ impl AnnotationStore {
                     .unwrap_or_default()
             });
             let old = match resolution {
-                true => self.resolution(&c.key).map(|r| r.ann.clone()),
+                true => self
+                    .live()
+                    .pairs
+                    .get(&c.key)
+                    .and_then(|p| p.resolution.as_ref())
+                    .map(|r| r.ann.clone()),
                 false => self.mine(&c.key).cloned(),
             };
             let prev = old.as_ref().filter(|_| !resolution).map(|a| Prev {

@@ -475,9 +475,14 @@ fn export(
     match result {
         Ok(()) => app.say(
             format!(
-                "exported {} {} to {shown} ({format})",
+                "exported {} {} to {shown} ({format}){}",
                 rows.len(),
                 if rows.len() == 1 { "pair" } else { "pairs" },
+                if app.blind() {
+                    "; blind review: only the pairs you decided carry decisions and suggestions"
+                } else {
+                    ""
+                },
             ),
             MessageKind::Saved,
         ),

@@ -1606,3 +1606,56 @@ fn the_same_decision_twice_in_one_second_is_two_events() {
         }
     }
 }
+
+#[test]
+fn a_blind_store_shows_nothing_of_a_pair_its_reviewer_has_not_decided() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut ann = AnnotationStore::open(&path, "ann").unwrap();
+    let mut bob = AnnotationStore::open(&path, "bob").unwrap();
+    ann.apply(vec![
+        change(1, "c1", Some("boundary"), Some("ann's note")),
+        change(2, "c2", Some("distractor"), None),
+    ])
+    .unwrap();
+    bob.apply(vec![change(1, "c1", Some("distractor"), None)])
+        .unwrap();
+    let mut cy = AnnotationStore::open(&path, "cy").unwrap();
+    cy.resolve(vec![change(1, "c1", Some("boundary"), None)])
+        .unwrap();
+    let mut dee = AnnotationStore::open(&path, "dee").unwrap();
+    assert!(dee.get(&key(1)).is_some());
+    dee.set_blind(true);
+    for k in [key(1), key(2)] {
+        assert!(dee.hides(&k));
+        assert!(dee.get(&k).is_none());
+        assert!(dee.decisions(&k).is_empty());
+        assert!(dee.agreement(&k).is_none());
+        assert!(dee.resolution(&k).is_none());
+        assert!(dee.decision_of(&k, "ann").is_none());
+        assert!(dee.stale_for("c1", "v1", &k).is_none());
+    }
+    assert_eq!(dee.hidden_decisions(&key(1)), 2);
+    assert!(dee.all().is_empty());
+    // What the look-ups for record keys need is not hidden.
+    assert!(dee.names("c1", "v1") && !dee.is_empty());
+    // Once dee decides pair 1, it shows, with everyone's decisions; pair 2 stays hidden.
+    dee.apply(vec![change(1, "c1", Some("evidence"), None)])
+        .unwrap();
+    assert!(!dee.hides(&key(1)));
+    assert_eq!(dee.hidden_decisions(&key(1)), 0);
+    assert_eq!(dee.decisions(&key(1)).len(), 3);
+    assert_eq!(dee.agreement(&key(1)), Some(Agreement::Disagree));
+    assert!(dee.resolution(&key(1)).is_some());
+    assert!(dee.get(&key(2)).is_none());
+    assert_eq!(dee.all().len(), 1);
+    // A note alone is a decision too.
+    dee.apply(vec![change(2, "c2", None, Some("looked"))])
+        .unwrap();
+    assert_eq!(
+        dee.get(&key(2)).unwrap().category.as_deref(),
+        Some("distractor")
+    );
+    dee.set_blind(false);
+    assert_eq!(dee.all().len(), 2);
+}

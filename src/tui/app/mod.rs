@@ -284,9 +284,6 @@ pub struct App {
     pub quit: bool,
     /// A notice about where annotations are kept (fallback path, read-only).
     pub store_notice: Option<String>,
-    /// Blind review (`--blind`): other reviewers' categories and notes, and
-    /// the suggestion, stay hidden on a pair until this reviewer decides it.
-    pub blind: bool,
     /// Whether the loader is still indexing.
     pub loading: bool,
     /// Annotations whose pair is no longer in the run (found once indexing ends).
@@ -351,7 +348,6 @@ impl App {
             viewport: Viewport::default(),
             quit: false,
             store_notice: None,
-            blind: false,
             orphans: Vec::new(),
             help_search: String::new(),
             help_typing: false,
@@ -385,11 +381,18 @@ impl App {
         );
         let conclusion = crate::core::stats::conclusion(&self.index, &rows, &by_transformation);
         use crate::core::agreement;
-        let mut raters = agreement::every_pair(&self.store);
+        let blind = self.blind();
+        // In blind review the agreement stays hidden: it compares decisions
+        // on pairs this reviewer has not decided.
+        let mut raters = match blind {
+            true => Vec::new(),
+            false => agreement::every_pair(&self.store),
+        };
         raters.extend(
             self.store
                 .reviewers()
                 .into_iter()
+                .filter(|_| !blind)
                 .map(|r| (r.to_string(), agreement::SUGGESTIONS.to_string())),
         );
         let agreement = raters
@@ -407,6 +410,7 @@ impl App {
             conclusion,
             query: self.query.as_ref().map(|q| q.to_string()),
             agreement,
+            blind,
             scroll,
             hscroll: 0,
         }
@@ -425,10 +429,6 @@ impl App {
         let all: Vec<u32> = (0..self.index.rows.len() as u32).collect();
         let rows = self.apply_query(all);
         let mut facets = crate::core::facets::facets(&self.index, &rows, Some(&self.store));
-        if self.blind {
-            // The resolved categories are the other reviewers' too.
-            facets.retain(|f| f.field != "category");
-        }
         if let Some(changes) = self.changes() {
             facets.insert(
                 0,
@@ -546,7 +546,23 @@ impl App {
     /// Whether blind review hides the other reviewers' decisions and the
     /// suggestion of this row: this reviewer has not decided it yet.
     pub fn hides_others(&self, row: &PairRow) -> bool {
-        self.blind && self.mine(row).is_none()
+        self.index.hides(Some(&self.store), row)
+    }
+
+    /// Whether this is a blind review (`--blind`).
+    pub fn blind(&self) -> bool {
+        self.store.blind()
+    }
+
+    /// Start (or end) blind review: other reviewers' categories and notes,
+    /// and the suggestion, stay hidden on a pair until this reviewer decides
+    /// it, on every screen and in every count, query and export (the store
+    /// hides them: [`AnnotationStore::set_blind`]). The view and the counts
+    /// are made again.
+    pub fn set_blind(&mut self, blind: bool) {
+        self.store.set_blind(blind);
+        self.filter_view();
+        self.refresh_summary();
     }
 
     /// Whether the row's reviewers named different categories and no resolution settled them.
