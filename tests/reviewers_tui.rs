@@ -193,7 +193,7 @@ fn resolving_records_a_resolution_event_and_the_pair_leaves_the_queue() {
     ));
     let done = f.act(Action::Classify('5'));
     assert!(
-        matches!(done.as_slice(), [Effect::Resolve { changes, .. }] if changes.len() == 1 && changes[0].category.as_deref() == Some("boundary")),
+        matches!(done.as_slice(), [Effect::Resolve { changes, .. }] if changes.len() == 1 && changes[0].change.category.as_deref() == Some("boundary")),
         "{done:?}"
     );
     assert_eq!(f.app.overlay, Overlay::None);
@@ -561,5 +561,101 @@ fn blind_review_leaks_nothing_through_counts_queries_facets_summary_or_exports()
     assert_eq!(
         pairs.iter().filter(|p| !p["suggestion"].is_null()).count(),
         1
+    );
+}
+
+#[test]
+fn u_undoes_a_resolution_and_the_disagreement_comes_back() {
+    let mut f = Fixture::new("cy", false, 120, 40);
+    f.select("checkout-outage-001", "remove-scope-evidence");
+    let row = f.app.selected_row().unwrap();
+    let r = f.app.index.rows[row as usize];
+    assert!(f.app.disagrees(&r));
+    f.act(Action::ResolveDisagreement);
+    f.act(Action::Classify('5'));
+    assert!(!f.app.disagrees(&r));
+    assert_eq!(f.app.undo.len(), 1);
+    let resolved_lines = fs::read_to_string(&f.journal).unwrap().lines().count();
+
+    // u withdraws the resolution: the pair disagrees again, cy's own
+    // (absent) decision is untouched, and the journal says so in an event.
+    let effects = app::update(&mut f.app, Action::Undo);
+    assert!(
+        matches!(
+            effects.first(),
+            Some(Effect::Resolve {
+                guard: app::ResolutionGuard::Undo(_),
+                changes,
+                ..
+            }) if changes[0].change.category.is_none()
+        ),
+        "{effects:?}"
+    );
+    f.run(effects);
+    assert!(f.app.disagrees(&r));
+    assert!(f.app.mine(&r).is_none());
+    assert!(
+        f.app
+            .message
+            .as_ref()
+            .is_some_and(|m| m.0.starts_with("saved: undid: resolved as boundary")),
+        "{:?}",
+        f.app.message
+    );
+    let text = fs::read_to_string(&f.journal).unwrap();
+    assert_eq!(text.lines().count(), resolved_lines + 1);
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["kind"], "resolution");
+    assert!(last["category"].is_null());
+    assert!(f.screen().contains("DISAGREE"));
+
+    // Redo records it again, settling the same decisions.
+    f.act(Action::Redo);
+    assert!(!f.app.disagrees(&r));
+    let text = fs::read_to_string(&f.journal).unwrap();
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["category"], "boundary");
+    assert_eq!(
+        last["resolves"],
+        serde_json::json!([
+            {"reviewer": "ana", "category": "missing-evidence"},
+            {"reviewer": "bob", "category": "boundary"},
+        ])
+    );
+
+    // Another triage resolves the pair otherwise since: u writes nothing.
+    let mut other = AnnotationStore::open(&f.journal, "dee").unwrap();
+    let key = f.app.index.current_key(&f.app.store, &r).unwrap();
+    other
+        .resolve(vec![Change {
+            key,
+            case_id: "checkout-outage-001".into(),
+            variant_id: "remove-scope-evidence".into(),
+            category: Some("missing-evidence".into()),
+            note: None,
+            source: AnnotationSource::Manual,
+        }])
+        .unwrap();
+    drop(other);
+    let before = fs::read_to_string(&f.journal).unwrap();
+    f.act(Action::Undo);
+    assert!(
+        f.app
+            .message
+            .as_ref()
+            .is_some_and(|m| m.0.starts_with("NOT UNDONE")
+                && m.0
+                    .contains("it is resolved as missing-evidence now, by dee")),
+        "{:?}",
+        f.app.message
+    );
+    assert_eq!(fs::read_to_string(&f.journal).unwrap(), before);
+    assert!(f.app.redo.is_empty(), "the refused step is dropped");
+    assert_eq!(
+        f.app
+            .annotation(&r)
+            .and_then(|a| a.category.clone())
+            .as_deref(),
+        Some("missing-evidence")
     );
 }

@@ -508,6 +508,34 @@ pub struct Prior {
     pub category: Option<String>,
 }
 
+/// A resolution to record on a pair: the category it settles on, and the
+/// decisions it settles. A change with no category withdraws the pair's
+/// resolution (the event is written like any resolution, with no category
+/// and nothing it settles), so the disagreement it settled shows again:
+/// what undoing a resolution writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolutionChange {
+    pub change: Change,
+    /// The decisions it settles, by reviewer ([`AnnotationStore::priors`]
+    /// when it is made; an undo or a redo writes back the ones it had).
+    pub resolves: Vec<Prior>,
+}
+
+/// What an event of [`AnnotationStore::save_events`] is.
+enum Kind {
+    Decision,
+    /// A resolution settling these decisions (`None`: the pair's decisions as they stand).
+    Resolution(Option<Vec<Prior>>),
+}
+
+/// What a guarded save expects its pairs to hold before it writes.
+enum Expect<'a> {
+    /// This reviewer's decisions.
+    Decisions(&'a [Change]),
+    /// The pairs' resolutions (a change without a category: none).
+    Resolutions(&'a [ResolutionChange]),
+}
+
 /// How the reviewers of a pair stand.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Agreement {
@@ -615,7 +643,11 @@ impl Pair {
     }
 
     fn resolution_holds(&self) -> bool {
-        let Some(r) = &self.resolution else {
+        let Some(r) = self
+            .resolution
+            .as_ref()
+            .filter(|r| r.ann.category.is_some())
+        else {
             return false;
         };
         let mut then: Vec<&Prior> = r
@@ -1171,7 +1203,11 @@ impl AnnotationStore {
             return None;
         }
         let pair = self.live().pairs.get(key)?;
-        let r = pair.resolution.as_ref()?;
+        // A withdrawn resolution (an undone one) is no resolution.
+        let r = pair
+            .resolution
+            .as_ref()
+            .filter(|r| r.ann.category.is_some())?;
         Some(Resolution {
             ann: &r.ann,
             resolves: r.resolves.as_deref().unwrap_or(&[]),
@@ -1200,11 +1236,72 @@ impl AnnotationStore {
     /// reviewers' own decisions stay as they are. Durable before `Ok`,
     /// as [`AnnotationStore::apply`].
     pub fn resolve(&mut self, resolutions: Vec<Change>) -> Result<(), SaveError> {
-        let items: Vec<(Change, bool)> = resolutions.into_iter().map(|c| (c, true)).collect();
+        let items: Vec<(Change, Kind)> = resolutions
+            .into_iter()
+            .map(|c| (c, Kind::Resolution(None)))
+            .collect();
         let origins = vec![None; items.len()];
         match self.save_events(items, origins, &|_| Vec::new(), None)? {
             Saved::Done(_) => Ok(()),
             Saved::Conflict(_) => unreachable!("a save without expectations has no conflict"),
+        }
+    }
+
+    /// Record resolutions, each settling the decisions it names, or
+    /// withdraw them (a change with no category), as one durable step;
+    /// optionally only if every pair's resolution is still the one in
+    /// `expect` (an undo or a redo must not wipe a resolution recorded
+    /// since, by this triage or another). Under the journals' locks, as
+    /// [`AnnotationStore::save`]; on a difference nothing is written and
+    /// [`Saved::Conflict`] names the pairs (`now`: the resolution they hold).
+    pub fn save_resolutions(
+        &mut self,
+        resolutions: Vec<ResolutionChange>,
+        files: &dyn Fn(&RecordKey) -> Vec<u16>,
+        expect: Option<&[ResolutionChange]>,
+    ) -> Result<Saved, SaveError> {
+        let items: Vec<(Change, Kind)> = resolutions
+            .into_iter()
+            .map(|r| (r.change, Kind::Resolution(Some(r.resolves))))
+            .collect();
+        let origins = vec![None; items.len()];
+        self.save_events(items, origins, files, expect.map(Expect::Resolutions))
+    }
+
+    /// The decisions a resolution of the pair would settle now: every
+    /// decision that names a category, by reviewer.
+    pub fn priors(&self, key: &RecordKey) -> Vec<Prior> {
+        self.live()
+            .pairs
+            .get(key)
+            .map(Pair::categories)
+            .unwrap_or_default()
+    }
+
+    /// The pair's resolution as a [`ResolutionChange`] that would record
+    /// it again; with no category when it has none (or it was withdrawn).
+    pub fn resolution_change(
+        &self,
+        key: &RecordKey,
+        case_id: &str,
+        variant_id: &str,
+    ) -> ResolutionChange {
+        let current = self
+            .live()
+            .pairs
+            .get(key)
+            .and_then(|p| p.resolution.as_deref())
+            .filter(|r| r.ann.category.is_some());
+        ResolutionChange {
+            change: Change {
+                key: *key,
+                case_id: case_id.to_string(),
+                variant_id: variant_id.to_string(),
+                category: current.and_then(|r| r.ann.category.clone()),
+                note: None,
+                source: AnnotationSource::Manual,
+            },
+            resolves: current.and_then(|r| r.resolves.clone()).unwrap_or_default(),
         }
     }
 
@@ -1325,9 +1422,9 @@ impl AnnotationStore {
         files: &dyn Fn(&RecordKey) -> Vec<u16>,
         expect: Option<&[Change]>,
     ) -> Result<Saved, SaveError> {
-        let items: Vec<(Change, bool)> = changes.into_iter().map(|c| (c, false)).collect();
+        let items: Vec<(Change, Kind)> = changes.into_iter().map(|c| (c, Kind::Decision)).collect();
         let origins = vec![None; items.len()];
-        self.save_events(items, origins, files, expect)
+        self.save_events(items, origins, files, expect.map(Expect::Decisions))
     }
 
     /// Write decisions carried forward from an earlier run, each with its
@@ -1340,9 +1437,9 @@ impl AnnotationStore {
         carried: Vec<(Change, Provenance)>,
         files: &dyn Fn(&RecordKey) -> Vec<u16>,
     ) -> Result<Vec<Option<Annotation>>, SaveError> {
-        let (changes, origins): (Vec<(Change, bool)>, Vec<Option<Provenance>>) = carried
+        let (changes, origins): (Vec<(Change, Kind)>, Vec<Option<Provenance>>) = carried
             .into_iter()
-            .map(|(c, p)| ((c, false), Some(p)))
+            .map(|(c, p)| ((c, Kind::Decision), Some(p)))
             .unzip();
         match self.save_events(changes, origins, files, None)? {
             Saved::Done(previous) => Ok(previous),
@@ -1355,10 +1452,10 @@ impl AnnotationStore {
     /// forward from an earlier run), if it was.
     fn save_events(
         &mut self,
-        changes: Vec<(Change, bool)>,
+        changes: Vec<(Change, Kind)>,
         origins: Vec<Option<Provenance>>,
         files: &dyn Fn(&RecordKey) -> Vec<u16>,
-        expect: Option<&[Change]>,
+        expect: Option<Expect>,
     ) -> Result<Saved, SaveError> {
         let targets: Vec<Vec<usize>> = changes.iter().map(|(c, _)| self.route(c, files)).collect();
         let mut involved: Vec<usize> = targets.iter().flatten().copied().collect();
@@ -1405,7 +1502,10 @@ impl AnnotationStore {
         }
         self.sync_union();
         if let Some(expect) = expect {
-            let conflicts = self.conflicts(expect);
+            let conflicts = match expect {
+                Expect::Decisions(e) => self.conflicts(e),
+                Expect::Resolutions(e) => self.resolution_conflicts(e),
+            };
             if !conflicts.is_empty() {
                 unlock_all(&held);
                 return Ok(Saved::Conflict(conflicts));
@@ -1414,15 +1514,15 @@ impl AnnotationStore {
         let at = now_rfc3339();
         let mut previous = Vec::with_capacity(changes.len());
         let mut staged: HashMap<usize, HashSet<RecordKey>> = HashMap::new();
-        for (((c, resolution), to), carried_from) in changes.into_iter().zip(&targets).zip(origins)
-        {
-            let resolves = resolution.then(|| {
-                self.live()
-                    .pairs
-                    .get(&c.key)
-                    .map(Pair::categories)
-                    .unwrap_or_default()
-            });
+        for (((c, kind), to), carried_from) in changes.into_iter().zip(&targets).zip(origins) {
+            let resolution = matches!(kind, Kind::Resolution(_));
+            let resolves = match kind {
+                Kind::Decision => None,
+                // A withdrawal settles nothing.
+                Kind::Resolution(_) if non_empty(c.category.clone()).is_none() => Some(Vec::new()),
+                Kind::Resolution(Some(given)) => Some(given),
+                Kind::Resolution(None) => Some(self.priors(&c.key)),
+            };
             let old = match resolution {
                 true => self
                     .live()
@@ -1547,6 +1647,37 @@ impl AnnotationStore {
                     case_id: c.case_id.clone(),
                     variant_id: c.variant_id.clone(),
                     now: now.cloned(),
+                })
+            })
+            .collect()
+    }
+
+    /// The pairs of `expect` whose resolution now differs from it.
+    fn resolution_conflicts(&self, expect: &[ResolutionChange]) -> Vec<Conflict> {
+        let sorted = |v: &[Prior]| {
+            let mut v = v.to_vec();
+            v.sort_by(|a, b| a.reviewer.cmp(&b.reviewer));
+            v
+        };
+        expect
+            .iter()
+            .filter_map(|e| {
+                let c = &e.change;
+                let now = self.resolution_change(&c.key, &c.case_id, &c.variant_id);
+                let want = non_empty(c.category.clone());
+                let same = now.change.category == want
+                    && (want.is_none() || sorted(&now.resolves) == sorted(&e.resolves));
+                (!same).then(|| Conflict {
+                    key: c.key,
+                    case_id: c.case_id.clone(),
+                    variant_id: c.variant_id.clone(),
+                    now: self
+                        .live()
+                        .pairs
+                        .get(&c.key)
+                        .and_then(|p| p.resolution.as_deref())
+                        .filter(|r| r.ann.category.is_some())
+                        .map(|r| r.ann.clone()),
                 })
             })
             .collect()

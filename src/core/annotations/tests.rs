@@ -1659,3 +1659,120 @@ fn a_blind_store_shows_nothing_of_a_pair_its_reviewer_has_not_decided() {
     dee.set_blind(false);
     assert_eq!(dee.all().len(), 2);
 }
+
+fn settle(store: &AnnotationStore, n: u8, case: &str, cat: Option<&str>) -> ResolutionChange {
+    ResolutionChange {
+        resolves: match cat {
+            Some(_) => store.priors(&key(n)),
+            None => Vec::new(),
+        },
+        change: change(n, case, cat, None),
+    }
+}
+
+#[test]
+fn a_resolution_is_undone_and_redone_under_a_guard_and_the_disagreement_comes_back() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut ann = AnnotationStore::open(&path, "ann").unwrap();
+    ann.apply(vec![change(1, "c1", Some("boundary"), None)])
+        .unwrap();
+    let mut bob = AnnotationStore::open(&path, "bob").unwrap();
+    bob.apply(vec![change(1, "c1", Some("distractor"), None)])
+        .unwrap();
+    let mut cy = AnnotationStore::open(&path, "cy").unwrap();
+    assert_eq!(cy.agreement(&key(1)), Some(Agreement::Disagree));
+    let none = cy.resolution_change(&key(1), "c1", "v1");
+    assert_eq!(none.change.category, None);
+    let first = settle(&cy, 1, "c1", Some("boundary"));
+    assert_eq!(first.resolves.len(), 2);
+    let files = |_: &RecordKey| Vec::new();
+    let done = cy
+        .save_resolutions(vec![first.clone()], &files, None)
+        .unwrap();
+    assert!(matches!(done, Saved::Done(_)));
+    assert_eq!(cy.agreement(&key(1)), Some(Agreement::Resolved));
+    assert_eq!(cy.resolution_change(&key(1), "c1", "v1"), first);
+
+    // Undo: the resolution is withdrawn by an event of its own, and the
+    // pair is a disagreement again, in this store and in any other.
+    let undone = cy
+        .save_resolutions(
+            vec![none.clone()],
+            &files,
+            Some(std::slice::from_ref(&first)),
+        )
+        .unwrap();
+    assert!(matches!(undone, Saved::Done(_)));
+    assert_eq!(cy.agreement(&key(1)), Some(Agreement::Disagree));
+    assert!(cy.resolution(&key(1)).is_none());
+    assert_eq!(cy.get(&key(1)).unwrap().category, None);
+    let last: serde_json::Value = serde_json::from_str(&lines(&path).pop().unwrap()).unwrap();
+    assert_eq!(last["kind"], "resolution");
+    assert_eq!(last["category"], serde_json::Value::Null);
+    assert_eq!(last["resolves"], serde_json::json!([]));
+    ann.refresh().unwrap();
+    assert_eq!(ann.agreement(&key(1)), Some(Agreement::Disagree));
+    // The withdrawal outlives a compaction, and wins over the older resolution.
+    drop((ann, bob));
+    drop(cy);
+    let mut cy = AnnotationStore::open(&path, "cy").unwrap();
+    assert_eq!(cy.agreement(&key(1)), Some(Agreement::Disagree));
+
+    // Redo: only while the pair still has no resolution.
+    let redone = cy
+        .save_resolutions(
+            vec![first.clone()],
+            &files,
+            Some(std::slice::from_ref(&none)),
+        )
+        .unwrap();
+    assert!(matches!(redone, Saved::Done(_)));
+    assert_eq!(cy.agreement(&key(1)), Some(Agreement::Resolved));
+
+    // A second resolution, undone, brings back the first one as it was.
+    let second = settle(&cy, 1, "c1", Some("distractor"));
+    cy.save_resolutions(vec![second.clone()], &files, None)
+        .unwrap();
+    assert_eq!(
+        cy.get(&key(1)).unwrap().category.as_deref(),
+        Some("distractor")
+    );
+    cy.save_resolutions(
+        vec![first.clone()],
+        &files,
+        Some(std::slice::from_ref(&second)),
+    )
+    .unwrap();
+    assert_eq!(
+        cy.get(&key(1)).unwrap().category.as_deref(),
+        Some("boundary")
+    );
+
+    // Another triage resolves the pair since: the undo writes nothing.
+    let mut dee = AnnotationStore::open(&path, "dee").unwrap();
+    dee.resolve(vec![change(1, "c1", Some("evidence"), None)])
+        .unwrap();
+    let before = lines(&path).len();
+    let refused = cy
+        .save_resolutions(
+            vec![none.clone()],
+            &files,
+            Some(std::slice::from_ref(&first)),
+        )
+        .unwrap();
+    let Saved::Conflict(conflicts) = refused else {
+        panic!("a conflict");
+    };
+    assert_eq!(conflicts.len(), 1);
+    let now = conflicts[0].now.as_ref().unwrap();
+    assert_eq!(
+        (now.category.as_deref(), now.reviewer.as_str()),
+        (Some("evidence"), "dee")
+    );
+    assert_eq!(lines(&path).len(), before);
+    assert_eq!(
+        cy.get(&key(1)).unwrap().category.as_deref(),
+        Some("evidence")
+    );
+}
