@@ -52,7 +52,9 @@ pub struct Annotation {
     pub source: AnnotationSource,
     /// Where a decision carried forward from an earlier run came from
     /// (`None` for a decision made on this run).
-    pub carried_from: Option<Provenance>,
+    /// (boxed: most decisions have none, and every decision held pays for
+    /// the field).
+    pub carried_from: Option<Box<Provenance>>,
     /// What makes this event unlike any other, even one that records the
     /// same decision by the same reviewer within the same second: written
     /// as `n` (16 hex digits) on each line; 0 for lines written before it
@@ -369,7 +371,7 @@ fn parse_line(body: &[u8]) -> Line {
         reviewer: ev.reviewer,
         at: ev.at,
         source: ev.source,
-        carried_from: ev.carried_from,
+        carried_from: ev.carried_from.map(Box::new),
         // An unreadable nonce reads as none: the event still counts.
         nonce: ev
             .n
@@ -484,7 +486,8 @@ type Slot = (RecordKey, Option<String>);
 #[derive(Debug, Clone)]
 struct Entry {
     ann: Annotation,
-    prev: Option<Prev>,
+    /// Boxed: most events replace nothing, and every slot pays for the field.
+    prev: Option<Box<Prev>>,
     /// For a resolution: the decisions it settled.
     resolves: Option<Vec<Prior>>,
     /// When it was applied ([`tick`]); higher is newer.
@@ -582,8 +585,9 @@ struct Pair {
     resolution: Option<Box<Entry>>,
     /// With several reviewers, what the pair shows: the resolved category
     /// (none while they disagree), the newest note and the newest decider
-    /// (or the resolver). With one, that reviewer's decision is shown as it
-    /// is and this is `None`.
+    /// (or the resolver). `None` when that is the newest decision as it
+    /// is (one reviewer; or reviewers who agree, the newest of whom wrote
+    /// the newest note): no copy of it is kept.
     view: Option<Box<Annotation>>,
     agreement: Option<Agreement>,
     /// The newest event's tick.
@@ -620,14 +624,19 @@ impl Pair {
 
     /// The annotation the pair shows, if some reviewer decided it.
     fn shown(&self) -> Option<&Annotation> {
-        match self.agreement? {
-            Agreement::Single => self
-                .decisions
-                .iter()
-                .map(|e| &e.ann)
-                .find(|a| !a.is_empty()),
-            _ => self.view.as_deref(),
+        self.agreement?;
+        match &self.view {
+            Some(view) => Some(view),
+            None => self.newest_decision().map(|e| &e.ann),
         }
+    }
+
+    /// The newest decision with a category or a note.
+    fn newest_decision(&self) -> Option<&Entry> {
+        self.decisions
+            .iter()
+            .filter(|e| !e.ann.is_empty())
+            .max_by_key(|e| e.seq)
     }
 
     /// The (reviewer, category) of every decision that names a category, by reviewer.
@@ -683,6 +692,15 @@ impl Pair {
         let mut categories: Vec<&str> = shown().filter_map(|e| e.ann.category.as_deref()).collect();
         categories.sort_unstable();
         categories.dedup();
+        if categories.len() <= 1
+            && categories.first().copied() == newest.ann.category.as_deref()
+            && note == newest.ann.note
+        {
+            // The reviewers agree and the newest decision shows as it is:
+            // no copy of it.
+            self.agreement = Some(Agreement::Agreed);
+            return;
+        }
         let mut view = Annotation {
             note,
             ..newest.ann.clone()
@@ -736,7 +754,7 @@ impl Live {
     fn put(&mut self, ann: Annotation, prev: Option<Prev>, resolves: Option<Vec<Prior>>, seq: u64) {
         self.insert(Entry {
             ann,
-            prev,
+            prev: prev.map(Box::new),
             resolves,
             seq,
         });
@@ -777,12 +795,15 @@ impl Live {
         }
         if let Some((case_id, variant_id)) = new_ids {
             self.shown += 1;
-            self.by_ids
+            let keys = self
+                .by_ids
                 .entry(case_id)
                 .or_default()
                 .entry(variant_id)
-                .or_default()
-                .push(key);
+                .or_default();
+            // Most ids name one key: a vector's first growth would hold four.
+            keys.reserve_exact(1);
+            keys.push(key);
         }
     }
 
@@ -1545,7 +1566,7 @@ impl AnnotationStore {
                 reviewer: self.reviewer.clone(),
                 at: at.clone(),
                 source: c.source,
-                carried_from,
+                carried_from: carried_from.map(Box::new),
                 nonce: fresh_nonce(),
             };
             for &j in to {
@@ -2080,11 +2101,11 @@ pub fn merge_journals(base: &[u8], ours: &[u8], theirs: &[u8]) -> Merged {
                 Line::Event(ann, prev, resolves) => {
                     let entry = Entry {
                         ann: *ann,
-                        prev,
+                        prev: prev.map(Box::new),
                         resolves,
                         seq: 0,
                     };
-                    let text = encode(&entry.ann, entry.prev.as_ref(), entry.resolves.as_deref());
+                    let text = encode(&entry.ann, entry.prev.as_deref(), entry.resolves.as_deref());
                     slots.insert(entry.slot(), (text, entry.ann.at.clone()));
                 }
                 Line::Newer | Line::Bad(_) => raw.push(line.to_vec()),

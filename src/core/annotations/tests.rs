@@ -1776,3 +1776,47 @@ fn a_resolution_is_undone_and_redone_under_a_guard_and_the_disagreement_comes_ba
         Some("evidence")
     );
 }
+
+#[test]
+fn agreeing_reviewers_show_the_newest_decider_and_the_newest_note_copied_or_not() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut ann = AnnotationStore::open(&path, "ann").unwrap();
+    let mut bob = AnnotationStore::open(&path, "bob").unwrap();
+    // Pair 1: the newest decider wrote no note, so the shown note is ann's.
+    ann.apply(vec![change(1, "c1", Some("boundary"), Some("on the line"))])
+        .unwrap();
+    bob.apply(vec![change(1, "c1", Some("boundary"), None)])
+        .unwrap();
+    // Pair 2: the newest decision is what shows, as it is.
+    ann.apply(vec![change(2, "c2", Some("distractor"), None)])
+        .unwrap();
+    bob.apply(vec![change(2, "c2", Some("distractor"), Some("agreed"))])
+        .unwrap();
+    for store in [&bob, &AnnotationStore::read(&path).unwrap()] {
+        let one = store.get(&key(1)).unwrap();
+        assert_eq!(
+            (
+                one.category.as_deref(),
+                one.note.as_deref(),
+                one.reviewer.as_str()
+            ),
+            (Some("boundary"), Some("on the line"), "bob")
+        );
+        let two = store.get(&key(2)).unwrap();
+        assert_eq!(
+            (
+                two.category.as_deref(),
+                two.note.as_deref(),
+                two.reviewer.as_str()
+            ),
+            (Some("distractor"), Some("agreed"), "bob")
+        );
+        assert_eq!(store.agreement(&key(2)), Some(Agreement::Agreed));
+    }
+    // When bob clears his decision, ann's shows again, alone.
+    bob.apply(vec![change(2, "c2", None, None)]).unwrap();
+    let two = bob.get(&key(2)).unwrap();
+    assert_eq!((two.reviewer.as_str(), two.note.as_deref()), ("ann", None));
+    assert_eq!(bob.agreement(&key(2)), Some(Agreement::Single));
+}
