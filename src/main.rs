@@ -1954,7 +1954,9 @@ fn open(cli: Cli) -> ExitCode {
     app.baseline = baseline;
     effects::compare_baseline(&mut app);
     app.store_notice = (!notices.is_empty()).then(|| notices.join("; "));
-    app.blind = cli.blind;
+    if cli.blind {
+        app.set_blind(true);
+    }
     // Standard input cannot be read twice.
     if !runs.iter().any(|r| r == "-") {
         app.reopen = Some(app::Reopen {

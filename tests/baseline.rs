@@ -261,3 +261,17 @@ fn a_reload_compares_the_new_rows_again() {
     assert_eq!(count(&app, ChangeKind::NewFailures), Some(0));
     assert_eq!(count(&app, ChangeKind::UnchangedPass), Some(10));
 }
+
+#[test]
+fn blind_review_hides_the_baseline_decision_until_the_pair_is_decided() {
+    let mut f = Fixture::new(140, 40);
+    assert!(f.app.baseline_decision(6).is_some());
+    f.app.set_blind(true);
+    assert!(f.app.baseline_decision(6).is_none());
+    assert!(f.app.baseline_decision(10).is_none());
+    let screen = format!("{}", f.screen().backend());
+    assert!(!screen.contains("⇠"), "{screen}");
+    assert!(!screen.contains("(stale)"), "{screen}");
+    f.app.set_blind(false);
+    assert!(f.app.baseline_decision(6).is_some());
+}

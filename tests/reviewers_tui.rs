@@ -94,7 +94,7 @@ impl Fixture {
         fs::write(&journal, journal_text(Path::new(RICH))).expect("journal");
         let theme = Theme::dark();
         let mut app = testing::app_for_size(&[RICH], &journal, reviewer, width, height, &theme);
-        app.blind = blind;
+        app.set_blind(blind);
         let mut f = Fixture {
             app,
             theme,
@@ -193,7 +193,7 @@ fn resolving_records_a_resolution_event_and_the_pair_leaves_the_queue() {
     ));
     let done = f.act(Action::Classify('5'));
     assert!(
-        matches!(done.as_slice(), [Effect::Resolve { changes, .. }] if changes.len() == 1 && changes[0].category.as_deref() == Some("boundary")),
+        matches!(done.as_slice(), [Effect::Resolve { changes, .. }] if changes.len() == 1 && changes[0].change.category.as_deref() == Some("boundary")),
         "{done:?}"
     );
     assert_eq!(f.app.overlay, Overlay::None);
@@ -286,14 +286,6 @@ fn blind_review_hides_the_others_and_the_suggestion_until_this_reviewer_decides(
     assert!(!screen.contains("suggested "), "{screen}");
     assert!(!screen.contains("said "), "{screen}");
     insta::assert_snapshot!("blind_before_deciding", screen);
-    // The facets leave out the category facet: it counts the others' categories.
-    f.act(Action::ShowFacets);
-    let Overlay::Facets(panel) = &f.app.overlay else {
-        panic!("the facets panel");
-    };
-    assert!(panel.facets.iter().all(|x| x.field != "category"));
-    assert!(panel.facets.iter().any(|x| x.field == "transformation"));
-    f.act(Action::Close);
     // y does not accept a suggestion it has not shown.
     assert_eq!(f.act(Action::AcceptSuggestion), vec![]);
     assert!(
@@ -403,5 +395,267 @@ fn a_decision_made_in_the_viewer_is_this_reviewers_own() {
     assert_eq!(
         store.decision_of(&key, "bob").unwrap().note.as_deref(),
         Some("bob's note")
+    );
+}
+
+/// Every pair's (query, pairs in view), for the blind and the open review.
+fn matches(f: &mut Fixture, queries: &[&str]) -> Vec<usize> {
+    queries
+        .iter()
+        .map(|q| {
+            f.app.set_query(q).expect("a query");
+            f.app.view.len()
+        })
+        .collect()
+}
+
+/// The categories the facets panel counts, with their failures.
+fn category_facet(f: &mut Fixture) -> Vec<(String, u64)> {
+    f.act(Action::ShowFacets);
+    let Overlay::Facets(panel) = &f.app.overlay else {
+        panic!("the facets panel");
+    };
+    let facet = panel
+        .facets
+        .iter()
+        .find(|x| x.field == "category")
+        .expect("a category facet");
+    let out = facet
+        .entries
+        .iter()
+        .map(|e| (e.value.clone(), e.failures))
+        .collect();
+    f.act(Action::Close);
+    out
+}
+
+/// The pairs of a JSON export started from the viewer, as values.
+fn export_json(f: &mut Fixture) -> Vec<serde_json::Value> {
+    let path = f
+        ._dir
+        .path()
+        .join(format!("export-{}.json", f.app.undo.len()));
+    let rows = f.app.view.clone();
+    f.run(vec![Effect::Export {
+        format: triage::core::export::Format::Json,
+        path: path.display().to_string(),
+        rows,
+        overwrite: true,
+    }]);
+    let doc: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(&path).expect("the export")).expect("JSON");
+    doc["pairs"].as_array().expect("pairs").clone()
+}
+
+#[test]
+fn blind_review_leaks_nothing_through_counts_queries_facets_summary_or_exports() {
+    const QUERIES: &[&str] = &[
+        "category:any",
+        "category:distractor",
+        "disagree:yes",
+        "reviewer:ana|bob",
+        "suggested:*",
+        "source:manual",
+    ];
+    // Open review first: every route below does show the others' work.
+    let mut open = Fixture::new("cy", false, 120, 40);
+    let failures = open.app.view.len();
+    assert!(open.app.classified > 0);
+    let seen = matches(&mut open, QUERIES);
+    assert!(seen.iter().all(|&n| n > 0), "{seen:?}");
+    open.app.set_query("").unwrap();
+    assert!(
+        category_facet(&mut open)
+            .iter()
+            .any(|(c, _)| c == "distractor")
+    );
+    let pairs = export_json(&mut open);
+    assert!(pairs.iter().any(|p| p["reviewer"] == "bob"));
+    assert!(pairs.iter().any(|p| !p["suggestion"].is_null()));
+
+    let mut f = Fixture::new("cy", true, 120, 40);
+    assert_eq!(f.app.view.len(), failures);
+    // The status bar's count of classified failures.
+    assert_eq!(f.app.classified, 0);
+    // Queries on the decisions and the suggestion match nothing the
+    // reviewer has not decided; their negations match every pair.
+    assert_eq!(matches(&mut f, QUERIES), vec![0; QUERIES.len()]);
+    let negated: Vec<String> = QUERIES.iter().map(|q| format!("-{q}")).collect();
+    let negated: Vec<&str> = negated.iter().map(String::as_str).collect();
+    assert_eq!(matches(&mut f, &negated), vec![failures; QUERIES.len()]);
+    f.app.set_query("").unwrap();
+    // Y accepts no suggestion it has not shown.
+    assert_eq!(f.act(Action::AcceptAllSuggestions), vec![]);
+    assert_eq!(f.app.overlay, Overlay::None);
+    // d finds no disagreement to walk to.
+    f.act(Action::FirstPair);
+    f.act(Action::NextDisagreement);
+    assert!(
+        f.app
+            .message
+            .as_ref()
+            .is_some_and(|m| m.0.starts_with("no pair in view")),
+        "{:?}",
+        f.app.message
+    );
+    // The facets count every failure as uncategorised, and say why.
+    assert_eq!(
+        category_facet(&mut f),
+        vec![("none".to_string(), failures as u64)]
+    );
+    f.act(Action::ShowFacets);
+    assert!(
+        f.screen()
+            .contains("blind: only the pairs you decided count")
+    );
+    f.act(Action::Close);
+    // The summary: nothing classified, no kappa, and a line saying why.
+    f.act(Action::ShowSummary);
+    let Overlay::Summary(v) = &f.app.overlay else {
+        panic!("the summary");
+    };
+    assert!(v.blind);
+    assert!(v.agreement.is_empty());
+    assert_eq!(v.by_transformation.classified, 0);
+    let screen = f.screen();
+    assert!(!screen.contains("Reviewer agreement"), "{screen}");
+    assert!(!screen.contains("distractor"), "{screen}");
+    insta::assert_snapshot!("blind_summary", screen);
+    f.act(Action::Close);
+    // An export from the viewer: no decision, resolution or suggestion.
+    for p in export_json(&mut f) {
+        assert!(p["category"].is_null(), "{p}");
+        assert!(p["reviewer"].is_null(), "{p}");
+        assert!(p["agreement"].is_null(), "{p}");
+        assert_eq!(p["decisions"], serde_json::json!([]), "{p}");
+        assert!(p["suggestion"].is_null(), "{p}");
+    }
+    assert!(
+        f.app
+            .message
+            .as_ref()
+            .is_some_and(|m| m.0.contains("blind review")),
+        "{:?}",
+        f.app.message
+    );
+
+    // Once cy decides a pair, that pair (and only that one) shows.
+    f.select("checkout-outage-001", "irrelevant-ui-metadata");
+    f.act(Action::Classify('1'));
+    assert_eq!(
+        matches(
+            &mut f,
+            &["category:any", "disagree:yes", "reviewer:ana|bob|cy"]
+        ),
+        vec![0, 1, 1]
+    );
+    f.app.set_query("").unwrap();
+    let pairs = export_json(&mut f);
+    let decided: Vec<&serde_json::Value> = pairs
+        .iter()
+        .filter(|p| p["agreement"] == "disagree")
+        .collect();
+    assert_eq!(decided.len(), 1);
+    assert_eq!(decided[0]["decisions"].as_array().map(Vec::len), Some(3));
+    assert!(!decided[0]["suggestion"].is_null());
+    assert_eq!(
+        pairs.iter().filter(|p| !p["suggestion"].is_null()).count(),
+        1
+    );
+}
+
+#[test]
+fn u_undoes_a_resolution_and_the_disagreement_comes_back() {
+    let mut f = Fixture::new("cy", false, 120, 40);
+    f.select("checkout-outage-001", "remove-scope-evidence");
+    let row = f.app.selected_row().unwrap();
+    let r = f.app.index.rows[row as usize];
+    assert!(f.app.disagrees(&r));
+    f.act(Action::ResolveDisagreement);
+    f.act(Action::Classify('5'));
+    assert!(!f.app.disagrees(&r));
+    assert_eq!(f.app.undo.len(), 1);
+    let resolved_lines = fs::read_to_string(&f.journal).unwrap().lines().count();
+
+    // u withdraws the resolution: the pair disagrees again, cy's own
+    // (absent) decision is untouched, and the journal says so in an event.
+    let effects = app::update(&mut f.app, Action::Undo);
+    assert!(
+        matches!(
+            effects.first(),
+            Some(Effect::Resolve {
+                guard: app::ResolutionGuard::Undo(_),
+                changes,
+                ..
+            }) if changes[0].change.category.is_none()
+        ),
+        "{effects:?}"
+    );
+    f.run(effects);
+    assert!(f.app.disagrees(&r));
+    assert!(f.app.mine(&r).is_none());
+    assert!(
+        f.app
+            .message
+            .as_ref()
+            .is_some_and(|m| m.0.starts_with("saved: undid: resolved as boundary")),
+        "{:?}",
+        f.app.message
+    );
+    let text = fs::read_to_string(&f.journal).unwrap();
+    assert_eq!(text.lines().count(), resolved_lines + 1);
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["kind"], "resolution");
+    assert!(last["category"].is_null());
+    assert!(f.screen().contains("DISAGREE"));
+
+    // Redo records it again, settling the same decisions.
+    f.act(Action::Redo);
+    assert!(!f.app.disagrees(&r));
+    let text = fs::read_to_string(&f.journal).unwrap();
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(last["category"], "boundary");
+    assert_eq!(
+        last["resolves"],
+        serde_json::json!([
+            {"reviewer": "ana", "category": "missing-evidence"},
+            {"reviewer": "bob", "category": "boundary"},
+        ])
+    );
+
+    // Another triage resolves the pair otherwise since: u writes nothing.
+    let mut other = AnnotationStore::open(&f.journal, "dee").unwrap();
+    let key = f.app.index.current_key(&f.app.store, &r).unwrap();
+    other
+        .resolve(vec![Change {
+            key,
+            case_id: "checkout-outage-001".into(),
+            variant_id: "remove-scope-evidence".into(),
+            category: Some("missing-evidence".into()),
+            note: None,
+            source: AnnotationSource::Manual,
+        }])
+        .unwrap();
+    drop(other);
+    let before = fs::read_to_string(&f.journal).unwrap();
+    f.act(Action::Undo);
+    assert!(
+        f.app
+            .message
+            .as_ref()
+            .is_some_and(|m| m.0.starts_with("NOT UNDONE")
+                && m.0
+                    .contains("it is resolved as missing-evidence now, by dee")),
+        "{:?}",
+        f.app.message
+    );
+    assert_eq!(fs::read_to_string(&f.journal).unwrap(), before);
+    assert!(f.app.redo.is_empty(), "the refused step is dropped");
+    assert_eq!(
+        f.app
+            .annotation(&r)
+            .and_then(|a| a.category.clone())
+            .as_deref(),
+        Some("missing-evidence")
     );
 }

@@ -52,7 +52,9 @@ pub struct Annotation {
     pub source: AnnotationSource,
     /// Where a decision carried forward from an earlier run came from
     /// (`None` for a decision made on this run).
-    pub carried_from: Option<Provenance>,
+    /// (boxed: most decisions have none, and every decision held pays for
+    /// the field).
+    pub carried_from: Option<Box<Provenance>>,
     /// What makes this event unlike any other, even one that records the
     /// same decision by the same reviewer within the same second: written
     /// as `n` (16 hex digits) on each line; 0 for lines written before it
@@ -369,7 +371,7 @@ fn parse_line(body: &[u8]) -> Line {
         reviewer: ev.reviewer,
         at: ev.at,
         source: ev.source,
-        carried_from: ev.carried_from,
+        carried_from: ev.carried_from.map(Box::new),
         // An unreadable nonce reads as none: the event still counts.
         nonce: ev
             .n
@@ -484,7 +486,8 @@ type Slot = (RecordKey, Option<String>);
 #[derive(Debug, Clone)]
 struct Entry {
     ann: Annotation,
-    prev: Option<Prev>,
+    /// Boxed: most events replace nothing, and every slot pays for the field.
+    prev: Option<Box<Prev>>,
     /// For a resolution: the decisions it settled.
     resolves: Option<Vec<Prior>>,
     /// When it was applied ([`tick`]); higher is newer.
@@ -506,6 +509,34 @@ impl Entry {
 pub struct Prior {
     pub reviewer: String,
     pub category: Option<String>,
+}
+
+/// A resolution to record on a pair: the category it settles on, and the
+/// decisions it settles. A change with no category withdraws the pair's
+/// resolution (the event is written like any resolution, with no category
+/// and nothing it settles), so the disagreement it settled shows again:
+/// what undoing a resolution writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolutionChange {
+    pub change: Change,
+    /// The decisions it settles, by reviewer ([`AnnotationStore::priors`]
+    /// when it is made; an undo or a redo writes back the ones it had).
+    pub resolves: Vec<Prior>,
+}
+
+/// What an event of [`AnnotationStore::save_events`] is.
+enum Kind {
+    Decision,
+    /// A resolution settling these decisions (`None`: the pair's decisions as they stand).
+    Resolution(Option<Vec<Prior>>),
+}
+
+/// What a guarded save expects its pairs to hold before it writes.
+enum Expect<'a> {
+    /// This reviewer's decisions.
+    Decisions(&'a [Change]),
+    /// The pairs' resolutions (a change without a category: none).
+    Resolutions(&'a [ResolutionChange]),
 }
 
 /// How the reviewers of a pair stand.
@@ -554,8 +585,9 @@ struct Pair {
     resolution: Option<Box<Entry>>,
     /// With several reviewers, what the pair shows: the resolved category
     /// (none while they disagree), the newest note and the newest decider
-    /// (or the resolver). With one, that reviewer's decision is shown as it
-    /// is and this is `None`.
+    /// (or the resolver). `None` when that is the newest decision as it
+    /// is (one reviewer; or reviewers who agree, the newest of whom wrote
+    /// the newest note): no copy of it is kept.
     view: Option<Box<Annotation>>,
     agreement: Option<Agreement>,
     /// The newest event's tick.
@@ -592,14 +624,19 @@ impl Pair {
 
     /// The annotation the pair shows, if some reviewer decided it.
     fn shown(&self) -> Option<&Annotation> {
-        match self.agreement? {
-            Agreement::Single => self
-                .decisions
-                .iter()
-                .map(|e| &e.ann)
-                .find(|a| !a.is_empty()),
-            _ => self.view.as_deref(),
+        self.agreement?;
+        match &self.view {
+            Some(view) => Some(view),
+            None => self.newest_decision().map(|e| &e.ann),
         }
+    }
+
+    /// The newest decision with a category or a note.
+    fn newest_decision(&self) -> Option<&Entry> {
+        self.decisions
+            .iter()
+            .filter(|e| !e.ann.is_empty())
+            .max_by_key(|e| e.seq)
     }
 
     /// The (reviewer, category) of every decision that names a category, by reviewer.
@@ -615,7 +652,11 @@ impl Pair {
     }
 
     fn resolution_holds(&self) -> bool {
-        let Some(r) = &self.resolution else {
+        let Some(r) = self
+            .resolution
+            .as_ref()
+            .filter(|r| r.ann.category.is_some())
+        else {
             return false;
         };
         let mut then: Vec<&Prior> = r
@@ -651,6 +692,15 @@ impl Pair {
         let mut categories: Vec<&str> = shown().filter_map(|e| e.ann.category.as_deref()).collect();
         categories.sort_unstable();
         categories.dedup();
+        if categories.len() <= 1
+            && categories.first().copied() == newest.ann.category.as_deref()
+            && note == newest.ann.note
+        {
+            // The reviewers agree and the newest decision shows as it is:
+            // no copy of it.
+            self.agreement = Some(Agreement::Agreed);
+            return;
+        }
         let mut view = Annotation {
             note,
             ..newest.ann.clone()
@@ -704,7 +754,7 @@ impl Live {
     fn put(&mut self, ann: Annotation, prev: Option<Prev>, resolves: Option<Vec<Prior>>, seq: u64) {
         self.insert(Entry {
             ann,
-            prev,
+            prev: prev.map(Box::new),
             resolves,
             seq,
         });
@@ -745,12 +795,15 @@ impl Live {
         }
         if let Some((case_id, variant_id)) = new_ids {
             self.shown += 1;
-            self.by_ids
+            let keys = self
+                .by_ids
                 .entry(case_id)
                 .or_default()
                 .entry(variant_id)
-                .or_default()
-                .push(key);
+                .or_default();
+            // Most ids name one key: a vector's first growth would hold four.
+            keys.reserve_exact(1);
+            keys.push(key);
         }
     }
 
@@ -941,6 +994,9 @@ pub struct AnnotationStore {
     union: Option<Live>,
     /// The sum of the journals' revisions the union was built at.
     union_at: u64,
+    /// Blind review ([`AnnotationStore::set_blind`]): on a pair this
+    /// store's reviewer has not decided, the read accessors show nothing.
+    blind: bool,
 }
 
 impl AnnotationStore {
@@ -950,6 +1006,7 @@ impl AnnotationStore {
             reviewer: reviewer.to_string(),
             union: None,
             union_at: u64::MAX,
+            blind: false,
         };
         store.sync_union();
         store
@@ -1077,8 +1134,46 @@ impl AnnotationStore {
     /// several, the resolved category ([`AnnotationStore::agreement`]; none
     /// while they disagree), the newest note, and the newest decider (or
     /// the resolver).
+    ///
+    /// In blind review, nothing on a pair this reviewer has not decided.
     pub fn get(&self, key: &RecordKey) -> Option<&Annotation> {
+        if self.hides(key) {
+            return None;
+        }
         self.live().get(key)
+    }
+
+    /// Blind review: from now on, on every pair this store's reviewer has
+    /// not decided, [`AnnotationStore::get`], [`AnnotationStore::decisions`],
+    /// [`AnnotationStore::agreement`], [`AnnotationStore::resolution`],
+    /// [`AnnotationStore::stale_for`] and [`AnnotationStore::all`] show
+    /// nothing, as if nobody had decided it; so every view, count, query and
+    /// export built on them shows only what this reviewer may see. Their own
+    /// decisions ([`AnnotationStore::mine`]) and what is written are as always.
+    pub fn set_blind(&mut self, blind: bool) {
+        self.blind = blind;
+    }
+
+    /// Whether this store is in blind review.
+    pub fn blind(&self) -> bool {
+        self.blind
+    }
+
+    /// Whether blind review hides the pair: this reviewer has not decided it.
+    pub fn hides(&self, key: &RecordKey) -> bool {
+        self.blind && self.mine(key).is_none()
+    }
+
+    /// How many decisions (a category or a note) blind review hides on the
+    /// pair: the other reviewers', until this reviewer decides it; 0 when
+    /// it hides nothing.
+    pub fn hidden_decisions(&self, key: &RecordKey) -> usize {
+        if !self.hides(key) {
+            return 0;
+        }
+        self.live().pairs.get(key).map_or(0, |p| {
+            p.decisions.iter().filter(|e| !e.ann.is_empty()).count()
+        })
     }
 
     /// This store's reviewer's own decision on the pair, if it has a category or a note.
@@ -1087,7 +1182,12 @@ impl AnnotationStore {
     }
 
     /// One reviewer's decision on the pair, if it has a category or a note.
+    /// In blind review, another reviewer's decision on a pair this
+    /// reviewer has not decided is hidden.
     pub fn decision_of(&self, key: &RecordKey, reviewer: &str) -> Option<&Annotation> {
+        if reviewer != self.reviewer && self.hides(key) {
+            return None;
+        }
         self.live()
             .pairs
             .get(key)?
@@ -1098,6 +1198,9 @@ impl AnnotationStore {
 
     /// Every reviewer's decision on the pair (those with a category or a note), by reviewer.
     pub fn decisions(&self, key: &RecordKey) -> Vec<&Annotation> {
+        if self.hides(key) {
+            return Vec::new();
+        }
         self.live().pairs.get(key).map_or_else(Vec::new, |p| {
             p.decisions
                 .iter()
@@ -1109,13 +1212,23 @@ impl AnnotationStore {
 
     /// How the pair's reviewers stand; `None` when nobody decided it.
     pub fn agreement(&self, key: &RecordKey) -> Option<Agreement> {
+        if self.hides(key) {
+            return None;
+        }
         self.live().pairs.get(key)?.agreement
     }
 
     /// The newest resolution recorded on the pair, and whether it holds.
     pub fn resolution(&self, key: &RecordKey) -> Option<Resolution<'_>> {
+        if self.hides(key) {
+            return None;
+        }
         let pair = self.live().pairs.get(key)?;
-        let r = pair.resolution.as_ref()?;
+        // A withdrawn resolution (an undone one) is no resolution.
+        let r = pair
+            .resolution
+            .as_ref()
+            .filter(|r| r.ann.category.is_some())?;
         Some(Resolution {
             ann: &r.ann,
             resolves: r.resolves.as_deref().unwrap_or(&[]),
@@ -1144,11 +1257,72 @@ impl AnnotationStore {
     /// reviewers' own decisions stay as they are. Durable before `Ok`,
     /// as [`AnnotationStore::apply`].
     pub fn resolve(&mut self, resolutions: Vec<Change>) -> Result<(), SaveError> {
-        let items: Vec<(Change, bool)> = resolutions.into_iter().map(|c| (c, true)).collect();
+        let items: Vec<(Change, Kind)> = resolutions
+            .into_iter()
+            .map(|c| (c, Kind::Resolution(None)))
+            .collect();
         let origins = vec![None; items.len()];
         match self.save_events(items, origins, &|_| Vec::new(), None)? {
             Saved::Done(_) => Ok(()),
             Saved::Conflict(_) => unreachable!("a save without expectations has no conflict"),
+        }
+    }
+
+    /// Record resolutions, each settling the decisions it names, or
+    /// withdraw them (a change with no category), as one durable step;
+    /// optionally only if every pair's resolution is still the one in
+    /// `expect` (an undo or a redo must not wipe a resolution recorded
+    /// since, by this triage or another). Under the journals' locks, as
+    /// [`AnnotationStore::save`]; on a difference nothing is written and
+    /// [`Saved::Conflict`] names the pairs (`now`: the resolution they hold).
+    pub fn save_resolutions(
+        &mut self,
+        resolutions: Vec<ResolutionChange>,
+        files: &dyn Fn(&RecordKey) -> Vec<u16>,
+        expect: Option<&[ResolutionChange]>,
+    ) -> Result<Saved, SaveError> {
+        let items: Vec<(Change, Kind)> = resolutions
+            .into_iter()
+            .map(|r| (r.change, Kind::Resolution(Some(r.resolves))))
+            .collect();
+        let origins = vec![None; items.len()];
+        self.save_events(items, origins, files, expect.map(Expect::Resolutions))
+    }
+
+    /// The decisions a resolution of the pair would settle now: every
+    /// decision that names a category, by reviewer.
+    pub fn priors(&self, key: &RecordKey) -> Vec<Prior> {
+        self.live()
+            .pairs
+            .get(key)
+            .map(Pair::categories)
+            .unwrap_or_default()
+    }
+
+    /// The pair's resolution as a [`ResolutionChange`] that would record
+    /// it again; with no category when it has none (or it was withdrawn).
+    pub fn resolution_change(
+        &self,
+        key: &RecordKey,
+        case_id: &str,
+        variant_id: &str,
+    ) -> ResolutionChange {
+        let current = self
+            .live()
+            .pairs
+            .get(key)
+            .and_then(|p| p.resolution.as_deref())
+            .filter(|r| r.ann.category.is_some());
+        ResolutionChange {
+            change: Change {
+                key: *key,
+                case_id: case_id.to_string(),
+                variant_id: variant_id.to_string(),
+                category: current.and_then(|r| r.ann.category.clone()),
+                note: None,
+                source: AnnotationSource::Manual,
+            },
+            resolves: current.and_then(|r| r.resolves.clone()).unwrap_or_default(),
         }
     }
 
@@ -1193,6 +1367,9 @@ impl AnnotationStore {
         variant_id: &str,
         current: &RecordKey,
     ) -> Option<&Annotation> {
+        if self.hides(current) {
+            return None;
+        }
         let live = self.live();
         live.by_ids
             .get(case_id)?
@@ -1207,7 +1384,13 @@ impl AnnotationStore {
 
     /// All annotations (non-empty ones), sorted by (case_id, variant_id, key).
     pub fn all(&self) -> Vec<&Annotation> {
-        let mut v: Vec<&Annotation> = self.live().pairs.values().filter_map(Pair::shown).collect();
+        let mut v: Vec<&Annotation> = self
+            .live()
+            .pairs
+            .values()
+            .filter_map(Pair::shown)
+            .filter(|a| !self.hides(&a.key))
+            .collect();
         v.sort_by(|a, b| {
             (&a.case_id, &a.variant_id, a.key).cmp(&(&b.case_id, &b.variant_id, b.key))
         });
@@ -1260,9 +1443,9 @@ impl AnnotationStore {
         files: &dyn Fn(&RecordKey) -> Vec<u16>,
         expect: Option<&[Change]>,
     ) -> Result<Saved, SaveError> {
-        let items: Vec<(Change, bool)> = changes.into_iter().map(|c| (c, false)).collect();
+        let items: Vec<(Change, Kind)> = changes.into_iter().map(|c| (c, Kind::Decision)).collect();
         let origins = vec![None; items.len()];
-        self.save_events(items, origins, files, expect)
+        self.save_events(items, origins, files, expect.map(Expect::Decisions))
     }
 
     /// Write decisions carried forward from an earlier run, each with its
@@ -1275,9 +1458,9 @@ impl AnnotationStore {
         carried: Vec<(Change, Provenance)>,
         files: &dyn Fn(&RecordKey) -> Vec<u16>,
     ) -> Result<Vec<Option<Annotation>>, SaveError> {
-        let (changes, origins): (Vec<(Change, bool)>, Vec<Option<Provenance>>) = carried
+        let (changes, origins): (Vec<(Change, Kind)>, Vec<Option<Provenance>>) = carried
             .into_iter()
-            .map(|(c, p)| ((c, false), Some(p)))
+            .map(|(c, p)| ((c, Kind::Decision), Some(p)))
             .unzip();
         match self.save_events(changes, origins, files, None)? {
             Saved::Done(previous) => Ok(previous),
@@ -1290,10 +1473,10 @@ impl AnnotationStore {
     /// forward from an earlier run), if it was.
     fn save_events(
         &mut self,
-        changes: Vec<(Change, bool)>,
+        changes: Vec<(Change, Kind)>,
         origins: Vec<Option<Provenance>>,
         files: &dyn Fn(&RecordKey) -> Vec<u16>,
-        expect: Option<&[Change]>,
+        expect: Option<Expect>,
     ) -> Result<Saved, SaveError> {
         let targets: Vec<Vec<usize>> = changes.iter().map(|(c, _)| self.route(c, files)).collect();
         let mut involved: Vec<usize> = targets.iter().flatten().copied().collect();
@@ -1340,7 +1523,10 @@ impl AnnotationStore {
         }
         self.sync_union();
         if let Some(expect) = expect {
-            let conflicts = self.conflicts(expect);
+            let conflicts = match expect {
+                Expect::Decisions(e) => self.conflicts(e),
+                Expect::Resolutions(e) => self.resolution_conflicts(e),
+            };
             if !conflicts.is_empty() {
                 unlock_all(&held);
                 return Ok(Saved::Conflict(conflicts));
@@ -1349,17 +1535,22 @@ impl AnnotationStore {
         let at = now_rfc3339();
         let mut previous = Vec::with_capacity(changes.len());
         let mut staged: HashMap<usize, HashSet<RecordKey>> = HashMap::new();
-        for (((c, resolution), to), carried_from) in changes.into_iter().zip(&targets).zip(origins)
-        {
-            let resolves = resolution.then(|| {
-                self.live()
+        for (((c, kind), to), carried_from) in changes.into_iter().zip(&targets).zip(origins) {
+            let resolution = matches!(kind, Kind::Resolution(_));
+            let resolves = match kind {
+                Kind::Decision => None,
+                // A withdrawal settles nothing.
+                Kind::Resolution(_) if non_empty(c.category.clone()).is_none() => Some(Vec::new()),
+                Kind::Resolution(Some(given)) => Some(given),
+                Kind::Resolution(None) => Some(self.priors(&c.key)),
+            };
+            let old = match resolution {
+                true => self
+                    .live()
                     .pairs
                     .get(&c.key)
-                    .map(Pair::categories)
-                    .unwrap_or_default()
-            });
-            let old = match resolution {
-                true => self.resolution(&c.key).map(|r| r.ann.clone()),
+                    .and_then(|p| p.resolution.as_ref())
+                    .map(|r| r.ann.clone()),
                 false => self.mine(&c.key).cloned(),
             };
             let prev = old.as_ref().filter(|_| !resolution).map(|a| Prev {
@@ -1375,7 +1566,7 @@ impl AnnotationStore {
                 reviewer: self.reviewer.clone(),
                 at: at.clone(),
                 source: c.source,
-                carried_from,
+                carried_from: carried_from.map(Box::new),
                 nonce: fresh_nonce(),
             };
             for &j in to {
@@ -1477,6 +1668,37 @@ impl AnnotationStore {
                     case_id: c.case_id.clone(),
                     variant_id: c.variant_id.clone(),
                     now: now.cloned(),
+                })
+            })
+            .collect()
+    }
+
+    /// The pairs of `expect` whose resolution now differs from it.
+    fn resolution_conflicts(&self, expect: &[ResolutionChange]) -> Vec<Conflict> {
+        let sorted = |v: &[Prior]| {
+            let mut v = v.to_vec();
+            v.sort_by(|a, b| a.reviewer.cmp(&b.reviewer));
+            v
+        };
+        expect
+            .iter()
+            .filter_map(|e| {
+                let c = &e.change;
+                let now = self.resolution_change(&c.key, &c.case_id, &c.variant_id);
+                let want = non_empty(c.category.clone());
+                let same = now.change.category == want
+                    && (want.is_none() || sorted(&now.resolves) == sorted(&e.resolves));
+                (!same).then(|| Conflict {
+                    key: c.key,
+                    case_id: c.case_id.clone(),
+                    variant_id: c.variant_id.clone(),
+                    now: self
+                        .live()
+                        .pairs
+                        .get(&c.key)
+                        .and_then(|p| p.resolution.as_deref())
+                        .filter(|r| r.ann.category.is_some())
+                        .map(|r| r.ann.clone()),
                 })
             })
             .collect()
@@ -1879,11 +2101,11 @@ pub fn merge_journals(base: &[u8], ours: &[u8], theirs: &[u8]) -> Merged {
                 Line::Event(ann, prev, resolves) => {
                     let entry = Entry {
                         ann: *ann,
-                        prev,
+                        prev: prev.map(Box::new),
                         resolves,
                         seq: 0,
                     };
-                    let text = encode(&entry.ann, entry.prev.as_ref(), entry.resolves.as_deref());
+                    let text = encode(&entry.ann, entry.prev.as_deref(), entry.resolves.as_deref());
                     slots.insert(entry.slot(), (text, entry.ann.at.clone()));
                 }
                 Line::Newer | Line::Bad(_) => raw.push(line.to_vec()),

@@ -466,17 +466,21 @@ impl Comparison {
                 })
             })
             .filter_map(|e| match self.decision(runs, e)? {
-                Decision::Carried(a) => Some(CarryItem {
-                    new_row: e.new_row?,
-                    category: a.category.clone(),
-                    note: a.note.clone(),
-                    source: a.source,
-                    provenance: a.carried_from.clone().unwrap_or_else(|| Provenance {
-                        reviewer: a.reviewer.clone(),
-                        at: a.at.clone(),
-                        run: self.old_name.clone(),
-                    }),
-                }),
+                Decision::Carried(a) => {
+                    Some(CarryItem {
+                        new_row: e.new_row?,
+                        category: a.category.clone(),
+                        note: a.note.clone(),
+                        source: a.source,
+                        provenance: a.carried_from.as_deref().cloned().unwrap_or_else(|| {
+                            Provenance {
+                                reviewer: a.reviewer.clone(),
+                                at: a.at.clone(),
+                                run: self.old_name.clone(),
+                            }
+                        }),
+                    })
+                }
                 _ => None,
             })
             .collect()

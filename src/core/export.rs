@@ -254,8 +254,11 @@ fn load<'a>(input: &ExportInput<'a>, i: u32) -> io::Result<Pair<'a>> {
         .get(i as usize)
         .ok_or_else(|| io::Error::other(format!("no pair number {i} in the run")))?;
     let lp = index.load_pair(row).map_err(io::Error::other)?;
-    let sug = suggest::suggest(&lp.record, &lp.derived);
     let store = input.store;
+    // In blind review the suggestion of a pair the reviewer has not
+    // decided stays hidden, as on the screen.
+    let sug = suggest::suggest(&lp.record, &lp.derived)
+        .filter(|_| !store.is_some_and(|s| s.hides(&lp.key)));
     Ok(Pair {
         row,
         file: file_name(index, row),

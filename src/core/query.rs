@@ -498,6 +498,11 @@ impl<'a> AnnEnv<'a> {
         }
     }
 
+    /// The store, when it is in blind review.
+    fn blind(&self) -> Option<&'a AnnotationStore> {
+        self.store.filter(|s| s.blind())
+    }
+
     /// The annotation of a row under its current key.
     fn row(&self, index: &RunIndex, r: &PairRow) -> Option<&'a Annotation> {
         if !self.any {
@@ -639,9 +644,19 @@ struct SymSet {
 }
 
 impl SymSet {
-    /// Test the field `f` of row `r`.
-    fn test_row(&mut self, f: SymField, r: &PairRow, index: &RunIndex) -> bool {
+    /// Test the field `f` of row `r`. `blind` is the store in blind
+    /// review: a suggestion it hides reads as none.
+    fn test_row(
+        &mut self,
+        f: SymField,
+        r: &PairRow,
+        index: &RunIndex,
+        blind: Option<&AnnotationStore>,
+    ) -> bool {
         if let SymField::Suggested = f {
+            if blind.is_some() && index.hides(blind, r) {
+                return self.none;
+            }
             let Some(s) = r.suggestion() else {
                 return self.none;
             };
@@ -1146,7 +1161,7 @@ fn sweep(cond: &mut Cond, negated: bool, index: &RunIndex, env: &AnnEnv, sel: &m
                         let hit = match codes.codes.get(i as usize) {
                             None => false,
                             Some(&Codes::OTHER) => {
-                                set.test_row(f, &rows[i as usize], index) != negated
+                                set.test_row(f, &rows[i as usize], index, env.blind()) != negated
                             }
                             Some(&c) => verdict[usize::from(c)],
                         };
@@ -1155,7 +1170,9 @@ fn sweep(cond: &mut Cond, negated: bool, index: &RunIndex, env: &AnnEnv, sel: &m
                     }
                     sel.truncate(n);
                 }
-                None => retain_rows(sel, rows, |r| set.test_row(f, r, index) != negated),
+                None => retain_rows(sel, rows, |r| {
+                    set.test_row(f, r, index, env.blind()) != negated
+                }),
             }
         }
         Cond::Flag { flag, yes, no } => {
@@ -1316,7 +1333,7 @@ impl Compiled {
         for (negated, cond) in self.conds.iter_mut().skip(from) {
             let hit = match cond {
                 Cond::Status(m) => status_in(*m, row),
-                Cond::Sym(f, set) => set.test_row(*f, row, index),
+                Cond::Sym(f, set) => set.test_row(*f, row, index, env.blind()),
                 Cond::Flag { flag, yes, no } => flag_in(*flag, *yes, *no, row),
                 Cond::Expectation(m) => expectation_in(*m, row),
                 Cond::Validity(m) => validity_in(*m, row),

@@ -266,7 +266,7 @@ impl Action {
                 "with --baseline: copy the baseline's decisions on pairs that still fail with identical inputs into this run's journal (asks first)"
             }
             Action::Undo => {
-                "undo the last classification or note change (selects the pair and names it)"
+                "undo the last classification, note change or resolution (selects the pair and names it)"
             }
             Action::Redo => "redo (selects the pair and names it)",
             Action::ToggleUnclassified => "show unclassified failures only",

@@ -20,7 +20,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::core::annotations::{
-    AnnotationStore, Change, Conflict, Saved, journal_files, same_file,
+    AnnotationStore, Change, Conflict, ResolutionChange, Saved, journal_files, same_file,
 };
 use crate::core::index::RunIndex;
 use crate::core::key::RecordKey;
@@ -28,7 +28,9 @@ use crate::core::load::follow::RunWatch;
 use crate::core::suggest::suggest;
 use crate::core::taxonomy::Taxonomy;
 
-use super::app::{self, App, Confirm, Detail, Effect, Guard, MessageKind, OnYes, Overlay};
+use super::app::{
+    self, App, Confirm, Detail, Effect, Guard, MessageKind, OnYes, Overlay, ResolutionGuard,
+};
 use super::doc;
 use super::style::Theme;
 use super::ui;
@@ -93,15 +95,11 @@ pub fn run(app: &mut App, effect: Effect, theme: &Theme) -> Vec<Effect> {
         }
         Effect::ShowFacets => app.show_facets(),
         Effect::ShowSummary => app.show_summary(),
-        Effect::Resolve { changes, label } => {
-            match app.store.resolve(changes) {
-                Ok(()) => app.say(format!("saved: {label}"), MessageKind::Saved),
-                Err(e) => app.say(format!("NOT SAVED: {e}"), MessageKind::Error),
-            }
-            sync_keys(app);
-            refresh_header(app);
-            app.recount();
-        }
+        Effect::Resolve {
+            changes,
+            label,
+            guard,
+        } => resolve(app, changes, &label, guard),
         // The event loop owns the terminal and the loader: it does these
         // (see [`perform`]).
         Effect::Suspend | Effect::Reload => {}
@@ -318,6 +316,48 @@ fn save(app: &mut App, changes: Vec<Change>, label: &str, guard: Guard) {
     app.recount();
 }
 
+/// Record resolutions through the store, each to the journal of its
+/// pair's run, and say what happened; an undo (or redo) whose pairs got
+/// another resolution since writes nothing, as [`save`].
+fn resolve(app: &mut App, changes: Vec<ResolutionChange>, label: &str, guard: ResolutionGuard) {
+    let n = changes.len();
+    let keys: HashSet<RecordKey> = changes.iter().map(|c| c.change.key).collect();
+    let files = app.index.files_of_keys(&keys);
+    let route = |k: &RecordKey| files.get(k).cloned().unwrap_or_default();
+    let expect = match &guard {
+        ResolutionGuard::None => None,
+        ResolutionGuard::Undo(e) | ResolutionGuard::Redo(e) => Some(e.as_slice()),
+    };
+    match app.store.save_resolutions(changes, &route, expect) {
+        Ok(Saved::Done(_)) => app.say(format!("saved: {label}"), MessageKind::Saved),
+        Ok(Saved::Conflict(conflicts)) => {
+            let what = match guard {
+                ResolutionGuard::Redo(_) => {
+                    app.undo.pop();
+                    "NOT REDONE"
+                }
+                _ => {
+                    app.redo.pop();
+                    "NOT UNDONE"
+                }
+            };
+            app.say(
+                format!(
+                    "{what}: {}",
+                    conflict_text(&conflicts, n)
+                        .replace("it is ", "it is resolved as ")
+                        .replace("it has no category now", "it has no resolution now")
+                ),
+                MessageKind::Error,
+            );
+        }
+        Err(e) => app.say(format!("NOT SAVED: {e}"), MessageKind::Error),
+    }
+    sync_keys(app);
+    refresh_header(app);
+    app.recount();
+}
+
 /// Which pairs another triage changed since, in words.
 fn conflict_text(conflicts: &[Conflict], of: usize) -> String {
     let first = &conflicts[0];
@@ -476,9 +516,14 @@ fn export(
     match result {
         Ok(()) => app.say(
             format!(
-                "exported {} {} to {shown} ({format})",
+                "exported {} {} to {shown} ({format}){}",
                 rows.len(),
                 if rows.len() == 1 { "pair" } else { "pairs" },
+                if app.blind() {
+                    "; blind review: only the pairs you decided carry decisions and suggestions"
+                } else {
+                    ""
+                },
             ),
             MessageKind::Saved,
         ),

@@ -108,10 +108,12 @@ pub(super) struct Journal {
     /// The newest event this triage made durable here, per slot: written
     /// again if the file is replaced by a copy that lacks it.
     own: HashMap<Slot, PendingEvent>,
-    /// Per key, the [`event_id`]s of the events this journal has held, in
-    /// the order this triage first saw them: an event seen before this
-    /// triage's own is older than it.
-    seen: HashMap<RecordKey, Vec<u64>>,
+    /// The [`event_id`] of every event this journal has held, with the
+    /// order in which this triage first saw it: an event seen before this
+    /// triage's own is older than it. (One map for every event, not a
+    /// vector per pair: a pair's events are told apart by their ids, which
+    /// hash the key.)
+    seen: HashMap<u64, u64>,
     /// Unreadable lines of the file (and those already moved out of it).
     pub(super) bad: Vec<BadLine>,
     /// How many lines could not be read (newer ones included), listed or not.
@@ -481,7 +483,7 @@ impl Journal {
         entries.sort_by_key(|e| e.seq);
         let mut text = String::new();
         for e in entries {
-            text.push_str(&encode(&e.ann, e.prev.as_ref(), e.resolves.as_deref()));
+            text.push_str(&encode(&e.ann, e.prev.as_deref(), e.resolves.as_deref()));
             text.push('\n');
         }
         let written = (|| {
@@ -644,12 +646,11 @@ impl Journal {
             if self.pending.iter().any(|p| p.slot() == *slot) {
                 continue;
             }
-            let order = self.seen.get(&slot.0);
-            let pos = |id: u64| order.and_then(|o| o.iter().position(|x| *x == id));
+            let pos = |id: u64| self.seen.get(&id).copied();
             let held = match self.live.slot(slot) {
                 None => ev.ann.is_empty(),
                 Some(f) => {
-                    let theirs = pos(event_id(&f.ann, f.prev.as_ref(), f.resolves.as_deref()));
+                    let theirs = pos(event_id(&f.ann, f.prev.as_deref(), f.resolves.as_deref()));
                     let ours = pos(event_id(&ev.ann, ev.prev.as_ref(), ev.resolves.as_deref()));
                     !matches!((theirs, ours), (Some(t), Some(o)) if t < o)
                 }
@@ -673,10 +674,8 @@ impl Journal {
     /// Remember that this journal held this event.
     fn note_seen(&mut self, ann: &Annotation, prev: Option<&Prev>, resolves: Option<&[Prior]>) {
         let id = event_id(ann, prev, resolves);
-        let order = self.seen.entry(ann.key).or_default();
-        if !order.contains(&id) {
-            order.push(id);
-        }
+        let next = self.seen.len() as u64;
+        self.seen.entry(id).or_insert(next);
     }
 
     /// Replay `file` from `read_pos` to its end; `count` records the keys touched.

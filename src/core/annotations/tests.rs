@@ -1606,3 +1606,217 @@ fn the_same_decision_twice_in_one_second_is_two_events() {
         }
     }
 }
+
+#[test]
+fn a_blind_store_shows_nothing_of_a_pair_its_reviewer_has_not_decided() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut ann = AnnotationStore::open(&path, "ann").unwrap();
+    let mut bob = AnnotationStore::open(&path, "bob").unwrap();
+    ann.apply(vec![
+        change(1, "c1", Some("boundary"), Some("ann's note")),
+        change(2, "c2", Some("distractor"), None),
+    ])
+    .unwrap();
+    bob.apply(vec![change(1, "c1", Some("distractor"), None)])
+        .unwrap();
+    let mut cy = AnnotationStore::open(&path, "cy").unwrap();
+    cy.resolve(vec![change(1, "c1", Some("boundary"), None)])
+        .unwrap();
+    let mut dee = AnnotationStore::open(&path, "dee").unwrap();
+    assert!(dee.get(&key(1)).is_some());
+    dee.set_blind(true);
+    for k in [key(1), key(2)] {
+        assert!(dee.hides(&k));
+        assert!(dee.get(&k).is_none());
+        assert!(dee.decisions(&k).is_empty());
+        assert!(dee.agreement(&k).is_none());
+        assert!(dee.resolution(&k).is_none());
+        assert!(dee.decision_of(&k, "ann").is_none());
+        assert!(dee.stale_for("c1", "v1", &k).is_none());
+    }
+    assert_eq!(dee.hidden_decisions(&key(1)), 2);
+    assert!(dee.all().is_empty());
+    // What the look-ups for record keys need is not hidden.
+    assert!(dee.names("c1", "v1") && !dee.is_empty());
+    // Once dee decides pair 1, it shows, with everyone's decisions; pair 2 stays hidden.
+    dee.apply(vec![change(1, "c1", Some("evidence"), None)])
+        .unwrap();
+    assert!(!dee.hides(&key(1)));
+    assert_eq!(dee.hidden_decisions(&key(1)), 0);
+    assert_eq!(dee.decisions(&key(1)).len(), 3);
+    assert_eq!(dee.agreement(&key(1)), Some(Agreement::Disagree));
+    assert!(dee.resolution(&key(1)).is_some());
+    assert!(dee.get(&key(2)).is_none());
+    assert_eq!(dee.all().len(), 1);
+    // A note alone is a decision too.
+    dee.apply(vec![change(2, "c2", None, Some("looked"))])
+        .unwrap();
+    assert_eq!(
+        dee.get(&key(2)).unwrap().category.as_deref(),
+        Some("distractor")
+    );
+    dee.set_blind(false);
+    assert_eq!(dee.all().len(), 2);
+}
+
+fn settle(store: &AnnotationStore, n: u8, case: &str, cat: Option<&str>) -> ResolutionChange {
+    ResolutionChange {
+        resolves: match cat {
+            Some(_) => store.priors(&key(n)),
+            None => Vec::new(),
+        },
+        change: change(n, case, cat, None),
+    }
+}
+
+#[test]
+fn a_resolution_is_undone_and_redone_under_a_guard_and_the_disagreement_comes_back() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut ann = AnnotationStore::open(&path, "ann").unwrap();
+    ann.apply(vec![change(1, "c1", Some("boundary"), None)])
+        .unwrap();
+    let mut bob = AnnotationStore::open(&path, "bob").unwrap();
+    bob.apply(vec![change(1, "c1", Some("distractor"), None)])
+        .unwrap();
+    let mut cy = AnnotationStore::open(&path, "cy").unwrap();
+    assert_eq!(cy.agreement(&key(1)), Some(Agreement::Disagree));
+    let none = cy.resolution_change(&key(1), "c1", "v1");
+    assert_eq!(none.change.category, None);
+    let first = settle(&cy, 1, "c1", Some("boundary"));
+    assert_eq!(first.resolves.len(), 2);
+    let files = |_: &RecordKey| Vec::new();
+    let done = cy
+        .save_resolutions(vec![first.clone()], &files, None)
+        .unwrap();
+    assert!(matches!(done, Saved::Done(_)));
+    assert_eq!(cy.agreement(&key(1)), Some(Agreement::Resolved));
+    assert_eq!(cy.resolution_change(&key(1), "c1", "v1"), first);
+
+    // Undo: the resolution is withdrawn by an event of its own, and the
+    // pair is a disagreement again, in this store and in any other.
+    let undone = cy
+        .save_resolutions(
+            vec![none.clone()],
+            &files,
+            Some(std::slice::from_ref(&first)),
+        )
+        .unwrap();
+    assert!(matches!(undone, Saved::Done(_)));
+    assert_eq!(cy.agreement(&key(1)), Some(Agreement::Disagree));
+    assert!(cy.resolution(&key(1)).is_none());
+    assert_eq!(cy.get(&key(1)).unwrap().category, None);
+    let last: serde_json::Value = serde_json::from_str(&lines(&path).pop().unwrap()).unwrap();
+    assert_eq!(last["kind"], "resolution");
+    assert_eq!(last["category"], serde_json::Value::Null);
+    assert_eq!(last["resolves"], serde_json::json!([]));
+    ann.refresh().unwrap();
+    assert_eq!(ann.agreement(&key(1)), Some(Agreement::Disagree));
+    // The withdrawal outlives a compaction, and wins over the older resolution.
+    drop((ann, bob));
+    drop(cy);
+    let mut cy = AnnotationStore::open(&path, "cy").unwrap();
+    assert_eq!(cy.agreement(&key(1)), Some(Agreement::Disagree));
+
+    // Redo: only while the pair still has no resolution.
+    let redone = cy
+        .save_resolutions(
+            vec![first.clone()],
+            &files,
+            Some(std::slice::from_ref(&none)),
+        )
+        .unwrap();
+    assert!(matches!(redone, Saved::Done(_)));
+    assert_eq!(cy.agreement(&key(1)), Some(Agreement::Resolved));
+
+    // A second resolution, undone, brings back the first one as it was.
+    let second = settle(&cy, 1, "c1", Some("distractor"));
+    cy.save_resolutions(vec![second.clone()], &files, None)
+        .unwrap();
+    assert_eq!(
+        cy.get(&key(1)).unwrap().category.as_deref(),
+        Some("distractor")
+    );
+    cy.save_resolutions(
+        vec![first.clone()],
+        &files,
+        Some(std::slice::from_ref(&second)),
+    )
+    .unwrap();
+    assert_eq!(
+        cy.get(&key(1)).unwrap().category.as_deref(),
+        Some("boundary")
+    );
+
+    // Another triage resolves the pair since: the undo writes nothing.
+    let mut dee = AnnotationStore::open(&path, "dee").unwrap();
+    dee.resolve(vec![change(1, "c1", Some("evidence"), None)])
+        .unwrap();
+    let before = lines(&path).len();
+    let refused = cy
+        .save_resolutions(
+            vec![none.clone()],
+            &files,
+            Some(std::slice::from_ref(&first)),
+        )
+        .unwrap();
+    let Saved::Conflict(conflicts) = refused else {
+        panic!("a conflict");
+    };
+    assert_eq!(conflicts.len(), 1);
+    let now = conflicts[0].now.as_ref().unwrap();
+    assert_eq!(
+        (now.category.as_deref(), now.reviewer.as_str()),
+        (Some("evidence"), "dee")
+    );
+    assert_eq!(lines(&path).len(), before);
+    assert_eq!(
+        cy.get(&key(1)).unwrap().category.as_deref(),
+        Some("evidence")
+    );
+}
+
+#[test]
+fn agreeing_reviewers_show_the_newest_decider_and_the_newest_note_copied_or_not() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut ann = AnnotationStore::open(&path, "ann").unwrap();
+    let mut bob = AnnotationStore::open(&path, "bob").unwrap();
+    // Pair 1: the newest decider wrote no note, so the shown note is ann's.
+    ann.apply(vec![change(1, "c1", Some("boundary"), Some("on the line"))])
+        .unwrap();
+    bob.apply(vec![change(1, "c1", Some("boundary"), None)])
+        .unwrap();
+    // Pair 2: the newest decision is what shows, as it is.
+    ann.apply(vec![change(2, "c2", Some("distractor"), None)])
+        .unwrap();
+    bob.apply(vec![change(2, "c2", Some("distractor"), Some("agreed"))])
+        .unwrap();
+    for store in [&bob, &AnnotationStore::read(&path).unwrap()] {
+        let one = store.get(&key(1)).unwrap();
+        assert_eq!(
+            (
+                one.category.as_deref(),
+                one.note.as_deref(),
+                one.reviewer.as_str()
+            ),
+            (Some("boundary"), Some("on the line"), "bob")
+        );
+        let two = store.get(&key(2)).unwrap();
+        assert_eq!(
+            (
+                two.category.as_deref(),
+                two.note.as_deref(),
+                two.reviewer.as_str()
+            ),
+            (Some("distractor"), Some("agreed"), "bob")
+        );
+        assert_eq!(store.agreement(&key(2)), Some(Agreement::Agreed));
+    }
+    // When bob clears his decision, ann's shows again, alone.
+    bob.apply(vec![change(2, "c2", None, None)]).unwrap();
+    let two = bob.get(&key(2)).unwrap();
+    assert_eq!((two.reviewer.as_str(), two.note.as_deref()), ("ann", None));
+    assert_eq!(bob.agreement(&key(2)), Some(Agreement::Single));
+}

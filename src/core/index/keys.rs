@@ -66,6 +66,13 @@ impl RunIndex {
         store.get(&self.current_key(store, row)?)
     }
 
+    /// Whether blind review hides the row's decisions and suggestion: the
+    /// store is blind and its reviewer has not decided the pair
+    /// ([`AnnotationStore::hides`]).
+    pub fn hides(&self, store: Option<&AnnotationStore>, row: &PairRow) -> bool {
+        store.is_some_and(|s| s.blind() && self.current_key(s, row).is_none_or(|k| s.hides(&k)))
+    }
+
     /// The reviewer's category of a failing row, if it has a non-blank one
     /// (what the statistics, reports and gates count).
     pub fn failure_category<'s>(

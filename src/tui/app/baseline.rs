@@ -75,6 +75,11 @@ impl App {
     /// (identical inputs) or stale (the inputs changed).
     pub fn baseline_decision(&self, row: u32) -> Option<Decision<'_>> {
         let (runs, cmp) = self.runs()?;
+        // Blind review hides the earlier run's decision too, until this
+        // reviewer decides the pair: it is the same anchor.
+        if self.hides_others(self.index.rows.get(row as usize)?) {
+            return None;
+        }
         let e = Entry {
             change: cmp.change(row)?,
             new_row: Some(row),

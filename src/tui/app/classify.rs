@@ -85,7 +85,7 @@ pub(super) fn clear_category(app: &mut App) -> Vec<Effect> {
 /// Give the targets the categories the run suggests for them.
 pub(super) fn accept_suggestion(app: &mut App, keys: KeyUse) -> Vec<Effect> {
     let targets = app.targets();
-    if app.blind {
+    if app.blind() {
         app.say(
             "blind review: the suggestion stays hidden until you decide; give the pair a category key",
             MessageKind::Info,
@@ -121,6 +121,13 @@ pub(super) fn accept_suggestion(app: &mut App, keys: KeyUse) -> Vec<Effect> {
 
 /// Ask before accepting the suggestion of every unclassified failure in view.
 pub(super) fn accept_all_suggestions(app: &mut App, keys: KeyUse) -> Vec<Effect> {
+    if app.blind() {
+        app.say(
+            "blind review: the suggestions stay hidden until you decide; give each pair a category key",
+            MessageKind::Info,
+        );
+        return vec![];
+    }
     let candidates: Vec<u32> = app
         .view
         .iter()

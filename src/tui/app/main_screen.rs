@@ -14,7 +14,7 @@ use crate::tui::note::NoteEditor;
 use super::classify;
 use super::overlay::export::ExportPrompt;
 use super::overlay::query::QueryBar;
-use super::{App, DetailMode, Effect, Focus, Guard, KeyUse, MessageKind, Overlay};
+use super::{App, DetailMode, Effect, Focus, Guard, KeyUse, MessageKind, Overlay, ResolutionGuard};
 
 /// Apply an action on the main screen (no overlay is open).
 pub(super) fn handle(app: &mut App, action: Action, keys: KeyUse) -> Vec<Effect> {
@@ -339,17 +339,23 @@ fn marks_and_history(app: &mut App, action: Action) -> Vec<Effect> {
         }
         Action::Undo => match app.undo.pop() {
             Some(step) => {
-                let (pairs, mut effects) = show_step_pairs(app, &step.before);
+                let (pairs, mut effects) = show_step_pairs(app, &step.pairs(false));
+                let label = format!("undid: {} — {pairs}", step.label);
                 // Only if the pairs still hold this step's decision: an
                 // undo must not wipe what another triage decided since.
-                effects.insert(
-                    0,
-                    Effect::Save {
+                let write = match &step.resolutions {
+                    Some(r) => Effect::Resolve {
+                        changes: r.before.clone(),
+                        label,
+                        guard: ResolutionGuard::Undo(r.after.clone()),
+                    },
+                    None => Effect::Save {
                         changes: step.before.clone(),
-                        label: format!("undid: {} — {pairs}", step.label),
+                        label,
                         guard: Guard::Undo(step.after.clone()),
                     },
-                );
+                };
+                effects.insert(0, write);
                 app.redo.push(step);
                 effects
             }
@@ -360,15 +366,21 @@ fn marks_and_history(app: &mut App, action: Action) -> Vec<Effect> {
         },
         Action::Redo => match app.redo.pop() {
             Some(step) => {
-                let (pairs, mut effects) = show_step_pairs(app, &step.after);
-                effects.insert(
-                    0,
-                    Effect::Save {
+                let (pairs, mut effects) = show_step_pairs(app, &step.pairs(true));
+                let label = format!("redid: {} — {pairs}", step.label);
+                let write = match &step.resolutions {
+                    Some(r) => Effect::Resolve {
+                        changes: r.after.clone(),
+                        label,
+                        guard: ResolutionGuard::Redo(r.before.clone()),
+                    },
+                    None => Effect::Save {
                         changes: step.after.clone(),
-                        label: format!("redid: {} — {pairs}", step.label),
+                        label,
                         guard: Guard::Redo(step.before.clone()),
                     },
-                );
+                };
+                effects.insert(0, write);
                 app.undo.push(step);
                 effects
             }

@@ -28,7 +28,9 @@
 
 use std::collections::HashSet;
 
-use crate::core::annotations::{Annotation, AnnotationSource, AnnotationStore, Change};
+use crate::core::annotations::{
+    Annotation, AnnotationSource, AnnotationStore, Change, ResolutionChange,
+};
 use crate::core::index::LoadedPair;
 use crate::core::index::RunIndex;
 use crate::core::load::follow::{RunChange, RunWatch};
@@ -105,11 +107,37 @@ pub enum MessageKind {
 }
 
 /// One undoable step: what to write to go back, and to go forward again.
+/// A resolution's step holds the pairs' resolutions in `resolutions`, and
+/// no decision in `before` and `after`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UndoStep {
     pub before: Vec<Change>,
     pub after: Vec<Change>,
     pub label: String,
+    pub resolutions: Option<Resolutions>,
+}
+
+/// The resolutions of an undoable step: the pairs' resolutions before it
+/// (with no category where there was none) and the ones it recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolutions {
+    pub before: Vec<ResolutionChange>,
+    pub after: Vec<ResolutionChange>,
+}
+
+impl UndoStep {
+    /// The pairs the step changes, as decisions (a resolution's pairs
+    /// with the category it settled them on).
+    pub fn pairs(&self, after: bool) -> Vec<Change> {
+        match &self.resolutions {
+            Some(r) => {
+                let side = if after { &r.after } else { &r.before };
+                side.iter().map(|c| c.change.clone()).collect()
+            }
+            None if after => self.after.clone(),
+            None => self.before.clone(),
+        }
+    }
 }
 
 /// Work for the effect runner.
@@ -132,9 +160,15 @@ pub enum Effect {
         label: String,
         guard: Guard,
     },
-    /// Record resolutions of disagreements: each change's category is the
-    /// one this reviewer settles the pair on.
-    Resolve { changes: Vec<Change>, label: String },
+    /// Record resolutions of disagreements (each change's category is the
+    /// one this reviewer settles the pair on; none withdraws the pair's
+    /// resolution); an undo or a redo only if the pairs' resolutions are
+    /// still what it expects.
+    Resolve {
+        changes: Vec<ResolutionChange>,
+        label: String,
+        guard: ResolutionGuard,
+    },
     /// Stop the process group until the shell resumes it.
     Suspend,
     /// Index the run again from disk (the event loop does it: it owns the loader).
@@ -167,6 +201,18 @@ pub enum Guard {
     Undo(Vec<Change>),
     /// Redoing a step: only if the pairs still hold its `before` state.
     Redo(Vec<Change>),
+}
+
+/// What recording resolutions checks before it writes, as [`Guard`] for
+/// decisions: an undo (or a redo) must not wipe a resolution recorded since.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResolutionGuard {
+    /// A new resolution: written whatever the pairs hold.
+    None,
+    /// Undoing: only if the pairs' resolutions are still the step's `after`.
+    Undo(Vec<ResolutionChange>),
+    /// Redoing: only if they are still the step's `before`.
+    Redo(Vec<ResolutionChange>),
 }
 
 /// A view left for the effect runner to filter ([`Effect::Filter`]): the
@@ -288,9 +334,6 @@ pub struct App {
     pub quit: bool,
     /// A notice about where annotations are kept (fallback path, read-only).
     pub store_notice: Option<String>,
-    /// Blind review (`--blind`): other reviewers' categories and notes, and
-    /// the suggestion, stay hidden on a pair until this reviewer decides it.
-    pub blind: bool,
     /// Whether the loader is still indexing.
     pub loading: bool,
     /// Annotations whose pair is no longer in the run (found once indexing ends).
@@ -356,7 +399,6 @@ impl App {
             viewport: Viewport::default(),
             quit: false,
             store_notice: None,
-            blind: false,
             orphans: Vec::new(),
             help_search: String::new(),
             help_typing: false,
@@ -390,11 +432,18 @@ impl App {
         );
         let conclusion = crate::core::stats::conclusion(&self.index, &rows, &by_transformation);
         use crate::core::agreement;
-        let mut raters = agreement::every_pair(&self.store);
+        let blind = self.blind();
+        // In blind review the agreement stays hidden: it compares decisions
+        // on pairs this reviewer has not decided.
+        let mut raters = match blind {
+            true => Vec::new(),
+            false => agreement::every_pair(&self.store),
+        };
         raters.extend(
             self.store
                 .reviewers()
                 .into_iter()
+                .filter(|_| !blind)
                 .map(|r| (r.to_string(), agreement::SUGGESTIONS.to_string())),
         );
         let agreement = raters
@@ -417,6 +466,7 @@ impl App {
             conclusion,
             query: self.query.as_ref().map(|q| q.to_string()),
             agreement,
+            blind,
             scroll,
             hscroll: 0,
         }
@@ -435,10 +485,6 @@ impl App {
         let all: Vec<u32> = (0..self.index.rows.len() as u32).collect();
         let rows = self.apply_query(all);
         let mut facets = crate::core::facets::facets(&self.index, &rows, Some(&self.store));
-        if self.blind {
-            // The resolved categories are the other reviewers' too.
-            facets.retain(|f| f.field != "category");
-        }
         if let Some(changes) = self.changes() {
             facets.insert(
                 0,
@@ -557,7 +603,23 @@ impl App {
     /// Whether blind review hides the other reviewers' decisions and the
     /// suggestion of this row: this reviewer has not decided it yet.
     pub fn hides_others(&self, row: &PairRow) -> bool {
-        self.blind && self.mine(row).is_none()
+        self.index.hides(Some(&self.store), row)
+    }
+
+    /// Whether this is a blind review (`--blind`).
+    pub fn blind(&self) -> bool {
+        self.store.blind()
+    }
+
+    /// Start (or end) blind review: other reviewers' categories and notes,
+    /// and the suggestion, stay hidden on a pair until this reviewer decides
+    /// it, on every screen and in every count, query and export (the store
+    /// hides them: [`AnnotationStore::set_blind`]). The view and the counts
+    /// are made again.
+    pub fn set_blind(&mut self, blind: bool) {
+        self.store.set_blind(blind);
+        self.filter_view();
+        self.refresh_summary();
     }
 
     /// Whether the row's reviewers named different categories and no resolution settled them.
@@ -913,12 +975,48 @@ impl App {
             before,
             after: changes.clone(),
             label: label.clone(),
+            resolutions: None,
         });
         self.redo.clear();
         Effect::Save {
             changes,
             label,
             guard: Guard::None,
+        }
+    }
+
+    /// Record an undo step for resolutions of the pairs of `changes` on
+    /// their categories, settling the pairs' decisions as they stand now,
+    /// and return the effect that writes them.
+    pub fn resolve(&mut self, changes: Vec<Change>, label: String) -> Effect {
+        let before: Vec<ResolutionChange> = changes
+            .iter()
+            .map(|c| {
+                self.store
+                    .resolution_change(&c.key, &c.case_id, &c.variant_id)
+            })
+            .collect();
+        let after: Vec<ResolutionChange> = changes
+            .into_iter()
+            .map(|c| ResolutionChange {
+                resolves: self.store.priors(&c.key),
+                change: c,
+            })
+            .collect();
+        self.undo.push(UndoStep {
+            before: Vec::new(),
+            after: Vec::new(),
+            label: label.clone(),
+            resolutions: Some(Resolutions {
+                before,
+                after: after.clone(),
+            }),
+        });
+        self.redo.clear();
+        Effect::Resolve {
+            changes: after,
+            label,
+            guard: ResolutionGuard::None,
         }
     }
 

@@ -116,10 +116,8 @@ fn reviewer_lines(app: &App, row: &crate::core::row::PairRow, t: &Theme) -> Vec<
     let Some(key) = app.index.current_key(&app.store, row) else {
         return out;
     };
-    let decisions = app.store.decisions(&key);
-    let resolution = app.store.resolution(&key);
     if app.hides_others(row) {
-        let others = decisions.len();
+        let others = app.store.hidden_decisions(&key);
         out.push(Line::from(Span::styled(
             format!(
                 "blind    {} · the suggestion · hidden until you decide this pair",
@@ -133,6 +131,8 @@ fn reviewer_lines(app: &App, row: &crate::core::row::PairRow, t: &Theme) -> Vec<
         )));
         return out;
     }
+    let decisions = app.store.decisions(&key);
+    let resolution = app.store.resolution(&key);
     if decisions.len() < 2 && resolution.is_none() {
         return out;
     }

@@ -103,9 +103,15 @@ pub fn draw(f: &mut Frame, area: Rect, app: &App, panel: &FacetsPanel, t: &Theme
     let mut selected_line = 0;
     let mut i = 0;
     for facet in &panel.facets {
+        // In blind review the pairs this reviewer has not decided count as
+        // uncategorised, whatever the others said.
+        let heading = match (app.blind(), facet.field) {
+            (true, "category") => "category · blind: only the pairs you decided count".to_string(),
+            _ => facet.field.to_string(),
+        };
         lines.push(Line::from(vec![
             Span::styled(
-                format!("{:<w$}", facet.field, w = w.saturating_sub(22)),
+                format!("{:<w$}", heading, w = w.saturating_sub(22)),
                 t.heading,
             ),
             Span::styled(format!("{:>10}{:>10}", "pairs", "failures"), t.dim),

@@ -35,10 +35,7 @@ pub fn handle(app: &mut App, action: Action, keys: KeyUse) -> Vec<Effect> {
                         app.change_for(r, Some(cat.id.clone()), AnnotationSource::Manual)
                     })
                     .collect();
-                return vec![Effect::Resolve {
-                    changes,
-                    label: format!("resolved as {}", cat.id),
-                }];
+                return vec![app.resolve(changes, format!("resolved as {}", cat.id))];
             }
             if let Some(learn) = app.keys_needed(&rows, keys, action) {
                 return vec![learn];

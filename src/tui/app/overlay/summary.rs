@@ -48,6 +48,9 @@ pub struct SummaryView {
     /// Cohen's kappa of every pair of reviewers, then of each reviewer
     /// against the suggestions, over the pairs both decided.
     pub agreement: Vec<crate::core::agreement::Report>,
+    /// Blind review: the categories counted are only those of the pairs
+    /// this reviewer decided, and the reviewers' agreement is not shown.
+    pub blind: bool,
     pub scroll: u16,
     /// Columns scrolled sideways, for tables wider than the screen.
     pub hscroll: u16,
@@ -338,6 +341,16 @@ pub fn lines(v: &SummaryView, t: &Theme, width: usize) -> Vec<Line<'static>> {
         width,
         0,
     ));
+    if v.blind {
+        out.extend(wrap(
+            vec![Span::styled(
+                "Blind review: classified pairs, categories and notes count only the pairs you have decided; the other reviewers' decisions on the rest, the suggestions and the reviewers' agreement (kappa) stay hidden until you open the run without --blind.",
+                t.warn,
+            )],
+            width,
+            0,
+        ));
+    }
     out.push(Line::default());
     if let Some(since) = &v.since {
         since_lines(since, t, width, &mut out);
