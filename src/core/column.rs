@@ -67,10 +67,24 @@ impl<T, const BITS: u32> Column<T, BITS> {
         self.len == 0
     }
 
-    /// The element at `i`, if `i < len`.
+    /// The element at `i`, if `i < len`: one comparison, as for a slice
+    /// (a query reads rows by number in its tightest loops).
     #[inline]
     pub fn get(&self, i: usize) -> Option<&T> {
-        self.chunks.get(i >> BITS)?.get(i & Self::MASK)
+        if i < self.len {
+            // SAFETY: every chunk but the last holds exactly `CHUNK`
+            // elements and `len` is their sum (kept by `push` and
+            // `truncate`, the only ways elements come and go), so for
+            // `i < len` chunk `i >> BITS` exists and holds index
+            // `i & MASK`.
+            Some(unsafe {
+                self.chunks
+                    .get_unchecked(i >> BITS)
+                    .get_unchecked(i & Self::MASK)
+            })
+        } else {
+            None
+        }
     }
 
     /// The element at `i`, mutably, if `i < len`.
@@ -287,7 +301,10 @@ impl<T, const BITS: u32> Index<usize> for Column<T, BITS> {
     /// The element at `i`; panics past the end, as a slice does.
     #[inline]
     fn index(&self, i: usize) -> &T {
-        &self.chunks[i >> BITS][i & Self::MASK]
+        match self.get(i) {
+            Some(t) => t,
+            None => panic!("row {i} of a column of {} rows", self.len),
+        }
     }
 }
 
