@@ -465,10 +465,23 @@ fn accept_all_suggestions_asks_first() {
         assert_eq!(ann.source, AnnotationSource::Suggestion);
     }
     assert_eq!(f.app.classified, expected.len());
+    // However many pairs, accepting them is one undoable step.
+    assert_eq!(f.app.undo.len(), 1);
+    assert_eq!(f.app.undo[0].after.len(), expected.len());
 
     // Asking again finds nothing left to accept.
     assert_eq!(f.act(Action::AcceptAllSuggestions), vec![]);
     assert_eq!(f.app.overlay, Overlay::None);
+
+    // One undo takes every one of them back.
+    let effects = f.act(Action::Undo);
+    assert_eq!(only_save(&effects).len(), expected.len());
+    assert!(f.app.undo.is_empty());
+    for (r, _) in &expected {
+        let category = f.app.store.get(&f.key(*r)).and_then(|a| a.category.clone());
+        assert_eq!(category, None, "row {r} after the undo");
+    }
+    assert_eq!(f.app.classified, 0);
 }
 
 #[test]

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use super::column::Column;
 use super::derive::{Derived, Status, derive};
 use super::formats::Format;
 use super::key::{RecordKey, record_key};
@@ -52,11 +53,12 @@ pub struct RunIndex {
     /// The policy of each versions id (the same triple with two policies
     /// is two ids), beside [`RunIndex::versions`].
     policies: Vec<Option<Policy>>,
-    pub rows: Vec<PairRow>,
+    /// One row per pair, in file order, stored in chunks (see [`Column`]).
+    pub rows: Column<PairRow>,
     /// Each row's status, one byte per row, appended with the rows by
     /// [`RunIndex::apply`]: the list and the query scan it instead of the
     /// whole rows. See [`RunIndex::statuses`].
-    statuses: Vec<Status>,
+    statuses: Column<Status>,
     /// Each row's family and transformation as a one-byte code (see [`Codes`]).
     families: Codes,
     transformations: Codes,
@@ -76,7 +78,7 @@ pub struct RunIndex {
     /// Record keys of the rows that need one (see [`keys`]).
     keys: RowKeys,
     /// The digest of each row's inputs, beside the rows (see [`inputs`]).
-    inputs: Vec<crate::core::row::InputsDigest>,
+    inputs: Column<crate::core::row::InputsDigest>,
     /// How many rows [`RunIndex::check_inputs`] last checked.
     inputs_checked: usize,
 }
@@ -87,7 +89,7 @@ pub struct RunIndex {
 /// instead of gathering a field from every 80-byte row.
 #[derive(Debug, Default, Clone)]
 pub struct Codes {
-    pub codes: Vec<u8>,
+    pub codes: Column<u8>,
     /// The string of each code, in the order first seen.
     pub values: Vec<Sym>,
     map: HashMap<Sym, u8>,
@@ -133,8 +135,8 @@ impl RunIndex {
     /// Each row's status, in row order, when the column covers every row
     /// (rows are added by [`RunIndex::apply`]); `None` if `rows` was set
     /// another way, and then the rows themselves must be read.
-    pub fn statuses(&self) -> Option<&[Status]> {
-        (self.statuses.len() == self.rows.len()).then_some(&self.statuses[..])
+    pub fn statuses(&self) -> Option<&Column<Status>> {
+        (self.statuses.len() == self.rows.len()).then_some(&self.statuses)
     }
 
     /// Each row's family as a one-byte code, when the column covers every row.

@@ -8,6 +8,7 @@
 //! - [`text`]: untrusted strings made inert before they reach any screen.
 //! - [`row`]: a pair's compact row and its packing; [`problem`]: a line that
 //!   could not be read.
+//! - [`column`]: per-row tables stored in fixed-size chunks, without growth slack.
 //! - [`load`]: the background loader, a line's path from a run file to a row;
 //!   [`fast`]: its typed, borrowing fast path per line.
 //! - [`index`]: the index of a run built from the loader's rows, without
@@ -31,6 +32,7 @@
 pub mod agreement;
 pub mod annotations;
 pub mod apply;
+pub mod column;
 pub mod compare;
 pub mod config;
 pub mod derive;

@@ -21,6 +21,7 @@ use memchr::memmem;
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::annotations::{Annotation, AnnotationSource, AnnotationStore};
+use super::column::Column;
 use super::compare::ChangeKind;
 use super::derive::{Status, ValidityCode};
 use super::index::{Codes, RunIndex};
@@ -377,7 +378,9 @@ impl Query {
             changes: ctx.changes.unwrap_or_default(),
         };
         let mut compiled = Compiled::new(self, ctx.index, false);
-        compiled.eval(ctx.index, &env, row, 0)
+        // A row of the index has its number (a change term reads by it).
+        let i = ctx.index.rows.position_of(row).unwrap_or(usize::MAX);
+        compiled.eval(ctx.index, &env, i, row, 0)
     }
 
     /// Filter row indices (into `ctx.index.rows`), preserving order.
@@ -1107,7 +1110,7 @@ fn outcome_in(m: u64, r: &PairRow) -> bool {
 /// Written to be branch-free on the verdict: every index is stored and the
 /// write position advances only on a hit.
 #[inline]
-fn retain_rows(sel: &mut Vec<u32>, rows: &[PairRow], mut keep: impl FnMut(&PairRow) -> bool) {
+fn retain_rows(sel: &mut Vec<u32>, rows: &Column<PairRow>, mut keep: impl FnMut(&PairRow) -> bool) {
     let mut n = 0;
     for k in 0..sel.len() {
         let i = sel[k];
@@ -1245,17 +1248,6 @@ fn change_in(mask: u8, c: Option<ChangeKind>) -> bool {
         .is_some_and(|k| mask & (1 << k) != 0)
 }
 
-/// The place of `row` in `index.rows`, when it is one of them.
-fn row_number(index: &RunIndex, row: &PairRow) -> Option<usize> {
-    let size = std::mem::size_of::<PairRow>();
-    let at = (row as *const PairRow as usize).wrapping_sub(index.rows.as_ptr() as usize) / size;
-    index
-        .rows
-        .get(at)
-        .filter(|r| std::ptr::eq(*r, row))
-        .map(|_| at)
-}
-
 /// A query ready to evaluate.
 #[derive(Debug, Clone)]
 struct Compiled {
@@ -1316,15 +1308,27 @@ impl Compiled {
                 sweep(cond, *negated, index, env, &mut sel);
             }
             if slow < self.conds.len() && !sel.is_empty() {
-                retain_rows(&mut sel, &index.rows, |r| self.eval(index, env, r, slow));
+                sel.retain(|&i| {
+                    index
+                        .rows
+                        .get(i as usize)
+                        .is_some_and(|r| self.eval(index, env, i as usize, r, slow))
+                });
             }
             out.extend_from_slice(&sel);
         }
         out
     }
 
-    /// Evaluate one row against the terms from `from` on.
-    fn eval(&mut self, index: &RunIndex, env: &AnnEnv, row: &PairRow, from: usize) -> bool {
+    /// Evaluate row number `i`, `row`, against the terms from `from` on.
+    fn eval(
+        &mut self,
+        index: &RunIndex,
+        env: &AnnEnv,
+        i: usize,
+        row: &PairRow,
+        from: usize,
+    ) -> bool {
         let needs_unicode = self.needs_unicode;
         // The annotation, looked up once per row when a term needs it.
         let mut ann: Option<Option<&Annotation>> = None;
@@ -1339,10 +1343,7 @@ impl Compiled {
                 Cond::Validity(m) => validity_in(*m, row),
                 Cond::Route(m) => route_in(*m, row),
                 Cond::Outcome(m) => outcome_in(*m, row),
-                Cond::Change(m) => change_in(
-                    *m,
-                    row_number(index, row).and_then(|i| env.changes.get(i).copied()),
-                ),
+                Cond::Change(m) => change_in(*m, env.changes.get(i).copied()),
                 Cond::Num(f, op, v) => op.holds(f.get(row), *v),
                 Cond::Ann { cond, on_none } => {
                     match *ann.get_or_insert_with(|| env.row(index, row)) {

@@ -150,13 +150,13 @@ impl RunIndex {
     /// that repeats, in row order, the trials in the order first seen.
     /// Sorted in place rather than hashed, so a run of a million repeated
     /// trials costs four bytes a row and eight a trial.
-    fn repeated_trials(&self, rows: &[u32]) -> Trials {
+    fn repeated_trials(&self, rows: impl Iterator<Item = u32> + Clone) -> Trials {
         use rayon::prelude::*;
-        let mut sorted: Vec<u32> = rows
-            .iter()
-            .copied()
-            .filter(|&i| self.inputs_of(i).is_some())
-            .collect();
+        // Counted first, so that the vector holds no growth slack: this
+        // runs once the whole run is indexed, at the load's peak.
+        let recorded = |&i: &u32| self.inputs_of(i).is_some();
+        let mut sorted: Vec<u32> = Vec::with_capacity(rows.clone().filter(recorded).count());
+        sorted.extend(rows.filter(recorded));
         let trial = |i: u32| self.trial(&self.rows[i as usize]);
         sorted.par_sort_unstable_by_key(|&i| (trial(i), i));
         let mut groups = Vec::new();
@@ -208,15 +208,21 @@ impl RunIndex {
     /// trial whose inputs were regenerated, in the order first seen.
     pub fn input_warnings(&self, rows: &[u32]) -> Vec<InputWarning> {
         let mut out = Vec::new();
-        self.each_input_warning(rows, |w| out.push(w));
+        self.each_input_warning(rows.iter().copied(), |w| out.push(w));
         out
     }
 
     /// [`Self::input_warnings`], each given to `sink` as it is found (a
     /// run whose every trial was regenerated has as many warnings as
     /// trials: they need not all be held twice).
-    fn each_input_warning(&self, rows: &[u32], mut sink: impl FnMut(InputWarning)) {
-        self.mixed_policies(rows).into_iter().for_each(&mut sink);
+    fn each_input_warning(
+        &self,
+        rows: impl Iterator<Item = u32> + Clone,
+        mut sink: impl FnMut(InputWarning),
+    ) {
+        self.mixed_policies(rows.clone())
+            .into_iter()
+            .for_each(&mut sink);
         self.regenerated(&self.repeated_trials(rows), sink);
     }
 
@@ -249,7 +255,7 @@ impl RunIndex {
     }
 
     /// Each case of `rows` whose pairs were routed by more than one policy.
-    fn mixed_policies(&self, rows: &[u32]) -> Vec<InputWarning> {
+    fn mixed_policies(&self, rows: impl Iterator<Item = u32>) -> Vec<InputWarning> {
         // A run routed by one policy (the usual case) mixes none.
         let mut policies = self.policies.iter().flatten();
         let Some(first) = policies.next() else {
@@ -260,7 +266,7 @@ impl RunIndex {
         }
         let mut cases: FxHashMap<Sym, CasePolicies> = FxHashMap::default();
         let mut order: Vec<Sym> = Vec::new();
-        for &i in rows {
+        for i in rows {
             let Some(r) = self.rows.get(i as usize) else {
                 continue;
             };
@@ -312,7 +318,6 @@ impl RunIndex {
             return;
         }
         self.inputs_checked = self.rows.len();
-        let all: Vec<u32> = (0..self.rows.len() as u32).collect();
         // As the loader's problems: the first KEPT_PER_KIND kept with their
         // line and message, the rest only counted (a run whose every
         // trial was regenerated has a warning per trial).
@@ -320,7 +325,7 @@ impl RunIndex {
         problems.retain(|p| p.kind != ProblemKind::Inconsistent);
         let mut unlisted = 0u64;
         let mut kept = 0usize;
-        self.each_input_warning(&all, |w| {
+        self.each_input_warning(0..self.rows.len() as u32, |w| {
             if kept == KEPT_PER_KIND {
                 unlisted += 1;
                 return;

@@ -214,7 +214,7 @@ impl RunIndex {
         }
         let flag = |flags: &[u8], sym: u32| flags.get(sym as usize).copied().unwrap_or(0);
         let mut found = Vec::new();
-        for row in &self.rows[self.keys.checked..] {
+        for row in self.rows.range(self.keys.checked..self.rows.len()) {
             if flag(&self.keys.flags, row.case) & CASE == 0
                 || flag(&self.keys.flags, row.variant) & VARIANT == 0
                 || self.keys.by_loc.contains_key(&row.loc.id())

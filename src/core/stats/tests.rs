@@ -1032,7 +1032,7 @@ mod arbitrary {
             ],
         ) {
             let mut index = RunIndex::default();
-            index.rows = rows;
+            index.rows = rows.into();
             for i in 0..index.rows.len() {
                 let model = index.rows[i].versions;
                 index.rows[i].versions = index.versions_id([NO_SYM, NO_SYM, model]);

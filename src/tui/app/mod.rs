@@ -843,8 +843,10 @@ impl App {
     /// Count the classified failures among rows the view has not seen yet.
     fn count_new_rows(&mut self) {
         let start = self.seen_rows.min(self.index.rows.len());
-        self.classified += self.index.rows[start..]
-            .iter()
+        self.classified += self
+            .index
+            .rows
+            .range(start..self.index.rows.len())
             .filter(|r| r.status().is_failure() && self.is_classified(r))
             .count();
     }
@@ -882,6 +884,10 @@ impl App {
         }
         if self.loading && self.index.done {
             self.find_orphans();
+            // The view grew by pushes while rows arrived: give back the
+            // room doubling left (up to half of it) once they all have.
+            self.view.shrink_to_fit();
+            self.items.shrink_to_fit();
         }
         if !self.loading && start < self.index.rows.len() {
             // Lines appended to a followed run.
