@@ -796,4 +796,33 @@ mod tests {
             report.problems
         );
     }
+
+    /// Problems past the first KEPT_PER_KIND are counted, not kept: a
+    /// large file of faulty trials holds no message per trial.
+    #[test]
+    fn problems_past_the_kept_ones_are_counted() {
+        let kept = crate::core::problem::KEPT_PER_KIND;
+        let n = kept + 25;
+        let lines: Vec<String> = (0..n)
+            .map(|i| {
+                // No model_id or settings_id: each trial fails the
+                // configuration-consistency check.
+                json!({"trial_id": format!("t{i}"), "case_id": format!("c{i}"),
+                       "wording_index": 0, "evidence_order": "original", "repetition": 0,
+                       "expected_decision": "hold", "schema_ok": true, "passed": true,
+                       "output": {"decision": "hold", "evidence_ids": [], "basis": "x"}})
+                .to_string()
+            })
+            .collect();
+        let (records, report) = crate::core::formats::convert_text(
+            &lines.join("\n"),
+            Format::ContextProbe,
+            &Default::default(),
+        )
+        .expect("convert");
+        assert_eq!(records.len(), n);
+        assert_eq!(report.problems.len(), kept);
+        assert_eq!(report.unlisted_problems, 25);
+        assert_eq!(report.problems[kept - 1].line, kept as u64);
+    }
 }

@@ -440,6 +440,9 @@ pub struct ConvertReport {
     /// 1-based line of the converted record it concerns. Opening the file
     /// lists them as problems, which `triage check --strict` fails on.
     pub problems: Vec<ConvertProblem>,
+    /// Problems past the first [`crate::core::problem::KEPT_PER_KIND`]:
+    /// counted, not kept (as the loader does with its own).
+    pub unlisted_problems: u64,
 }
 
 /// A record a converter found at fault by the tool's own rules.
@@ -771,11 +774,13 @@ impl<'a> Sink<'a> {
     ) -> Result<(), ConvertError> {
         self.record(rec)?;
         let line = self.report.records as u64;
-        self.report.problems.extend(
-            problems
-                .into_iter()
-                .map(|message| ConvertProblem { line, message }),
-        );
+        for message in problems {
+            if self.report.problems.len() < crate::core::problem::KEPT_PER_KIND {
+                self.report.problems.push(ConvertProblem { line, message });
+            } else {
+                self.report.unlisted_problems += 1;
+            }
+        }
         Ok(())
     }
 
@@ -1259,7 +1264,8 @@ impl Row {
 /// row as its source; a row that is nobody's base and has no base is
 /// written unpaired. Rows are written in the order of `p.rows`, each read
 /// back from where it was set aside.
-pub fn write_paired(p: Pairing, format: Format, sink: &mut Sink) -> Result<(), ConvertError> {
+pub fn write_paired(mut p: Pairing, format: Format, sink: &mut Sink) -> Result<(), ConvertError> {
+    p.rows.shrink_to_fit();
     let rows = &p.rows;
     let mut used = vec![false; p.groups.len()];
     for r in rows {

@@ -141,17 +141,20 @@ pub(super) fn convert(
     if let Top::Other = top {
         return Err("expected a promptfoo results file: an object with results.results".into());
     }
+    // Done growing: what is held until pairing ends takes no more room than it needs.
+    pairing.rows.shrink_to_fit();
+    keys.shrink_to_fit();
     pair_and_write(pairing, keys, sink)
 }
 
-/// What pairing reads of a result besides its [`super::Slim`]: its test and
-/// column indexes, its test's description and case id, and a digest of its
-/// vars (repetitions of a test are told apart by them).
+/// What pairing reads of a result besides its [`super::Slim`] (whose case
+/// id is its metadata's): its test and column indexes, its test's
+/// description, and a digest of its vars (repetitions of a test are told
+/// apart by them).
 struct Keys {
     test: Option<u64>,
     column: Option<u64>,
     description: Option<Box<str>>,
-    case: Option<Box<str>>,
     vars: u64,
 }
 
@@ -165,9 +168,6 @@ impl Keys {
             test: idx("testIdx"),
             column: idx("promptIdx"),
             description: description_of(&r.raw).map(Into::into),
-            case: meta_of(&r.raw)
-                .and_then(|m| pick_str(m, &["case_id", "caseId"]))
-                .map(Into::into),
             vars: h.finish(),
         }
     }
@@ -217,14 +217,6 @@ fn permute<T>(v: &mut [T], order: &[usize]) {
             k = from;
         }
     }
-}
-
-/// The test metadata of a row's origin.
-fn meta_of(raw: &Value) -> Option<&Map<String, Value>> {
-    raw.get("testCase")
-        .and_then(|t| t.get("metadata"))
-        .or_else(|| raw.get("metadata"))
-        .and_then(Value::as_object)
 }
 
 fn description_of(raw: &Value) -> Option<String> {
@@ -286,10 +278,11 @@ fn link(p: &mut Pairing, keys: &[Keys], sink: &mut Sink) {
     }
     // Each key names rows of a column: by their own id (rank 0), their
     // case (1) or their description (2); sorted to be looked up.
+    // (The case ids are still the metadata's: only linking changes them.)
     let mut names: Vec<(u32, &str, u8, usize)> = Vec::with_capacity(rows.len() * 2);
     for (i, r) in rows.iter().enumerate() {
         let k = &keys[i];
-        let named = [Some(&*r.id), k.case.as_deref(), k.description.as_deref()];
+        let named = [Some(&*r.id), r.case_id.as_deref(), k.description.as_deref()];
         for (rank, key) in (0u8..).zip(named) {
             if let Some(key) = key {
                 names.push((r.group, key, rank, i));
