@@ -277,49 +277,57 @@ fn link(p: &mut Pairing, keys: &[Keys], sink: &mut Sink) {
         rows[i].id = format!("{} (test {t})", rows[i].id).into();
     }
     // Each key names rows of a column: by their own id (rank 0), their
-    // case (1) or their description (2); sorted to be looked up.
+    // case (1) or their description (2). The names are numbered (row times
+    // four plus rank) and sorted by the key they stand for, to be looked up.
     // (The case ids are still the metadata's: only linking changes them.)
-    let mut names: Vec<(u32, &str, u8, usize)> = Vec::with_capacity(rows.len() * 2);
-    for (i, r) in rows.iter().enumerate() {
-        let k = &keys[i];
-        let named = [Some(&*r.id), r.case_id.as_deref(), k.description.as_deref()];
-        for (rank, key) in (0u8..).zip(named) {
-            if let Some(key) = key {
-                names.push((r.group, key, rank, i));
-            }
+    let key = |e: u64| -> Option<&str> {
+        let i = (e >> 2) as usize;
+        match e & 3 {
+            0 => Some(&*rows[i].id),
+            1 => rows[i].case_id.as_deref(),
+            _ => keys[i].description.as_deref(),
         }
-    }
-    names.sort_unstable();
+    };
+    let sort_key = |e: u64| (rows[(e >> 2) as usize].group, key(e), e & 3, e >> 2);
+    let mut names: Vec<u64> = (0..rows.len() as u64)
+        .flat_map(|i| [i << 2, (i << 2) | 1, (i << 2) | 2])
+        .filter(|&e| key(e).is_some())
+        .collect();
+    names.sort_unstable_by(|&a, &b| sort_key(a).cmp(&sort_key(b)));
     let mut linked: Vec<(usize, usize)> = Vec::new();
     let mut ambiguous = 0usize;
     for (i, r) in rows.iter().enumerate() {
         let Some(b) = r.base_id.as_deref() else {
             continue;
         };
-        let from = names.partition_point(|n| (n.0, n.1) < (r.group, b));
-        let to = names.partition_point(|n| (n.0, n.1) <= (r.group, b));
+        let at = |e: &u64| (rows[(*e >> 2) as usize].group, key(*e).unwrap_or_default());
+        let from = names.partition_point(|e| at(e) < (r.group, b));
+        let to = names.partition_point(|e| at(e) <= (r.group, b));
         // The best name first; a base (a row with no base of its own)
         // before a variant; then the test order.
-        let rank_of = |&(_, _, rank, j): &(u32, &str, u8, usize)| {
-            (rank, rows[j].base_id.is_some(), test(j), j)
+        let row_of = |e: u64| (e >> 2) as usize;
+        let rank_of = |e: u64| {
+            let j = row_of(e);
+            (e & 3, rows[j].base_id.is_some(), test(j), j)
         };
         let Some(best) = names[from..to]
             .iter()
-            .filter(|n| n.3 != i)
-            .min_by_key(|n| rank_of(n))
+            .copied()
+            .filter(|&e| row_of(e) != i)
+            .min_by_key(|&e| rank_of(e))
         else {
             continue;
         };
-        let level = |n: &(u32, &str, u8, usize)| (n.2, rows[n.3].base_id.is_some());
+        let level = |e: u64| (e & 3, rows[row_of(e)].base_id.is_some());
         if names[from..to]
             .iter()
-            .filter(|n| n.3 != i && level(n) == level(best))
+            .filter(|&&e| row_of(e) != i && level(e) == level(best))
             .count()
             > 1
         {
             ambiguous += 1;
         }
-        linked.push((i, best.3));
+        linked.push((i, row_of(best)));
     }
     drop(names);
     if ambiguous > 0 {
