@@ -10,8 +10,10 @@ repeating the rows of the fixtures the real tools wrote
   multivon.jsonl   validations.jsonl's records (their digests no longer
                    match the new ids: each record is also a problem)
   checklist.json   sentiment-brittle.json's tests, repeated
+  context-probe.jsonl  demo-results.jsonl's trials under new case ids
 
-Usage: gen_foreign.py OUT_DIR SIZE_MB
+Usage: gen_foreign.py OUT_DIR SIZE_MB [KIND...]
+  (KIND: promptfoo, inspect, multivon, checklist, context_probe; all by default)
 """
 import copy
 import json
@@ -39,32 +41,34 @@ def rename(value, old, new):
 
 
 def promptfoo(out, size):
+    """Written as it is made (the rows of a 1 GB file do not fit a Python list)."""
     doc = load("promptfoo/keyword/results.json")
     rows = doc["results"]["results"]
     ntests = 1 + max(r["testIdx"] for r in rows)
-    results = []
+    doc["results"]["results"] = "@@RESULTS@@"
+    before, after = json.dumps(doc).split('"@@RESULTS@@"')
     written = 0
     copy_n = 0
-    while written < size:
-        for r in rows:
-            r2 = copy.deepcopy(r)
-            r2["testIdx"] = r["testIdx"] + copy_n * ntests
-            meta = r2["testCase"].setdefault("metadata", {})
-            for k in ("case_id", "base_id"):
-                if k in meta:
-                    meta[k] = f"{meta[k]}-{copy_n}"
-            # A base without metadata is named by its description.
-            r2["testCase"]["description"] = f"{r2['testCase'].get('description', '')}-{copy_n}"
-            r2["id"] = f"{r['id']}-{copy_n}"
-            results.append(r2)
-            written += len(json.dumps(r2))
-        copy_n += 1
-    doc["results"]["results"] = results
-    with open(os.path.join(out, "promptfoo.json"), "w") as f:
-        json.dump(doc, f)
-    with open(os.path.join(out, "promptfoo.jsonl"), "w") as f:
-        for r in results:
-            f.write(json.dumps(r) + "\n")
+    with open(os.path.join(out, "promptfoo.json"), "w") as whole, \
+            open(os.path.join(out, "promptfoo.jsonl"), "w") as lines:
+        whole.write(before + "[")
+        while written < size:
+            for r in rows:
+                r2 = copy.deepcopy(r)
+                r2["testIdx"] = r["testIdx"] + copy_n * ntests
+                meta = r2["testCase"].setdefault("metadata", {})
+                for k in ("case_id", "base_id"):
+                    if k in meta:
+                        meta[k] = f"{meta[k]}-{copy_n}"
+                # A base without metadata is named by its description.
+                r2["testCase"]["description"] = f"{r2['testCase'].get('description', '')}-{copy_n}"
+                r2["id"] = f"{r['id']}-{copy_n}"
+                line = json.dumps(r2)
+                whole.write((", " if written else "") + line)
+                lines.write(line + "\n")
+                written += len(line)
+            copy_n += 1
+        whole.write("]" + after)
 
 
 def inspect(out, size):
@@ -134,11 +138,31 @@ def checklist(out, size):
         json.dump(doc, f)
 
 
+def context_probe(out, size):
+    with open(os.path.join(ROOT, "context-probe/demo-results.jsonl")) as f:
+        trials = [json.loads(l) for l in f if l.strip()]
+    written = 0
+    copy_n = 0
+    with open(os.path.join(out, "context-probe.jsonl"), "w") as f:
+        while written < size:
+            for t in trials:
+                t2 = dict(t)
+                t2["case_id"] = f"{t['case_id']}-{copy_n}"
+                t2["trial_id"] = f"{t['trial_id']}-{copy_n}"
+                line = json.dumps(t2)
+                f.write(line + "\n")
+                written += len(line) + 1
+            copy_n += 1
+
+
 def main():
     out, size = sys.argv[1], int(float(sys.argv[2]) * 1024 * 1024)
     os.makedirs(out, exist_ok=True)
-    for make in (promptfoo, inspect, multivon, checklist):
-        make(out, size)
+    makers = (promptfoo, inspect, multivon, checklist, context_probe)
+    wanted = sys.argv[3:]
+    for make in makers:
+        if not wanted or make.__name__ in wanted:
+            make(out, size)
 
 
 main()

@@ -30,7 +30,7 @@ use super::load::chunks;
 use super::load::line::ParseMode;
 use super::load::open::{OpenError, RunFile, open_input};
 use super::model::{PairRecord, Policy};
-use super::problem::{Problem, ProblemCounts};
+use super::problem::{Problem, ProblemCounts, ProblemKind};
 use super::record::{RecordError, map_record};
 use super::row::{Loc, NO_SYM, PairRow, Sym};
 
@@ -484,7 +484,12 @@ pub fn open_run_with(
     let (inputs, tails) = chunks::inputs(&files, opts.follow)?;
     // What a conversion found wrong with its records, listed before the
     // problems the loader finds.
-    index.problems = files.iter().flat_map(|f| f.problems.clone()).collect();
+    for f in &mut files {
+        index.problems.append(&mut f.problems);
+        index
+            .unlisted
+            .add(ProblemKind::FieldWarning, f.unlisted_problems);
+    }
     index.files = files;
     let (tx, rx) = mpsc::channel();
     let max = opts.max_line_bytes;

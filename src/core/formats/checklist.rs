@@ -87,62 +87,129 @@ pub(super) fn sniff(s: &Sniff) -> Result<(), String> {
     ))
 }
 
-pub(super) fn convert(text: &str, sink: &mut Sink) -> Result<(), ConvertError> {
-    let trimmed = text.trim_start();
+/// Read CheckList's data as a stream, one test at a time: each test's
+/// records are written as soon as it is read. The text of
+/// `TestSuite.summary()` (a short report by design) is read whole.
+pub(super) fn convert(
+    reader: &mut dyn std::io::BufRead,
+    head: &str,
+    sink: &mut Sink,
+) -> Result<(), ConvertError> {
+    let trimmed = head.trim_start();
     if !(trimmed.starts_with('{') || trimmed.starts_with('[')) {
-        return convert_summary(text, sink);
+        let mut text = String::new();
+        reader
+            .read_to_string(&mut text)
+            .map_err(ConvertError::Unreadable)?;
+        return convert_summary(&text, sink);
     }
-    let doc: Value = serde_json::from_str(trimmed).map_err(|e| {
-        format!("not a JSON document ({e}); expected CheckList tests (form_test_info() with form_testcases())")
-    })?;
-    let Some(tests) = tests_of(&doc) else {
-        return Err(NO_TESTS.into());
-    };
-    let model = doc
-        .as_object()
-        .and_then(|o| pick_str(o, &["model", "model_id", "modelId"]));
+    // The model is named before the tests (as the dump is written), so
+    // that each test's records carry it as they are written.
+    let model = model_in_head(trimmed);
     let mut names: BTreeMap<String, usize> = BTreeMap::new();
-    for (n, t) in tests.iter().enumerate() {
-        let Some(info) = info_of(t) else {
-            sink.warn(format!("test {}: not an object; skipped", n + 1));
-            continue;
-        };
-        let name = pick_str(info, &["name"]).unwrap_or_else(|| format!("test {}", n + 1));
-        let count = names.entry(name.clone()).or_default();
-        *count += 1;
-        let name = if *count > 1 {
-            format!("{name} ({count})")
-        } else {
-            name
-        };
-        let Some(ty) = test_type(t) else {
+    let mut n = 0usize;
+    let mut one = |t: Value, sink: &mut Sink| -> Result<(), ConvertError> {
+        n += 1;
+        write_one(n, &t, model.as_deref(), &mut names, sink)
+    };
+    let top = super::stream::each_element(reader, &["tests"], &mut |t| one(t, sink)).map_err(
+        |e| match e {
+            ConvertError::Content(why) => ConvertError::Content(format!(
+                "{why}; expected CheckList tests (form_test_info() with form_testcases())"
+            )),
+            other => other,
+        },
+    )?;
+    if let super::stream::Top::Object(o) = top {
+        if o.contains_key("testcases") && !o.contains_key("tests") {
+            // One test on its own.
+            one(Value::Object(o), sink)?;
+        } else if model.is_none()
+            && let Some(m) = pick_str(&o, &["model", "model_id", "modelId"])
+        {
             sink.warn(format!(
-                "test {}: type {} is not mft, inv or dir; skipped",
-                shown(&name),
-                info.get("type").map_or_else(|| "missing".into(), as_text)
+                "the dump names its model ({}) after its tests, so the records do not carry it; write \"model\" before \"tests\"",
+                crate::core::text::inert_line(&m)
             ));
-            continue;
-        };
-        let Some(cases) = t.get("testcases").and_then(Value::as_array) else {
-            sink.warn(format!(
-                "test {}: no testcases; dump form_testcases() beside form_test_info() to see its examples",
-                shown(&name)
-            ));
-            continue;
-        };
-        let test = Test {
-            name,
-            ty,
-            capability: pick_str(info, &["capability"]).filter(|c| !c.trim().is_empty()),
-            description: pick_str(info, &["description"]).filter(|c| !c.trim().is_empty()),
-            model: model.clone(),
-        };
-        let failed_cases = write_test(&test, cases, sink)?;
-        check_stats(&test, info, cases.len(), failed_cases, sink);
+        }
     }
     if sink.report.records == 0 {
         return Err(NO_TESTS.into());
     }
+    Ok(())
+}
+
+/// The model a dump names before its tests, read from its head.
+fn model_in_head(text: &str) -> Option<String> {
+    let mut rest = text.strip_prefix('{')?;
+    loop {
+        rest = rest.trim_start();
+        let mut keys = serde_json::Deserializer::from_str(rest).into_iter::<String>();
+        let key = keys.next()?.ok()?;
+        if key == "tests" {
+            return None;
+        }
+        rest = rest[keys.byte_offset()..]
+            .trim_start()
+            .strip_prefix(':')?
+            .trim_start();
+        let mut values = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
+        let value = values.next()?.ok()?;
+        if ["model", "model_id", "modelId"].contains(&key.as_str())
+            && let Some(m) = pick_str(&Map::from_iter([("m".to_string(), value)]), &["m"])
+        {
+            return Some(m);
+        }
+        rest = rest[values.byte_offset()..]
+            .trim_start()
+            .strip_prefix(',')?;
+    }
+}
+
+/// Write the `n`th test of a dump.
+fn write_one(
+    n: usize,
+    t: &Value,
+    model: Option<&str>,
+    names: &mut BTreeMap<String, usize>,
+    sink: &mut Sink,
+) -> Result<(), ConvertError> {
+    let Some(info) = info_of(t) else {
+        sink.warn(format!("test {n}: not an object; skipped"));
+        return Ok(());
+    };
+    let name = pick_str(info, &["name"]).unwrap_or_else(|| format!("test {n}"));
+    let count = names.entry(name.clone()).or_default();
+    *count += 1;
+    let name = if *count > 1 {
+        format!("{name} ({count})")
+    } else {
+        name
+    };
+    let Some(ty) = test_type(t) else {
+        sink.warn(format!(
+            "test {}: type {} is not mft, inv or dir; skipped",
+            shown(&name),
+            info.get("type").map_or_else(|| "missing".into(), as_text)
+        ));
+        return Ok(());
+    };
+    let Some(cases) = t.get("testcases").and_then(Value::as_array) else {
+        sink.warn(format!(
+            "test {}: no testcases; dump form_testcases() beside form_test_info() to see its examples",
+            shown(&name)
+        ));
+        return Ok(());
+    };
+    let test = Test {
+        name,
+        ty,
+        capability: pick_str(info, &["capability"]).filter(|c| !c.trim().is_empty()),
+        description: pick_str(info, &["description"]).filter(|c| !c.trim().is_empty()),
+        model: model.map(str::to_string),
+    };
+    let failed_cases = write_test(&test, cases, sink)?;
+    check_stats(&test, info, cases.len(), failed_cases, sink);
     Ok(())
 }
 

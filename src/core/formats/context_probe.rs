@@ -17,9 +17,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::{
-    ConvertError, Format, Sink, Sniff, Unpaired, json_lines, json_num, pick, pick_bool, pick_str,
-};
+use super::{ConvertError, Format, Sink, Sniff, Unpaired, json_num, pick, pick_bool, pick_str};
 
 const CASE: &[&str] = &["case_id", "caseId", "case"];
 const WORDING: &[&str] = &[
@@ -123,15 +121,7 @@ struct Trial {
 
 impl Trial {
     fn condition(&self) -> String {
-        format!(
-            "wording-{}/{}",
-            self.wording,
-            if self.reversed {
-                "reversed"
-            } else {
-                "original"
-            }
-        )
+        condition(self.wording, self.reversed)
     }
 
     /// The record's variant id: the condition, and the attempt after the first.
@@ -396,102 +386,160 @@ fn split_prompt(p: &str) -> (Option<String>, Option<Value>) {
     (Some(p.to_string()), None)
 }
 
-pub(super) fn convert(text: &str, sink: &mut Sink) -> Result<(), ConvertError> {
-    let rows = json_lines(text, sink);
-    if rows.is_empty() {
+/// A condition's name: `wording-1/reversed`.
+fn condition(wording: u64, reversed: bool) -> String {
+    format!(
+        "wording-{wording}/{}",
+        if reversed { "reversed" } else { "original" }
+    )
+}
+
+/// What grouping keeps of a trial set aside: where it is, its line, its
+/// case, condition and configuration.
+struct Kept {
+    line: usize,
+    case: Box<str>,
+    repetition: u64,
+    wording: u64,
+    reversed: bool,
+    model: Option<u32>,
+    settings: Option<u32>,
+    at: super::stream::Spilled,
+}
+
+/// Read trials as a stream, each set aside as it is read; then group them
+/// by case and repetition and write each group's records, reading its
+/// trials back.
+pub(super) fn convert(
+    reader: &mut dyn std::io::BufRead,
+    head: &str,
+    sink: &mut Sink,
+) -> Result<(), ConvertError> {
+    let layout = super::records_layout(head, Format::ContextProbe);
+    let mut kept: Vec<Kept> = Vec::new();
+    let mut models = super::Names::default();
+    let mut settings = super::Names::default();
+    let mut configs: Vec<((u32, u32), usize)> = Vec::new();
+    let mut bad_hashes: rustc_hash::FxHashSet<String> = Default::default();
+    let mut rows = 0usize;
+    super::each_record(reader, &layout, sink, &mut |line, o, sink| {
+        rows += 1;
+        let t = match read_trial(line, o) {
+            Ok(t) => t,
+            Err(e) => {
+                sink.warn(format!("line {line}: {e}; skipped"));
+                return Ok(());
+            }
+        };
+        if let (Some(h), Some(p)) = (pick_str(&t.raw, PROMPT_HASH), pick(&t.raw, PROMPT))
+            && let Some(p) = p.as_str()
+            && !h.eq_ignore_ascii_case(&sha256_hex(p))
+        {
+            bad_hashes.insert(t.id.clone());
+        }
+        let model = t.model_id.as_deref().map(|m| models.id(m));
+        let setting = t.settings_id.as_deref().map(|m| settings.id(m));
+        if let (Some(m), Some(s)) = (model, setting) {
+            match configs.iter_mut().find(|(k, _)| *k == (m, s)) {
+                Some((_, n)) => *n += 1,
+                None => configs.push(((m, s), 1)),
+            }
+        }
+        kept.push(Kept {
+            line,
+            case: t.case.as_str().into(),
+            repetition: t.repetition,
+            wording: t.wording,
+            reversed: t.reversed,
+            model,
+            settings: setting,
+            at: sink.put(&t.raw)?,
+        });
+        Ok(())
+    })?;
+    if rows == 0 {
         return Err("no trial rows; expected one JSON object per trial line".into());
     }
-    sink.report.rows = rows.len();
-    let mut trials = Vec::new();
-    for (line, o) in rows {
-        match read_trial(line, o) {
-            Ok(t) => trials.push(t),
-            Err(e) => sink.warn(format!("line {line}: {e}; skipped")),
-        }
-    }
-    if trials.is_empty() {
+    sink.report.rows = rows;
+    if kept.is_empty() {
         return Err("no row is a context-probe trial (case, wording index, evidence order)".into());
     }
     super::warn_mixed(
         sink,
         "model_id",
-        &trials
-            .iter()
-            .map(|t| t.model_id.clone())
-            .collect::<Vec<_>>(),
+        kept.iter().map(|k| k.model.map(|m| models.name(m))),
     );
     super::warn_mixed(
         sink,
         "settings_id",
-        &trials
-            .iter()
-            .map(|t| t.settings_id.clone())
-            .collect::<Vec<_>>(),
+        kept.iter().map(|k| k.settings.map(|m| settings.name(m))),
     );
-    let mut hashes = BTreeMap::new();
-    for t in &trials {
-        if let (Some(h), Some(p)) = (pick_str(&t.raw, PROMPT_HASH), pick(&t.raw, PROMPT))
-            && let Some(p) = p.as_str()
-        {
-            let actual = sha256_hex(p);
-            if !h.eq_ignore_ascii_case(&actual) {
-                hashes.insert(t.id.clone(), ());
-            }
-        }
-    }
-    if !hashes.is_empty() {
+    if !bad_hashes.is_empty() {
         sink.warn(format!(
             "{} trials have a prompt hash that is not the SHA-256 of their prompt",
-            hashes.len()
+            bad_hashes.len()
         ));
     }
-    let config = Config::of(&trials);
+    drop(bad_hashes);
+    // The first of the most frequent: max_by_key keeps the last maximum.
+    let best = configs.iter().rev().max_by_key(|(_, n)| *n);
+    let config = Config {
+        count: best.map_or(0, |b| b.1),
+        usual: best.map(|((m, s), _)| (models.name(*m).to_string(), settings.name(*s).to_string())),
+        total: kept.len(),
+    };
 
     // Group by case and repetition; conditions sorted by (wording, order,
     // attempt). A second trial of one condition is a further attempt: it
     // is counted, never dropped (seed 002: failures are preserved).
-    type Group = BTreeMap<(u64, bool, u64), Trial>;
-    let mut groups: BTreeMap<(String, u64), Group> = BTreeMap::new();
-    let mut first_line: BTreeMap<(String, u64, u64, bool), usize> = BTreeMap::new();
-    for mut t in trials {
-        let g = groups.entry((t.case.clone(), t.repetition)).or_default();
-        let key = (t.case.clone(), t.repetition, t.wording, t.reversed);
+    type Group = BTreeMap<(u64, bool, u64), usize>;
+    let mut groups: BTreeMap<(&str, u64), Group> = BTreeMap::new();
+    for (i, k) in kept.iter().enumerate() {
+        let g = groups.entry((&k.case, k.repetition)).or_default();
         let attempt = 1 + g
-            .keys()
-            .filter(|(w, r, _)| (*w, *r) == (t.wording, t.reversed))
+            .range((k.wording, k.reversed, 0)..=(k.wording, k.reversed, u64::MAX))
             .count() as u64;
         if attempt > 1 {
+            let first = g
+                .get(&(k.wording, k.reversed, 1))
+                .map_or(k.line, |&f| kept[f].line);
             sink.warn(format!(
-                "line {}: another trial of case {} repetition {} {} (the first is on line {}); counted as attempt {attempt}. The harness makes no automatic retry: declare any retry (seed 002)",
-                t.line,
-                crate::core::text::inert_line(&t.case),
-                t.repetition,
-                t.condition(),
-                first_line.get(&key).copied().unwrap_or(t.line)
+                "line {}: another trial of case {} repetition {} {} (the first is on line {first}); counted as attempt {attempt}. The harness makes no automatic retry: declare any retry (seed 002)",
+                k.line,
+                crate::core::text::inert_line(&k.case),
+                k.repetition,
+                condition(k.wording, k.reversed),
             ));
-        } else {
-            first_line.insert(key, t.line);
         }
-        t.attempt = attempt;
-        g.insert((t.wording, t.reversed, attempt), t);
+        g.insert((k.wording, k.reversed, attempt), i);
     }
+    let read = |i: usize, attempt: u64, sink: &mut Sink| -> Result<Trial, ConvertError> {
+        let raw: Map<String, Value> = sink.get(kept[i].at)?;
+        let mut t = read_trial(kept[i].line, raw)?;
+        t.attempt = attempt;
+        Ok(t)
+    };
     for ((case, rep), group) in groups {
-        let baseline = group.get(&(0, false, 1));
-        if baseline.is_none() {
-            sink.warn(format!(
-                "case {} repetition {rep} has no baseline trial (wording 0, original order); its {} trials are listed without a baseline to compare with",
-                crate::core::text::inert_line(&case),
-                group.len()
-            ));
-        }
-        for t in group.values() {
-            let rec = match baseline {
+        let baseline = match group.get(&(0, false, 1)) {
+            Some(&b) => Some(read(b, 1, sink)?),
+            None => {
+                sink.warn(format!(
+                    "case {} repetition {rep} has no baseline trial (wording 0, original order); its {} trials are listed without a baseline to compare with",
+                    crate::core::text::inert_line(case),
+                    group.len()
+                ));
+                None
+            }
+        };
+        for (&(_, _, attempt), &i) in &group {
+            let t = read(i, attempt, sink)?;
+            let rec = match &baseline {
                 Some(base) if (t.wording, t.reversed) != (0, false) => {
-                    pair(&case, rep, base, t, &config)
+                    pair(case, rep, base, &t, &config)
                 }
-                _ => alone(t, &config),
+                _ => alone(&t, &config),
             };
-            sink.record_with_problems(rec, config.problems(t))?;
+            sink.record_with_problems(rec, config.problems(&t))?;
         }
     }
     Ok(())
@@ -508,30 +556,6 @@ struct Config {
 }
 
 impl Config {
-    fn of(trials: &[Trial]) -> Config {
-        let mut seen: Vec<((String, String), usize)> = Vec::new();
-        for t in trials {
-            if let (Some(m), Some(s)) = (&t.model_id, &t.settings_id) {
-                let k = (m.clone(), s.clone());
-                match seen.iter_mut().find(|(x, _)| *x == k) {
-                    Some((_, n)) => *n += 1,
-                    None => seen.push((k, 1)),
-                }
-            }
-        }
-        // The first of the most frequent: max_by_key keeps the last maximum.
-        let best = seen
-            .iter()
-            .rev()
-            .max_by_key(|(_, n)| *n)
-            .map(|(k, n)| (k.clone(), *n));
-        Config {
-            count: best.as_ref().map_or(0, |b| b.1),
-            usual: best.map(|b| b.0),
-            total: trials.len(),
-        }
-    }
-
     /// Whether a trial's configuration is other than the run's, or missing.
     fn differs(&self, t: &Trial) -> bool {
         match (&self.usual, &t.model_id, &t.settings_id) {
@@ -771,5 +795,34 @@ mod tests {
             "{:?}",
             report.problems
         );
+    }
+
+    /// Problems past the first KEPT_PER_KIND are counted, not kept: a
+    /// large file of faulty trials holds no message per trial.
+    #[test]
+    fn problems_past_the_kept_ones_are_counted() {
+        let kept = crate::core::problem::KEPT_PER_KIND;
+        let n = kept + 25;
+        let lines: Vec<String> = (0..n)
+            .map(|i| {
+                // No model_id or settings_id: each trial fails the
+                // configuration-consistency check.
+                json!({"trial_id": format!("t{i}"), "case_id": format!("c{i}"),
+                       "wording_index": 0, "evidence_order": "original", "repetition": 0,
+                       "expected_decision": "hold", "schema_ok": true, "passed": true,
+                       "output": {"decision": "hold", "evidence_ids": [], "basis": "x"}})
+                .to_string()
+            })
+            .collect();
+        let (records, report) = crate::core::formats::convert_text(
+            &lines.join("\n"),
+            Format::ContextProbe,
+            &Default::default(),
+        )
+        .expect("convert");
+        assert_eq!(records.len(), n);
+        assert_eq!(report.problems.len(), kept);
+        assert_eq!(report.unlisted_problems, 25);
+        assert_eq!(report.problems[kept - 1].line, kept as u64);
     }
 }

@@ -19,8 +19,10 @@
 use serde_json::{Map, Value, json};
 
 use super::stream::Spilled;
+use super::stream::Top;
 use super::{
-    ConvertError, ConvertOptions, Format, Row, Sink, Sniff, as_text, pick, pick_str, write_paired,
+    ConvertError, ConvertOptions, Format, Pairing, Row, Sink, Sniff, as_text, pick, pick_str,
+    write_paired,
 };
 use crate::core::text::inert_line;
 
@@ -62,79 +64,104 @@ fn is_log(o: &Map<String, Value>) -> bool {
         && (o.contains_key("samples") || o.contains_key("status"))
 }
 
-pub(super) fn convert(
-    text: &str,
-    opts: &ConvertOptions,
-    sink: &mut Sink,
-) -> Result<(), ConvertError> {
-    let doc: Value = serde_json::from_str(text.trim_start())
-        .map_err(|e| format!("not a JSON document ({e}); expected an Inspect JSON log"))?;
-    let Value::Object(mut log) = doc else {
-        return Err("expected an Inspect JSON log (an object with eval and samples)".into());
-    };
-    let mut samples = Samples::default();
-    if let Some(Value::Array(a)) = log.remove("samples") {
-        samples.total = a.len();
-        samples.heads = a
-            .into_iter()
-            .filter_map(|v| match v {
-                Value::Object(o) => Some((o, None)),
-                _ => None,
-            })
-            .collect();
-    }
-    convert_log(log, samples, opts, sink)
-}
-
-/// A log's samples: whole, or (read as a stream) what choosing the
-/// verdict scorer and ordering them reads, with where each whole sample
-/// was set aside.
-#[derive(Default)]
-struct Samples {
-    heads: Vec<(Map<String, Value>, Option<Spilled>)>,
-    /// Every element of `samples`, objects or not.
-    total: usize,
-}
-
-impl Samples {
-    /// Keep a sample: set aside in the sink's spill when there is one.
-    fn add(&mut self, v: Value, sink: &mut Sink) -> Result<(), ConvertError> {
-        self.total += 1;
-        let Value::Object(o) = v else { return Ok(()) };
-        match &mut sink.spill {
-            Some(spill) => {
-                let at = spill.put(&Value::Object(o.clone()))?;
-                let mut head = Map::new();
-                for k in ["id", "epoch", "scores"] {
-                    if let Some(v) = o.get(k) {
-                        head.insert(k.into(), v.clone());
-                    }
-                }
-                self.heads.push((head, Some(at)));
-            }
-            None => self.heads.push((o, None)),
-        }
-        Ok(())
-    }
-}
-
 /// Read an Inspect JSON log as a stream: each sample is set aside as it
 /// is read, then converted once the verdict scorer is known.
-pub(super) fn convert_stream(
-    reader: impl std::io::Read,
+pub(super) fn convert(
+    reader: &mut dyn std::io::BufRead,
     opts: &ConvertOptions,
     sink: &mut Sink,
 ) -> Result<(), ConvertError> {
     let mut samples = Samples::default();
-    let log = super::stream::each_element(reader, &["samples"], &mut |v| samples.add(v, sink))
+    let top = super::stream::each_element(reader, &["samples"], &mut |v| samples.add(v, sink))
         .map_err(|e| match e {
             ConvertError::Content(why) => {
                 ConvertError::Content(format!("{why}; expected an Inspect JSON log"))
             }
             other => other,
-        })?
-        .ok_or("expected an Inspect JSON log (an object with eval and samples)")?;
+        })?;
+    let Top::Object(log) = top else {
+        return Err("expected an Inspect JSON log (an object with eval and samples)".into());
+    };
     convert_log(log, samples, opts, sink)
+}
+
+/// Where a sample sorts among the others: its place in a JSON log, or its
+/// epoch and id in an `.eval` archive (whose members come in any order).
+type Place = (u64, String);
+
+/// A log's samples, set aside as they are read, with what choosing the
+/// verdict scorer and ordering them reads.
+#[derive(Default)]
+struct Samples {
+    /// Each sample object's place and where it was set aside.
+    at: Vec<(Place, Spilled)>,
+    /// Every element of `samples`, objects or not.
+    total: usize,
+    /// What the samples' scores hold, by scorer.
+    seen: Vec<Seen>,
+    /// Whether places are epochs and ids (an archive) rather than the order read.
+    by_id: bool,
+}
+
+/// What the samples hold of one scorer.
+struct Seen {
+    name: String,
+    /// The first place (and the key's position in that sample) it was met.
+    first: (Place, usize),
+    /// Whether it gave any value, and whether every value was a verdict.
+    any: bool,
+    verdicts: bool,
+    /// The first value that is not a verdict, and its place.
+    example: Option<(Place, String)>,
+}
+
+impl Samples {
+    /// Set a sample aside and note its scores.
+    fn add(&mut self, v: Value, sink: &mut Sink) -> Result<(), ConvertError> {
+        self.total += 1;
+        let Value::Object(o) = v else { return Ok(()) };
+        let place: Place = if self.by_id {
+            (
+                o.get("epoch").and_then(Value::as_u64).unwrap_or(0),
+                o.get("id").map(as_text).unwrap_or_default(),
+            )
+        } else {
+            (self.total as u64, String::new())
+        };
+        if let Some(Value::Object(sc)) = o.get("scores") {
+            for (pos, (name, score)) in sc.iter().enumerate() {
+                let at = match self.seen.iter().position(|s| s.name == *name) {
+                    Some(k) => k,
+                    None => {
+                        self.seen.push(Seen {
+                            name: name.clone(),
+                            first: (place.clone(), pos),
+                            any: false,
+                            verdicts: true,
+                            example: None,
+                        });
+                        self.seen.len() - 1
+                    }
+                };
+                let seen = &mut self.seen[at];
+                if (&place, pos) < (&seen.first.0, seen.first.1) {
+                    seen.first = (place.clone(), pos);
+                }
+                if let Some(v) = score.get("value").filter(|v| !v.is_null()) {
+                    seen.any = true;
+                    if verdict_of(v).is_none() {
+                        seen.verdicts = false;
+                        if seen.example.as_ref().is_none_or(|(p, _)| place < *p) {
+                            seen.example = Some((place.clone(), inert_line(&as_text(v))));
+                        }
+                    }
+                }
+            }
+        }
+        let at = sink.put(&o)?;
+        self.at.push((place, at));
+        Ok(())
+    }
 }
 
 /// The most one member of an `.eval` archive may unpack to.
@@ -156,7 +183,10 @@ pub(super) fn convert_archive(
     let bad = |e: zip::result::ZipError| format!("not a readable .eval archive ({e})");
     let mut zip = zip::ZipArchive::new(archive).map_err(bad)?;
     let mut header: Option<Map<String, Value>> = None;
-    let mut samples = Samples::default();
+    let mut samples = Samples {
+        by_id: true,
+        ..Samples::default()
+    };
     for i in 0..zip.len() {
         let mut member = zip.by_index_raw(i).map_err(bad)?;
         let name = member.name().map_err(bad)?.to_string();
@@ -184,11 +214,7 @@ pub(super) fn convert_archive(
     }
     let mut log = header.ok_or("the .eval archive has no header.json; is it an Inspect log?")?;
     log.remove("samples");
-    samples.heads.sort_by(|(a, _), (b, _)| {
-        let epoch = |v: &Map<String, Value>| v.get("epoch").and_then(Value::as_u64).unwrap_or(0);
-        let id = |v: &Map<String, Value>| v.get("id").map(as_text).unwrap_or_default();
-        epoch(a).cmp(&epoch(b)).then_with(|| id(a).cmp(&id(b)))
-    });
+    samples.at.sort_by(|(a, _), (b, _)| a.cmp(b));
     convert_log(log, samples, opts, sink)
 }
 
@@ -246,37 +272,25 @@ fn convert_log(
         return Err(ConvertError::Refused(no_samples(&log)));
     }
     sink.report.rows = samples.total;
-    let heads: Vec<&Map<String, Value>> = samples.heads.iter().map(|(h, _)| h).collect();
     let scorers =
-        Scorers::of(&log, &heads, opts.scorer.as_deref()).map_err(ConvertError::Refused)?;
+        Scorers::of(&log, &samples.seen, opts.scorer.as_deref()).map_err(ConvertError::Refused)?;
     if let Some(w) = scorers.note() {
         sink.warn(w);
     }
-    let mut rows = Vec::with_capacity(samples.heads.len());
-    for (head, at) in samples.heads {
-        let make = |s: &Map<String, Value>| {
-            row(
-                s,
-                &scorers,
-                model.clone(),
-                settings.clone(),
-                task.as_deref(),
-            )
-        };
-        let r = match (at, &mut sink.spill) {
-            (Some(at), Some(spill)) => match spill.get(at)? {
-                Value::Object(s) => Row {
-                    raw: Value::Null,
-                    spilled: Some(at),
-                    ..make(&s)
-                },
-                _ => continue,
-            },
-            _ => make(&head),
-        };
-        rows.push(sink.set_aside(r, |_, _| {})?);
+    let mut pairing = Pairing::default();
+    for (_, at) in samples.at {
+        let s: Map<String, Value> = sink.get(at)?;
+        let r = row(
+            &s,
+            &scorers,
+            model.clone(),
+            settings.clone(),
+            task.as_deref(),
+        );
+        drop(s);
+        pairing.set_aside(&r, sink)?;
     }
-    write_paired(rows, Format::Inspect, sink)
+    write_paired(pairing, Format::Inspect, sink)
 }
 
 /// Why a log without samples cannot be read, with what it does hold.
@@ -348,7 +362,7 @@ impl Scorers {
     /// the one `--scorer` names, else the first that gives verdicts.
     fn of(
         log: &Map<String, Value>,
-        samples: &[&Map<String, Value>],
+        seen: &[Seen],
         wanted: Option<&str>,
     ) -> Result<Scorers, String> {
         let mut names: Vec<String> = Vec::new();
@@ -372,24 +386,16 @@ impl Scorers {
         for n in listed(log.get("results").and_then(|r| r.get("scores"))) {
             add(&n);
         }
-        for s in samples {
-            if let Some(Value::Object(sc)) = s.get("scores") {
-                for n in sc.keys() {
-                    add(n);
-                }
-            }
+        let mut met: Vec<&Seen> = seen.iter().collect();
+        met.sort_by(|a, b| a.first.cmp(&b.first));
+        for s in &met {
+            add(&s.name);
         }
+        let of = |n: &str| seen.iter().find(|s| s.name == n);
         // A scorer gives verdicts when every value it gave is one.
         let verdicts: Vec<String> = names
             .iter()
-            .filter(|n| {
-                let mut values = samples
-                    .iter()
-                    .filter_map(|s| s.get("scores")?.get(n.as_str())?.get("value"))
-                    .filter(|v| !v.is_null())
-                    .peekable();
-                values.peek().is_some() && values.all(|v| verdict_of(v).is_some())
-            })
+            .filter(|n| of(n).is_some_and(|s| s.any && s.verdicts))
             .cloned()
             .collect();
         let shown = |list: &[String]| {
@@ -402,11 +408,9 @@ impl Scorers {
             None => verdicts.first().cloned(),
             Some(w) if verdicts.iter().any(|n| n == w) => Some(w.to_string()),
             Some(w) if names.iter().any(|n| n == w) => {
-                let example = samples
-                    .iter()
-                    .filter_map(|s| s.get("scores")?.get(w)?.get("value"))
-                    .find(|v| verdict_of(v).is_none())
-                    .map(|v| inert_line(&as_text(v)))
+                let example = of(w)
+                    .and_then(|s| s.example.as_ref())
+                    .map(|(_, e)| e.clone())
                     .unwrap_or_default();
                 let others = if verdicts.is_empty() {
                     "no scorer of this log gives verdicts".to_string()
@@ -739,16 +743,12 @@ mod tests {
     }
 
     fn run(text: &str, scorer: Option<&str>) -> Result<(Vec<Value>, Vec<String>), ConvertError> {
-        let mut out = Vec::new();
-        let mut sink = Sink::new(&mut out, Format::Inspect);
         let opts = ConvertOptions {
             scorer: scorer.map(str::to_string),
             ..ConvertOptions::default()
         };
-        convert(text, &opts, &mut sink)?;
-        let warnings = sink.report.warnings.clone();
-        let records = super::super::written_records(out);
-        Ok((records, warnings))
+        let (records, report) = super::super::convert_text(text, Format::Inspect, &opts)?;
+        Ok((records, report.warnings))
     }
 
     #[test]
@@ -837,8 +837,11 @@ mod tests {
         .to_string();
         let e = run(&text, None).expect_err("refused");
         assert!(e.is_refusal());
+        let ConvertError::InFile { error, .. } = e else {
+            panic!("not about the file: {e}")
+        };
         assert_eq!(
-            e.to_string(),
+            error.to_string(),
             "this Inspect log has no samples to pair: it was written with --no-log-samples (only the summary: 4 samples were run: match accuracy 0.5); re-run the eval with samples logged (the default) and open that log"
         );
     }

@@ -10,7 +10,10 @@
 //!
 //! - [`detect`] sniffs the first bytes of a file (content, never the
 //!   extension) and says which format it is, or what was tried.
-//! - [`convert`] turns a whole file of a given [`Format`] into native records.
+//! - [`convert`] turns a file of a given [`Format`] into native records,
+//!   reading it as a stream (see [`stream`]): rows that wait for pairing are
+//!   set aside on disk, and only what pairing reads of them ([`Slim`]) stays
+//!   in memory.
 //!
 //! The mappings, field by field, are in `docs/formats.md`. Nothing here
 //! touches a terminal.
@@ -331,33 +334,88 @@ fn first_record(text: &str) -> Option<(RecordsAt, Value)> {
     }
 }
 
-/// The records of a JSON document that keeps them in an array (see
-/// [`RecordsAt`]) whose first record reads as `format`'s, as JSON lines;
-/// `None` when `text` is not such a document.
-fn records_as_lines(text: &str, format: Format) -> Option<String> {
-    let trimmed = text.trim_start();
-    if !(trimmed.starts_with('[') || trimmed.starts_with('{')) {
-        return None;
+/// How the records of a file are laid out, for reading them as a stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Layout {
+    /// One JSON object per line.
+    Lines,
+    /// One JSON document: the elements of the array at this path of member
+    /// names (none: the document is the array, or the one record).
+    Document(Vec<String>),
+}
+
+/// How `format`'s records are laid out in a file whose head is `head`: one
+/// per line, an array of them, records of a line format held in a member
+/// of an object, or one document that is itself the record.
+pub fn records_layout(head: &str, format: Format) -> Layout {
+    let head = head.trim_start();
+    let sniff = Sniff::new(head, b"");
+    if let Some(line) = &sniff.first_line
+        && line.is_object()
+        && record_format(line) == Some(format)
+    {
+        return Layout::Lines;
     }
-    let (at, first) = first_record(trimmed)?;
-    if record_format(&first) != Some(format) {
-        return None;
+    if let Some((at, first)) = first_record(head)
+        && record_format(&first) == Some(format)
+    {
+        return match at {
+            RecordsAt::Array => Layout::Document(Vec::new()),
+            RecordsAt::Member(m) => Layout::Document(vec![m]),
+        };
     }
-    let doc: Value = serde_json::from_str(trimmed).ok()?;
-    let list = match (&at, doc) {
-        (RecordsAt::Array, Value::Array(a)) => a,
-        (RecordsAt::Member(m), Value::Object(mut o)) => match o.remove(m) {
-            Some(Value::Array(a)) => a,
-            _ => return None,
-        },
-        _ => return None,
-    };
-    let mut lines = String::new();
-    for v in list {
-        lines.push_str(&serde_json::to_string(&v).ok()?);
-        lines.push('\n');
+    if sniff.line_object().is_some() {
+        Layout::Lines
+    } else {
+        Layout::Document(Vec::new())
     }
-    Some(lines)
+}
+
+/// What [`each_record`] hands each record to: its line (or place), the
+/// record, and the sink.
+pub type EachRecord<'e> =
+    dyn FnMut(usize, Map<String, Value>, &mut Sink) -> Result<(), ConvertError> + 'e;
+
+/// Hand each record of a file laid out as `layout` to `each`, with its
+/// line (or, in a document, its 1-based place among the elements). A line
+/// or element that is not a JSON object is a warning and skipped. Returns
+/// what [`stream::each_element`] found at the top of a document
+/// ([`stream::Top::Array`] for lines).
+pub fn each_record(
+    reader: &mut dyn std::io::BufRead,
+    layout: &Layout,
+    sink: &mut Sink,
+    each: &mut EachRecord,
+) -> Result<stream::Top, ConvertError> {
+    match layout {
+        Layout::Lines => {
+            stream::each_line(reader, &mut |n, got| match got {
+                Ok(o) => each(n, o, sink),
+                Err(w) => {
+                    sink.warn(w);
+                    Ok(())
+                }
+            })?;
+            Ok(stream::Top::Array)
+        }
+        Layout::Document(path) => {
+            let path: Vec<&str> = path.iter().map(String::as_str).collect();
+            let mut n = 0usize;
+            stream::each_element(reader, &path, &mut |v| {
+                n += 1;
+                match v {
+                    Value::Object(o) => each(n, o, sink),
+                    other => {
+                        sink.warn(format!(
+                            "record {n}: expected a JSON object, found {}; skipped",
+                            crate::core::record::type_name(&other)
+                        ));
+                        Ok(())
+                    }
+                }
+            })
+        }
+    }
 }
 
 /// What a converter reports besides the records it wrote.
@@ -382,6 +440,9 @@ pub struct ConvertReport {
     /// 1-based line of the converted record it concerns. Opening the file
     /// lists them as problems, which `triage check --strict` fails on.
     pub problems: Vec<ConvertProblem>,
+    /// Problems past the first [`crate::core::problem::KEPT_PER_KIND`]:
+    /// counted, not kept (as the loader does with its own).
+    pub unlisted_problems: u64,
 }
 
 /// A record a converter found at fault by the tool's own rules.
@@ -435,6 +496,10 @@ pub fn convert(
 }
 
 /// [`convert`] with [`ConvertOptions`].
+///
+/// Every format is read as a stream: records are converted as they are
+/// read, and what must wait for pairing is set aside on disk (see
+/// [`stream`]), so memory follows the number of rows, not the file's size.
 pub fn convert_with(
     path: &Path,
     format: Format,
@@ -446,78 +511,126 @@ pub fn convert_with(
         file: shown.clone(),
         error: Box::new(error),
     };
-    // promptfoo and Inspect files, which can be large, are read as a
-    // stream, their rows set aside on disk (see `stream`).
-    if matches!(format, Format::Promptfoo | Format::Inspect)
-        && let Some(how) = streamable(path, format).map_err(in_file)?
-    {
-        let mut sink = Sink::new(out, format);
-        sink.spill = Some(stream::Spill::new().map_err(in_file)?);
-        let count = opts.progress.as_ref().map(|p| p.0.clone());
-        match how {
-            Streamed::Archive => {
-                let file =
-                    std::fs::File::open(path).map_err(|e| in_file(ConvertError::Unreadable(e)))?;
-                // Buffered: the archive is read in many small pieces.
-                let file = std::io::BufReader::with_capacity(1 << 16, file);
-                inspect::convert_archive(file, opts, &mut sink).map_err(in_file)?;
-                if let Some(c) = &count {
-                    let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-                    c.store(len, std::sync::atomic::Ordering::Relaxed);
-                }
-            }
-            Streamed::Document | Streamed::Lines => {
-                let reader = open_plain(path).map_err(in_file)?;
-                let reader =
-                    std::io::BufReader::with_capacity(1 << 20, stream::Counted::new(reader, count));
-                let res = if format == Format::Inspect {
-                    inspect::convert_stream(reader, opts, &mut sink)
-                } else {
-                    promptfoo::convert_stream(reader, how == Streamed::Lines, &mut sink)
-                };
-                res.map_err(in_file)?;
-            }
-        }
-        sink.out.flush().map_err(ConvertError::Write)?;
-        return Ok(sink.report);
-    }
-    let bytes = read_all(path).map_err(in_file)?;
-    let text = match std::str::from_utf8(&bytes) {
-        Ok(t) => t.trim_start_matches('\u{feff}'),
-        Err(e) => {
-            return Err(in_file(ConvertError::NotUtf8 {
-                byte: e.valid_up_to(),
-                format,
-            }));
-        }
-    };
+    let mut head = Vec::with_capacity(DETECT_HEAD_BYTES);
+    open_file(path)
+        .map_err(in_file)?
+        .take(DETECT_HEAD_BYTES as u64)
+        .read_to_end(&mut head)
+        .map_err(|e| in_file(ConvertError::Unreadable(e)))?;
+    let count = opts.progress.as_ref().map(|p| p.0.clone());
     let mut sink = Sink::new(out, format);
-    // Records of a line format held in one JSON document: read as lines.
-    let lines = if LINE_FORMATS.contains(&format) {
-        records_as_lines(text, format)
-    } else {
-        None
-    };
-    let text = lines.as_deref().unwrap_or(text);
-    let res = match format {
-        Format::Native => {
-            sink.out
-                .write_all(text.as_bytes())
-                .map_err(ConvertError::Write)?;
-            sink.report.rows = text.lines().filter(|l| !l.trim().is_empty()).count();
-            sink.report.records = sink.report.rows;
-            sink.report.pairs = sink.report.rows;
-            Ok(())
+    if format == Format::Inspect && inspect::is_zip(&head) {
+        let file = open_file(path).map_err(in_file)?;
+        // Buffered: the archive is read in many small pieces.
+        let file = std::io::BufReader::with_capacity(1 << 16, file);
+        inspect::convert_archive(file, opts, &mut sink).map_err(in_file)?;
+        if let Some(c) = &count {
+            let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+            c.store(len, std::sync::atomic::Ordering::Relaxed);
         }
-        Format::ContextProbe => context_probe::convert(text, &mut sink),
-        Format::Promptfoo => promptfoo::convert(text, &mut sink),
-        Format::Inspect => inspect::convert(text, opts, &mut sink),
-        Format::Multivon => multivon::convert(text, &mut sink),
-        Format::CheckList => checklist::convert(text, &mut sink),
-    };
-    res.map_err(in_file)?;
+    } else {
+        let fault = stream::Fault::default();
+        let file = stream::Counted::new(open_file(path).map_err(in_file)?, count);
+        let plain: Box<dyn Read> = if is_gzip(&head) {
+            Box::new(stream::Gunzip::new(file, fault.clone()))
+        } else {
+            Box::new(file)
+        };
+        let mut reader = std::io::BufReader::with_capacity(
+            1 << 20,
+            stream::Text::new(plain, format, fault.clone()),
+        );
+        let head = plain_head(&head);
+        let head = String::from_utf8_lossy(&head);
+        let head = head.trim_start_matches('\u{feff}');
+        let res = convert_stream(&mut reader, head, format, opts, &mut sink);
+        // A fault below the parser says what went wrong better than the
+        // parse error it caused.
+        let fault = fault.borrow_mut().take();
+        match (res, fault) {
+            (_, Some(f)) => return Err(in_file(f)),
+            // The converted run is not the file read.
+            (Err(e @ ConvertError::Write(_)), None) => return Err(e),
+            (Err(e), None) => return Err(in_file(e)),
+            (Ok(()), None) => {}
+        }
+    }
     sink.out.flush().map_err(ConvertError::Write)?;
     Ok(sink.report)
+}
+
+/// Convert the text read from `reader` (whose start is `head`).
+fn convert_stream(
+    reader: &mut dyn std::io::BufRead,
+    head: &str,
+    format: Format,
+    opts: &ConvertOptions,
+    sink: &mut Sink,
+) -> Result<(), ConvertError> {
+    match format {
+        Format::Native => native(reader, head, sink),
+        Format::ContextProbe => context_probe::convert(reader, head, sink),
+        Format::Promptfoo => promptfoo::convert(reader, head, sink),
+        Format::Inspect => inspect::convert(reader, opts, sink),
+        Format::Multivon => multivon::convert(reader, head, sink),
+        Format::CheckList => checklist::convert(reader, head, sink),
+    }
+}
+
+/// Native records: lines are copied through as they are; records held in
+/// one JSON document are written one a line.
+fn native(
+    reader: &mut dyn std::io::BufRead,
+    head: &str,
+    sink: &mut Sink,
+) -> Result<(), ConvertError> {
+    let layout = records_layout(head, Format::Native);
+    if layout == Layout::Lines {
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            if reader
+                .read_until(b'\n', &mut line)
+                .map_err(ConvertError::Unreadable)?
+                == 0
+            {
+                return Ok(());
+            }
+            sink.out.write_all(&line).map_err(ConvertError::Write)?;
+            if !line.trim_ascii().is_empty() {
+                sink.report.rows += 1;
+                sink.report.records += 1;
+                sink.report.pairs += 1;
+            }
+        }
+    }
+    each_record(reader, &layout, sink, &mut |_, o, sink| {
+        let line = serde_json::to_string(&o).map_err(ConvertError::Serialize)?;
+        sink.out
+            .write_all(line.as_bytes())
+            .and_then(|_| sink.out.write_all(b"\n"))
+            .map_err(ConvertError::Write)?;
+        sink.report.rows += 1;
+        sink.report.records += 1;
+        sink.report.pairs += 1;
+        Ok(())
+    })?;
+    Ok(())
+}
+
+/// The records [`convert`] writes for `text` read as `format` (for tests).
+#[cfg(test)]
+pub(crate) fn convert_text(
+    text: &str,
+    format: Format,
+    opts: &ConvertOptions,
+) -> Result<(Vec<Value>, ConvertReport), ConvertError> {
+    let dir = tempfile::tempdir().map_err(ConvertError::Write)?;
+    let path = dir.path().join("run");
+    std::fs::write(&path, text).map_err(ConvertError::Write)?;
+    let mut out = Vec::new();
+    let report = convert_with(&path, format, opts, &mut out)?;
+    Ok((written_records(out), report))
 }
 
 /// Why [`convert`] (or a converter writing through a [`Sink`]) failed.
@@ -602,44 +715,6 @@ impl From<&str> for ConvertError {
     }
 }
 
-/// How a promptfoo or Inspect file is read as a stream.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Streamed {
-    /// One JSON document (promptfoo's results.json, an Inspect JSON log).
-    Document,
-    /// promptfoo's results.jsonl.
-    Lines,
-    /// An Inspect `.eval` archive.
-    Archive,
-}
-
-/// Whether a promptfoo or Inspect file has a shape that is read as a
-/// stream (the others, such as a JSON array or promptfoo's refused
-/// exports, are read whole as before).
-fn streamable(path: &Path, format: Format) -> Result<Option<Streamed>, ConvertError> {
-    let mut head = Vec::with_capacity(DETECT_HEAD_BYTES);
-    open_file(path)?
-        .take(DETECT_HEAD_BYTES as u64)
-        .read_to_end(&mut head)
-        .map_err(ConvertError::Unreadable)?;
-    if format == Format::Inspect && inspect::is_zip(&head) {
-        return Ok(Some(Streamed::Archive));
-    }
-    let head = plain_head(&head);
-    let text = String::from_utf8_lossy(&head);
-    let text = text.trim_start_matches('\u{feff}');
-    let sniff = Sniff::new(text, b"");
-    if !sniff.text.starts_with('{') {
-        return Ok(None);
-    }
-    if format == Format::Promptfoo
-        && let Some(o) = sniff.line_object()
-    {
-        return Ok(promptfoo::is_result_line(o).then_some(Streamed::Lines));
-    }
-    Ok(Some(Streamed::Document))
-}
-
 fn open_file(path: &Path) -> Result<std::fs::File, ConvertError> {
     std::fs::File::open(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => ConvertError::NotFound,
@@ -647,26 +722,13 @@ fn open_file(path: &Path) -> Result<std::fs::File, ConvertError> {
     })
 }
 
-/// The file's text as a reader: gzip decompressed as it is read.
-fn open_plain(path: &Path) -> Result<Box<dyn Read>, ConvertError> {
-    let mut file = open_file(path)?;
-    let mut magic = [0u8; 2];
-    let n = file.read(&mut magic).map_err(ConvertError::Unreadable)?;
-    let head = std::io::Cursor::new(magic[..n].to_vec());
-    let whole = head.chain(file);
-    Ok(if is_gzip(&magic[..n]) {
-        Box::new(flate2::read::MultiGzDecoder::new(whole))
-    } else {
-        Box::new(whole)
-    })
-}
-
 /// Where converters write their records; counts them as it goes.
 pub struct Sink<'a> {
     out: &'a mut dyn Write,
     pub report: ConvertReport,
-    /// Rows set aside while a large file was read (see `stream`).
-    pub spill: Option<stream::Spill>,
+    /// Rows set aside while the file is read (see `stream`), made when
+    /// the first is.
+    spill: Option<stream::Spill>,
 }
 
 impl<'a> Sink<'a> {
@@ -682,60 +744,26 @@ impl<'a> Sink<'a> {
         }
     }
 
-    /// A row's raw JSON, the record's origin: read back when it was set aside.
-    fn origin(&mut self, r: &Row) -> Result<Value, ConvertError> {
-        match (r.spilled, &mut self.spill) {
-            (Some(at), Some(spill)) => spill.get(at),
-            _ => Ok(r.raw.clone()),
+    /// Set a value aside until its record is written.
+    pub fn put<T: serde::Serialize>(&mut self, v: &T) -> Result<stream::Spilled, ConvertError> {
+        if self.spill.is_none() {
+            self.spill = Some(stream::Spill::new()?);
+        }
+        match &mut self.spill {
+            Some(spill) => spill.put(v),
+            None => Err(ConvertError::Content("no spill file".into())),
         }
     }
 
-    /// Set a row aside whole, keeping in memory only what pairing reads and
-    /// changes: its ids, group, repetition, model, problems, what its
-    /// converter reads of its raw JSON, and `keep`'s fields.
-    pub fn set_aside(
+    /// Read back a value set aside with [`Sink::put`].
+    pub fn get<T: serde::de::DeserializeOwned>(
         &mut self,
-        r: Row,
-        keep: impl FnOnce(&Row, &mut Row),
-    ) -> Result<Row, ConvertError> {
-        let Some(spill) = &mut self.spill else {
-            return Ok(r);
-        };
-        let at = spill.put(&r)?;
-        let mut slim = Row {
-            id: r.id.clone(),
-            case_id: r.case_id.clone(),
-            base_id: r.base_id.clone(),
-            group: r.group.clone(),
-            repetition: r.repetition,
-            model_id: r.model_id.clone(),
-            problems: r.problems.clone(),
-            raw: r.raw.clone(),
-            spilled: r.spilled,
-            spilled_row: Some(at),
-            ..Row::default()
-        };
-        keep(&r, &mut slim);
-        Ok(slim)
-    }
-
-    /// A row set aside whole, read back with what pairing changed in its
-    /// slim copy; `None` when it was never set aside.
-    fn whole(&mut self, slim: &Row) -> Result<Option<Row>, ConvertError> {
-        let (Some(at), Some(spill)) = (slim.spilled_row, &mut self.spill) else {
-            return Ok(None);
-        };
-        let mut r: Row = spill.get(at)?;
-        r.id = slim.id.clone();
-        r.case_id = slim.case_id.clone();
-        r.base_id = slim.base_id.clone();
-        r.group = slim.group.clone();
-        r.repetition = slim.repetition;
-        r.model_id = slim.model_id.clone();
-        r.problems = slim.problems.clone();
-        r.raw = slim.raw.clone();
-        r.spilled = slim.spilled;
-        Ok(Some(r))
+        at: stream::Spilled,
+    ) -> Result<T, ConvertError> {
+        match &mut self.spill {
+            Some(spill) => spill.get(at),
+            None => Err(ConvertError::Content("nothing was set aside".into())),
+        }
     }
 
     /// Write one native record (one line) and the problems found with it.
@@ -746,11 +774,13 @@ impl<'a> Sink<'a> {
     ) -> Result<(), ConvertError> {
         self.record(rec)?;
         let line = self.report.records as u64;
-        self.report.problems.extend(
-            problems
-                .into_iter()
-                .map(|message| ConvertProblem { line, message }),
-        );
+        for message in problems {
+            if self.report.problems.len() < crate::core::problem::KEPT_PER_KIND {
+                self.report.problems.push(ConvertProblem { line, message });
+            } else {
+                self.report.unlisted_problems += 1;
+            }
+        }
         Ok(())
     }
 
@@ -884,42 +914,6 @@ fn gunzip_prefix(b: &[u8]) -> Vec<u8> {
         }
     }
     out
-}
-
-fn read_all(path: &Path) -> Result<Vec<u8>, ConvertError> {
-    let mut bytes = std::fs::read(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => ConvertError::NotFound,
-        _ => ConvertError::Unreadable(e),
-    })?;
-    if is_gzip(&bytes) {
-        let mut d = flate2::read::MultiGzDecoder::new(&bytes[..]);
-        let mut out = Vec::new();
-        d.read_to_end(&mut out).map_err(ConvertError::Decompress)?;
-        bytes = out;
-    }
-    Ok(bytes)
-}
-
-/// Parse JSON lines: every non-empty line that is a JSON object, with its
-/// 1-based line number. Lines that are not are reported as warnings.
-pub fn json_lines(text: &str, sink: &mut Sink) -> Vec<(usize, Map<String, Value>)> {
-    let mut rows = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        let line = line.trim();
-        if line.is_empty() {
-            continue;
-        }
-        match serde_json::from_str::<Value>(line) {
-            Ok(Value::Object(o)) => rows.push((i + 1, o)),
-            Ok(other) => sink.warn(format!(
-                "line {}: expected a JSON object, found {}; skipped",
-                i + 1,
-                crate::core::record::type_name(&other)
-            )),
-            Err(e) => sink.warn(format!("line {}: not valid JSON ({e}); skipped", i + 1)),
-        }
-    }
-    rows
 }
 
 /// The first present, non-null value among `names`.
@@ -1056,12 +1050,16 @@ pub fn json_num(x: f64) -> Value {
 }
 
 /// Warn when a run mixes several values of one identifier (model, settings).
-pub fn warn_mixed(sink: &mut Sink, what: &str, values: &[Option<String>]) {
+pub fn warn_mixed<'v>(
+    sink: &mut Sink,
+    what: &str,
+    values: impl IntoIterator<Item = Option<&'v str>>,
+) {
     let mut seen: Vec<&str> = Vec::new();
     let mut missing = 0usize;
     for v in values {
         match v {
-            Some(s) if !seen.contains(&s.as_str()) => seen.push(s),
+            Some(s) if !seen.contains(&s) => seen.push(s),
             Some(_) => {}
             None => missing += 1,
         }
@@ -1079,6 +1077,91 @@ pub fn warn_mixed(sink: &mut Sink, what: &str, values: &[Option<String>]) {
     }
     if missing > 0 && !seen.is_empty() {
         sink.warn(format!("{missing} rows have no {what}"));
+    }
+}
+
+/// Names used by many rows (groups, models), kept once and numbered.
+#[derive(Debug, Default)]
+pub struct Names {
+    list: Vec<Box<str>>,
+    index: rustc_hash::FxHashMap<Box<str>, u32>,
+}
+
+impl Names {
+    /// The number of `name`, given one when it is new.
+    pub fn id(&mut self, name: &str) -> u32 {
+        if let Some(&i) = self.index.get(name) {
+            return i;
+        }
+        let i = u32::try_from(self.list.len()).unwrap_or(u32::MAX);
+        self.list.push(name.into());
+        self.index.insert(name.into(), i);
+        i
+    }
+
+    /// The name numbered `i`.
+    pub fn name(&self, i: u32) -> &str {
+        self.list.get(i as usize).map_or("", |s| s)
+    }
+
+    pub fn len(&self) -> usize {
+        self.list.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+}
+
+/// What pairing keeps in memory of a [`Row`] set aside whole: its ids,
+/// group, repetition and model. Pairing may change all but the model;
+/// [`Pairing::whole`] reads the row back with those changes.
+#[derive(Debug)]
+pub struct Slim {
+    pub id: Box<str>,
+    pub case_id: Option<Box<str>>,
+    pub base_id: Option<Box<str>>,
+    /// The group's number in [`Pairing::groups`].
+    pub group: u32,
+    pub repetition: Option<u64>,
+    /// The model's number in [`Pairing::models`].
+    pub model: Option<u32>,
+    at: stream::Spilled,
+}
+
+/// Rows read so far, set aside on disk, with what pairing reads of each.
+#[derive(Debug, Default)]
+pub struct Pairing {
+    pub rows: Vec<Slim>,
+    pub groups: Names,
+    pub models: Names,
+}
+
+impl Pairing {
+    /// Set a row aside, keeping its [`Slim`].
+    pub fn set_aside(&mut self, r: &Row, sink: &mut Sink) -> Result<(), ConvertError> {
+        let at = sink.put(r)?;
+        self.rows.push(Slim {
+            id: r.id.as_str().into(),
+            case_id: r.case_id.as_deref().map(Into::into),
+            base_id: r.base_id.as_deref().map(Into::into),
+            group: self.groups.id(&r.group),
+            repetition: r.repetition,
+            model: r.model_id.as_deref().map(|m| self.models.id(m)),
+            at,
+        });
+        Ok(())
+    }
+
+    /// The row `s` stands for, with what pairing changed.
+    fn whole(&self, s: &Slim, sink: &mut Sink) -> Result<Row, ConvertError> {
+        let mut r: Row = sink.get(s.at)?;
+        r.id = s.id.to_string();
+        r.case_id = s.case_id.as_deref().map(str::to_string);
+        r.base_id = s.base_id.as_deref().map(str::to_string);
+        r.group = self.groups.name(s.group).to_string();
+        r.repetition = s.repetition;
+        Ok(r)
     }
 }
 
@@ -1128,14 +1211,8 @@ pub struct Row {
     /// written from the fields above (`decision`) is replaced, or removed
     /// by a null.
     pub side_extra: Map<String, Value>,
-    /// The row as the tool wrote it (the record's `origin`), or, when it was
-    /// set aside in the sink's spill, what pairing still reads of it.
+    /// The row as the tool wrote it (the record's `origin`).
     pub raw: Value,
-    /// Where the row's raw JSON was set aside (see `stream`).
-    pub spilled: Option<stream::Spilled>,
-    /// Where the whole converted row was set aside, this being its slim copy
-    /// (see [`Sink::set_aside`]).
-    pub spilled_row: Option<stream::Spilled>,
 }
 
 impl Row {
@@ -1185,15 +1262,20 @@ impl Row {
 /// Pair rows through their metadata and write the records: a row whose
 /// `base_id` names another row of the same group becomes a pair with that
 /// row as its source; a row that is nobody's base and has no base is
-/// written unpaired. Rows are written in input order.
-pub fn write_paired(rows: Vec<Row>, format: Format, sink: &mut Sink) -> Result<(), ConvertError> {
-    use std::collections::{BTreeMap, BTreeSet};
-    let groups: BTreeSet<&str> = rows.iter().map(|r| r.group.as_str()).collect();
-    let several_groups = groups.len() > 1;
-    let mut by_id: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+/// written unpaired. Rows are written in the order of `p.rows`, each read
+/// back from where it was set aside.
+pub fn write_paired(mut p: Pairing, format: Format, sink: &mut Sink) -> Result<(), ConvertError> {
+    p.rows.shrink_to_fit();
+    let rows = &p.rows;
+    let mut used = vec![false; p.groups.len()];
+    for r in rows {
+        used[r.group as usize] = true;
+    }
+    let several_groups = used.iter().filter(|u| **u).count() > 1;
+    let mut by_id: rustc_hash::FxHashMap<(u32, &str), usize> = Default::default();
     let mut dup = 0usize;
     for (i, r) in rows.iter().enumerate() {
-        if by_id.insert((r.group.as_str(), r.id.as_str()), i).is_some() {
+        if by_id.insert((r.group, &r.id), i).is_some() {
             dup += 1;
         }
     }
@@ -1203,11 +1285,11 @@ pub fn write_paired(rows: Vec<Row>, format: Format, sink: &mut Sink) -> Result<(
         ));
     }
     let mut is_base = vec![false; rows.len()];
-    let mut base_of = vec![None; rows.len()];
+    let mut base_of: Vec<Option<usize>> = vec![None; rows.len()];
     let mut missing = 0usize;
     for (i, r) in rows.iter().enumerate() {
         if let Some(b) = &r.base_id {
-            match by_id.get(&(r.group.as_str(), b.as_str())) {
+            match by_id.get(&(r.group, &**b)) {
                 Some(&j) if j != i => {
                     is_base[j] = true;
                     base_of[i] = Some(j);
@@ -1216,6 +1298,7 @@ pub fn write_paired(rows: Vec<Row>, format: Format, sink: &mut Sink) -> Result<(
             }
         }
     }
+    drop(by_id);
     if missing > 0 {
         sink.warn(format!(
             "{missing} rows name a base_id that no row of theirs has; listed unpaired"
@@ -1224,11 +1307,15 @@ pub fn write_paired(rows: Vec<Row>, format: Format, sink: &mut Sink) -> Result<(
     warn_mixed(
         sink,
         "model_id",
-        &rows.iter().map(|r| r.model_id.clone()).collect::<Vec<_>>(),
+        rows.iter().map(|r| r.model.map(|m| p.models.name(m))),
     );
     // A base's problems go with the first record that holds it.
     let mut base_told = vec![false; rows.len()];
-    for (i, r) in rows.iter().enumerate() {
+    for (i, slim) in rows.iter().enumerate() {
+        if base_of[i].is_none() && is_base[i] {
+            continue;
+        }
+        let mut r = p.whole(slim, sink)?;
         let id = if several_groups && !r.group.is_empty() {
             format!("{} @ {}", r.id, r.group)
         } else {
@@ -1236,38 +1323,35 @@ pub fn write_paired(rows: Vec<Row>, format: Format, sink: &mut Sink) -> Result<(
         };
         match base_of[i] {
             Some(j) => {
+                let mut base = p.whole(&rows[j], sink)?;
                 let mut problems = Vec::new();
                 if !std::mem::replace(&mut base_told[j], true) {
-                    problems.extend(rows[j].problems.iter().cloned());
+                    problems.extend(base.problems.iter().cloned());
                 }
                 problems.extend(r.problems.iter().cloned());
-                let (base_whole, whole) = (sink.whole(&rows[j])?, sink.whole(r)?);
-                let base = base_whole.as_ref().unwrap_or(&rows[j]);
-                let r = whole.as_ref().unwrap_or(r);
-                let origin = json!({"base": sink.origin(base)?, "variant": sink.origin(r)?});
-                sink.record_with_problems(pair_record(base, r, id, format, origin), problems)?;
+                let origin = json!({
+                    "base": std::mem::take(&mut base.raw),
+                    "variant": std::mem::take(&mut r.raw),
+                });
+                sink.record_with_problems(pair_record(&base, &r, id, format, origin), problems)?;
             }
-            None if is_base[i] => {}
             None => {
-                let whole = sink.whole(r)?;
-                let r = whole.as_ref().unwrap_or(r);
                 let mut u = Unpaired::new(r.case_id.clone().unwrap_or_else(|| r.id.clone()), id);
-                u.label = r.label.clone();
-                u.input = r.input.clone();
-                u.expected = r.expected.clone();
-                u.actual = r.output.clone();
+                u.label = r.label;
+                u.input = r.input;
+                u.expected = r.expected;
+                u.actual = r.output;
                 u.passed = r.passed.or(r.error.as_ref().map(|_| false));
-                u.reasons = r.reasons.clone();
-                u.outcome = r.error.clone();
+                u.reasons = r.reasons;
+                u.outcome = r.error;
                 u.latency_ms = r.latency_ms;
-                u.model_id = r.model_id.clone();
-                u.settings_id = r.settings_id.clone();
+                u.model_id = r.model_id;
+                u.settings_id = r.settings_id;
                 u.repetition = r.repetition;
-                if let Some(sc) = &r.scores {
-                    u.extra.insert("scores".into(), sc.clone());
+                if let Some(sc) = r.scores {
+                    u.extra.insert("scores".into(), sc);
                 }
-                let origin = sink.origin(r)?;
-                sink.record_with_problems(u.into_record(format, origin), r.problems.clone())?;
+                sink.record_with_problems(u.into_record(format, r.raw), r.problems)?;
             }
         }
     }
@@ -1389,47 +1473,72 @@ fn pair_record(base: &Row, v: &Row, variant_id: String, format: Format, origin: 
 mod tests {
     use super::*;
 
-    /// promptfoo and Inspect files are read as a stream with their rows set
-    /// aside on disk; the records are the bytes the whole-text converters
-    /// write, warnings and counts too.
+    /// Every format is read as a stream: the progress count reaches the
+    /// file's size, and converting twice writes the same bytes.
     #[test]
-    fn streamed_conversion_writes_what_the_whole_text_conversion_does() {
+    fn every_format_is_read_as_a_stream_with_its_progress() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/formats");
         let files = [
-            ("promptfoo/results.json", Format::Promptfoo),
-            ("promptfoo/results.jsonl", Format::Promptfoo),
-            ("promptfoo/keyword/results.json", Format::Promptfoo),
-            ("promptfoo/keyword/results.jsonl", Format::Promptfoo),
             ("promptfoo/columns/results.json", Format::Promptfoo),
             ("promptfoo/columns/results.jsonl", Format::Promptfoo),
-            ("inspect/log.json", Format::Inspect),
-            ("inspect/urgency.json", Format::Inspect),
             ("inspect/scorers.json", Format::Inspect),
+            ("inspect/urgency.eval", Format::Inspect),
+            ("multivon/validations.json", Format::Multivon),
+            ("multivon/validations.jsonl", Format::Multivon),
+            ("multivon/validations-wrapped.json", Format::Multivon),
+            ("multivon/manifest.json", Format::Multivon),
+            ("checklist/sentiment-brittle.json", Format::CheckList),
+            ("checklist/sentiment-brittle.summary.txt", Format::CheckList),
+            ("context-probe/retry-results.jsonl", Format::ContextProbe),
         ];
         for (rel, format) in files {
             let path = dir.join(rel);
-            assert!(streamable(&path, format).expect("head").is_some(), "{rel}");
             let progress = Progress::default();
             let opts = ConvertOptions {
                 progress: Some(progress.clone()),
                 ..ConvertOptions::default()
             };
-            let mut streamed = Vec::new();
-            let report = convert_with(&path, format, &opts, &mut streamed).expect("stream");
+            let mut out = Vec::new();
+            let report = convert_with(&path, format, &opts, &mut out).expect(rel);
+            assert!(report.records > 0, "{rel}");
             let len = std::fs::metadata(&path).expect("size").len();
             assert_eq!(progress.read(), len, "{rel}: every byte counted");
-
-            let text = std::fs::read_to_string(&path).expect("text");
-            let mut whole = Vec::new();
-            let mut sink = Sink::new(&mut whole, format);
-            match format {
-                Format::Promptfoo => promptfoo::convert(&text, &mut sink),
-                _ => inspect::convert(&text, &opts, &mut sink),
-            }
-            .expect("whole");
-            assert_eq!(report, sink.report, "{rel}");
-            assert!(streamed == whole, "{rel}: the records differ");
+            let mut again = Vec::new();
+            convert(&path, format, &mut again).expect(rel);
+            assert!(out == again, "{rel}: the records differ");
         }
+    }
+
+    /// A file of records in a document is read as its records, whatever
+    /// the layout.
+    #[test]
+    fn layouts_of_records() {
+        let line = r#"{"case_id":"a","variant_id":"b"}"#;
+        assert_eq!(
+            records_layout(&format!("{line}\n{line}\n"), Format::Native),
+            Layout::Lines
+        );
+        assert_eq!(
+            records_layout(&format!("[\n {line},\n {line}"), Format::Native),
+            Layout::Document(Vec::new())
+        );
+        assert_eq!(
+            records_layout(&format!("{{\"pairs\": [{line}]}}"), Format::Native),
+            Layout::Document(vec!["pairs".into()])
+        );
+        // A one-line document of records is the document, not one line.
+        assert_eq!(
+            records_layout(&format!("{{\"pairs\": [{line}]}}\n"), Format::Native),
+            Layout::Document(vec!["pairs".into()])
+        );
+        // A multi-line document that is itself the record.
+        assert_eq!(
+            records_layout(
+                "{\n \"schema\": \"x\",\n \"cases\": []\n}",
+                Format::Multivon
+            ),
+            Layout::Document(Vec::new())
+        );
     }
 
     #[test]

@@ -21,9 +21,10 @@
 
 use serde_json::{Map, Value, json};
 
+use super::stream::Top;
 use super::{
-    ConvertError, Format, Row, Sink, Sniff, as_text, expectation_kind, json_lines, pick, pick_str,
-    write_paired,
+    ConvertError, Format, Layout, Pairing, Row, Sink, Sniff, as_text, each_record,
+    expectation_kind, pick, pick_str, records_layout, write_paired,
 };
 
 const VALIDATION: &str = "multivon.variant-validation/";
@@ -64,25 +65,27 @@ pub(super) fn sniff(s: &Sniff) -> Result<(), String> {
     Err("no multivon schema (multivon.variant-validation/v1, multivon.case-manifest/v1, multivon.report/v2)".into())
 }
 
-pub(super) fn convert(text: &str, sink: &mut Sink) -> Result<(), ConvertError> {
-    let docs: Vec<Map<String, Value>> = match serde_json::from_str::<Value>(text.trim_start()) {
-        Ok(Value::Object(o)) => vec![o],
-        Ok(Value::Array(a)) => a
-            .into_iter()
-            .filter_map(|v| match v {
-                Value::Object(o) => Some(o),
-                _ => None,
-            })
-            .collect(),
-        _ => json_lines(text, sink).into_iter().map(|(_, o)| o).collect(),
-    };
+/// Read multivon records as a stream: JSON lines, a JSON array of records,
+/// a document holding them in a member, or one document (a manifest or a
+/// report). A validation record becomes its pair as soon as it is read;
+/// the cases of manifests and reports are paired once all are read.
+pub(super) fn convert(
+    reader: &mut dyn std::io::BufRead,
+    head: &str,
+    sink: &mut Sink,
+) -> Result<(), ConvertError> {
     let schema = |o: &Map<String, Value>| pick_str(o, &["schema"]).unwrap_or_default();
-    let mut validations = Vec::new();
+    let layout = records_layout(head, Format::Multivon);
+    let mut validations = 0usize;
+    let mut sources = Sources::default();
     let mut manifest_rows = Vec::new();
-    for d in docs {
+    let top = each_record(reader, &layout, sink, &mut |_, d, sink| {
         let sc = schema(&d);
         if sc.starts_with(VALIDATION) {
-            validations.push(d);
+            validations += 1;
+            let (rec, mut problems) = validation(d)?;
+            problems.extend(sources.note_base(&rec, validations));
+            sink.record_with_problems(rec, problems)?;
         } else if sc.starts_with(MANIFEST) {
             manifest_rows.extend(manifest(&d));
         } else if sc.starts_with(REPORT) {
@@ -93,22 +96,37 @@ pub(super) fn convert(text: &str, sink: &mut Sink) -> Result<(), ConvertError> {
                 crate::core::text::inert_line(&sc)
             ));
         }
+        Ok(())
+    })?;
+    if let Top::Object(d) = top
+        && layout == Layout::Document(Vec::new())
+    {
+        // One document: the record itself.
+        let sc = schema(&d);
+        if sc.starts_with(VALIDATION) {
+            validations += 1;
+            let (rec, mut problems) = validation(d)?;
+            problems.extend(sources.note_base(&rec, validations));
+            sink.record_with_problems(rec, problems)?;
+        } else if sc.starts_with(MANIFEST) {
+            manifest_rows.extend(manifest(&d));
+        } else if sc.starts_with(REPORT) {
+            manifest_rows.extend(report(&d, sink));
+        }
     }
-    if validations.is_empty() && manifest_rows.is_empty() {
+    if validations == 0 && manifest_rows.is_empty() {
         return Err(
             "expected multivon.variant-validation/v1 records, a multivon.case-manifest/v1 or a multivon.report/v2 with cases".into(),
         );
     }
-    sink.report.rows = validations.len() + manifest_rows.len();
-    let mut sources = Sources::default();
-    for (n, v) in validations.into_iter().enumerate() {
-        let (rec, mut problems) = validation(v)?;
-        problems.extend(sources.note_base(&rec, n + 1));
-        sink.record_with_problems(rec, problems)?;
-    }
+    sink.report.rows = validations + manifest_rows.len();
     if !manifest_rows.is_empty() {
         check_parents(&mut manifest_rows);
-        write_paired(manifest_rows, Format::Multivon, sink)?;
+        let mut pairing = Pairing::default();
+        for r in manifest_rows {
+            pairing.set_aside(&r, sink)?;
+        }
+        write_paired(pairing, Format::Multivon, sink)?;
     }
     Ok(())
 }

@@ -10,12 +10,12 @@
 //! unpaired. promptfoo's CSV, YAML and XML exports keep no test metadata,
 //! so they are refused with the file to open instead.
 
-use std::collections::BTreeMap;
-
 use serde_json::{Map, Value, json};
 
+use super::stream::Top;
 use super::{
-    ConvertError, Format, Row, Sink, Sniff, as_text, json_lines, pick, pick_str, write_paired,
+    ConvertError, Format, Layout, Pairing, Row, Sink, Sniff, as_text, each_record, pick, pick_str,
+    write_paired,
 };
 
 pub(super) fn sniff(s: &Sniff) -> Result<(), String> {
@@ -81,11 +81,6 @@ fn export_kind(text: &str) -> Option<&'static str> {
     None
 }
 
-/// Whether a line is one promptfoo result (results.jsonl).
-pub(super) fn is_result_line(o: &Map<String, Value>) -> bool {
-    is_result(o)
-}
-
 fn is_result(o: &Map<String, Value>) -> bool {
     o.contains_key("testCase")
         && (o.contains_key("provider") || o.contains_key("success") || o.contains_key("promptIdx"))
@@ -101,9 +96,12 @@ fn results_of(o: &Map<String, Value>) -> Option<&Vec<Value>> {
     }
 }
 
-pub(super) fn convert(text: &str, sink: &mut Sink) -> Result<(), ConvertError> {
-    let trimmed = text.trim_start();
-    if let Some(kind) = export_kind(trimmed) {
+pub(super) fn convert(
+    reader: &mut dyn std::io::BufRead,
+    head: &str,
+    sink: &mut Sink,
+) -> Result<(), ConvertError> {
+    if let Some(kind) = export_kind(head) {
         let why = if kind == "CSV" {
             "a table for reading that keeps no test metadata, test or column indexes, so its rows cannot be paired"
         } else {
@@ -113,143 +111,94 @@ pub(super) fn convert(text: &str, sink: &mut Sink) -> Result<(), ConvertError> {
             "this is promptfoo's {kind} export, {why}; open the results.json (or results.jsonl) of the same run instead (promptfoo eval -o results.json)"
         )));
     }
-    let results: Vec<Map<String, Value>> = match serde_json::from_str::<Value>(trimmed) {
-        Ok(Value::Object(mut o)) if !is_result(&o) => {
-            if results_of(&o).is_none() {
-                return Err(
-                    "expected a promptfoo results file: an object with results.results".into(),
-                );
-            }
-            // Taken out of the document rather than copied: a results file can be large.
-            let list = match o.remove("results") {
-                Some(Value::Object(mut r)) => r.remove("results"),
-                other => other,
-            };
-            match list {
-                Some(Value::Array(a)) => a
-                    .into_iter()
-                    .filter_map(|v| match v {
-                        Value::Object(o) => Some(o),
-                        _ => None,
-                    })
-                    .collect(),
-                _ => Vec::new(),
-            }
-        }
-        Ok(Value::Array(a)) => a
-            .into_iter()
-            .filter_map(|v| match v {
-                Value::Object(o) => Some(o),
-                _ => None,
-            })
-            .collect(),
-        _ => json_lines(text, sink).into_iter().map(|(_, o)| o).collect(),
+    // results.jsonl holds one result a line (after any line that is not
+    // one); results.json is one document, the results in results.results.
+    let sniff = Sniff::new(head, b"");
+    let lines = sniff
+        .line_object()
+        .is_some_and(|o| is_result(o) || !(o.contains_key("results") || o.contains_key("evalId")));
+    let layout = if lines {
+        Layout::Lines
+    } else {
+        Layout::Document(vec!["results".into(), "results".into()])
     };
-    let rows: Vec<Row> = results.into_iter().filter(is_result).map(row).collect();
-    pair_and_write(rows, sink)
-}
-
-/// Read a results.json document (or, with `lines`, a results.jsonl) as a
-/// stream: each result is turned into a row as it is read and set aside in
-/// the sink's spill, keeping only what pairing reads of it.
-pub(super) fn convert_stream(
-    mut reader: impl std::io::BufRead,
-    lines: bool,
-    sink: &mut Sink,
-) -> Result<(), ConvertError> {
-    let mut rows: Vec<Row> = Vec::new();
-    let mut take = |v: Value, sink: &mut Sink| -> Result<(), ConvertError> {
-        if let Value::Object(o) = v
-            && is_result(&o)
-        {
-            let mut r = row(o);
-            if let Some(spill) = &mut sink.spill {
-                r.spilled = Some(spill.put(&r.raw)?);
-                r.raw = pairing_keys(&r.raw);
-            }
-            // `link` tells repetitions apart by their vars: as one string.
-            rows.push(sink.set_aside(r, |r, slim| {
-                slim.vars = r.vars.as_ref().map(|v| Value::String(v.to_string()));
-            })?);
+    let mut pairing = Pairing::default();
+    let mut keys: Vec<Keys> = Vec::new();
+    let top = each_record(reader, &layout, sink, &mut |_, o, sink| {
+        if is_result(&o) {
+            let r = row(o);
+            keys.push(Keys::of(&r));
+            pairing.set_aside(&r, sink)?;
         }
         Ok(())
-    };
-    if lines {
-        // Line by line, as `json_lines` reads a whole text.
-        let mut line = Vec::new();
-        let mut n = 0usize;
-        loop {
-            line.clear();
-            if reader
-                .read_until(b'\n', &mut line)
-                .map_err(ConvertError::Unreadable)?
-                == 0
-            {
-                break;
-            }
-            n += 1;
-            let text = line.trim_ascii();
-            if text.is_empty() {
-                continue;
-            }
-            match serde_json::from_slice::<Value>(text) {
-                Ok(v @ Value::Object(_)) => take(v, sink)?,
-                Ok(other) => sink.warn(format!(
-                    "line {n}: expected a JSON object, found {}; skipped",
-                    crate::core::record::type_name(&other)
-                )),
-                Err(e) => sink.warn(format!("line {n}: not valid JSON ({e}); skipped")),
-            }
-        }
-    } else {
-        let found =
-            super::stream::each_element(reader, &["results", "results"], &mut |v| take(v, sink))?;
-        if found.is_none() {
-            return Err("expected a promptfoo results file: an object with results.results".into());
-        }
+    })?;
+    if let Top::Object(o) = &top
+        && keys.is_empty()
+        && !o.contains_key("evalId")
+    {
+        return Err("expected a promptfoo results file: an object with results.results".into());
     }
-    pair_and_write(rows, sink)
+    if let Top::Other = top {
+        return Err("expected a promptfoo results file: an object with results.results".into());
+    }
+    // Done growing: what is held until pairing ends takes no more room than it needs.
+    pairing.rows.shrink_to_fit();
+    keys.shrink_to_fit();
+    pair_and_write(pairing, keys, sink)
 }
 
-/// What [`link`] and the record order read of a row set aside: its indexes,
-/// its test's description and the case id of its metadata.
-fn pairing_keys(raw: &Value) -> Value {
-    let mut keep = Map::new();
-    for k in ["testIdx", "promptIdx"] {
-        if let Some(v) = raw.get(k) {
-            keep.insert(k.into(), v.clone());
+/// What pairing reads of a result besides its [`super::Slim`] (whose case
+/// id is its metadata's): its test and column indexes, its test's
+/// description, and a digest of its vars (repetitions of a test are told
+/// apart by them).
+struct Keys {
+    test: Option<u64>,
+    column: Option<u64>,
+    description: Option<Box<str>>,
+    vars: u64,
+}
+
+impl Keys {
+    fn of(r: &Row) -> Keys {
+        use std::hash::{Hash, Hasher};
+        let idx = |k: &str| r.raw.get(k).and_then(Value::as_u64);
+        let mut h = std::hash::DefaultHasher::new();
+        r.vars.as_ref().map(Value::to_string).hash(&mut h);
+        Keys {
+            test: idx("testIdx"),
+            column: idx("promptIdx"),
+            description: description_of(&r.raw).map(Into::into),
+            vars: h.finish(),
         }
     }
-    let mut test = Map::new();
-    if let Some(d) = description_of(raw) {
-        test.insert("description".into(), json!(d));
-    }
-    if let Some(c) = meta_of(raw).and_then(|m| pick_str(m, &["case_id", "caseId"])) {
-        test.insert("metadata".into(), json!({ "case_id": c }));
-    }
-    if !test.is_empty() {
-        keep.insert("testCase".into(), Value::Object(test));
-    }
-    Value::Object(keep)
 }
 
 /// Order the rows by column and test, pair them and write the records.
-fn pair_and_write(mut rows: Vec<Row>, sink: &mut Sink) -> Result<(), ConvertError> {
-    if rows.is_empty() {
+fn pair_and_write(
+    mut p: Pairing,
+    mut keys: Vec<Keys>,
+    sink: &mut Sink,
+) -> Result<(), ConvertError> {
+    if p.rows.is_empty() {
         return Err("no promptfoo results (objects with testCase and provider)".into());
     }
-    sink.report.rows = rows.len();
+    sink.report.rows = p.rows.len();
     // Completion order says nothing: records follow the columns and tests.
     // The order is found on the keys and the rows moved in place, so that
     // sorting needs no second copy of the rows.
-    let mut order: Vec<usize> = (0..rows.len()).collect();
+    let mut order: Vec<usize> = (0..p.rows.len()).collect();
     order.sort_by_key(|&i| {
-        let (test, column) = indexes(&rows[i]);
-        (column.unwrap_or(u64::MAX), test.unwrap_or(u64::MAX))
+        (
+            keys[i].column.unwrap_or(u64::MAX),
+            keys[i].test.unwrap_or(u64::MAX),
+        )
     });
-    permute(&mut rows, &order);
-    link(&mut rows, sink);
-    write_paired(rows, Format::Promptfoo, sink)
+    permute(&mut p.rows, &order);
+    permute(&mut keys, &order);
+    drop(order);
+    link(&mut p, &keys, sink);
+    drop(keys);
+    write_paired(p, Format::Promptfoo, sink)
 }
 
 /// Reorder `v` in place so that its `k`th element is the one that was at
@@ -270,20 +219,6 @@ fn permute<T>(v: &mut [T], order: &[usize]) {
     }
 }
 
-/// The test's index and column of a row (from its origin).
-fn indexes(r: &Row) -> (Option<u64>, Option<u64>) {
-    let idx = |k: &str| r.raw.get(k).and_then(Value::as_u64);
-    (idx("testIdx"), idx("promptIdx"))
-}
-
-/// The test metadata of a row's origin.
-fn meta_of(raw: &Value) -> Option<&Map<String, Value>> {
-    raw.get("testCase")
-        .and_then(|t| t.get("metadata"))
-        .or_else(|| raw.get("metadata"))
-        .and_then(Value::as_object)
-}
-
 fn description_of(raw: &Value) -> Option<String> {
     raw.get("testCase")
         .and_then(Value::as_object)
@@ -294,101 +229,107 @@ fn description_of(raw: &Value) -> Option<String> {
 /// then point every `base_id` at the id of the row it names, matched by
 /// `variant_id`, else `case_id`, else test description, in the same column
 /// and repetition. A matched variant takes its base's case.
-fn link(rows: &mut [Row], sink: &mut Sink) {
+fn link(p: &mut Pairing, keys: &[Keys], sink: &mut Sink) {
+    let Pairing { rows, groups, .. } = p;
+    let test = |i: usize| keys[i].test.unwrap_or(u64::MAX);
     // Repetitions (`repeat`): rows of one column with the same test (id,
     // description and vars), numbered in test order.
     let mut order: Vec<usize> = (0..rows.len()).collect();
-    order.sort_by_key(|&i| indexes(&rows[i]).0.unwrap_or(u64::MAX));
-    let mut seen: BTreeMap<(String, String, String), u64> = BTreeMap::new();
+    order.sort_by_key(|&i| test(i));
+    let mut reps = vec![0u64; rows.len()];
     let mut repeated = false;
-    for i in order {
-        let test = format!(
-            "{:?} {}",
-            description_of(&rows[i].raw),
-            rows[i]
-                .vars
-                .as_ref()
-                .map(Value::to_string)
-                .unwrap_or_default()
-        );
-        let n = seen
-            .entry((rows[i].group.clone(), rows[i].id.clone(), test))
-            .or_insert(0);
-        rows[i].repetition = Some(*n);
-        repeated |= *n > 0;
-        *n += 1;
+    {
+        let mut seen: rustc_hash::FxHashMap<(u32, &str, Option<&str>, u64), u64> =
+            Default::default();
+        for &i in &order {
+            let k = &keys[i];
+            let n = seen
+                .entry((rows[i].group, &rows[i].id, k.description.as_deref(), k.vars))
+                .or_insert(0);
+            reps[i] = *n;
+            repeated |= *n > 0;
+            *n += 1;
+        }
     }
-    for r in rows.iter_mut() {
-        let rep = r.repetition.unwrap_or(0);
+    drop(order);
+    for (r, rep) in rows.iter_mut().zip(reps) {
         if repeated {
-            r.group = format!("{} · repetition {rep}", r.group);
+            let g = format!("{} · repetition {rep}", groups.name(r.group));
+            r.group = groups.id(&g);
+            r.repetition = Some(rep);
         } else {
             r.repetition = None;
         }
     }
     // Distinct tests that share an id in one column keep it apart by their index.
-    let mut count: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for r in rows.iter() {
-        *count.entry((r.group.clone(), r.id.clone())).or_default() += 1;
-    }
-    for r in rows.iter_mut() {
-        if count[&(r.group.clone(), r.id.clone())] > 1
-            && let Some(test) = r.raw.get("testIdx").and_then(Value::as_u64)
-        {
-            r.id = format!("{} (test {test})", r.id);
+    let renamed: Vec<(usize, u64)> = {
+        let mut count: rustc_hash::FxHashMap<(u32, &str), u32> = Default::default();
+        for r in rows.iter() {
+            *count.entry((r.group, &r.id)).or_default() += 1;
         }
+        rows.iter()
+            .enumerate()
+            .filter(|(_, r)| count[&(r.group, &*r.id)] > 1)
+            .filter_map(|(i, _)| Some((i, keys[i].test?)))
+            .collect()
+    };
+    for (i, t) in renamed {
+        rows[i].id = format!("{} (test {t})", rows[i].id).into();
     }
     // Each key names rows of a column: by their own id (rank 0), their
-    // case (1) or their description (2).
-    let mut names: BTreeMap<(&str, String), Vec<(u8, usize)>> = BTreeMap::new();
-    for (i, r) in rows.iter().enumerate() {
-        let keys = [
-            Some(r.id.clone()),
-            meta_of(&r.raw).and_then(|m| pick_str(m, &["case_id", "caseId"])),
-            description_of(&r.raw),
-        ];
-        for (rank, key) in (0u8..).zip(keys) {
-            if let Some(k) = key {
-                names
-                    .entry((r.group.as_str(), k))
-                    .or_default()
-                    .push((rank, i));
-            }
+    // case (1) or their description (2). The names are numbered (row times
+    // four plus rank) and sorted by the key they stand for, to be looked up.
+    // (The case ids are still the metadata's: only linking changes them.)
+    let key = |e: u64| -> Option<&str> {
+        let i = (e >> 2) as usize;
+        match e & 3 {
+            0 => Some(&*rows[i].id),
+            1 => rows[i].case_id.as_deref(),
+            _ => keys[i].description.as_deref(),
         }
-    }
+    };
+    let sort_key = |e: u64| (rows[(e >> 2) as usize].group, key(e), e & 3, e >> 2);
+    let mut names: Vec<u64> = (0..rows.len() as u64)
+        .flat_map(|i| [i << 2, (i << 2) | 1, (i << 2) | 2])
+        .filter(|&e| key(e).is_some())
+        .collect();
+    names.sort_unstable_by(|&a, &b| sort_key(a).cmp(&sort_key(b)));
     let mut linked: Vec<(usize, usize)> = Vec::new();
     let mut ambiguous = 0usize;
     for (i, r) in rows.iter().enumerate() {
-        let Some(b) = &r.base_id else { continue };
-        let Some(list) = names.get(&(r.group.as_str(), b.clone())) else {
+        let Some(b) = r.base_id.as_deref() else {
             continue;
         };
+        let at = |e: &u64| (rows[(*e >> 2) as usize].group, key(*e).unwrap_or_default());
+        let from = names.partition_point(|e| at(e) < (r.group, b));
+        let to = names.partition_point(|e| at(e) <= (r.group, b));
         // The best name first; a base (a row with no base of its own)
         // before a variant; then the test order.
-        let rank_of = |&(rank, j): &(u8, usize)| {
-            (
-                rank,
-                rows[j].base_id.is_some(),
-                indexes(&rows[j]).0.unwrap_or(u64::MAX),
-                j,
-            )
+        let row_of = |e: u64| (e >> 2) as usize;
+        let rank_of = |e: u64| {
+            let j = row_of(e);
+            (e & 3, rows[j].base_id.is_some(), test(j), j)
         };
-        let mut candidates: Vec<&(u8, usize)> = list.iter().filter(|&&(_, j)| j != i).collect();
-        candidates.sort_by_key(|c| rank_of(c));
-        let Some(best) = candidates.first() else {
+        let Some(best) = names[from..to]
+            .iter()
+            .copied()
+            .filter(|&e| row_of(e) != i)
+            .min_by_key(|&e| rank_of(e))
+        else {
             continue;
         };
-        let level = |c: &&(u8, usize)| (c.0, rows[c.1].base_id.is_some());
-        if candidates
+        let level = |e: u64| (e & 3, rows[row_of(e)].base_id.is_some());
+        if names[from..to]
             .iter()
-            .filter(|c| level(c) == level(best))
+            .filter(|&&e| row_of(e) != i && level(e) == level(best))
             .count()
             > 1
         {
             ambiguous += 1;
         }
-        linked.push((i, best.1));
+        linked.push((i, row_of(best)));
     }
+    drop(names);
     if ambiguous > 0 {
         sink.warn(format!(
             "{ambiguous} rows name a base_id that several rows of their column carry; each pairs with the first test of them"
@@ -698,13 +639,11 @@ mod tests {
     }
 
     fn run(results: Vec<Value>) -> (Vec<Value>, Vec<String>) {
-        let mut out = Vec::new();
-        let mut sink = Sink::new(&mut out, Format::Promptfoo);
         let text = json!({"evalId": "e", "results": {"results": results}}).to_string();
-        convert(&text, &mut sink).expect("convert");
-        let warnings = sink.report.warnings.clone();
-        let records = super::super::written_records(out);
-        (records, warnings)
+        let (records, report) =
+            super::super::convert_text(&text, Format::Promptfoo, &Default::default())
+                .expect("convert");
+        (records, report.warnings)
     }
 
     #[test]

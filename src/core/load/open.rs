@@ -41,6 +41,8 @@ pub struct RunFile {
     /// [`formats::ConvertReport::problems`]), as problems of this file: the
     /// index lists them with the lines' (`triage check --strict` fails on them).
     pub problems: Vec<Problem>,
+    /// Such problems past the first [`crate::core::problem::KEPT_PER_KIND`]: counted only.
+    pub unlisted_problems: u64,
 }
 
 impl RunFile {
@@ -258,6 +260,7 @@ fn open_gzip(file: File, display: String, compressed: u64) -> Result<RunFile, Op
         format: Format::Native,
         notes: Vec::new(),
         problems: Vec::new(),
+        unlisted_problems: 0,
     })
 }
 
@@ -365,6 +368,7 @@ fn open_any(p: &str, want: Option<Format>, convert: &ConvertOptions) -> Result<R
             format: Format::Native,
             notes: Vec::new(),
             problems: Vec::new(),
+            unlisted_problems: 0,
         }
     };
     opened.notes = notes;
@@ -479,6 +483,7 @@ fn open_converted(
         format,
         notes: report.warnings,
         problems,
+        unlisted_problems: report.unlisted_problems,
     })
 }
 
@@ -558,5 +563,6 @@ fn copy_to_temp(mut input: impl Read, display: String) -> Result<RunFile, OpenEr
         format: Format::Native,
         notes: Vec::new(),
         problems: Vec::new(),
+        unlisted_problems: 0,
     })
 }
