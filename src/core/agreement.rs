@@ -39,6 +39,19 @@ pub struct Kappa {
     pub se: f64,
 }
 
+impl Kappa {
+    /// Whether the interval has no width: the large-sample standard error
+    /// is zero when the two agree on every pair, or each gave every pair
+    /// one category. That is the formula's answer, not certainty: on few
+    /// pairs it is no interval at all.
+    pub fn degenerate(&self) -> bool {
+        self.se < 1e-12
+    }
+}
+
+/// What to say of an interval with no width.
+pub const DEGENERATE: &str = "no width: the large-sample standard error is 0 when the two agree on every pair or each gives every pair one category, so this interval does not say how sure kappa is; compare more pairs, and gate with --min-pairs";
+
 /// How two raters agree on one category.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CategoryAgreement {
@@ -265,9 +278,14 @@ pub fn parse_between(text: &str) -> Result<(String, String), String> {
     }
 }
 
-/// Kappa as text: `0.676 [0.505, 0.848]`, or why it is undefined.
+/// Kappa as text: `0.676 [0.505, 0.848]` (saying so of an interval of no
+/// width, see [`Kappa::degenerate`]), or why it is undefined.
 pub fn kappa_text(r: &Report) -> String {
     match r.kappa {
+        Some(k) if k.degenerate() => format!(
+            "{:.3} [{:.3}, {:.3}], an interval of no width",
+            k.value, k.low, k.high
+        ),
         Some(k) => format!("{:.3} [{:.3}, {:.3}]", k.value, k.low, k.high),
         None if r.pairs == 0 => "undefined (no pair decided by both)".to_string(),
         None => "undefined (every pair in one category by both)".to_string(),
@@ -364,6 +382,9 @@ fn text_report(out: &mut String, r: &Report, inert: &dyn Fn(&str) -> String) {
             "                      95% interval, standard error {:.3} (Fleiss, Cohen and Everitt 1969)",
             k.se
         );
+        if k.degenerate() {
+            let _ = writeln!(out, "                      the interval has {DEGENERATE}");
+        }
     }
     if r.pairs == 0 {
         return;
@@ -434,6 +455,9 @@ fn markdown_report(out: &mut String, r: &Report) {
         "- Cohen's kappa: {} (95% interval; standard error of Fleiss, Cohen and Everitt 1969)",
         kappa_text(r)
     );
+    if r.kappa.is_some_and(|k| k.degenerate()) {
+        let _ = writeln!(out, "- The interval has {DEGENERATE}.");
+    }
     if r.pairs == 0 {
         out.push('\n');
         return;

@@ -120,6 +120,45 @@ fn the_text_and_json_reports_say_the_same() {
     assert_eq!(many["comparisons"].as_array().unwrap().len(), 2);
 }
 
+/// Two raters who agree on every pair, or who each give every pair one
+/// category, have a standard error of 0: the reports say the interval has
+/// no width rather than let `[1.000, 1.000]` read as certainty.
+#[test]
+fn an_interval_of_no_width_is_named_in_every_report() {
+    let tax = Taxonomy::default();
+    let agree = compare_labels(
+        "ana",
+        "bob",
+        &[("boundary", "boundary"), ("distractor", "distractor")],
+        &tax,
+        0,
+    );
+    let apart = compare_labels("ana", "bob", &[("boundary", "distractor")], &tax, 0);
+    let spread = compare_labels(
+        "ana",
+        "bob",
+        &[
+            ("boundary", "boundary"),
+            ("distractor", "boundary"),
+            ("distractor", "distractor"),
+        ],
+        &tax,
+        0,
+    );
+    for r in [&agree, &apart] {
+        let k = r.kappa.unwrap();
+        assert!(k.degenerate(), "{k:?}");
+        assert_eq!((k.low, k.high), (k.value, k.value));
+        assert!(kappa_text(r).ends_with("an interval of no width"));
+        for format in [Format::Text, Format::Markdown] {
+            let out = render(std::slice::from_ref(r), format, true);
+            assert!(out.contains(DEGENERATE), "{out}");
+        }
+    }
+    assert!(!spread.kappa.unwrap().degenerate());
+    assert!(!render(std::slice::from_ref(&spread), Format::Text, true).contains(DEGENERATE));
+}
+
 #[test]
 fn hostile_names_are_inert_in_every_format() {
     let tax = Taxonomy::default();
