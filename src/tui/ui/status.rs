@@ -59,7 +59,7 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, km: &Keymap, t: &Theme) {
                 st.patch(t.status_bar),
             )]
         }
-        None => hints(km, t),
+        None => hints(km, t, app.blind()),
     };
     let mut left = left_spans(app, true, t);
     if width(&left) + width(&right) >= w {
@@ -265,7 +265,9 @@ fn short_hint(km: &Keymap, t: &Theme) -> Vec<Span<'static>> {
     }
 }
 
-fn hints(km: &Keymap, t: &Theme) -> Vec<Span<'static>> {
+/// The everyday keys; in blind review no `accept`, since the suggestion
+/// stays hidden until the reviewer decides (and `y` says so).
+fn hints(km: &Keymap, t: &Theme, blind: bool) -> Vec<Span<'static>> {
     let modes = [Mode::Global, Mode::List];
     let mut spans = Vec::new();
     for (action, label) in [
@@ -275,6 +277,9 @@ fn hints(km: &Keymap, t: &Theme) -> Vec<Span<'static>> {
         (Action::ToggleHelp, "help"),
         (Action::Quit, "quit"),
     ] {
+        if blind && action == Action::AcceptSuggestion {
+            continue;
+        }
         if let Some(k) = km.hint(&modes, action) {
             spans.push(Span::styled(format!(" {k}"), t.key.patch(t.status_bar)));
             spans.push(Span::styled(format!(" {label}"), t.dim.patch(t.status_bar)));
