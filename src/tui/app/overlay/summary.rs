@@ -162,6 +162,8 @@ fn agreement_lines(v: &SummaryView, t: &Theme, width: usize, out: &mut Vec<Line<
     let w = names.iter().map(|n| text::width(n)).max().unwrap_or(0);
     for (name, r) in names.iter().zip(&v.agreement) {
         let style = match r.kappa {
+            // An interval of no width proves nothing either way.
+            Some(k) if k.degenerate() => t.warn,
             Some(k) if k.low >= 0.7 => t.pass,
             Some(k) if k.value < 0.4 => t.fail,
             Some(_) => t.warn,
