@@ -79,18 +79,27 @@ pub(super) fn convert(
     let mut validations = 0usize;
     let mut sources = Sources::default();
     let mut manifest_rows = Vec::new();
+    // One record: a validation becomes its pair now; a manifest's or a
+    // report's cases wait for pairing. `false`: not a multivon record.
+    let mut take =
+        |sc: &str, d: Map<String, Value>, sink: &mut Sink| -> Result<bool, ConvertError> {
+            if sc.starts_with(VALIDATION) {
+                validations += 1;
+                let (rec, mut problems) = validation(d)?;
+                problems.extend(sources.note_base(&rec, validations));
+                sink.record_with_problems(rec, problems)?;
+            } else if sc.starts_with(MANIFEST) {
+                manifest_rows.extend(manifest(&d));
+            } else if sc.starts_with(REPORT) {
+                manifest_rows.extend(report(&d, sink));
+            } else {
+                return Ok(false);
+            }
+            Ok(true)
+        };
     let top = each_record(reader, &layout, sink, &mut |_, d, sink| {
         let sc = schema(&d);
-        if sc.starts_with(VALIDATION) {
-            validations += 1;
-            let (rec, mut problems) = validation(d)?;
-            problems.extend(sources.note_base(&rec, validations));
-            sink.record_with_problems(rec, problems)?;
-        } else if sc.starts_with(MANIFEST) {
-            manifest_rows.extend(manifest(&d));
-        } else if sc.starts_with(REPORT) {
-            manifest_rows.extend(report(&d, sink));
-        } else {
+        if !take(&sc, d, sink)? {
             sink.warn(format!(
                 "a record with schema {:?} is not a multivon validation or manifest; skipped",
                 crate::core::text::inert_line(&sc)
@@ -102,17 +111,7 @@ pub(super) fn convert(
         && layout == Layout::Document(Vec::new())
     {
         // One document: the record itself.
-        let sc = schema(&d);
-        if sc.starts_with(VALIDATION) {
-            validations += 1;
-            let (rec, mut problems) = validation(d)?;
-            problems.extend(sources.note_base(&rec, validations));
-            sink.record_with_problems(rec, problems)?;
-        } else if sc.starts_with(MANIFEST) {
-            manifest_rows.extend(manifest(&d));
-        } else if sc.starts_with(REPORT) {
-            manifest_rows.extend(report(&d, sink));
-        }
+        take(&schema(&d), d, sink)?;
     }
     if validations == 0 && manifest_rows.is_empty() {
         return Err(
