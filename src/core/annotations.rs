@@ -903,6 +903,17 @@ pub enum Saved {
     Conflict(Vec<Conflict>),
 }
 
+impl Saved {
+    /// The previous annotations of a save made without expectations, which
+    /// has nothing to conflict with.
+    fn unguarded(self) -> Vec<Option<Annotation>> {
+        match self {
+            Saved::Done(previous) => previous,
+            Saved::Conflict(_) => unreachable!("a save without expectations has no conflict"),
+        }
+    }
+}
+
 /// A journal line that could not be read, for the problems panel.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnreadableLine {
@@ -1262,10 +1273,8 @@ impl AnnotationStore {
             .map(|c| (c, Kind::Resolution(None)))
             .collect();
         let origins = vec![None; items.len()];
-        match self.save_events(items, origins, &|_| Vec::new(), None)? {
-            Saved::Done(_) => Ok(()),
-            Saved::Conflict(_) => unreachable!("a save without expectations has no conflict"),
-        }
+        self.save_events(items, origins, &|_| Vec::new(), None)
+            .map(|saved| drop(saved.unguarded()))
     }
 
     /// Record resolutions, each settling the decisions it names, or
@@ -1422,10 +1431,8 @@ impl AnnotationStore {
     /// holds its pair, else to the first writable one; [`AnnotationStore::save`]
     /// routes by run file.
     pub fn apply(&mut self, changes: Vec<Change>) -> Result<Vec<Option<Annotation>>, SaveError> {
-        match self.save(changes, &|_| Vec::new(), None)? {
-            Saved::Done(previous) => Ok(previous),
-            Saved::Conflict(_) => unreachable!("a save without expectations has no conflict"),
-        }
+        self.save(changes, &|_| Vec::new(), None)
+            .map(Saved::unguarded)
     }
 
     /// Apply changes as one durable step, each to the journal of its pair's
@@ -1462,10 +1469,8 @@ impl AnnotationStore {
             .into_iter()
             .map(|(c, p)| ((c, Kind::Decision), Some(p)))
             .unzip();
-        match self.save_events(changes, origins, files, None)? {
-            Saved::Done(previous) => Ok(previous),
-            Saved::Conflict(_) => unreachable!("a save without expectations has no conflict"),
-        }
+        self.save_events(changes, origins, files, None)
+            .map(Saved::unguarded)
     }
 
     /// [`AnnotationStore::save`] of decisions (`false`) and resolutions
