@@ -183,21 +183,6 @@ impl<T, const BITS: u32> Column<T, BITS> {
         }
     }
 
-    /// The row number of `item` when it is one of this column's elements
-    /// (the same place in memory, not an equal value): a look at each
-    /// chunk's bounds.
-    pub fn position_of(&self, item: &T) -> Option<usize> {
-        let size = std::mem::size_of::<T>().max(1);
-        let at = item as *const T as usize;
-        self.chunks.iter().enumerate().find_map(|(k, c)| {
-            let start = c.as_ptr() as usize;
-            let i = at.wrapping_sub(start) / size;
-            c.get(i)
-                .filter(|x| std::ptr::eq(*x, item))
-                .map(|_| (k << BITS) + i)
-        })
-    }
-
     /// Split off the elements from `at` on into a new column.
     pub fn split_off(&mut self, at: usize) -> Self
     where

@@ -362,10 +362,14 @@ impl Query {
         &self.terms
     }
 
-    /// Whether one row matches. Text terms read the row's line; a read error counts as no match.
+    /// Whether row `i` of the index matches (a row past the end does not).
+    /// Text terms read the row's line; a read error counts as no match.
     ///
     /// This compiles the query for the one row; use [`Query::filter`] for many.
-    pub fn matches(&self, ctx: &Context, row: &PairRow) -> bool {
+    pub fn matches(&self, ctx: &Context, i: u32) -> bool {
+        let Some(row) = ctx.index.rows.get(i as usize) else {
+            return false;
+        };
         if self.is_empty() {
             return true;
         }
@@ -378,9 +382,7 @@ impl Query {
             changes: ctx.changes.unwrap_or_default(),
         };
         let mut compiled = Compiled::new(self, ctx.index, false);
-        // A row of the index has its number (a change term reads by it).
-        let i = ctx.index.rows.position_of(row).unwrap_or(usize::MAX);
-        compiled.eval(ctx.index, &env, i, row, 0)
+        compiled.eval(ctx.index, &env, i as usize, row, 0)
     }
 
     /// Filter row indices (into `ctx.index.rows`), preserving order.

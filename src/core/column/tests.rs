@@ -211,15 +211,7 @@ proptest! {
 }
 
 #[test]
-fn position_of_finds_an_element_by_its_place_not_its_value() {
-    let c: Small = [7, 7, 7, 7, 7, 7].into_iter().collect();
-    assert_eq!(c.position_of(&c[4]), Some(4));
-    assert_eq!(c.position_of(&c[3]), Some(3));
-    assert_eq!(
-        c.position_of(&7),
-        None,
-        "an equal value elsewhere is not a row"
-    );
+fn split_off_keeps_the_head_and_returns_the_tail() {
     let mut a = filled(6);
     let b = a.split_off(3);
     assert_eq!((a.to_vec(), b.to_vec()), (vec![0, 1, 2], vec![3, 4, 5]));
