@@ -12,6 +12,20 @@
 #                                    # much again for the comparison's run)
 #   KEEP=1 bench/compare.sh          # keep the files this run generates
 #   DATA_DIR=DIR bench/compare.sh    # generate and look for runs in DIR, not bench/data
+#   FROM_DISK=1 bench/compare.sh     # measure as for a run larger than memory
+#   REF_PAIRS=N bench/compare.sh     # the run the interactive figures are set
+#                                    # against (default 1000000 when PAIRS is
+#                                    # larger; none otherwise)
+#
+# A run larger than the memory available is read from disk by every
+# command: hyperfine takes no warm-up run, `jq` is timed on the run's first
+# JQ_LINES lines (default 1,000,000) and its time scaled by bytes (it reads
+# at a steady rate, and a full pass over 27 GB takes a quarter of an hour),
+# and the full index and `wc -l` are also run alternated three times, each
+# with its CPU time, to say which of the two the disk holds back. With
+# PAIRS above REF_PAIRS, `examples/ops_time` also runs on the REF_PAIRS run
+# and each interactive figure is printed with its ratio to it (target: at
+# most 10x; rendering and the next pair the same).
 #
 # Needs: cargo, hyperfine, jq, tmux (installed with apt-get when missing).
 # The run (and the derived run the comparison reads) is generated under
@@ -105,19 +119,62 @@ fi
 # Warm the page cache once, so every command reads from memory, when the
 # file fits in it; a larger file is read from disk by every command.
 AVAIL_KB=$(awk '/^MemAvailable:/{print $2}' /proc/meminfo)
-if [ $((BYTES / 1024)) -lt "$AVAIL_KB" ]; then
+LARGE=0
+WARMUP=1
+if [ $((BYTES / 1024)) -lt "$AVAIL_KB" ] && [ "${FROM_DISK:-0}" != 1 ]; then
   cat "$FILE" > /dev/null
 else
+  LARGE=1
+  WARMUP=0
   echo "== $FILE ($((BYTES / 1000000)) MB) is larger than the memory available ($((AVAIL_KB / 1024)) MB): every command reads it from disk"
 fi
 
-echo "== hyperfine: full index vs wc -l vs jq ($RUNS runs each)"
-hyperfine --warmup 1 --runs "$RUNS" --export-json "$OUT/hyperfine.json" \
-  -n index "$INDEX_CMD" \
-  -n wc "wc -l $FILE" \
-  -n jq "jq -c 'select(.passed==false)' $FILE | wc -l"
+JQ_NOTE=""
+if [ "$LARGE" = 1 ]; then
+  JQ_LINES="${JQ_LINES:-1000000}"
+  JQ_PART="$OUT/jq-part.jsonl"
+  head -n "$JQ_LINES" "$FILE" > "$JQ_PART"
+  JQ_PART_BYTES=$(stat -c %s "$JQ_PART")
+  echo "== hyperfine: full index vs wc -l ($RUNS runs each, no warm-up), jq on the first $JQ_LINES lines"
+  hyperfine --warmup 0 --runs "$RUNS" --export-json "$OUT/hyperfine.json" \
+    -n index "$INDEX_CMD" \
+    -n wc "wc -l $FILE"
+  hyperfine --warmup 1 --runs "$RUNS" --export-json "$OUT/hyperfine-jq.json" \
+    -n jq "jq -c 'select(.passed==false)' $JQ_PART | wc -l"
+  rm -f "$JQ_PART"
+  T_JQ_PART=$(printf '%.2f' "$(jq -r '.results[0].mean' "$OUT/hyperfine-jq.json")")
+  T_JQ=$(awk "BEGIN{printf \"%.1f\", $T_JQ_PART * $BYTES / $JQ_PART_BYTES}")
+  JQ_NOTE=", scaled from ${T_JQ_PART}s on the first $JQ_LINES lines"
+else
+  echo "== hyperfine: full index vs wc -l vs jq ($RUNS runs each)"
+  hyperfine --warmup 1 --runs "$RUNS" --export-json "$OUT/hyperfine.json" \
+    -n index "$INDEX_CMD" \
+    -n wc "wc -l $FILE" \
+    -n jq "jq -c 'select(.passed==false)' $FILE | wc -l"
+fi
 mean() { jq -r ".results[] | select(.command==\"$1\") | .mean" "$OUT/hyperfine.json"; }
-T_INDEX=$(mean index); T_WC=$(mean wc); T_JQ=$(mean jq)
+T_INDEX=$(printf '%.3f' "$(mean index)"); T_WC=$(printf '%.3f' "$(mean wc)")
+[ "$LARGE" = 1 ] || T_JQ=$(printf '%.2f' "$(mean jq)")
+
+# On a run larger than memory, the index and `wc -l` alternated, each with
+# its CPU time: a command whose CPU time is well under its wall time waits
+# on the disk.
+ALTERNATED=()
+if [ "$LARGE" = 1 ]; then
+  echo "== alternated: full index, then wc -l, three times (wall s, CPU s)"
+  for round in 1 2 3; do
+    for cmd in index wc; do
+      if [ "$cmd" = index ]; then
+        T=$( { /usr/bin/time -f "%e %U %S" "$BIN/examples/index_time" "$FILE" >/dev/null; } 2>&1 | tail -1)
+      else
+        T=$( { /usr/bin/time -f "%e %U %S" wc -l "$FILE" >/dev/null; } 2>&1 | tail -1)
+      fi
+      LINE=$(echo "$T" | awk -v c="$cmd" -v r="$round" '{printf "round %d %-5s wall %7.1f s  CPU %7.1f s  (%s)", r, c, $1, $2+$3, ($2+$3 < 0.7*$1) ? "waits on the disk" : "CPU-bound"}')
+      echo "$LINE"
+      ALTERNATED+=("$LINE")
+    done
+  done
+fi
 # CPU seconds of one index, for a loaded machine where wall time is noisy.
 CPU_INDEX=$( { /usr/bin/time -f "%U %S" "$BIN/examples/index_time" "$FILE" >/dev/null; } 2>&1 | awk '{print $1+$2}')
 
@@ -155,15 +212,16 @@ else
          { print }' "$FILE" > "$AFTER.tmp"
     mv "$AFTER.tmp" "$AFTER"
   fi
-  cat "$AFTER" > /dev/null
+  [ "$LARGE" = 1 ] || cat "$AFTER" > /dev/null
   echo "== hyperfine: compare two runs vs wc -l on both ($RUNS runs each)"
-  hyperfine --warmup 1 --runs "$RUNS" --export-json "$OUT/hyperfine-compare.json" \
+  hyperfine --warmup "$WARMUP" --runs "$RUNS" --export-json "$OUT/hyperfine-compare.json" \
     -n compare "$BIN/triage compare $FILE $AFTER > /dev/null" \
     -n wc2 "wc -l $FILE $AFTER"
   cmean() { jq -r ".results[] | select(.command==\"$1\") | .mean" "$OUT/hyperfine-compare.json"; }
-  T_CMP=$(cmean compare); T_WC2=$(cmean wc2)
-  CMP_RSS_KB=$( { /usr/bin/time -f "%M" "$BIN/triage" compare "$FILE" "$AFTER" >/dev/null; } 2>&1 | tail -1)
-  "$BIN/triage" compare "$FILE" "$AFTER" | sed -n 3,10p | tee "$OUT/compare-counts.txt"
+  T_CMP=$(printf '%.3f' "$(cmean compare)"); T_WC2=$(printf '%.3f' "$(cmean wc2)")
+  CMP_RSS_KB=$( { /usr/bin/time -f "%M" "$BIN/triage" compare "$FILE" "$AFTER" >"$OUT/compare.txt"; } 2>&1 | tail -1)
+  sed -n 3,10p "$OUT/compare.txt" | tee "$OUT/compare-counts.txt"
+  rm -f "$OUT/compare.txt"
 fi
 
 echo "== first screen with rows (tmux, 200x50, TRIAGE_TRACE_FIRST_FRAME=1, 5 starts)"
@@ -189,6 +247,34 @@ echo "== interactive operations on the full run (examples/ops_time.rs)"
 "$BIN/examples/ops_time" "$FILE" | tee "$OUT/ops.txt"
 op() { awk -v k="$1" '$1==k{print $2}' "$OUT/ops.txt"; }
 
+# The same operations on a smaller run, for how each grows with the run.
+REF_PAIRS="${REF_PAIRS:-}"
+if [ -z "$REF_PAIRS" ] && [ "$PAIRS" -gt 1000000 ]; then REF_PAIRS=1000000; fi
+REF_OK=0
+if [ -n "$REF_PAIRS" ] && [ "$REF_PAIRS" != "$PAIRS" ]; then
+  case "$REF_PAIRS" in
+    1000000) REF="$DATA/run-1m.jsonl" ;;
+    *) REF="$DATA/run-$REF_PAIRS.jsonl" ;;
+  esac
+  if [ ! -s "$REF" ]; then
+    if fits $(( REF_PAIRS * 2720 )); then
+      echo "== generating the reference run of $REF_PAIRS pairs into $REF"
+      GENERATED+=("$REF")
+      "$BIN/examples/gen_run" --pairs "$REF_PAIRS" -o "$REF.tmp"
+      mv "$REF.tmp" "$REF"
+    else
+      echo "== no room for the reference run of $REF_PAIRS pairs: the ratios are skipped"
+    fi
+  fi
+  if [ -s "$REF" ]; then
+    cat "$REF" > /dev/null
+    echo "== interactive operations on the reference run ($REF_PAIRS pairs)"
+    "$BIN/examples/ops_time" "$REF" | tee "$OUT/ops-ref.txt"
+    REF_OK=1
+  fi
+fi
+rop() { awk -v k="$1" '$1==k{print $2}' "$OUT/ops-ref.txt"; }
+
 verdict() { if awk "BEGIN{exit !($1)}"; then echo MET; else echo MISSED; fi; }
 RATIO_WC=$(awk "BEGIN{printf \"%.1f\", $T_INDEX/$T_WC}")
 RATIO_JQ=$(awk "BEGIN{printf \"%.1f\", $T_JQ/$T_INDEX}")
@@ -206,7 +292,7 @@ echo "== figures ($PAIRS pairs, $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loa
 printf '%-34s %-26s %-40s %s\n' "measure" "target" "measured" "verdict"
 printf '%-34s %-26s %-40s %s\n' "first screen with rows (median/5)" "<= 50 ms" "${FIRST_MED} ms (all: ${FIRST[*]})" "$(verdict "$FIRST_MED <= 50")"
 printf '%-34s %-26s %-40s %s\n' "full index vs wc -l" "<= 6x" "${RATIO_WC}x (${T_INDEX}s vs ${T_WC}s)" "$(verdict "$RATIO_WC <= 6")"
-printf '%-34s %-26s %-40s %s\n' "jq vs full index" ">= 10x" "${RATIO_JQ}x (jq ${T_JQ}s)" "$(verdict "$RATIO_JQ >= 10")"
+printf '%-34s %-26s %-40s %s\n' "jq vs full index" ">= 10x" "${RATIO_JQ}x (jq ${T_JQ}s${JQ_NOTE})" "$(verdict "$RATIO_JQ >= 10")"
 if [ "$T_CMP" != nan ]; then
   printf '%-34s %-26s %-40s %s\n' "compare two runs vs index one" "<= 2.5x" "${RATIO_CMP}x (${T_CMP}s vs ${T_INDEX}s)" "$(verdict "$RATIO_CMP <= 2.5")"
   printf '%-34s %-26s %-40s %s\n' "compare vs wc -l on both files" "(info)" "${RATIO_CMP_WC}x (${T_CMP}s vs ${T_WC2}s)" "-"
@@ -223,3 +309,31 @@ printf '%-34s %-26s %-40s %s\n' "sort all pairs (worst key)" "<= 150 ms" "$(op s
 printf '%-34s %-26s %-40s %s\n' "first string sort, with ranking" "(info)" "$(op sort_first_with_ranking_Case_ms) ms" "-"
 printf '%-34s %-26s %-40s %s\n' "frame render 200x50 p99" "<= 2 ms" "$(op render_p99) ms (p50 $(op render_p50))" "$(verdict "$(op render_p99) <= 2")"
 printf '%-34s %-26s %-40s %s\n' "next pair with its diff p99" "<= 5 ms" "$(op next_pair_p99) ms (p50 $(op next_pair_p50))" "$(verdict "$(op next_pair_p99) <= 5")"
+printf '%-34s %-26s %-40s %s\n' "facets" "(info)" "$(op facets_ms) ms" "-"
+printf '%-34s %-26s %-40s %s\n' "summary" "(info)" "$(op summary_ms) ms" "-"
+printf '%-34s %-26s %-40s %s\n' "Y y (accept every suggestion)" "(info)" "$(op accept_all_ms) ms ($(awk '$1=="accept_all_ms"{print $5}' "$OUT/ops.txt") decisions)" "-"
+printf '%-34s %-26s %-40s %s\n' "its undo" "(info)" "$(op undo_all_ms) ms" "-"
+if [ "$LARGE" = 1 ]; then
+  echo
+  echo "== full index and wc -l alternated on a run larger than memory"
+  printf '%s\n' "${ALTERNATED[@]}"
+fi
+if [ "$REF_OK" = 1 ]; then
+  echo
+  echo "== how each interaction grows: $PAIRS pairs against $REF_PAIRS (target: at most $((PAIRS / REF_PAIRS))x; rendering and the next pair the same, at most 1.5x)"
+  printf '%-34s %12s %12s %8s %s\n' "operation" "$REF_PAIRS" "$PAIRS" "ratio" "verdict"
+  for k in load_ms query_keystroke_max query_apply_p50 text_search_ms sort_max facets_ms summary_ms accept_all_ms undo_all_ms render_p50 render_p99 next_pair_p50 next_pair_p99; do
+    A=$(rop "$k"); B=$(op "$k")
+    [ -n "$A" ] && [ -n "$B" ] || continue
+    if awk "BEGIN{exit !($A <= 0)}"; then
+      printf '%-34s %12s %12s %8s %s\n' "$k" "$A" "$B" "-" "(too quick at $REF_PAIRS to compare)"
+      continue
+    fi
+    R=$(awk "BEGIN{printf \"%.1f\", $B/$A}")
+    case "$k" in
+      render_*|next_pair_*) V=$(verdict "$R <= 1.5") ;;
+      *) V=$(verdict "$R <= $PAIRS / $REF_PAIRS") ;;
+    esac
+    printf '%-34s %12s %12s %7sx %s\n' "$k" "$A" "$B" "$R" "$V"
+  done
+fi
