@@ -897,18 +897,16 @@ impl App {
     }
 
     /// Keep the rows the active query matches.
-    fn apply_query(&self, rows: Vec<u32>) -> Vec<u32> {
-        match &self.query {
-            Some(q) if !q.is_empty() => q.filter(
-                &query::Context {
-                    index: &self.index,
-                    store: Some(&self.store),
-                    changes: self.changes(),
-                },
-                &rows,
-            ),
-            _ => rows,
+    fn apply_query(&self, mut rows: Vec<u32>) -> Vec<u32> {
+        if let Some(q) = self.query.as_ref().filter(|q| !q.is_empty()) {
+            let ctx = query::Context {
+                index: &self.index,
+                store: Some(&self.store),
+                changes: self.changes(),
+            };
+            q.retain(&ctx, &mut rows);
         }
+        rows
     }
 
     /// Set (or clear, with an empty text) the active query and filter the
