@@ -1353,3 +1353,85 @@ fn an_undo_leaves_another_reviewers_later_decision_alone() {
         Some("boundary")
     );
 }
+
+/// Performs `work` as the runner does, and returns the status line at
+/// each [`Effect::Redraw`] the runner was asked for.
+fn said_before_drawing(f: &mut Fixture, work: Vec<Effect>) -> Vec<String> {
+    let mut said = Vec::new();
+    effects::perform(
+        &mut f.app,
+        work,
+        &f.theme,
+        &mut |app, e| {
+            if e == Effect::Redraw {
+                said.push(
+                    app.message
+                        .as_ref()
+                        .map(|(m, _)| m.clone())
+                        .unwrap_or_default(),
+                );
+            }
+            Ok(())
+        },
+        &mut |_| {},
+    )
+    .expect("nothing here fails");
+    said
+}
+
+#[test]
+fn slow_work_is_said_on_the_status_line_before_it_starts() {
+    let mut f = Fixture::new();
+    let pairs = f.app.index.rows.len();
+    // Under the thresholds nothing is said and facets open inside update.
+    assert_eq!(app::update(&mut f.app, Action::ShowFacets), vec![]);
+    assert!(matches!(f.app.overlay, Overlay::Facets(_)));
+    f.act(Action::Close);
+
+    // Stand in for a run of millions: every size counts as slow.
+    f.app.busy_at = app::BusyAt {
+        pairs: 1,
+        changes: 2,
+    };
+    let work = app::update(&mut f.app, Action::ShowFacets);
+    assert_eq!(work, vec![Effect::ShowFacets], "left to the runner");
+    assert_eq!(
+        said_before_drawing(&mut f, work),
+        vec![format!("counting the facets of {pairs} pairs…")]
+    );
+    assert!(matches!(f.app.overlay, Overlay::Facets(_)));
+    assert_eq!(f.app.message, None, "the note goes once the work is done");
+    f.act(Action::Close);
+
+    let work = app::update(&mut f.app, Action::ShowSummary);
+    assert_eq!(
+        said_before_drawing(&mut f, work),
+        vec![format!("counting the summary of {pairs} pairs…")]
+    );
+    assert!(matches!(f.app.overlay, Overlay::Summary(_)));
+    f.act(Action::Close);
+
+    // Accepting every suggestion: the save is said, then its own message
+    // (not the note) stays.
+    let suggested = f
+        .app
+        .view
+        .iter()
+        .filter(|&&r| f.app.index.rows[r as usize].suggestion().is_some())
+        .count();
+    assert!(suggested >= 2);
+    f.act(Action::AcceptAllSuggestions);
+    assert!(matches!(f.app.overlay, Overlay::Confirm(_)));
+    let work = app::update(&mut f.app, Action::Confirm);
+    assert_eq!(
+        said_before_drawing(&mut f, work),
+        vec![format!("saving {suggested} decisions to the journal…")]
+    );
+    let (after, _) = f.app.message.clone().expect("the save says what it did");
+    assert!(!after.contains('…'), "{after}");
+
+    // One decision is quick: nothing is said.
+    f.app.busy_at.changes = 10_000;
+    let work = app::update(&mut f.app, Action::Undo);
+    assert_eq!(said_before_drawing(&mut f, work), Vec::<String>::new());
+}

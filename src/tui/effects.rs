@@ -55,9 +55,18 @@ pub fn perform(
             seen(&e);
         }
         match e {
-            Effect::Suspend | Effect::Reload => outside(app, e)?,
+            Effect::Suspend | Effect::Reload | Effect::Redraw => outside(app, e)?,
             e => {
+                // Work longer than a blink is said on the status line first.
+                let note = app.busy_note(&e);
+                if let Some(note) = &note {
+                    app.say(note.clone(), MessageKind::Info);
+                    outside(app, Effect::Redraw)?;
+                }
                 let more = run(app, e, theme);
+                if note.is_some_and(|n| app.message.as_ref().is_some_and(|(m, _)| *m == n)) {
+                    app.message = None;
+                }
                 perform(app, more, theme, outside, seen)?;
             }
         }
@@ -102,7 +111,7 @@ pub fn run(app: &mut App, effect: Effect, theme: &Theme) -> Vec<Effect> {
         } => resolve(app, changes, &label, guard),
         // The event loop owns the terminal and the loader: it does these
         // (see [`perform`]).
-        Effect::Suspend | Effect::Reload => {}
+        Effect::Suspend | Effect::Reload | Effect::Redraw => {}
     }
     vec![]
 }

@@ -84,7 +84,12 @@ pub fn run(
         // A view left to filter (a text query typed), then the detail.
         let load = app.detail_effect();
         if !load.is_empty() {
-            perform(&mut app, load, &theme, &mut ignore)?;
+            perform(
+                &mut app,
+                load,
+                &theme,
+                &mut redraw(&mut terminal, &keymap, &theme),
+            )?;
             dirty = true;
         }
         if dirty {
@@ -137,7 +142,12 @@ pub fn run(
             app.pending_count = None;
             app.pending_keys.clear();
             let work = app::update(&mut app, Action::Classify(digit));
-            perform(&mut app, work, &theme, &mut ignore)?;
+            perform(
+                &mut app,
+                work,
+                &theme,
+                &mut redraw(&mut terminal, &keymap, &theme),
+            )?;
             dirty = true;
         }
         if last_retry.elapsed() > Duration::from_secs(2) {
@@ -195,6 +205,8 @@ pub fn run(
                             && let Some(l) = reload(app)
                         {
                             loader = Some(l);
+                        } else if e == Effect::Redraw {
+                            terminal.draw(|f| ui::render(f, app, &keymap, &theme))?;
                         }
                         Ok(())
                     };
@@ -205,7 +217,12 @@ pub fn run(
                     let size = terminal.size()?;
                     let area = ratatui::layout::Rect::new(0, 0, size.width, size.height);
                     let work = handle_mouse(&mut app, area, m);
-                    perform(&mut app, work, &theme, &mut ignore)?;
+                    perform(
+                        &mut app,
+                        work,
+                        &theme,
+                        &mut redraw(&mut terminal, &keymap, &theme),
+                    )?;
                 }
                 _ => {}
             }
@@ -264,6 +281,22 @@ fn perform(
     effects::perform(app, work, theme, outside, &mut |_| {})
 }
 
+/// For the effects of a tick, the mouse or the loader, which never suspend
+/// or reload: the screen is drawn when slow work is about to start
+/// ([`Effect::Redraw`]).
+fn redraw<'a>(
+    terminal: &'a mut term::Tui,
+    keymap: &'a Keymap,
+    theme: &'a Theme,
+) -> impl FnMut(&mut App, Effect) -> io::Result<()> + 'a {
+    move |app, e| {
+        if e == Effect::Redraw {
+            terminal.draw(|f| ui::render(f, app, keymap, theme))?;
+        }
+        Ok(())
+    }
+}
+
 /// Read the record keys that `work` asks for at once, and apply the
 /// actions that waited for them; the rest of the work is returned in order.
 /// For an action applied before another key is handled in the same press.
@@ -280,12 +313,6 @@ fn learn_keys_now(app: &mut App, work: Vec<Effect>) -> Vec<Effect> {
         }
     }
     rest
-}
-
-/// For the effects of a tick, the mouse or the loader: these never suspend
-/// or reload.
-fn ignore(_: &mut App, _: Effect) -> io::Result<()> {
-    Ok(())
 }
 
 /// How often the run file and the journal are looked at for changes made by others.

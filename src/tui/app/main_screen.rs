@@ -464,13 +464,22 @@ fn open_overlay(app: &mut App, action: Action) -> Vec<Effect> {
             vec![]
         }
         // Counted over every pair the query matches: by the effect runner
-        // when that reads the run's lines.
-        Action::ShowFacets if app.query_reads_lines() => vec![Effect::ShowFacets],
+        // when that reads the run's lines, or when the run is large enough
+        // for the wait to be said first.
+        Action::ShowFacets
+            if app.query_reads_lines() || app.index.rows.len() >= app.busy_at.pairs =>
+        {
+            vec![Effect::ShowFacets]
+        }
         Action::ShowFacets => {
             app.show_facets();
             vec![]
         }
-        Action::ShowSummary if app.query_reads_lines() => vec![Effect::ShowSummary],
+        Action::ShowSummary
+            if app.query_reads_lines() || app.index.rows.len() >= app.busy_at.pairs =>
+        {
+            vec![Effect::ShowSummary]
+        }
         Action::ShowSummary => {
             app.show_summary();
             vec![]

@@ -188,6 +188,44 @@ pub enum Effect {
     /// Copy the decisions carried from the baseline run into this run's
     /// journal (the reviewer said yes to [`baseline::carry_prompt`]).
     Carry,
+    /// Draw the screen now: the runner asks for it before work that takes
+    /// longer than a blink ([`App::busy_note`]), so the status line says
+    /// what the wait is for. The event loop's, which owns the terminal;
+    /// `update` never returns it.
+    Redraw,
+}
+
+/// From what size work is said on the status line before it starts: it
+/// then takes longer than a blink (a tenth of a second or so on a laptop).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BusyAt {
+    /// Pairs whose lines are read (record keys, a text search, an export)
+    /// or that are counted (facets, the summary).
+    pub pairs: usize,
+    /// Decisions or resolutions saved at once.
+    pub changes: usize,
+}
+
+impl Default for BusyAt {
+    fn default() -> BusyAt {
+        BusyAt {
+            pairs: 100_000,
+            changes: 10_000,
+        }
+    }
+}
+
+/// `n` with its thousands separated by commas.
+fn count(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// What a save checks before it writes: an undo (or a redo) must not wipe
@@ -355,6 +393,9 @@ pub struct App {
     pub run_change: Option<RunChange>,
     /// Above this many pairs a text query waits for Enter ([`LIVE_TEXT_MAX_PAIRS`]).
     pub live_text_max_pairs: usize,
+    /// From what size work is said on the status line before it starts
+    /// ([`App::busy_note`]).
+    pub busy_at: BusyAt,
     /// The view needs filtering by a query that reads the run's lines:
     /// `update` leaves it to the effect runner ([`Effect::Filter`]).
     pending_filter: Option<PendingFilter>,
@@ -409,6 +450,7 @@ impl App {
             watch: RunWatch::default(),
             run_change: None,
             live_text_max_pairs: LIVE_TEXT_MAX_PAIRS,
+            busy_at: BusyAt::default(),
             pending_filter: None,
             baseline: None,
         }
@@ -495,6 +537,44 @@ impl App {
             facets,
             selected: 0,
         });
+    }
+
+    /// What a slow effect is about to do, said on the status line before it
+    /// starts (see [`Effect::Redraw`]); `None` for work too small to notice.
+    pub fn busy_note(&self, e: &Effect) -> Option<String> {
+        let pairs = self.index.rows.len();
+        let BusyAt {
+            pairs: many,
+            changes: many_changes,
+        } = self.busy_at;
+        match e {
+            Effect::LearnKeys { rows, .. } if rows.len() >= many => Some(format!(
+                "reading the record keys of {} pairs from the run…",
+                count(rows.len())
+            )),
+            Effect::Save { changes, .. } if changes.len() >= many_changes => Some(format!(
+                "saving {} decisions to the journal…",
+                count(changes.len())
+            )),
+            Effect::Resolve { changes, .. } if changes.len() >= many_changes => Some(format!(
+                "saving {} resolutions to the journal…",
+                count(changes.len())
+            )),
+            Effect::Export { rows, .. } if rows.len() >= many => {
+                Some(format!("exporting {} pairs…", count(rows.len())))
+            }
+            Effect::Filter if pairs >= many => Some(format!(
+                "searching the text of {} pairs (the run's lines are read again)…",
+                count(pairs)
+            )),
+            Effect::ShowFacets if pairs >= many => {
+                Some(format!("counting the facets of {} pairs…", count(pairs)))
+            }
+            Effect::ShowSummary if pairs >= many => {
+                Some(format!("counting the summary of {} pairs…", count(pairs)))
+            }
+            _ => None,
+        }
     }
 
     /// Compute an open summary again (new rows of a followed run, or
