@@ -81,6 +81,9 @@ pub struct RunIndex {
     inputs: Column<crate::core::row::InputsDigest>,
     /// How many rows [`RunIndex::check_inputs`] last checked.
     inputs_checked: usize,
+    /// The cases that check warned about: no other case of those rows can
+    /// warn in any part of them (see [`RunIndex::input_warnings`]).
+    warned_cases: inputs::CaseSet,
 }
 
 /// A low-cardinality string column, one byte per row: code `c` stands for

@@ -122,6 +122,33 @@ impl InputWarning {
 /// routed, and the row where the second first appears.
 type CasePolicies = (Vec<(Policy, u64)>, Option<u32>);
 
+/// A set of case ids, one bit each: the cases the last check of the whole
+/// run warned about.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct CaseSet {
+    bits: Vec<u64>,
+}
+
+impl CaseSet {
+    fn insert(&mut self, case: Sym) {
+        let (word, bit) = (case as usize / 64, case % 64);
+        if word >= self.bits.len() {
+            self.bits.resize(word + 1, 0);
+        }
+        self.bits[word] |= 1 << bit;
+    }
+
+    fn contains(&self, case: Sym) -> bool {
+        self.bits
+            .get(case as usize / 64)
+            .is_some_and(|w| w & (1 << (case % 64)) != 0)
+    }
+
+    fn is_empty(&self) -> bool {
+        self.bits.is_empty()
+    }
+}
+
 /// The (case, variant, model) of a trial.
 type Trial = (Sym, Sym, Sym);
 
@@ -206,9 +233,28 @@ impl RunIndex {
     /// The warnings of seed 000, section 7 over `rows` (out-of-range ones
     /// are skipped): each case that mixes policies, then each repeated
     /// trial whose inputs were regenerated, in the order first seen.
+    ///
+    /// Once [`Self::check_inputs`] has checked every row, only the rows of
+    /// the cases it warned about are looked at: a part of the rows cannot
+    /// mix policies in a case, or record two sets of inputs for a trial,
+    /// that the whole run does not.
     pub fn input_warnings(&self, rows: &[u32]) -> Vec<InputWarning> {
         let mut out = Vec::new();
-        self.each_input_warning(rows.iter().copied(), |w| out.push(w));
+        if self.inputs_checked == self.rows.len() && self.inputs_checked > 0 {
+            // Only the cases the whole run's check warned about can warn.
+            let warned = &self.warned_cases;
+            if warned.is_empty() {
+                return out;
+            }
+            let rows = rows.iter().copied().filter(|&i| {
+                self.rows
+                    .get(i as usize)
+                    .is_some_and(|r| warned.contains(r.case))
+            });
+            self.each_input_warning(rows, |_, w| out.push(w));
+        } else {
+            self.each_input_warning(rows.iter().copied(), |_, w| out.push(w));
+        }
         out
     }
 
@@ -218,18 +264,18 @@ impl RunIndex {
     fn each_input_warning(
         &self,
         rows: impl Iterator<Item = u32> + Clone,
-        mut sink: impl FnMut(InputWarning),
+        mut sink: impl FnMut(Sym, InputWarning),
     ) {
         self.mixed_policies(rows.clone())
             .into_iter()
-            .for_each(&mut sink);
+            .for_each(|(case, w)| sink(case, w));
         self.regenerated(&self.repeated_trials(rows), sink);
     }
 
     /// Each of `trials` (the rows of one repeated trial each, every one
     /// with a digest) whose lines record more than one set of inputs,
     /// given to `out`.
-    fn regenerated(&self, trials: &Trials, mut out: impl FnMut(InputWarning)) {
+    fn regenerated(&self, trials: &Trials, mut out: impl FnMut(Sym, InputWarning)) {
         let digest = |i: u32| self.inputs_of(i).unwrap_or_default();
         for trial in trials.each() {
             let first = digest(trial[0]);
@@ -242,20 +288,23 @@ impl RunIndex {
             distinct.dedup();
             let r = &self.rows[at as usize];
             let model = self.model(r);
-            out(InputWarning::RegeneratedInputs {
-                case: self.name(r.case),
-                variant: self.name(r.variant),
-                model: (model != NO_SYM).then(|| self.name(model)),
-                trials: trial.len() as u64,
-                inputs: distinct.len() as u64,
-                file: self.file_of(r),
-                line: r.loc.line,
-            });
+            out(
+                r.case,
+                InputWarning::RegeneratedInputs {
+                    case: self.name(r.case),
+                    variant: self.name(r.variant),
+                    model: (model != NO_SYM).then(|| self.name(model)),
+                    trials: trial.len() as u64,
+                    inputs: distinct.len() as u64,
+                    file: self.file_of(r),
+                    line: r.loc.line,
+                },
+            );
         }
     }
 
     /// Each case of `rows` whose pairs were routed by more than one policy.
-    fn mixed_policies(&self, rows: impl Iterator<Item = u32>) -> Vec<InputWarning> {
+    fn mixed_policies(&self, rows: impl Iterator<Item = u32>) -> Vec<(Sym, InputWarning)> {
         // A run routed by one policy (the usual case) mixes none.
         let mut policies = self.policies.iter().flatten();
         let Some(first) = policies.next() else {
@@ -292,19 +341,22 @@ impl RunIndex {
             .filter_map(|case| {
                 let (uses, second) = cases.remove(&case)?;
                 let r = &self.rows[second? as usize];
-                Some(InputWarning::MixedPolicies {
-                    case: self.name(case),
-                    policies: uses
-                        .into_iter()
-                        .map(|(p, pairs)| PolicyUse {
-                            review_threshold: p.review_threshold,
-                            action_threshold: p.action_threshold,
-                            pairs,
-                        })
-                        .collect(),
-                    file: self.file_of(r),
-                    line: r.loc.line,
-                })
+                Some((
+                    case,
+                    InputWarning::MixedPolicies {
+                        case: self.name(case),
+                        policies: uses
+                            .into_iter()
+                            .map(|(p, pairs)| PolicyUse {
+                                review_threshold: p.review_threshold,
+                                action_threshold: p.action_threshold,
+                                pairs,
+                            })
+                            .collect(),
+                        file: self.file_of(r),
+                        line: r.loc.line,
+                    },
+                ))
             })
             .collect()
     }
@@ -325,7 +377,9 @@ impl RunIndex {
         problems.retain(|p| p.kind != ProblemKind::Inconsistent);
         let mut unlisted = 0u64;
         let mut kept = 0usize;
-        self.each_input_warning(0..self.rows.len() as u32, |w| {
+        let mut warned = CaseSet::default();
+        self.each_input_warning(0..self.rows.len() as u32, |case, w| {
+            warned.insert(case);
             if kept == KEPT_PER_KIND {
                 unlisted += 1;
                 return;
@@ -340,6 +394,7 @@ impl RunIndex {
             });
         });
         self.problems = problems;
+        self.warned_cases = warned;
         self.unlisted.clear(ProblemKind::Inconsistent);
         self.unlisted.add(ProblemKind::Inconsistent, unlisted);
     }
@@ -374,6 +429,78 @@ mod tests {
         index.check_inputs();
         assert_eq!(warnings(&index), 1);
         assert_eq!(index.problems.len(), 1);
+    }
+
+    /// A run checked and found clean answers every part of its rows with
+    /// no warning and without looking; a run with warnings still finds each
+    /// part's own, looking only at the cases it warned about, as a check of
+    /// that part alone does.
+    #[test]
+    fn a_clean_run_skips_the_check_of_its_parts() {
+        use crate::core::index::{OpenOptions, load_run};
+        use std::io::Write;
+        let slow = |index: &RunIndex, rows: &[u32]| {
+            let mut out = Vec::new();
+            index.each_input_warning(rows.iter().copied(), |_, w| out.push(w));
+            out
+        };
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        for t in 0..4 {
+            for rep in 0..3 {
+                // Trial 2 is sent with other inputs on its last repetition.
+                let q = if t == 2 && rep == 2 { "other" } else { "q" };
+                writeln!(
+                    f,
+                    r#"{{"case_id":"c{t}","variant_id":"v","repetition":{rep},"source":{{"question":"q","state":{{"a":1}}}},"variant":{{"question":"{q}","state":{{"a":1}}}}}}"#
+                )
+                .unwrap();
+            }
+        }
+        f.flush().unwrap();
+        let path = f.path().to_string_lossy().to_string();
+        // Loading checks the whole run.
+        let index = load_run(&[path], &OpenOptions::default()).unwrap();
+        assert!(!index.warned_cases.is_empty());
+        let parts: [&[u32]; 4] = [
+            &[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11],
+            &[6, 7, 8],
+            &[6, 7],
+            &[0, 8],
+        ];
+        for part in parts {
+            assert_eq!(index.input_warnings(part), slow(&index, part), "{part:?}");
+        }
+        // Every part of the twelve rows, in file order.
+        for mask in 0u32..1 << 12 {
+            let part: Vec<u32> = (0..12).filter(|i| mask & (1 << i) != 0).collect();
+            assert_eq!(index.input_warnings(&part), slow(&index, &part), "{part:?}");
+        }
+        assert_eq!(index.input_warnings(&[6, 8]).len(), 1);
+
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        for t in 0..4 {
+            for rep in 0..3 {
+                writeln!(
+                    f,
+                    r#"{{"case_id":"c{t}","variant_id":"v","repetition":{rep},"source":{{"question":"q","state":{{"a":1}}}},"variant":{{"question":"q","state":{{"a":1}}}}}}"#
+                )
+                .unwrap();
+            }
+        }
+        f.flush().unwrap();
+        let path = f.path().to_string_lossy().to_string();
+        let mut index = load_run(&[path], &OpenOptions::default()).unwrap();
+        assert!(index.warned_cases.is_empty());
+        for part in parts {
+            assert_eq!(index.input_warnings(part), Vec::new());
+            assert_eq!(slow(&index, part), Vec::new());
+        }
+        // Rows the check has not seen (a followed run grows) are looked at.
+        let again = index.rows[0];
+        index.rows.push(again);
+        assert_ne!(index.inputs_checked, index.rows.len());
+        index.check_inputs();
+        assert!(index.warned_cases.is_empty());
     }
 
     /// Past [`KEPT_PER_KIND`] case warnings, the rest are counted, not
