@@ -215,19 +215,6 @@ impl Default for BusyAt {
     }
 }
 
-/// `n` with its thousands separated by commas.
-fn count(n: usize) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// What a save checks before it writes: an undo (or a redo) must not wipe
 /// what another triage decided on its pairs since.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -550,28 +537,28 @@ impl App {
         match e {
             Effect::LearnKeys { rows, .. } if rows.len() >= many => Some(format!(
                 "reading the record keys of {} pairs from the run…",
-                count(rows.len())
+                rows.len()
             )),
             Effect::Save { changes, .. } if changes.len() >= many_changes => Some(format!(
                 "saving {} decisions to the journal…",
-                count(changes.len())
+                changes.len()
             )),
             Effect::Resolve { changes, .. } if changes.len() >= many_changes => Some(format!(
                 "saving {} resolutions to the journal…",
-                count(changes.len())
+                changes.len()
             )),
             Effect::Export { rows, .. } if rows.len() >= many => {
-                Some(format!("exporting {} pairs…", count(rows.len())))
+                Some(format!("exporting {} pairs…", rows.len()))
             }
             Effect::Filter if pairs >= many => Some(format!(
                 "searching the text of {} pairs (the run's lines are read again)…",
-                count(pairs)
+                pairs
             )),
             Effect::ShowFacets if pairs >= many => {
-                Some(format!("counting the facets of {} pairs…", count(pairs)))
+                Some(format!("counting the facets of {} pairs…", pairs))
             }
             Effect::ShowSummary if pairs >= many => {
-                Some(format!("counting the summary of {} pairs…", count(pairs)))
+                Some(format!("counting the summary of {} pairs…", pairs))
             }
             _ => None,
         }
