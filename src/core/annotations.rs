@@ -99,15 +99,6 @@ pub enum AnnotationSource {
     Suggestion,
 }
 
-impl AnnotationSource {
-    fn as_str(self) -> &'static str {
-        match self {
-            AnnotationSource::Manual => "manual",
-            AnnotationSource::Suggestion => "suggestion",
-        }
-    }
-}
-
 /// A change to apply: the new (category, note) for one pair.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
@@ -399,49 +390,87 @@ fn why_not_json(body: &[u8], e: &serde_json::Error) -> String {
 
 /// One journal line (without its newline) for this state of an annotation.
 fn encode(ann: &Annotation, prev: Option<&Prev>, resolves: Option<&[Prior]>) -> String {
-    // A `Value` prints infallibly, and preserve_order keeps the documented field order.
-    let mut event = match resolves {
-        Some(resolves) => serde_json::json!({
-            "v": RESOLUTION_VERSION,
-            "kind": "resolution",
-            "key": ann.key.to_string(),
-            "case_id": ann.case_id,
-            "variant_id": ann.variant_id,
-            "category": ann.category,
-            "note": ann.note,
-            "reviewer": ann.reviewer,
-            "at": ann.at,
-            "source": ann.source.as_str(),
-            "prev": null,
-            "resolves": resolves,
-        }),
-        None => serde_json::json!({
-            "v": FORMAT_VERSION,
-            "key": ann.key.to_string(),
-            "case_id": ann.case_id,
-            "variant_id": ann.variant_id,
-            "category": ann.category,
-            "note": ann.note,
-            "reviewer": ann.reviewer,
-            "at": ann.at,
-            "source": ann.source.as_str(),
-            "prev": prev.map(|p| serde_json::json!({"category": p.category, "note": p.note})),
-        }),
-    };
-    // The optional members go last, each only when there is one, so other
-    // events read as before they existed.
-    if let Some(obj) = event.as_object_mut() {
-        if let (Some(from), None) = (&ann.carried_from, resolves) {
-            obj.insert(
-                "carried_from".to_string(),
-                serde_json::json!({"reviewer": from.reviewer, "at": from.at, "run": from.run}),
-            );
-        }
-        if ann.nonce != 0 {
-            obj.insert("n".to_string(), format!("{:016x}", ann.nonce).into());
-        }
+    let mut line = Vec::new();
+    encode_into(&mut line, ann, prev, resolves);
+    // Only `str`s and numbers went in, so the line is UTF-8.
+    String::from_utf8(line).expect("serde_json writes UTF-8")
+}
+
+/// A journal event as written, in its documented field order: the
+/// optional members go last, each only when there is one, so other events
+/// read as before they existed.
+#[derive(Serialize)]
+struct EventOut<'a> {
+    v: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind: Option<&'static str>,
+    #[serde(with = "key_hex")]
+    key: RecordKey,
+    case_id: &'a str,
+    variant_id: &'a str,
+    category: Option<&'a str>,
+    note: Option<&'a str>,
+    reviewer: &'a str,
+    at: &'a str,
+    source: AnnotationSource,
+    /// Always written, `null` when the event replaced nothing (and on a resolution).
+    prev: Option<PrevOut<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resolves: Option<&'a [Prior]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    carried_from: Option<&'a Provenance>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    n: Option<NonceHex>,
+}
+
+/// The value an event replaced, as written.
+#[derive(Serialize)]
+struct PrevOut<'a> {
+    category: Option<&'a str>,
+    note: Option<&'a str>,
+}
+
+/// A nonce as its 16 hex digits.
+struct NonceHex(u64);
+
+impl Serialize for NonceHex {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!("{:016x}", self.0))
     }
-    event.to_string()
+}
+
+/// Append one journal line (without its newline) for this state of an
+/// annotation to `out`.
+fn encode_into(
+    out: &mut Vec<u8>,
+    ann: &Annotation,
+    prev: Option<&Prev>,
+    resolves: Option<&[Prior]>,
+) {
+    let event = EventOut {
+        v: match resolves {
+            Some(_) => RESOLUTION_VERSION,
+            None => FORMAT_VERSION,
+        },
+        kind: resolves.map(|_| "resolution"),
+        key: ann.key,
+        case_id: &ann.case_id,
+        variant_id: &ann.variant_id,
+        category: ann.category.as_deref(),
+        note: ann.note.as_deref(),
+        reviewer: &ann.reviewer,
+        at: &ann.at,
+        source: ann.source,
+        prev: prev.filter(|_| resolves.is_none()).map(|p| PrevOut {
+            category: p.category.as_deref(),
+            note: p.note.as_deref(),
+        }),
+        resolves,
+        carried_from: ann.carried_from.as_deref().filter(|_| resolves.is_none()),
+        n: (ann.nonce != 0).then_some(NonceHex(ann.nonce)),
+    };
+    // Writing into a vector cannot fail, and every field serializes.
+    serde_json::to_writer(out, &event).expect("a journal event serializes");
 }
 
 /// What tells one event from another: a digest of everything it records,
@@ -1539,6 +1568,9 @@ impl AnnotationStore {
         }
         let at = now_rfc3339();
         let mut previous = Vec::with_capacity(changes.len());
+        // Which pairs this save writes, per journal: only needed when
+        // others' decisions arrived.
+        let count_staged = arrived.iter().any(|(_, keys)| !keys.is_empty());
         let mut staged: HashMap<usize, HashSet<RecordKey>> = HashMap::new();
         for (((c, kind), to), carried_from) in changes.into_iter().zip(&targets).zip(origins) {
             let resolution = matches!(kind, Kind::Resolution(_));
@@ -1574,9 +1606,16 @@ impl AnnotationStore {
                 carried_from: carried_from.map(Box::new),
                 nonce: fresh_nonce(),
             };
-            for &j in to {
-                staged.entry(j).or_default().insert(ann.key);
-                self.journals[j].stage(ann.clone(), prev.clone(), resolves.clone());
+            if count_staged {
+                for &j in to {
+                    staged.entry(j).or_default().insert(ann.key);
+                }
+            }
+            if let Some((&last, others)) = to.split_last() {
+                for &j in others {
+                    self.journals[j].stage(ann.clone(), prev.clone(), resolves.clone());
+                }
+                self.journals[last].stage(ann, prev, resolves);
             }
             previous.push(old);
         }
@@ -2320,7 +2359,14 @@ mod key_hex {
     use super::RecordKey;
 
     pub fn serialize<S: Serializer>(key: &RecordKey, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(key)
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut text = [0u8; 32];
+        for (pair, b) in text.chunks_exact_mut(2).zip(key.0) {
+            pair[0] = HEX[usize::from(b >> 4)];
+            pair[1] = HEX[usize::from(b & 15)];
+        }
+        // Hex digits are ASCII.
+        s.serialize_str(std::str::from_utf8(&text).expect("hex digits are ASCII"))
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<RecordKey, D::Error> {

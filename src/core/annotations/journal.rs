@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::{
     Access, Annotation, Line, Live, Prev, Prior, SaveError, Slot, Snapshot, StoreOpenError, encode,
-    event_id, folder_writable, parent_dir, parse_line, tick, with_suffix,
+    encode_into, event_id, folder_writable, parent_dir, parse_line, tick, with_suffix,
 };
 use crate::core::key::RecordKey;
 
@@ -24,13 +24,13 @@ pub(super) const LOCK_WAIT: Duration = Duration::from_secs(5);
 const BAD_KEEP_LINES: usize = 100_000;
 const BAD_KEEP_BYTES: usize = 16 << 20;
 
-/// A decision applied in memory whose event is not durable yet.
+/// A decision applied in memory whose event is not durable yet (its line
+/// is written from it when it is appended, [`encode_lines`]).
 #[derive(Debug, Clone)]
 pub(super) struct PendingEvent {
     pub(super) ann: Annotation,
     pub(super) prev: Option<Prev>,
     pub(super) resolves: Option<Vec<Prior>>,
-    pub(super) line: String,
 }
 
 impl PendingEvent {
@@ -40,11 +40,15 @@ impl PendingEvent {
         resolves: Option<Vec<Prior>>,
     ) -> PendingEvent {
         PendingEvent {
-            line: encode(&ann, prev.as_ref(), resolves.as_deref()),
             ann,
             prev,
             resolves,
         }
+    }
+
+    /// The event's journal line, without its newline.
+    pub(super) fn line(&self) -> String {
+        encode(&self.ann, self.prev.as_ref(), self.resolves.as_deref())
     }
 
     fn slot(&self) -> Slot {
@@ -261,10 +265,9 @@ impl Journal {
         prev: Option<Prev>,
         resolves: Option<Vec<Prior>>,
     ) {
-        let ev = PendingEvent::new(ann, prev, resolves);
         self.live
-            .put(ev.ann.clone(), ev.prev.clone(), ev.resolves.clone(), tick());
-        self.pending.push(ev);
+            .put(ann.clone(), prev.clone(), resolves.clone(), tick());
+        self.pending.push(PendingEvent::new(ann, prev, resolves));
     }
 
     /// Create the journal and its lock file if this is the first save.
@@ -345,7 +348,11 @@ impl Journal {
         let result = if journal_gone {
             self.write_snapshot()
         } else {
-            let lines: Vec<&str> = self.pending.iter().map(|p| p.line.as_str()).collect();
+            let lines = encode_lines(
+                self.pending
+                    .iter()
+                    .map(|p| (&p.ann, p.prev.as_ref(), p.resolves.as_deref())),
+            );
             append_durably(&self.path, &lines, self.read_pos).map(|(end, file)| {
                 self.file_lines += self.pending.len();
                 self.read_lines += self.pending.len() as u64;
@@ -480,19 +487,19 @@ impl Journal {
         }
         let tmp = with_suffix(&target, &format!(".tmp-{}", std::process::id()));
         let mut entries: Vec<_> = self.live.entries().collect();
-        entries.sort_by_key(|e| e.seq);
-        let mut text = String::new();
-        for e in entries {
-            text.push_str(&encode(&e.ann, e.prev.as_deref(), e.resolves.as_deref()));
-            text.push('\n');
-        }
+        entries.sort_unstable_by_key(|e| e.seq);
+        let text = encode_lines(
+            entries
+                .iter()
+                .map(|e| (&e.ann, e.prev.as_deref(), e.resolves.as_deref())),
+        );
         let written = (|| {
             let mut f = OpenOptions::new()
                 .write(true)
                 .create(true)
                 .truncate(true)
                 .open(&tmp)?;
-            f.write_all(text.as_bytes())?;
+            f.write_all(&text)?;
             if let Ok(meta) = fs::metadata(&target) {
                 // Keep the journal's mode (say, group-readable) across the rename.
                 f.set_permissions(meta.permissions())?;
@@ -792,20 +799,20 @@ impl Journal {
     /// (appended, fsynced); their lines are returned when that fails too.
     pub(super) fn recover(&self) -> Result<PathBuf, (io::Error, Vec<String>)> {
         let path = with_suffix(&self.path, ".recovered.jsonl");
-        let mut text = String::new();
-        for p in &self.pending {
-            text.push_str(&p.line);
-            text.push('\n');
-        }
+        let text = encode_lines(
+            self.pending
+                .iter()
+                .map(|p| (&p.ann, p.prev.as_ref(), p.resolves.as_deref())),
+        );
         let written = (|| {
             let mut f = OpenOptions::new().create(true).append(true).open(&path)?;
-            f.write_all(text.as_bytes())?;
+            f.write_all(&text)?;
             f.sync_all()?;
             sync_dir(&path)
         })();
         match written {
             Ok(()) => Ok(path),
-            Err(e) => Err((e, self.pending.iter().map(|p| p.line.clone()).collect())),
+            Err(e) => Err((e, self.pending.iter().map(PendingEvent::line).collect())),
         }
     }
 }
@@ -898,11 +905,49 @@ pub(super) fn lock_within(file: &File, wait: Duration) -> io::Result<()> {
     }
 }
 
-/// Append `lines` to the journal and fsync, leaving no partial event behind where possible.
+/// Events encoded from this many on are encoded on rayon's threads, in
+/// chunks of this many, each into a buffer of its own.
+pub(super) const ENCODE_CHUNK: usize = 8192;
+
+/// The journal lines of these events, in order, each ended by a newline.
+pub(super) fn encode_lines<'a, I>(events: I) -> Vec<u8>
+where
+    I: ExactSizeIterator<Item = (&'a Annotation, Option<&'a Prev>, Option<&'a [Prior]>)>,
+{
+    fn encode_all<'a>(
+        events: impl Iterator<Item = (&'a Annotation, Option<&'a Prev>, Option<&'a [Prior]>)>,
+        out: &mut Vec<u8>,
+    ) {
+        for (ann, prev, resolves) in events {
+            encode_into(out, ann, prev, resolves);
+            out.push(b'\n');
+        }
+    }
+    /// About one line's length, to size the buffers once.
+    const LINE: usize = 256;
+    if events.len() < 2 * ENCODE_CHUNK {
+        let mut out = Vec::with_capacity(events.len() * LINE);
+        encode_all(events, &mut out);
+        return out;
+    }
+    use rayon::prelude::*;
+    let events: Vec<_> = events.collect();
+    let chunks: Vec<Vec<u8>> = events
+        .par_chunks(ENCODE_CHUNK)
+        .map(|chunk| {
+            let mut out = Vec::with_capacity(chunk.len() * LINE);
+            encode_all(chunk.iter().copied(), &mut out);
+            out
+        })
+        .collect();
+    chunks.concat()
+}
+
+/// Append `lines` (whole lines, each ended by a newline) to the journal and fsync, leaving no partial event behind where possible.
 ///
 /// Called with the lock held, after reading the journal up to `read_pos`;
 /// returns the new end of the file and the file.
-fn append_durably(path: &Path, lines: &[&str], read_pos: u64) -> io::Result<(u64, File)> {
+fn append_durably(path: &Path, lines: &[u8], read_pos: u64) -> io::Result<(u64, File)> {
     let mut file = OpenOptions::new().read(true).append(true).open(path)?;
     let meta = file.metadata()?;
     let len = meta.len();
@@ -913,7 +958,7 @@ fn append_durably(path: &Path, lines: &[&str], read_pos: u64) -> io::Result<(u64
             "the journal changed while it was being saved; retrying",
         ));
     }
-    let mut buf = Vec::new();
+    let mut glue: &[u8] = b"";
     if len > 0 {
         let mut last = [0u8; 1];
         file.seek(SeekFrom::Start(len - 1))?;
@@ -921,14 +966,13 @@ fn append_durably(path: &Path, lines: &[&str], read_pos: u64) -> io::Result<(u64
         // After a torn write the file ends mid-line; the first new event must
         // not be glued to it and lost with it.
         if last[0] != b'\n' {
-            buf.push(b'\n');
+            glue = b"\n";
         }
     }
-    for line in lines {
-        buf.extend_from_slice(line.as_bytes());
-        buf.push(b'\n');
-    }
-    let written = file.write_all(&buf).and_then(|()| file.sync_data());
+    let written = file
+        .write_all(glue)
+        .and_then(|()| file.write_all(lines))
+        .and_then(|()| file.sync_data());
     if let Err(e) = written {
         // The events stay pending and are written again, so drop any part of
         // them that did land (this also frees the space on a full disk).
@@ -936,7 +980,7 @@ fn append_durably(path: &Path, lines: &[&str], read_pos: u64) -> io::Result<(u64
         let _ = file.sync_data();
         return Err(e);
     }
-    Ok((len + buf.len() as u64, file))
+    Ok((len + (glue.len() + lines.len()) as u64, file))
 }
 
 /// Remove temp files a crashed compaction left; called with the lock held, so none is in use.
