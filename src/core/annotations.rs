@@ -19,6 +19,8 @@
 //! (one per run, [`journal_specs`]). The run file itself is never written.
 
 use std::collections::{HashMap, HashSet};
+
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, ErrorKind, Read};
@@ -311,7 +313,74 @@ enum Line {
     Bad(String),
 }
 
+/// One journal line read in one pass: an [`Event`]'s fields with its
+/// version and kind, what a line of a known format holds.
+#[derive(Deserialize)]
+struct VersionedEvent {
+    #[serde(default = "format_version")]
+    v: u64,
+    #[serde(default)]
+    kind: Option<String>,
+    key: String,
+    #[serde(default)]
+    case_id: String,
+    #[serde(default)]
+    variant_id: String,
+    #[serde(default)]
+    category: Option<String>,
+    #[serde(default)]
+    note: Option<String>,
+    #[serde(default)]
+    reviewer: String,
+    #[serde(default)]
+    at: String,
+    #[serde(default = "manual")]
+    source: AnnotationSource,
+    #[serde(default)]
+    prev: Option<Prev>,
+    #[serde(default)]
+    carried_from: Option<Provenance>,
+    #[serde(default)]
+    resolves: Option<Vec<Prior>>,
+    #[serde(default)]
+    n: Option<String>,
+}
+
+impl VersionedEvent {
+    fn event(self) -> Event {
+        Event {
+            key: self.key,
+            case_id: self.case_id,
+            variant_id: self.variant_id,
+            category: self.category,
+            note: self.note,
+            reviewer: self.reviewer,
+            at: self.at,
+            source: self.source,
+            prev: self.prev,
+            carried_from: self.carried_from,
+            resolves: self.resolves,
+            n: self.n,
+        }
+    }
+}
+
 fn parse_line(body: &[u8]) -> Line {
+    // Most lines are events of a known format, read in one pass; any other
+    // line is told apart by the passes of [`parse_line_by_parts`], which
+    // decide the same for the lines this one reads.
+    if let Ok(line) = serde_json::from_slice::<VersionedEvent>(body) {
+        let resolution = line.v == RESOLUTION_VERSION && line.kind.as_deref() == Some("resolution");
+        if line.v == FORMAT_VERSION || resolution {
+            return event_line(line.event(), resolution);
+        }
+    }
+    parse_line_by_parts(body)
+}
+
+/// [`parse_line`] in passes: the version first, so a newer format is
+/// recognised even if its fields moved, then its kind, then the event.
+fn parse_line_by_parts(body: &[u8]) -> Line {
     let version = match serde_json::from_slice::<Version>(body) {
         Ok(v) => v,
         Err(e) => return Line::Bad(why_not_json(body, &e)),
@@ -342,7 +411,12 @@ fn parse_line(body: &[u8]) -> Line {
         Ok(ev) => ev,
         Err(e) => return Line::Bad(format!("not an annotation event: {e}")),
     };
-    let resolves = if version.v == RESOLUTION_VERSION {
+    event_line(ev, version.v == RESOLUTION_VERSION)
+}
+
+/// The line of an event read whole; `resolution`: of a resolution's format.
+fn event_line(ev: Event, resolution: bool) -> Line {
+    let resolves = if resolution {
         match ev.resolves {
             Some(resolves) => Some(resolves),
             None => return Line::Bad("a resolution without the decisions it resolves".to_string()),
@@ -768,13 +842,14 @@ pub(super) type Snapshot = Vec<(Option<String>, Option<String>, Option<String>)>
 /// older copy can be told from one where the pair was cleared since.
 #[derive(Debug, Default)]
 struct Live {
-    pairs: HashMap<RecordKey, Pair>,
+    /// (Keys are digests: FxHash spreads them as well as SipHash, faster.)
+    pairs: FxHashMap<RecordKey, Pair>,
     /// How many slots hold an event (one journal line each when compact).
     slots: usize,
     /// How many pairs have a shown annotation.
     shown: usize,
     /// case_id → variant_id → keys of shown pairs, for stale look-ups without a scan.
-    by_ids: HashMap<String, HashMap<String, Vec<RecordKey>>>,
+    by_ids: FxHashMap<String, FxHashMap<String, Vec<RecordKey>>>,
     /// Bumped whenever an annotation is set or removed.
     revision: u64,
 }
@@ -892,7 +967,7 @@ impl Live {
     }
 
     /// Every pair's snapshot.
-    fn values(&self) -> HashMap<RecordKey, Snapshot> {
+    fn values(&self) -> FxHashMap<RecordKey, Snapshot> {
         self.pairs
             .keys()
             .filter_map(|k| Some((*k, self.snapshot(k)?)))
@@ -1540,7 +1615,7 @@ impl AnnotationStore {
             }
         }
         // Per journal, the pairs whose annotation others changed since it was last read.
-        let mut arrived: Vec<(usize, HashSet<RecordKey>)> = Vec::new();
+        let mut arrived: Vec<(usize, FxHashSet<RecordKey>)> = Vec::new();
         if failed.is_none() {
             for &j in &involved {
                 if !self.journals[j].writable() {
@@ -1571,7 +1646,7 @@ impl AnnotationStore {
         // Which pairs this save writes, per journal: only needed when
         // others' decisions arrived.
         let count_staged = arrived.iter().any(|(_, keys)| !keys.is_empty());
-        let mut staged: HashMap<usize, HashSet<RecordKey>> = HashMap::new();
+        let mut staged: HashMap<usize, FxHashSet<RecordKey>> = HashMap::new();
         for (((c, kind), to), carried_from) in changes.into_iter().zip(&targets).zip(origins) {
             let resolution = matches!(kind, Kind::Resolution(_));
             let resolves = match kind {
@@ -1697,15 +1772,13 @@ impl AnnotationStore {
             .iter()
             .filter_map(|c| {
                 let now = self.mine(&c.key);
+                fn given(s: &Option<String>) -> Option<&str> {
+                    s.as_deref().filter(|s| !s.is_empty())
+                }
+                let (category, note) = (given(&c.category), given(&c.note));
                 let same = match now {
-                    Some(a) => {
-                        a.category == non_empty(c.category.clone())
-                            && a.note == non_empty(c.note.clone())
-                    }
-                    None => {
-                        non_empty(c.category.clone()).is_none()
-                            && non_empty(c.note.clone()).is_none()
-                    }
+                    Some(a) => a.category.as_deref() == category && a.note.as_deref() == note,
+                    None => category.is_none() && note.is_none(),
                 };
                 (!same).then(|| Conflict {
                     key: c.key,

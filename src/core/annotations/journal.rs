@@ -4,7 +4,7 @@
 //! per run, and the committed one beside a run in a read-only folder); the
 //! store routes decisions to journals and shows their union.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::fs::{self, File, Metadata, OpenOptions, TryLockError};
 use std::io::{self, BufRead, BufReader, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -94,7 +94,7 @@ struct Replay {
     recognised: usize,
     first_bad_complete: Option<u64>,
     /// The keys events touched, with what they held before the first event.
-    touched: HashMap<RecordKey, Option<Snapshot>>,
+    touched: FxHashMap<RecordKey, Option<Snapshot>>,
 }
 
 /// One journal file and what this triage knows of it.
@@ -111,13 +111,13 @@ pub(super) struct Journal {
     pub(super) pending: Vec<PendingEvent>,
     /// The newest event this triage made durable here, per slot: written
     /// again if the file is replaced by a copy that lacks it.
-    own: HashMap<Slot, PendingEvent>,
+    own: FxHashMap<Slot, PendingEvent>,
     /// The [`event_id`] of every event this journal has held, with the
     /// order in which this triage first saw it: an event seen before this
     /// triage's own is older than it. (One map for every event, not a
     /// vector per pair: a pair's events are told apart by their ids, which
     /// hash the key.)
-    seen: HashMap<u64, u64>,
+    seen: FxHashMap<u64, u64>,
     /// Unreadable lines of the file (and those already moved out of it).
     pub(super) bad: Vec<BadLine>,
     /// How many lines could not be read (newer ones included), listed or not.
@@ -156,8 +156,8 @@ impl Journal {
             live: Live::default(),
             files,
             pending: Vec::new(),
-            own: HashMap::new(),
-            seen: HashMap::new(),
+            own: FxHashMap::default(),
+            seen: FxHashMap::default(),
             bad: Vec::new(),
             skipped: 0,
             bad_bytes: 0,
@@ -574,11 +574,11 @@ impl Journal {
     /// back, as `git checkout` does) is merged by event: this triage's
     /// decisions that the new file lacks, and that nothing newer replaced,
     /// are queued to be written again and counted in `restored`.
-    pub(super) fn catch_up(&mut self) -> io::Result<HashSet<RecordKey>> {
+    pub(super) fn catch_up(&mut self) -> io::Result<FxHashSet<RecordKey>> {
         let file = match File::open(&self.path) {
             Ok(f) => f,
             // Deleted: the next save writes everything this journal knows.
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(HashSet::new()),
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(FxHashSet::default()),
             Err(e) => return Err(e),
         };
         let meta = file.metadata()?;
@@ -587,10 +587,10 @@ impl Journal {
         }
         if !meta.is_file() {
             // A device or a pipe (say /dev/full) is no journal to share: nothing to merge.
-            return Ok(HashSet::new());
+            return Ok(FxHashSet::default());
         }
         if Some(file_id(&meta)) == self.file_id && meta.len() == self.read_pos {
-            return Ok(HashSet::new());
+            return Ok(FxHashSet::default());
         }
         // Without inode numbers (not Unix), a journal another triage
         // compacted cannot be told from one it appended to: read it all again.
@@ -618,7 +618,7 @@ impl Journal {
             self.live.put(ev.ann, ev.prev, ev.resolves, tick());
         }
         let now = |s: &Self, k: &RecordKey| s.live.snapshot(k);
-        let mut changed: HashSet<RecordKey> = replay
+        let mut changed: FxHashSet<RecordKey> = replay
             .touched
             .iter()
             .filter(|(k, was)| now(self, k) != **was)

@@ -1992,3 +1992,66 @@ fn many_events_are_encoded_in_order_on_several_threads() {
     }
     assert_eq!(String::from_utf8(text).unwrap(), want);
 }
+
+/// What a line reads as, to compare two readings.
+fn reading(line: Line) -> String {
+    match line {
+        Line::Event(ann, prev, resolves) => format!("event {ann:?} {prev:?} {resolves:?}"),
+        Line::Newer => "newer".to_string(),
+        Line::Bad(why) => format!("bad: {why}"),
+    }
+}
+
+/// Ways to make an event's line into another line: other versions and
+/// kinds, repeated or mistyped fields, unknown ones, a cut.
+fn mutated_line() -> impl Strategy<Value = String> {
+    let edits = prop::collection::vec(
+        prop_oneof![
+            (0u64..5).prop_map(|v| (r#""v":1"#.to_string(), format!(r#""v":{v}"#))),
+            (0u64..5).prop_map(|v| (r#""v":2"#.to_string(), format!(r#""v":{v}"#))),
+            prop_oneof![
+                Just(r#""kind":"resolution","#),
+                Just(r#""kind":"other","#),
+                Just(r#""kind":5,"#),
+                Just(r#""kind":null,"#),
+                Just(r#""key":"00","#),
+                Just(r#""key":7,"#),
+                Just(r#""case_id":"again","#),
+                Just(r#""extra":[1,{"a":2}],"#),
+                Just(r#""v":"1","#),
+                Just(r#""resolves":null,"#),
+                Just(r#""source":"robot","#),
+            ]
+            .prop_map(|field| ("{".to_string(), format!("{{{field}"))),
+        ],
+        0..3,
+    );
+    (any_event(), edits, prop::option::of(0usize..400)).prop_map(
+        |((ann, prev, resolves), edits, cut)| {
+            let mut line = encode(&ann, prev.as_ref(), resolves.as_deref());
+            for (from, to) in edits {
+                line = line.replacen(&from, &to, 1);
+            }
+            if let Some(cut) = cut.filter(|&c| c < line.len() && line.is_char_boundary(c)) {
+                line.truncate(cut);
+            }
+            line
+        },
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 512,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    #[test]
+    fn a_line_read_in_one_pass_reads_as_read_in_parts(line in mutated_line()) {
+        prop_assert_eq!(
+            reading(parse_line(line.as_bytes())),
+            reading(parse_line_by_parts(line.as_bytes()))
+        );
+    }
+}
