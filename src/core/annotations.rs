@@ -19,6 +19,8 @@
 //! (one per run, [`journal_specs`]). The run file itself is never written.
 
 use std::collections::{HashMap, HashSet};
+
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, ErrorKind, Read};
@@ -97,15 +99,6 @@ fn fresh_nonce() -> u64 {
 pub enum AnnotationSource {
     Manual,
     Suggestion,
-}
-
-impl AnnotationSource {
-    fn as_str(self) -> &'static str {
-        match self {
-            AnnotationSource::Manual => "manual",
-            AnnotationSource::Suggestion => "suggestion",
-        }
-    }
 }
 
 /// A change to apply: the new (category, note) for one pair.
@@ -320,7 +313,74 @@ enum Line {
     Bad(String),
 }
 
+/// One journal line read in one pass: an [`Event`]'s fields with its
+/// version and kind, what a line of a known format holds.
+#[derive(Deserialize)]
+struct VersionedEvent {
+    #[serde(default = "format_version")]
+    v: u64,
+    #[serde(default)]
+    kind: Option<String>,
+    key: String,
+    #[serde(default)]
+    case_id: String,
+    #[serde(default)]
+    variant_id: String,
+    #[serde(default)]
+    category: Option<String>,
+    #[serde(default)]
+    note: Option<String>,
+    #[serde(default)]
+    reviewer: String,
+    #[serde(default)]
+    at: String,
+    #[serde(default = "manual")]
+    source: AnnotationSource,
+    #[serde(default)]
+    prev: Option<Prev>,
+    #[serde(default)]
+    carried_from: Option<Provenance>,
+    #[serde(default)]
+    resolves: Option<Vec<Prior>>,
+    #[serde(default)]
+    n: Option<String>,
+}
+
+impl VersionedEvent {
+    fn event(self) -> Event {
+        Event {
+            key: self.key,
+            case_id: self.case_id,
+            variant_id: self.variant_id,
+            category: self.category,
+            note: self.note,
+            reviewer: self.reviewer,
+            at: self.at,
+            source: self.source,
+            prev: self.prev,
+            carried_from: self.carried_from,
+            resolves: self.resolves,
+            n: self.n,
+        }
+    }
+}
+
 fn parse_line(body: &[u8]) -> Line {
+    // Most lines are events of a known format, read in one pass; any other
+    // line is told apart by the passes of [`parse_line_by_parts`], which
+    // decide the same for the lines this one reads.
+    if let Ok(line) = serde_json::from_slice::<VersionedEvent>(body) {
+        let resolution = line.v == RESOLUTION_VERSION && line.kind.as_deref() == Some("resolution");
+        if line.v == FORMAT_VERSION || resolution {
+            return event_line(line.event(), resolution);
+        }
+    }
+    parse_line_by_parts(body)
+}
+
+/// [`parse_line`] in passes: the version first, so a newer format is
+/// recognised even if its fields moved, then its kind, then the event.
+fn parse_line_by_parts(body: &[u8]) -> Line {
     let version = match serde_json::from_slice::<Version>(body) {
         Ok(v) => v,
         Err(e) => return Line::Bad(why_not_json(body, &e)),
@@ -351,7 +411,12 @@ fn parse_line(body: &[u8]) -> Line {
         Ok(ev) => ev,
         Err(e) => return Line::Bad(format!("not an annotation event: {e}")),
     };
-    let resolves = if version.v == RESOLUTION_VERSION {
+    event_line(ev, version.v == RESOLUTION_VERSION)
+}
+
+/// The line of an event read whole; `resolution`: of a resolution's format.
+fn event_line(ev: Event, resolution: bool) -> Line {
+    let resolves = if resolution {
         match ev.resolves {
             Some(resolves) => Some(resolves),
             None => return Line::Bad("a resolution without the decisions it resolves".to_string()),
@@ -399,49 +464,87 @@ fn why_not_json(body: &[u8], e: &serde_json::Error) -> String {
 
 /// One journal line (without its newline) for this state of an annotation.
 fn encode(ann: &Annotation, prev: Option<&Prev>, resolves: Option<&[Prior]>) -> String {
-    // A `Value` prints infallibly, and preserve_order keeps the documented field order.
-    let mut event = match resolves {
-        Some(resolves) => serde_json::json!({
-            "v": RESOLUTION_VERSION,
-            "kind": "resolution",
-            "key": ann.key.to_string(),
-            "case_id": ann.case_id,
-            "variant_id": ann.variant_id,
-            "category": ann.category,
-            "note": ann.note,
-            "reviewer": ann.reviewer,
-            "at": ann.at,
-            "source": ann.source.as_str(),
-            "prev": null,
-            "resolves": resolves,
-        }),
-        None => serde_json::json!({
-            "v": FORMAT_VERSION,
-            "key": ann.key.to_string(),
-            "case_id": ann.case_id,
-            "variant_id": ann.variant_id,
-            "category": ann.category,
-            "note": ann.note,
-            "reviewer": ann.reviewer,
-            "at": ann.at,
-            "source": ann.source.as_str(),
-            "prev": prev.map(|p| serde_json::json!({"category": p.category, "note": p.note})),
-        }),
-    };
-    // The optional members go last, each only when there is one, so other
-    // events read as before they existed.
-    if let Some(obj) = event.as_object_mut() {
-        if let (Some(from), None) = (&ann.carried_from, resolves) {
-            obj.insert(
-                "carried_from".to_string(),
-                serde_json::json!({"reviewer": from.reviewer, "at": from.at, "run": from.run}),
-            );
-        }
-        if ann.nonce != 0 {
-            obj.insert("n".to_string(), format!("{:016x}", ann.nonce).into());
-        }
+    let mut line = Vec::new();
+    encode_into(&mut line, ann, prev, resolves);
+    // Only `str`s and numbers went in, so the line is UTF-8.
+    String::from_utf8(line).expect("serde_json writes UTF-8")
+}
+
+/// A journal event as written, in its documented field order: the
+/// optional members go last, each only when there is one, so other events
+/// read as before they existed.
+#[derive(Serialize)]
+struct EventOut<'a> {
+    v: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    kind: Option<&'static str>,
+    #[serde(with = "key_hex")]
+    key: RecordKey,
+    case_id: &'a str,
+    variant_id: &'a str,
+    category: Option<&'a str>,
+    note: Option<&'a str>,
+    reviewer: &'a str,
+    at: &'a str,
+    source: AnnotationSource,
+    /// Always written, `null` when the event replaced nothing (and on a resolution).
+    prev: Option<PrevOut<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    resolves: Option<&'a [Prior]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    carried_from: Option<&'a Provenance>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    n: Option<NonceHex>,
+}
+
+/// The value an event replaced, as written.
+#[derive(Serialize)]
+struct PrevOut<'a> {
+    category: Option<&'a str>,
+    note: Option<&'a str>,
+}
+
+/// A nonce as its 16 hex digits.
+struct NonceHex(u64);
+
+impl Serialize for NonceHex {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(&format_args!("{:016x}", self.0))
     }
-    event.to_string()
+}
+
+/// Append one journal line (without its newline) for this state of an
+/// annotation to `out`.
+fn encode_into(
+    out: &mut Vec<u8>,
+    ann: &Annotation,
+    prev: Option<&Prev>,
+    resolves: Option<&[Prior]>,
+) {
+    let event = EventOut {
+        v: match resolves {
+            Some(_) => RESOLUTION_VERSION,
+            None => FORMAT_VERSION,
+        },
+        kind: resolves.map(|_| "resolution"),
+        key: ann.key,
+        case_id: &ann.case_id,
+        variant_id: &ann.variant_id,
+        category: ann.category.as_deref(),
+        note: ann.note.as_deref(),
+        reviewer: &ann.reviewer,
+        at: &ann.at,
+        source: ann.source,
+        prev: prev.filter(|_| resolves.is_none()).map(|p| PrevOut {
+            category: p.category.as_deref(),
+            note: p.note.as_deref(),
+        }),
+        resolves,
+        carried_from: ann.carried_from.as_deref().filter(|_| resolves.is_none()),
+        n: (ann.nonce != 0).then_some(NonceHex(ann.nonce)),
+    };
+    // Writing into a vector cannot fail, and every field serializes.
+    serde_json::to_writer(out, &event).expect("a journal event serializes");
 }
 
 /// What tells one event from another: a digest of everything it records,
@@ -739,13 +842,14 @@ pub(super) type Snapshot = Vec<(Option<String>, Option<String>, Option<String>)>
 /// older copy can be told from one where the pair was cleared since.
 #[derive(Debug, Default)]
 struct Live {
-    pairs: HashMap<RecordKey, Pair>,
+    /// (Keys are digests: FxHash spreads them as well as SipHash, faster.)
+    pairs: FxHashMap<RecordKey, Pair>,
     /// How many slots hold an event (one journal line each when compact).
     slots: usize,
     /// How many pairs have a shown annotation.
     shown: usize,
     /// case_id → variant_id → keys of shown pairs, for stale look-ups without a scan.
-    by_ids: HashMap<String, HashMap<String, Vec<RecordKey>>>,
+    by_ids: FxHashMap<String, FxHashMap<String, Vec<RecordKey>>>,
     /// Bumped whenever an annotation is set or removed.
     revision: u64,
 }
@@ -863,7 +967,7 @@ impl Live {
     }
 
     /// Every pair's snapshot.
-    fn values(&self) -> HashMap<RecordKey, Snapshot> {
+    fn values(&self) -> FxHashMap<RecordKey, Snapshot> {
         self.pairs
             .keys()
             .filter_map(|k| Some((*k, self.snapshot(k)?)))
@@ -1511,7 +1615,7 @@ impl AnnotationStore {
             }
         }
         // Per journal, the pairs whose annotation others changed since it was last read.
-        let mut arrived: Vec<(usize, HashSet<RecordKey>)> = Vec::new();
+        let mut arrived: Vec<(usize, FxHashSet<RecordKey>)> = Vec::new();
         if failed.is_none() {
             for &j in &involved {
                 if !self.journals[j].writable() {
@@ -1539,7 +1643,10 @@ impl AnnotationStore {
         }
         let at = now_rfc3339();
         let mut previous = Vec::with_capacity(changes.len());
-        let mut staged: HashMap<usize, HashSet<RecordKey>> = HashMap::new();
+        // Which pairs this save writes, per journal: only needed when
+        // others' decisions arrived.
+        let count_staged = arrived.iter().any(|(_, keys)| !keys.is_empty());
+        let mut staged: HashMap<usize, FxHashSet<RecordKey>> = HashMap::new();
         for (((c, kind), to), carried_from) in changes.into_iter().zip(&targets).zip(origins) {
             let resolution = matches!(kind, Kind::Resolution(_));
             let resolves = match kind {
@@ -1574,9 +1681,16 @@ impl AnnotationStore {
                 carried_from: carried_from.map(Box::new),
                 nonce: fresh_nonce(),
             };
-            for &j in to {
-                staged.entry(j).or_default().insert(ann.key);
-                self.journals[j].stage(ann.clone(), prev.clone(), resolves.clone());
+            if count_staged {
+                for &j in to {
+                    staged.entry(j).or_default().insert(ann.key);
+                }
+            }
+            if let Some((&last, others)) = to.split_last() {
+                for &j in others {
+                    self.journals[j].stage(ann.clone(), prev.clone(), resolves.clone());
+                }
+                self.journals[last].stage(ann, prev, resolves);
             }
             previous.push(old);
         }
@@ -1658,15 +1772,13 @@ impl AnnotationStore {
             .iter()
             .filter_map(|c| {
                 let now = self.mine(&c.key);
+                fn given(s: &Option<String>) -> Option<&str> {
+                    s.as_deref().filter(|s| !s.is_empty())
+                }
+                let (category, note) = (given(&c.category), given(&c.note));
                 let same = match now {
-                    Some(a) => {
-                        a.category == non_empty(c.category.clone())
-                            && a.note == non_empty(c.note.clone())
-                    }
-                    None => {
-                        non_empty(c.category.clone()).is_none()
-                            && non_empty(c.note.clone()).is_none()
-                    }
+                    Some(a) => a.category.as_deref() == category && a.note.as_deref() == note,
+                    None => category.is_none() && note.is_none(),
                 };
                 (!same).then(|| Conflict {
                     key: c.key,
@@ -2320,7 +2432,14 @@ mod key_hex {
     use super::RecordKey;
 
     pub fn serialize<S: Serializer>(key: &RecordKey, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(key)
+        const HEX: &[u8; 16] = b"0123456789abcdef";
+        let mut text = [0u8; 32];
+        for (pair, b) in text.chunks_exact_mut(2).zip(key.0) {
+            pair[0] = HEX[usize::from(b >> 4)];
+            pair[1] = HEX[usize::from(b & 15)];
+        }
+        // Hex digits are ASCII.
+        s.serialize_str(std::str::from_utf8(&text).expect("hex digits are ASCII"))
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<RecordKey, D::Error> {

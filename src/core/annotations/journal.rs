@@ -4,7 +4,7 @@
 //! per run, and the committed one beside a run in a read-only folder); the
 //! store routes decisions to journals and shows their union.
 
-use std::collections::{HashMap, HashSet};
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::fs::{self, File, Metadata, OpenOptions, TryLockError};
 use std::io::{self, BufRead, BufReader, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use super::{
     Access, Annotation, Line, Live, Prev, Prior, SaveError, Slot, Snapshot, StoreOpenError, encode,
-    event_id, folder_writable, parent_dir, parse_line, tick, with_suffix,
+    encode_into, event_id, folder_writable, parent_dir, parse_line, tick, with_suffix,
 };
 use crate::core::key::RecordKey;
 
@@ -24,13 +24,13 @@ pub(super) const LOCK_WAIT: Duration = Duration::from_secs(5);
 const BAD_KEEP_LINES: usize = 100_000;
 const BAD_KEEP_BYTES: usize = 16 << 20;
 
-/// A decision applied in memory whose event is not durable yet.
+/// A decision applied in memory whose event is not durable yet (its line
+/// is written from it when it is appended, [`encode_lines`]).
 #[derive(Debug, Clone)]
 pub(super) struct PendingEvent {
     pub(super) ann: Annotation,
     pub(super) prev: Option<Prev>,
     pub(super) resolves: Option<Vec<Prior>>,
-    pub(super) line: String,
 }
 
 impl PendingEvent {
@@ -40,11 +40,15 @@ impl PendingEvent {
         resolves: Option<Vec<Prior>>,
     ) -> PendingEvent {
         PendingEvent {
-            line: encode(&ann, prev.as_ref(), resolves.as_deref()),
             ann,
             prev,
             resolves,
         }
+    }
+
+    /// The event's journal line, without its newline.
+    pub(super) fn line(&self) -> String {
+        encode(&self.ann, self.prev.as_ref(), self.resolves.as_deref())
     }
 
     fn slot(&self) -> Slot {
@@ -90,7 +94,7 @@ struct Replay {
     recognised: usize,
     first_bad_complete: Option<u64>,
     /// The keys events touched, with what they held before the first event.
-    touched: HashMap<RecordKey, Option<Snapshot>>,
+    touched: FxHashMap<RecordKey, Option<Snapshot>>,
 }
 
 /// One journal file and what this triage knows of it.
@@ -107,13 +111,13 @@ pub(super) struct Journal {
     pub(super) pending: Vec<PendingEvent>,
     /// The newest event this triage made durable here, per slot: written
     /// again if the file is replaced by a copy that lacks it.
-    own: HashMap<Slot, PendingEvent>,
+    own: FxHashMap<Slot, PendingEvent>,
     /// The [`event_id`] of every event this journal has held, with the
     /// order in which this triage first saw it: an event seen before this
     /// triage's own is older than it. (One map for every event, not a
     /// vector per pair: a pair's events are told apart by their ids, which
     /// hash the key.)
-    seen: HashMap<u64, u64>,
+    seen: FxHashMap<u64, u64>,
     /// Unreadable lines of the file (and those already moved out of it).
     pub(super) bad: Vec<BadLine>,
     /// How many lines could not be read (newer ones included), listed or not.
@@ -152,8 +156,8 @@ impl Journal {
             live: Live::default(),
             files,
             pending: Vec::new(),
-            own: HashMap::new(),
-            seen: HashMap::new(),
+            own: FxHashMap::default(),
+            seen: FxHashMap::default(),
             bad: Vec::new(),
             skipped: 0,
             bad_bytes: 0,
@@ -261,10 +265,9 @@ impl Journal {
         prev: Option<Prev>,
         resolves: Option<Vec<Prior>>,
     ) {
-        let ev = PendingEvent::new(ann, prev, resolves);
         self.live
-            .put(ev.ann.clone(), ev.prev.clone(), ev.resolves.clone(), tick());
-        self.pending.push(ev);
+            .put(ann.clone(), prev.clone(), resolves.clone(), tick());
+        self.pending.push(PendingEvent::new(ann, prev, resolves));
     }
 
     /// Create the journal and its lock file if this is the first save.
@@ -345,7 +348,11 @@ impl Journal {
         let result = if journal_gone {
             self.write_snapshot()
         } else {
-            let lines: Vec<&str> = self.pending.iter().map(|p| p.line.as_str()).collect();
+            let lines = encode_lines(
+                self.pending
+                    .iter()
+                    .map(|p| (&p.ann, p.prev.as_ref(), p.resolves.as_deref())),
+            );
             append_durably(&self.path, &lines, self.read_pos).map(|(end, file)| {
                 self.file_lines += self.pending.len();
                 self.read_lines += self.pending.len() as u64;
@@ -480,19 +487,19 @@ impl Journal {
         }
         let tmp = with_suffix(&target, &format!(".tmp-{}", std::process::id()));
         let mut entries: Vec<_> = self.live.entries().collect();
-        entries.sort_by_key(|e| e.seq);
-        let mut text = String::new();
-        for e in entries {
-            text.push_str(&encode(&e.ann, e.prev.as_deref(), e.resolves.as_deref()));
-            text.push('\n');
-        }
+        entries.sort_unstable_by_key(|e| e.seq);
+        let text = encode_lines(
+            entries
+                .iter()
+                .map(|e| (&e.ann, e.prev.as_deref(), e.resolves.as_deref())),
+        );
         let written = (|| {
             let mut f = OpenOptions::new()
                 .write(true)
                 .create(true)
                 .truncate(true)
                 .open(&tmp)?;
-            f.write_all(text.as_bytes())?;
+            f.write_all(&text)?;
             if let Ok(meta) = fs::metadata(&target) {
                 // Keep the journal's mode (say, group-readable) across the rename.
                 f.set_permissions(meta.permissions())?;
@@ -567,11 +574,11 @@ impl Journal {
     /// back, as `git checkout` does) is merged by event: this triage's
     /// decisions that the new file lacks, and that nothing newer replaced,
     /// are queued to be written again and counted in `restored`.
-    pub(super) fn catch_up(&mut self) -> io::Result<HashSet<RecordKey>> {
+    pub(super) fn catch_up(&mut self) -> io::Result<FxHashSet<RecordKey>> {
         let file = match File::open(&self.path) {
             Ok(f) => f,
             // Deleted: the next save writes everything this journal knows.
-            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(HashSet::new()),
+            Err(e) if e.kind() == ErrorKind::NotFound => return Ok(FxHashSet::default()),
             Err(e) => return Err(e),
         };
         let meta = file.metadata()?;
@@ -580,10 +587,10 @@ impl Journal {
         }
         if !meta.is_file() {
             // A device or a pipe (say /dev/full) is no journal to share: nothing to merge.
-            return Ok(HashSet::new());
+            return Ok(FxHashSet::default());
         }
         if Some(file_id(&meta)) == self.file_id && meta.len() == self.read_pos {
-            return Ok(HashSet::new());
+            return Ok(FxHashSet::default());
         }
         // Without inode numbers (not Unix), a journal another triage
         // compacted cannot be told from one it appended to: read it all again.
@@ -611,7 +618,7 @@ impl Journal {
             self.live.put(ev.ann, ev.prev, ev.resolves, tick());
         }
         let now = |s: &Self, k: &RecordKey| s.live.snapshot(k);
-        let mut changed: HashSet<RecordKey> = replay
+        let mut changed: FxHashSet<RecordKey> = replay
             .touched
             .iter()
             .filter(|(k, was)| now(self, k) != **was)
@@ -792,20 +799,20 @@ impl Journal {
     /// (appended, fsynced); their lines are returned when that fails too.
     pub(super) fn recover(&self) -> Result<PathBuf, (io::Error, Vec<String>)> {
         let path = with_suffix(&self.path, ".recovered.jsonl");
-        let mut text = String::new();
-        for p in &self.pending {
-            text.push_str(&p.line);
-            text.push('\n');
-        }
+        let text = encode_lines(
+            self.pending
+                .iter()
+                .map(|p| (&p.ann, p.prev.as_ref(), p.resolves.as_deref())),
+        );
         let written = (|| {
             let mut f = OpenOptions::new().create(true).append(true).open(&path)?;
-            f.write_all(text.as_bytes())?;
+            f.write_all(&text)?;
             f.sync_all()?;
             sync_dir(&path)
         })();
         match written {
             Ok(()) => Ok(path),
-            Err(e) => Err((e, self.pending.iter().map(|p| p.line.clone()).collect())),
+            Err(e) => Err((e, self.pending.iter().map(PendingEvent::line).collect())),
         }
     }
 }
@@ -898,11 +905,49 @@ pub(super) fn lock_within(file: &File, wait: Duration) -> io::Result<()> {
     }
 }
 
-/// Append `lines` to the journal and fsync, leaving no partial event behind where possible.
+/// Events encoded from this many on are encoded on rayon's threads, in
+/// chunks of this many, each into a buffer of its own.
+pub(super) const ENCODE_CHUNK: usize = 8192;
+
+/// The journal lines of these events, in order, each ended by a newline.
+pub(super) fn encode_lines<'a, I>(events: I) -> Vec<u8>
+where
+    I: ExactSizeIterator<Item = (&'a Annotation, Option<&'a Prev>, Option<&'a [Prior]>)>,
+{
+    fn encode_all<'a>(
+        events: impl Iterator<Item = (&'a Annotation, Option<&'a Prev>, Option<&'a [Prior]>)>,
+        out: &mut Vec<u8>,
+    ) {
+        for (ann, prev, resolves) in events {
+            encode_into(out, ann, prev, resolves);
+            out.push(b'\n');
+        }
+    }
+    /// About one line's length, to size the buffers once.
+    const LINE: usize = 256;
+    if events.len() < 2 * ENCODE_CHUNK {
+        let mut out = Vec::with_capacity(events.len() * LINE);
+        encode_all(events, &mut out);
+        return out;
+    }
+    use rayon::prelude::*;
+    let events: Vec<_> = events.collect();
+    let chunks: Vec<Vec<u8>> = events
+        .par_chunks(ENCODE_CHUNK)
+        .map(|chunk| {
+            let mut out = Vec::with_capacity(chunk.len() * LINE);
+            encode_all(chunk.iter().copied(), &mut out);
+            out
+        })
+        .collect();
+    chunks.concat()
+}
+
+/// Append `lines` (whole lines, each ended by a newline) to the journal and fsync, leaving no partial event behind where possible.
 ///
 /// Called with the lock held, after reading the journal up to `read_pos`;
 /// returns the new end of the file and the file.
-fn append_durably(path: &Path, lines: &[&str], read_pos: u64) -> io::Result<(u64, File)> {
+fn append_durably(path: &Path, lines: &[u8], read_pos: u64) -> io::Result<(u64, File)> {
     let mut file = OpenOptions::new().read(true).append(true).open(path)?;
     let meta = file.metadata()?;
     let len = meta.len();
@@ -913,7 +958,7 @@ fn append_durably(path: &Path, lines: &[&str], read_pos: u64) -> io::Result<(u64
             "the journal changed while it was being saved; retrying",
         ));
     }
-    let mut buf = Vec::new();
+    let mut glue: &[u8] = b"";
     if len > 0 {
         let mut last = [0u8; 1];
         file.seek(SeekFrom::Start(len - 1))?;
@@ -921,14 +966,13 @@ fn append_durably(path: &Path, lines: &[&str], read_pos: u64) -> io::Result<(u64
         // After a torn write the file ends mid-line; the first new event must
         // not be glued to it and lost with it.
         if last[0] != b'\n' {
-            buf.push(b'\n');
+            glue = b"\n";
         }
     }
-    for line in lines {
-        buf.extend_from_slice(line.as_bytes());
-        buf.push(b'\n');
-    }
-    let written = file.write_all(&buf).and_then(|()| file.sync_data());
+    let written = file
+        .write_all(glue)
+        .and_then(|()| file.write_all(lines))
+        .and_then(|()| file.sync_data());
     if let Err(e) = written {
         // The events stay pending and are written again, so drop any part of
         // them that did land (this also frees the space on a full disk).
@@ -936,7 +980,7 @@ fn append_durably(path: &Path, lines: &[&str], read_pos: u64) -> io::Result<(u64
         let _ = file.sync_data();
         return Err(e);
     }
-    Ok((len + buf.len() as u64, file))
+    Ok((len + (glue.len() + lines.len()) as u64, file))
 }
 
 /// Remove temp files a crashed compaction left; called with the lock held, so none is in use.
