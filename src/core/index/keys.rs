@@ -213,19 +213,24 @@ impl RunIndex {
             self.keys.flags.extend(new);
         }
         let flag = |flags: &[u8], sym: u32| flags.get(sym as usize).copied().unwrap_or(0);
-        let mut found = Vec::new();
-        for row in self.rows.range(self.keys.checked..self.rows.len()) {
-            if flag(&self.keys.flags, row.case) & CASE == 0
-                || flag(&self.keys.flags, row.variant) & VARIANT == 0
-                || self.keys.by_loc.contains_key(&row.loc.id())
-                || !store.names(self.str(row.case), self.str(row.variant))
-            {
-                continue;
-            }
-            if let Ok(k) = self.read_key(row) {
-                found.push((row.loc.id(), k));
-            }
-        }
+        // The rows to read, found with two byte look-ups each; then their
+        // lines read in parallel (after `Y y` on a large run, millions).
+        let wanted: Vec<&PairRow> = self
+            .rows
+            .range(self.keys.checked..self.rows.len())
+            .filter(|row| {
+                flag(&self.keys.flags, row.case) & CASE != 0
+                    && flag(&self.keys.flags, row.variant) & VARIANT != 0
+                    && !self.keys.by_loc.contains_key(&row.loc.id())
+                    && store.names(self.str(row.case), self.str(row.variant))
+            })
+            .collect();
+        use rayon::prelude::*;
+        let found: Vec<(u64, RecordKey)> = wanted
+            .par_iter()
+            .with_min_len(256)
+            .filter_map(|row| self.read_key(row).ok().map(|k| (row.loc.id(), k)))
+            .collect();
         self.keys.by_loc.extend(found);
         self.keys.checked = self.rows.len();
     }
