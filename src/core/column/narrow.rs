@@ -5,7 +5,7 @@
 //! repetition, the code of a family among a handful): a byte a row holds
 //! them where a `u32` would spend four. A narrow column starts at one byte
 //! a value, and when a value does not fit it re-codes every value once into
-//! the next width (two bytes, then four). [`Narrow::NONE`] (`u32::MAX`, the
+//! the next width (two bytes, then four). [`NONE`] (`u32::MAX`, the
 //! "not recorded" of [`crate::core::row::NO_SYM`] and of a repetition)
 //! is representable at every width: it is stored as the width's largest
 //! value, so the widths hold `0..=254`, `0..=65_534` and every `u32`.
@@ -14,6 +14,9 @@
 //! property (at most one chunk unused) at every width.
 
 use super::{CHUNK_BITS, Column};
+
+/// The value that stands for "not recorded", representable at every width.
+pub const NONE: u32 = u32::MAX;
 
 /// A column of `u32` values, one, two or four bytes each.
 #[derive(Clone, PartialEq, Eq)]
@@ -30,7 +33,7 @@ enum Width<const BITS: u32> {
 
 /// A stored width: how a value of the column's type maps to and from `u32`.
 trait Cell: Copy {
-    /// The stored value that stands for [`Narrow::NONE`].
+    /// The stored value that stands for [`NONE`].
     const NONE: Self;
     fn store(v: u32) -> Option<Self>;
     fn load(self) -> u32;
@@ -42,7 +45,7 @@ macro_rules! cell {
             const NONE: $t = <$t>::MAX;
             #[inline]
             fn store(v: u32) -> Option<$t> {
-                if v == Narrow::<CHUNK_BITS>::NONE {
+                if v == NONE {
                     Some(<$t>::MAX)
                 } else {
                     <$t>::try_from(v).ok().filter(|&x| x != <$t>::MAX)
@@ -51,7 +54,7 @@ macro_rules! cell {
             #[inline]
             fn load(self) -> u32 {
                 if self == <$t as Cell>::NONE {
-                    Narrow::<CHUNK_BITS>::NONE
+                    NONE
                 } else {
                     u32::from(self)
                 }
@@ -105,9 +108,6 @@ fn retain_in<T: Cell, const BITS: u32>(
 }
 
 impl<const BITS: u32> Narrow<BITS> {
-    /// The value that stands for "not recorded", representable at every width.
-    pub const NONE: u32 = u32::MAX;
-
     /// An empty column, one byte a value; it allocates nothing until the
     /// first push.
     pub const fn new() -> Self {
@@ -231,7 +231,7 @@ impl<const BITS: u32> FromIterator<u32> for Narrow<BITS> {
 mod tests {
     use proptest::prelude::*;
 
-    use super::Narrow;
+    use super::{NONE, Narrow};
 
     /// Chunks of four, so that every chunk edge is a few pushes away.
     type Small = Narrow<2>;
@@ -250,7 +250,7 @@ mod tests {
         for (last, first_wider, width) in [(254, 255, 2), (65_534, 65_535, 4)] {
             let mut c = Small::new();
             let mut model = Vec::new();
-            for v in [0, last, Small::NONE, 7, last] {
+            for v in [0, last, NONE, 7, last] {
                 c.push(v);
                 model.push(v);
             }
@@ -275,14 +275,14 @@ mod tests {
     fn none_stays_none_at_every_width() {
         let mut c = Small::new();
         let mut model = Vec::new();
-        for (v, width) in [(Small::NONE, 1), (300, 2), (Small::NONE, 2), (70_000, 4)] {
+        for (v, width) in [(NONE, 1), (300, 2), (NONE, 2), (70_000, 4)] {
             c.push(v);
             model.push(v);
             assert_eq!(c.width(), width);
             check(&c, &model);
         }
-        assert_eq!(c.get(0), Some(Small::NONE));
-        assert_eq!(c.get(2), Some(Small::NONE));
+        assert_eq!(c.get(0), Some(NONE));
+        assert_eq!(c.get(2), Some(NONE));
     }
 
     #[test]
@@ -290,7 +290,7 @@ mod tests {
         // Nine values fill two chunks of four and start a third; the wide
         // value arrives when the last chunk is partly full.
         let mut model: Vec<u32> = (0..9)
-            .map(|i| if i % 3 == 0 { Small::NONE } else { i * 20 })
+            .map(|i| if i % 3 == 0 { NONE } else { i * 20 })
             .collect();
         let mut c: Small = model.iter().copied().collect();
         assert_eq!(c.width(), 1);
@@ -298,7 +298,7 @@ mod tests {
         model.push(1_000);
         check(&c, &model);
         let mut sel: Vec<u32> = (0..12).collect();
-        c.retain(&mut sel, |v| v == Small::NONE || v >= 100);
+        c.retain(&mut sel, |v| v == NONE || v >= 100);
         assert_eq!(sel, [0, 3, 5, 6, 7, 8, 9]);
     }
 
