@@ -35,8 +35,10 @@ use super::row::{Loc, NO_SYM, PairRow, RowLabels, Sym};
 
 pub mod inputs;
 pub mod keys;
+pub mod strings;
 
 use keys::RowKeys;
+use strings::Strings;
 
 /// Lines longer than this become a problem unless the caller sets another cap.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
@@ -45,7 +47,8 @@ pub const DEFAULT_MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 #[derive(Debug, Default)]
 pub struct RunIndex {
     pub files: Vec<RunFile>,
-    strings: Vec<Box<str>>,
+    /// The interned strings, end to end in one buffer (see [`Strings`]).
+    strings: Strings,
     /// Each distinct (contract, schema, model) triple; [`RowLabels::versions`]
     /// indexes it.
     versions: Vec<[Sym; 3]>,
@@ -164,7 +167,7 @@ pub struct LoadedPair {
 impl RunIndex {
     /// The string behind an interned id ("" for [`NO_SYM`]).
     pub fn str(&self, s: Sym) -> &str {
-        self.strings.get(s as usize).map(|b| &**b).unwrap_or("")
+        self.strings.get(s).unwrap_or("")
     }
 
     /// Each row's status, in row order, when the column covers every row
@@ -223,7 +226,7 @@ impl RunIndex {
     }
 
     /// Every interned string, in id order.
-    pub fn strings(&self) -> &[Box<str>] {
+    pub fn strings(&self) -> &Strings {
         &self.strings
     }
 
