@@ -55,13 +55,10 @@ fn ops(c: &mut Criterion) {
     });
 
     // A pair whose states differ: the diff the detail view shows.
-    let row = app
-        .index
-        .rows
-        .iter()
-        .find(|r| app.index.str(r.family) == "state-noise")
-        .copied()
+    let i = (0..app.index.rows.len())
+        .find(|&i| app.index.str(app.index.family(i)) == "state-noise")
         .expect("a state-noise pair");
+    let row = app.index.rows[i];
     let loaded = app.index.load_pair(&row).expect("pair");
     let (a, b) = (
         loaded.record.source.state.clone().expect("state"),

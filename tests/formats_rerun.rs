@@ -24,14 +24,14 @@ fn fixture(name: &str) -> PathBuf {
 }
 
 /// The pairs of a run by (case, variant, repetition), with their keys.
-fn keys(idx: &mut RunIndex) -> BTreeMap<(String, String, u32), RecordKey> {
+fn keys(idx: &mut RunIndex) -> BTreeMap<(String, String, Option<u32>), RecordKey> {
     let mut out = BTreeMap::new();
     for i in 0..idx.rows.len() as u32 {
         let r = idx.rows[i as usize];
         let ids = (
             idx.str(r.case).to_string(),
             idx.str(r.variant).to_string(),
-            r.repetition,
+            idx.repetition(i as usize),
         );
         let key = idx.key_of(i).expect("key");
         assert!(out.insert(ids, key).is_none(), "two pairs with one id");

@@ -18,6 +18,9 @@ use std::fmt;
 use std::iter::FusedIterator;
 use std::ops::{Index, IndexMut, Range};
 
+pub mod narrow;
+pub use narrow::Narrow;
+
 /// The default chunk size, as a power of two: 64 Ki elements.
 pub const CHUNK_BITS: u32 = 16;
 

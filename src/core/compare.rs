@@ -26,7 +26,7 @@ use serde::Serialize;
 use super::annotations::{Annotation, AnnotationStore, Change, Provenance};
 use super::derive::Status;
 use super::index::RunIndex;
-use super::row::{NO_SYM, PairRow, Sym};
+use super::row::{NO_SYM, Sym};
 use super::stats::{Difference, NOT_RECORDED, Rate, newcombe, wilson};
 
 pub mod inputs;
@@ -222,7 +222,8 @@ fn slots(index: &RunIndex) -> Vec<Slot> {
         .map(|(i, r)| {
             let ids =
                 id(r.case).rotate_left(29) ^ id(r.variant).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            let key = (ids ^ u64::from(r.repetition)).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+            let rep = index.repetition(i).unwrap_or(u32::MAX);
+            let key = (ids ^ u64::from(rep)).wrapping_mul(0xD6E8_FEB8_6659_FD93);
             Slot::new(key, i as u32)
         })
         .collect();
@@ -242,8 +243,9 @@ pub fn compare(old: &RunIndex, new: &RunIndex) -> Result<Comparison, CompareErro
     let o = slots(old);
     let n = slots(new);
     let same_ids = |a: Slot, b: Slot| {
-        let (ra, rb) = (&old.rows[a.row() as usize], &new.rows[b.row() as usize]);
-        ra.repetition == rb.repetition
+        let (ia, ib) = (a.row() as usize, b.row() as usize);
+        let (ra, rb) = (&old.rows[ia], &new.rows[ib]);
+        old.repetition(ia) == new.repetition(ib)
             && old.str(ra.case) == new.str(rb.case)
             && old.str(ra.variant) == new.str(rb.variant)
     };
@@ -522,28 +524,26 @@ impl Comparison {
             old: (u64, u64),
             new: (u64, u64),
         }
-        let name = |index: &'_ RunIndex, r: &PairRow| -> String {
-            if r.transformation == NO_SYM {
+        let name = |index: &'_ RunIndex, t: Sym| -> String {
+            if t == NO_SYM {
                 NOT_RECORDED.to_string()
             } else {
-                index.str(r.transformation).to_string()
+                index.str(t).to_string()
             }
         };
         let mut by: std::collections::BTreeMap<String, Acc> = Default::default();
         let mut names_old: FxHashMap<Sym, String> = FxHashMap::default();
-        for r in &old.rows {
-            let n = names_old
-                .entry(r.transformation)
-                .or_insert_with(|| name(old, r));
+        for (i, r) in old.rows.iter().enumerate() {
+            let t = old.transformation(i);
+            let n = names_old.entry(t).or_insert_with(|| name(old, t));
             let a = by.entry(n.clone()).or_default();
             a.old.1 += 1;
             a.old.0 += u64::from(r.status().is_failure());
         }
         let mut names_new: FxHashMap<Sym, String> = FxHashMap::default();
         for (i, r) in new.rows.iter().enumerate() {
-            let n = names_new
-                .entry(r.transformation)
-                .or_insert_with(|| name(new, r));
+            let t = new.transformation(i);
+            let n = names_new.entry(t).or_insert_with(|| name(new, t));
             let a = by.entry(n.clone()).or_default();
             a.new.1 += 1;
             a.new.0 += u64::from(r.status().is_failure());
@@ -552,10 +552,9 @@ impl Comparison {
             }
         }
         for &i in &self.removed {
-            if let Some(r) = old.rows.get(i as usize) {
-                let n = names_old
-                    .entry(r.transformation)
-                    .or_insert_with(|| name(old, r));
+            if old.rows.get(i as usize).is_some() {
+                let t = old.transformation(i as usize);
+                let n = names_old.entry(t).or_insert_with(|| name(old, t));
                 by.entry(n.clone()).or_default().counts[ChangeKind::Removed.index()] += 1;
             }
         }

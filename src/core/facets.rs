@@ -42,7 +42,10 @@ pub fn facets(index: &RunIndex, rows: &[u32], store: Option<&AnnotationStore>) -
             continue;
         };
         let fail = u64::from(row.status().is_failure());
-        for (i, value) in values(index, row, store).into_iter().enumerate() {
+        for (i, value) in values(index, r as usize, row, store)
+            .into_iter()
+            .enumerate()
+        {
             let e = maps[i].entry(value).or_default();
             e.0 += 1;
             e.1 += fail;
@@ -112,7 +115,12 @@ fn sym(index: &RunIndex, s: u32) -> String {
     }
 }
 
-fn values(index: &RunIndex, row: &PairRow, store: Option<&AnnotationStore>) -> [String; 5] {
+fn values(
+    index: &RunIndex,
+    i: usize,
+    row: &PairRow,
+    store: Option<&AnnotationStore>,
+) -> [String; 5] {
     let category = index
         .annotation(store, row)
         .and_then(|a| a.category.clone())
@@ -129,8 +137,8 @@ fn values(index: &RunIndex, row: &PairRow, store: Option<&AnnotationStore>) -> [
         _ => MISSING.to_string(),
     };
     [
-        sym(index, row.transformation),
-        sym(index, row.family),
+        sym(index, index.transformation(i)),
+        sym(index, index.family(i)),
         category,
         outcome,
         route,

@@ -470,11 +470,11 @@ impl Tally {
 }
 
 /// The name of a row's group, as `triage summary` names it.
-fn group_name(index: &RunIndex, row: &PairRow, by: GroupBy) -> String {
+fn group_name(index: &RunIndex, i: usize, row: &PairRow, by: GroupBy) -> String {
     let sym = match by {
-        GroupBy::Transformation => row.transformation,
-        GroupBy::Family => row.family,
-        GroupBy::Model => index.model(row),
+        GroupBy::Transformation => index.transformation(i),
+        GroupBy::Family => index.family(i),
+        GroupBy::Model => index.model(i),
         // Refused by `Gates::validate`; grouped by case should it get here.
         GroupBy::Case | GroupBy::Category => row.case,
     };
@@ -605,11 +605,14 @@ pub fn check_against(
 
     let mut overall = Tally::default();
     let mut groups: BTreeMap<String, Tally> = BTreeMap::new();
-    for row in &rows {
+    for (i, row) in selected
+        .iter()
+        .filter_map(|&i| Some((i as usize, index.rows.get(i as usize)?)))
+    {
         overall.add(row);
         if let Some(by) = gates.by {
             groups
-                .entry(group_name(index, row, by))
+                .entry(group_name(index, i, row, by))
                 .or_default()
                 .add(row);
         }

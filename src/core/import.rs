@@ -362,7 +362,7 @@ pub fn plan(
             .iter()
             .copied()
             .filter(|&i| match row.repetition {
-                Some(rep) => index.rows[i as usize].repetition == rep,
+                Some(rep) => index.repetition(i as usize) == Some(rep),
                 None => true,
             })
             .collect();

@@ -11,7 +11,6 @@
 //! problem with its file, line and reason. Record keys are read only for the
 //! rows that need one ([`keys`]).
 
-use std::collections::HashMap;
 use std::io;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::column::Column;
+use super::column::{self, Column, Narrow};
 use super::derive::{Derived, Status, derive};
 use super::formats::Format;
 use super::key::{RecordKey, record_key};
@@ -32,12 +31,14 @@ use super::load::open::{OpenError, RunFile, open_input};
 use super::model::{PairRecord, Policy};
 use super::problem::{Problem, ProblemCounts, ProblemKind};
 use super::record::{RecordError, map_record};
-use super::row::{Loc, NO_SYM, PairRow, Sym};
+use super::row::{Loc, NO_SYM, PairRow, RowLabels, Sym};
 
 pub mod inputs;
 pub mod keys;
+pub mod strings;
 
 use keys::RowKeys;
+use strings::Strings;
 
 /// Lines longer than this become a problem unless the caller sets another cap.
 pub const DEFAULT_MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
@@ -46,22 +47,30 @@ pub const DEFAULT_MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 #[derive(Debug, Default)]
 pub struct RunIndex {
     pub files: Vec<RunFile>,
-    strings: Vec<Box<str>>,
-    /// Each distinct (contract, schema, model) triple; [`PairRow::versions`]
+    /// The interned strings, end to end in one buffer (see [`Strings`]).
+    strings: Strings,
+    /// Each distinct (contract, schema, model) triple; [`RowLabels::versions`]
     /// indexes it.
     versions: Vec<[Sym; 3]>,
     /// The policy of each versions id (the same triple with two policies
     /// is two ids), beside [`RunIndex::versions`].
     policies: Vec<Option<Policy>>,
     /// One row per pair, in file order, stored in chunks (see [`Column`]).
+    /// Rows come with their labels ([`RunIndex::apply`],
+    /// [`RunIndex::push_row`]); a row added to this column directly reads
+    /// as recording none.
     pub rows: Column<PairRow>,
     /// Each row's status, one byte per row, appended with the rows by
     /// [`RunIndex::apply`]: the list and the query scan it instead of the
     /// whole rows. See [`RunIndex::statuses`].
     statuses: Column<Status>,
-    /// Each row's family and transformation as a one-byte code (see [`Codes`]).
+    /// Each row's family and transformation as a code (see [`Codes`]).
     families: Codes,
     transformations: Codes,
+    /// Each row's versions id ([`RowLabels::versions`]).
+    versions_ids: Narrow,
+    /// Each row's repetition ([`column::narrow::NONE`] for none).
+    repetitions: Narrow,
     /// The problems kept with their line: the first
     /// [`crate::core::problem::KEPT_PER_KIND`] of each kind the loader found.
     pub problems: Vec<Problem>,
@@ -86,36 +95,65 @@ pub struct RunIndex {
     warned_cases: inputs::CaseSet,
 }
 
-/// A low-cardinality string column, one byte per row: code `c` stands for
-/// `values[c]`, and [`Codes::OTHER`] for "read the row" (past 255 distinct
-/// values). A query term tests each distinct value once, then scans bytes
-/// instead of gathering a field from every 80-byte row.
+/// A low-cardinality string column: code `c` stands for `values[c]`, and
+/// the codes are a [`Narrow`] column (one byte a row while there are fewer
+/// than 255 distinct values, two past that). A query term tests each
+/// distinct value once, then scans the codes instead of the rows.
 #[derive(Debug, Default, Clone)]
 pub struct Codes {
-    pub codes: Column<u8>,
+    codes: Narrow,
     /// The string of each code, in the order first seen.
-    pub values: Vec<Sym>,
-    map: HashMap<Sym, u8>,
+    values: Vec<Sym>,
+    map: rustc_hash::FxHashMap<Sym, u32>,
 }
 
 impl Codes {
-    /// The code of a row whose value is not in [`Codes::values`].
-    pub const OTHER: u8 = u8::MAX;
-
-    fn extend(&mut self, syms: impl Iterator<Item = Sym>) {
-        for sym in syms {
-            let code = match self.map.get(&sym) {
-                Some(&c) => c,
-                None if self.values.len() < usize::from(Codes::OTHER) => {
-                    let c = self.values.len() as u8;
-                    self.values.push(sym);
-                    self.map.insert(sym, c);
-                    c
-                }
-                None => Codes::OTHER,
-            };
-            self.codes.push(code);
+    fn push(&mut self, sym: Sym) {
+        let next = self.values.len() as u32;
+        let code = *self.map.entry(sym).or_insert(next);
+        if code == next {
+            self.values.push(sym);
         }
+        self.codes.push(code);
+    }
+
+    /// The number of rows.
+    pub fn len(&self) -> usize {
+        self.codes.len()
+    }
+
+    /// Whether no row is coded.
+    pub fn is_empty(&self) -> bool {
+        self.codes.is_empty()
+    }
+
+    /// The distinct values, in the order first seen: code `c` is `values()[c]`.
+    pub fn values(&self) -> &[Sym] {
+        &self.values
+    }
+
+    /// The code of row `i`.
+    pub fn code(&self, i: usize) -> Option<u32> {
+        self.codes.get(i)
+    }
+
+    /// The value of row `i`.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<Sym> {
+        self.codes
+            .get(i)
+            .and_then(|c| self.values.get(c as usize).copied())
+    }
+
+    /// Keep the row numbers in `sel` whose code satisfies `keep` (see
+    /// [`Narrow::retain`]).
+    pub fn retain(&self, sel: &mut Vec<u32>, keep: impl FnMut(u32) -> bool) {
+        self.codes.retain(sel, keep)
+    }
+
+    /// Bytes held by the codes, used or not.
+    pub fn capacity_bytes(&self) -> usize {
+        self.codes.capacity_bytes()
     }
 }
 
@@ -132,7 +170,7 @@ pub struct LoadedPair {
 impl RunIndex {
     /// The string behind an interned id ("" for [`NO_SYM`]).
     pub fn str(&self, s: Sym) -> &str {
-        self.strings.get(s as usize).map(|b| &**b).unwrap_or("")
+        self.strings.get(s).unwrap_or("")
     }
 
     /// Each row's status, in row order, when the column covers every row
@@ -142,51 +180,92 @@ impl RunIndex {
         (self.statuses.len() == self.rows.len()).then_some(&self.statuses)
     }
 
-    /// Each row's family as a one-byte code, when the column covers every row.
-    pub fn family_codes(&self) -> Option<&Codes> {
-        (self.families.codes.len() == self.rows.len()).then_some(&self.families)
+    /// Each row's family as a code.
+    pub fn family_codes(&self) -> &Codes {
+        &self.families
     }
 
-    /// Each row's transformation as a one-byte code, when the column covers every row.
-    pub fn transformation_codes(&self) -> Option<&Codes> {
-        (self.transformations.codes.len() == self.rows.len()).then_some(&self.transformations)
+    /// Each row's transformation as a code.
+    pub fn transformation_codes(&self) -> &Codes {
+        &self.transformations
+    }
+
+    /// Row `i`'s family ([`NO_SYM`] when not recorded).
+    #[inline]
+    pub fn family(&self, i: usize) -> Sym {
+        self.families.get(i).unwrap_or(NO_SYM)
+    }
+
+    /// Row `i`'s transformation ([`NO_SYM`] when not recorded).
+    #[inline]
+    pub fn transformation(&self, i: usize) -> Sym {
+        self.transformations.get(i).unwrap_or(NO_SYM)
+    }
+
+    /// Row `i`'s recorded repetition.
+    #[inline]
+    pub fn repetition(&self, i: usize) -> Option<u32> {
+        self.repetitions
+            .get(i)
+            .filter(|&r| r != column::narrow::NONE)
+    }
+
+    /// Row `i`'s versions id ([`RowLabels::versions`]).
+    #[inline]
+    pub fn versions_id_of(&self, i: usize) -> u32 {
+        self.versions_ids
+            .get(i)
+            .unwrap_or(crate::core::row::NO_VERSIONS)
+    }
+
+    /// Row `i`'s values kept beside the row.
+    pub fn labels(&self, i: usize) -> RowLabels {
+        RowLabels {
+            transformation: self.transformation(i),
+            family: self.family(i),
+            versions: self.versions_id_of(i),
+            repetition: self.repetition(i),
+        }
     }
 
     /// Every interned string, in id order.
-    pub fn strings(&self) -> &[Box<str>] {
+    pub fn strings(&self) -> &Strings {
         &self.strings
     }
 
-    /// A row's (contract, schema, model) triple ([`NO_SYM`] for each when
-    /// the row's id is not in the table).
-    pub fn versions_of(&self, row: &PairRow) -> [Sym; 3] {
+    /// Row `i`'s (contract, schema, model) triple ([`NO_SYM`] for each
+    /// when the row's id is not in the table).
+    pub fn versions_of(&self, i: usize) -> [Sym; 3] {
         self.versions
-            .get(row.versions as usize)
+            .get(self.versions_id_of(i) as usize)
             .copied()
             .unwrap_or([NO_SYM; 3])
     }
 
-    /// A row's contract version.
-    pub fn contract(&self, row: &PairRow) -> Sym {
-        self.versions_of(row)[0]
+    /// Row `i`'s contract version.
+    pub fn contract(&self, i: usize) -> Sym {
+        self.versions_of(i)[0]
     }
 
-    /// A row's state schema version.
-    pub fn schema(&self, row: &PairRow) -> Sym {
-        self.versions_of(row)[1]
+    /// Row `i`'s state schema version.
+    pub fn schema(&self, i: usize) -> Sym {
+        self.versions_of(i)[1]
     }
 
-    /// A row's model id.
-    pub fn model(&self, row: &PairRow) -> Sym {
-        self.versions_of(row)[2]
+    /// Row `i`'s model id.
+    pub fn model(&self, i: usize) -> Sym {
+        self.versions_of(i)[2]
     }
 
-    /// The thresholds that routed a row, when its line records them.
-    pub fn policy(&self, row: &PairRow) -> Option<Policy> {
-        self.policies.get(row.versions as usize).copied().flatten()
+    /// The thresholds that routed row `i`, when its line records them.
+    pub fn policy(&self, i: usize) -> Option<Policy> {
+        self.policies
+            .get(self.versions_id_of(i) as usize)
+            .copied()
+            .flatten()
     }
 
-    /// The id of a (contract, schema, model) triple for [`PairRow::versions`],
+    /// The id of a (contract, schema, model) triple for [`RowLabels::versions`],
     /// adding it to the table when new: for rows built outside the loader.
     pub fn versions_id(&mut self, triple: [Sym; 3]) -> u32 {
         self.policies.resize(self.versions.len(), None);
@@ -199,6 +278,26 @@ impl RunIndex {
                 self.policies.push(None);
                 (self.versions.len() - 1) as u32
             }
+        }
+    }
+
+    /// Add one row built outside the loader, with its labels (tests and
+    /// tools that make rows by hand).
+    pub fn push_row(&mut self, row: PairRow, labels: RowLabels) {
+        self.apply(Batch {
+            rows: vec![row],
+            labels: vec![labels],
+            ..Batch::default()
+        });
+    }
+
+    fn push_labels(&mut self, labels: &[RowLabels]) {
+        for l in labels {
+            self.families.push(l.family);
+            self.transformations.push(l.transformation);
+            self.versions_ids.push(l.versions);
+            self.repetitions
+                .push(l.repetition.unwrap_or(column::narrow::NONE));
         }
     }
 
@@ -217,16 +316,13 @@ impl RunIndex {
             self.statuses = self.rows.iter().map(|r| r.status()).collect();
         }
         self.statuses.extend(b.rows.iter().map(|r| r.status()));
-        if self.families.codes.len() != self.rows.len() {
-            self.families = Codes::default();
-            self.transformations = Codes::default();
-            self.families.extend(self.rows.iter().map(|r| r.family));
-            self.transformations
-                .extend(self.rows.iter().map(|r| r.transformation));
-        }
-        self.families.extend(b.rows.iter().map(|r| r.family));
-        self.transformations
-            .extend(b.rows.iter().map(|r| r.transformation));
+        // Rows set some other way, or a batch without labels: none recorded.
+        let none = RowLabels::default();
+        let missing = self.rows.len().saturating_sub(self.families.len());
+        self.push_labels(&vec![none; missing]);
+        self.push_labels(&b.labels[..b.labels.len().min(b.rows.len())]);
+        let missing = b.rows.len().saturating_sub(b.labels.len());
+        self.push_labels(&vec![none; missing]);
         // Rows set some other way, or a batch without digests: none recorded.
         self.inputs.resize(self.rows.len(), Default::default());
         self.rows.extend(b.rows);
@@ -706,13 +802,13 @@ mod tests {
         );
         let idx = load_bytes(format!("{line}\n{line}\n").as_bytes());
         assert_eq!(idx.str(idx.rows[1].case), "c1");
-        assert_eq!(idx.str(idx.rows[0].family), "");
+        assert_eq!(idx.str(idx.family(0)), "");
         // c1, v1 and the transformation ("not recorded"); the suggested
         // category is a code, not an interned string.
         assert_eq!(idx.strings().len(), 3);
         assert_eq!(idx.rows[0].suggestion(), Some("boundary"));
         assert_eq!(idx.rows[0].suggestion(), idx.rows[1].suggestion());
         assert_eq!(idx.versions.len(), 1);
-        assert_eq!(idx.contract(&idx.rows[0]), NO_SYM);
+        assert_eq!(idx.contract(0), NO_SYM);
     }
 }

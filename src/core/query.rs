@@ -24,7 +24,7 @@ use super::annotations::{Annotation, AnnotationSource, AnnotationStore};
 use super::column::Column;
 use super::compare::ChangeKind;
 use super::derive::{Status, ValidityCode};
-use super::index::{Codes, RunIndex};
+use super::index::RunIndex;
 use super::key::RecordKey;
 use super::model::Route;
 use super::row::{ExpKind, NO_SYM, OutcomeCode, PairRow, Sym, flags};
@@ -649,15 +649,15 @@ enum SymField {
 impl SymField {
     /// The row's string id; the suggested category is not interned (see
     /// [`SymSet::test_row`]), so it gives [`NO_SYM`].
-    fn get(self, r: &PairRow, index: &RunIndex) -> Sym {
+    fn get(self, i: usize, r: &PairRow, index: &RunIndex) -> Sym {
         match self {
-            SymField::Family => r.family,
-            SymField::Transformation => r.transformation,
+            SymField::Family => index.family(i),
+            SymField::Transformation => index.transformation(i),
             SymField::Case => r.case,
             SymField::Variant => r.variant,
-            SymField::Contract => index.contract(r),
-            SymField::Schema => index.schema(r),
-            SymField::Model => index.model(r),
+            SymField::Contract => index.contract(i),
+            SymField::Schema => index.schema(i),
+            SymField::Model => index.model(i),
             SymField::Suggested => NO_SYM,
         }
     }
@@ -675,11 +675,12 @@ struct SymSet {
 }
 
 impl SymSet {
-    /// Test the field `f` of row `r`. `blind` is the store in blind
-    /// review: a suggestion it hides reads as none.
+    /// Test the field `f` of row `r`, number `i`. `blind` is the store in
+    /// blind review: a suggestion it hides reads as none.
     fn test_row(
         &mut self,
         f: SymField,
+        i: usize,
         r: &PairRow,
         index: &RunIndex,
         blind: Option<&AnnotationStore>,
@@ -704,7 +705,7 @@ impl SymSet {
                 }
             };
         }
-        self.test(f.get(r, index), index)
+        self.test(f.get(i, r, index), index)
     }
 
     fn test(&mut self, sym: Sym, index: &RunIndex) -> bool {
@@ -737,8 +738,8 @@ enum NumField {
 }
 
 impl NumField {
-    /// The row's value; NaN when not recorded.
-    fn get(self, r: &PairRow) -> f64 {
+    /// The value of row `r`, number `i`; NaN when not recorded.
+    fn get(self, i: usize, r: &PairRow, index: &RunIndex) -> f64 {
         match self {
             NumField::Dp => f64::from(r.dp),
             NumField::Dc => f64::from(r.dc),
@@ -747,8 +748,7 @@ impl NumField {
             NumField::Margin => f64::from(r.margin),
             NumField::Vmargin => f64::from(r.variant_margin),
             NumField::Latency => f64::from(r.latency),
-            NumField::Rep if r.repetition == u32::MAX => f64::NAN,
-            NumField::Rep => f64::from(r.repetition),
+            NumField::Rep => index.repetition(i).map_or(f64::NAN, f64::from),
         }
     }
 }
@@ -1138,11 +1138,15 @@ fn outcome_in(m: u64, r: &PairRow) -> bool {
 /// Written to be branch-free on the verdict: every index is stored and the
 /// write position advances only on a hit.
 #[inline]
-fn retain_rows(sel: &mut Vec<u32>, rows: &Column<PairRow>, mut keep: impl FnMut(&PairRow) -> bool) {
+fn retain_rows(
+    sel: &mut Vec<u32>,
+    rows: &Column<PairRow>,
+    mut keep: impl FnMut(usize, &PairRow) -> bool,
+) {
     let mut n = 0;
     for k in 0..sel.len() {
         let i = sel[k];
-        let hit = rows.get(i as usize).is_some_and(&mut keep);
+        let hit = rows.get(i as usize).is_some_and(|r| keep(i as usize, r));
         sel[n] = i;
         n += usize::from(hit);
     }
@@ -1169,70 +1173,58 @@ fn sweep(cond: &mut Cond, negated: bool, index: &RunIndex, env: &AnnEnv, sel: &m
                     }
                     sel.truncate(n);
                 }
-                None => retain_rows(sel, rows, |r| status_in(m, r) != negated),
+                None => retain_rows(sel, rows, |_, r| status_in(m, r) != negated),
             }
         }
         Cond::Sym(f, set) => {
             let f = *f;
             let codes = match f {
-                SymField::Family => index.family_codes(),
-                SymField::Transformation => index.transformation_codes(),
+                SymField::Family => Some(index.family_codes()),
+                SymField::Transformation => Some(index.transformation_codes()),
                 _ => None,
             };
             match codes {
                 Some(codes) => {
-                    // Test each distinct value once, then scan one byte per row.
-                    let mut verdict = [false; 256];
-                    for (v, &sym) in verdict.iter_mut().zip(&codes.values) {
-                        *v = set.test(sym, index) != negated;
-                    }
-                    let mut n = 0;
-                    for k in 0..sel.len() {
-                        let i = sel[k];
-                        let hit = match codes.codes.get(i as usize) {
-                            None => false,
-                            Some(&Codes::OTHER) => {
-                                set.test_row(f, &rows[i as usize], index, env.blind()) != negated
-                            }
-                            Some(&c) => verdict[usize::from(c)],
-                        };
-                        sel[n] = i;
-                        n += usize::from(hit);
-                    }
-                    sel.truncate(n);
+                    // Test each distinct value once, then scan the codes.
+                    let verdict: Vec<bool> = codes
+                        .values()
+                        .iter()
+                        .map(|&sym| set.test(sym, index) != negated)
+                        .collect();
+                    codes.retain(sel, |c| verdict.get(c as usize).copied().unwrap_or(false));
                 }
-                None => retain_rows(sel, rows, |r| {
-                    set.test_row(f, r, index, env.blind()) != negated
+                None => retain_rows(sel, rows, |i, r| {
+                    set.test_row(f, i, r, index, env.blind()) != negated
                 }),
             }
         }
         Cond::Flag { flag, yes, no } => {
             let (flag, yes, no) = (*flag, *yes, *no);
-            retain_rows(sel, rows, |r| flag_in(flag, yes, no, r) != negated);
+            retain_rows(sel, rows, |_, r| flag_in(flag, yes, no, r) != negated);
         }
         Cond::Expectation(m) => {
             let m = *m;
-            retain_rows(sel, rows, |r| expectation_in(m, r) != negated);
+            retain_rows(sel, rows, |_, r| expectation_in(m, r) != negated);
         }
         Cond::Validity(m) => {
             let m = *m;
-            retain_rows(sel, rows, |r| validity_in(m, r) != negated);
+            retain_rows(sel, rows, |_, r| validity_in(m, r) != negated);
         }
         Cond::Route(m) => {
             let m = *m;
-            retain_rows(sel, rows, |r| route_in(m, r) != negated);
+            retain_rows(sel, rows, |_, r| route_in(m, r) != negated);
         }
         Cond::Outcome(m) => {
             let m = *m;
-            retain_rows(sel, rows, |r| outcome_in(m, r) != negated);
+            retain_rows(sel, rows, |_, r| outcome_in(m, r) != negated);
         }
         Cond::Num(f, op, v) => {
             let (f, op, v) = (*f, *op, *v);
-            retain_rows(sel, rows, |r| op.holds(f.get(r), v) != negated);
+            retain_rows(sel, rows, |i, r| op.holds(f.get(i, r, index), v) != negated);
         }
         Cond::Ann { cond, on_none } => {
             let on_none = *on_none;
-            retain_rows(sel, rows, |r| {
+            retain_rows(sel, rows, |_, r| {
                 let hit = match env.row(index, r) {
                     None => on_none,
                     Some(a) => cond.eval(Some(a)),
@@ -1242,14 +1234,14 @@ fn sweep(cond: &mut Cond, negated: bool, index: &RunIndex, env: &AnnEnv, sel: &m
         }
         Cond::Stale { yes, no, memo } => {
             let (yes, no) = (*yes, *no);
-            retain_rows(sel, rows, |r| {
+            retain_rows(sel, rows, |_, r| {
                 let stale = is_stale(env, env.row(index, r), memo, index, r);
                 (if stale { yes } else { no }) != negated
             });
         }
         Cond::Disagree { yes, no } => {
             let (yes, no) = (*yes, *no);
-            retain_rows(sel, rows, |r| {
+            retain_rows(sel, rows, |_, r| {
                 (if disagrees(env, index, r) { yes } else { no }) != negated
             });
         }
@@ -1330,7 +1322,7 @@ impl Compiled {
             sel.extend_from_slice(&rows[start..end]);
             if slow == 0 {
                 // Drop indices past the end; the passes below do it otherwise.
-                retain_rows(&mut sel, &index.rows, |_| true);
+                retain_rows(&mut sel, &index.rows, |_, _| true);
             }
             for (negated, cond) in &mut self.conds[..slow] {
                 if sel.is_empty() {
@@ -1369,14 +1361,14 @@ impl Compiled {
         for (negated, cond) in self.conds.iter_mut().skip(from) {
             let hit = match cond {
                 Cond::Status(m) => status_in(*m, row),
-                Cond::Sym(f, set) => set.test_row(*f, row, index, env.blind()),
+                Cond::Sym(f, set) => set.test_row(*f, i, row, index, env.blind()),
                 Cond::Flag { flag, yes, no } => flag_in(*flag, *yes, *no, row),
                 Cond::Expectation(m) => expectation_in(*m, row),
                 Cond::Validity(m) => validity_in(*m, row),
                 Cond::Route(m) => route_in(*m, row),
                 Cond::Outcome(m) => outcome_in(*m, row),
                 Cond::Change(m) => change_in(*m, env.changes.get(i).copied()),
-                Cond::Num(f, op, v) => op.holds(f.get(row), *v),
+                Cond::Num(f, op, v) => op.holds(f.get(i, row, index), *v),
                 Cond::Ann { cond, on_none } => {
                     match *ann.get_or_insert_with(|| env.row(index, row)) {
                         None => *on_none,

@@ -726,7 +726,7 @@ fn repeated_trials(index: &RunIndex, rows: &[u32], cases: &Cases) -> (u64, u64) 
         trials.clear();
         trials.extend(ids.iter().map(|&i| {
             let r = &index.rows[i as usize];
-            (r.variant, index.model(r), r.status())
+            (r.variant, index.model(i as usize), r.status())
         }));
         trials.sort_unstable_by_key(|t| (t.0, t.1));
         for run in trials.chunk_by(|a, b| (a.0, a.1) == (b.0, b.1)) {
@@ -906,16 +906,19 @@ impl<'a> Rest<'a> {
     ) {
         // Groups by interned id (one look-up of a number per row), named at
         // the end; categories by name.
-        for row in rows.iter().filter_map(|&i| index.rows.get(i as usize)) {
+        for (i, row) in rows
+            .iter()
+            .filter_map(|&i| Some((i as usize, index.rows.get(i as usize)?)))
+        {
             let category = index.failure_category(store, row);
             // Rounded once for every count that reads them.
             let m = Measures::of(row);
             self.overall.add(row, category, m);
             let acc = match by {
-                GroupBy::Transformation => self.by_id.entry(row.transformation).or_default(),
-                GroupBy::Family => self.by_id.entry(row.family).or_default(),
+                GroupBy::Transformation => self.by_id.entry(index.transformation(i)).or_default(),
+                GroupBy::Family => self.by_id.entry(index.family(i)).or_default(),
                 GroupBy::Case => self.by_id.entry(row.case).or_default(),
-                GroupBy::Model => self.by_id.entry(index.model(row)).or_default(),
+                GroupBy::Model => self.by_id.entry(index.model(i)).or_default(),
                 GroupBy::Category if row.status().is_failure() => self
                     .by_name
                     .entry(category.unwrap_or(UNCLASSIFIED))
@@ -936,15 +939,15 @@ impl<'a> Rest<'a> {
             if row.status().is_failure() {
                 *self
                     .categories
-                    .entry(sym_name(index, row.transformation))
+                    .entry(sym_name(index, index.transformation(i)))
                     .or_default()
                     .entry(category.unwrap_or(UNCLASSIFIED))
                     .or_default() += 1;
             }
 
-            if row.repetition != u32::MAX {
+            if let Some(rep) = index.repetition(i) {
                 self.pairs_with_repetition += 1;
-                self.max_repetition = self.max_repetition.max(row.repetition);
+                self.max_repetition = self.max_repetition.max(rep);
             }
         }
     }

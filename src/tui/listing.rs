@@ -209,7 +209,7 @@ pub fn sort_rows_with(
                 SortKey::Status => row.status() as u32,
                 SortKey::Case => sym_rank(row.case),
                 SortKey::Variant => sym_rank(row.variant),
-                SortKey::Transformation => sym_rank(row.transformation),
+                SortKey::Transformation => sym_rank(index.transformation(r as usize)),
                 SortKey::Route => match (row.source_route(), row.variant_route()) {
                     (Some(a), Some(b)) => u32::from(a.rank()) * 3 + u32::from(b.rank()),
                     _ => u32::MAX,
@@ -290,7 +290,7 @@ fn is_missing(index: &RunIndex, store: &AnnotationStore, r: u32, key: SortKey) -
             .annotation(Some(store), row)
             .and_then(|a| a.category.as_ref())
             .is_none(),
-        SortKey::Transformation => row.transformation == NO_SYM,
+        SortKey::Transformation => index.transformation(r as usize) == NO_SYM,
         _ => false,
     }
 }
@@ -361,7 +361,7 @@ mod tests {
     use super::*;
     use crate::core::annotations::AnnotationStore;
     use crate::core::load::batch::Batch;
-    use crate::core::row::{Loc, PairRow};
+    use crate::core::row::{Loc, PairRow, RowLabels};
     use std::cmp::Ordering;
 
     use crate::core::index::sample::sample;
@@ -375,9 +375,10 @@ mod tests {
         let cases = n.div_ceil(7);
         // Interned out of byte order: id order is not name order.
         strings.extend((0..cases).map(|i| format!("case-{:07}", (i * 7919) % cases).into()));
-        let rows: Vec<PairRow> = (0..n)
+        let (rows, labels): (Vec<PairRow>, Vec<RowLabels>) = (0..n)
             .map(|i| {
                 let mut r = base.rows[i % base.rows.len()];
+                let mut l = base.labels(i % base.rows.len());
                 r.case = first_case + (i / 7) as Sym;
                 // A place of its own, for a key of its own.
                 r.loc = Loc::new(0, i as u32 + 1, i as u64 * 4096, r.loc.len);
@@ -391,15 +392,16 @@ mod tests {
                     ((i * 31) % 17) as f32 / 100.0
                 };
                 if i % 17 == 0 {
-                    r.transformation = NO_SYM;
+                    l.transformation = NO_SYM;
                 }
-                r
+                (r, l)
             })
-            .collect();
+            .unzip();
         let mut index = RunIndex::default();
         index.apply(Batch {
             strings,
             rows,
+            labels,
             ..Batch::default()
         });
         index
@@ -407,16 +409,19 @@ mod tests {
 
     /// The order the list must show, by comparing the values themselves.
     fn reference(index: &RunIndex, view: &[u32], sort: Sort) -> Vec<u32> {
-        let missing = |r: &PairRow| match sort.key {
-            SortKey::Drift => r.dp.is_nan(),
-            SortKey::Margin => r.margin.is_nan(),
-            SortKey::Route => r.source_route().is_none() || r.variant_route().is_none(),
-            SortKey::Transformation => r.transformation == NO_SYM,
-            _ => false,
+        let missing = |i: u32| {
+            let r = &index.rows[i as usize];
+            match sort.key {
+                SortKey::Drift => r.dp.is_nan(),
+                SortKey::Margin => r.margin.is_nan(),
+                SortKey::Route => r.source_route().is_none() || r.variant_route().is_none(),
+                SortKey::Transformation => index.transformation(i as usize) == NO_SYM,
+                _ => false,
+            }
         };
         let cmp = |a: &u32, b: &u32| -> Ordering {
             let (x, y) = (&index.rows[*a as usize], &index.rows[*b as usize]);
-            let by = match (missing(x), missing(y)) {
+            let by = match (missing(*a), missing(*b)) {
                 (true, true) => Ordering::Equal,
                 (true, false) => Ordering::Greater,
                 (false, true) => Ordering::Less,
@@ -426,7 +431,8 @@ mod tests {
                     SortKey::Case => index.str(x.case).cmp(index.str(y.case)),
                     SortKey::Variant => index.str(x.variant).cmp(index.str(y.variant)),
                     SortKey::Transformation => {
-                        index.str(x.transformation).cmp(index.str(y.transformation))
+                        let t = |i: u32| index.str(index.transformation(i as usize));
+                        t(*a).cmp(t(*b))
                     }
                     SortKey::Route => {
                         let ranks = |r: &PairRow| {
@@ -447,10 +453,7 @@ mod tests {
         out.sort_by(cmp);
         if sort.descending {
             out.reverse();
-            let m = out
-                .iter()
-                .take_while(|&&r| missing(&index.rows[r as usize]))
-                .count();
+            let m = out.iter().take_while(|&&r| missing(r)).count();
             out.rotate_left(m);
         }
         out
@@ -532,6 +535,7 @@ mod tests {
         index.apply(Batch {
             strings: vec!["a-first-case".into()],
             rows: vec![PairRow { case: sym, ..first }],
+            labels: vec![index.labels(0)],
             ..Batch::default()
         });
         view.push(50);

@@ -74,16 +74,16 @@ fn row(index: &RunIndex, i: Option<u32>) -> Option<&PairRow> {
 fn facts(cmp: &Comparison, runs: Runs<'_>, e: Entry) -> Option<PairFacts> {
     let old = row(runs.old, e.old_row);
     let new = row(runs.new, e.new_row);
-    let (index, r) = match (new, old) {
-        (Some(n), _) => (runs.new, n),
-        (None, Some(o)) => (runs.old, o),
+    let (index, r, i) = match (new, old) {
+        (Some(n), _) => (runs.new, n, e.new_row.unwrap_or_default()),
+        (None, Some(o)) => (runs.old, o, e.old_row.unwrap_or_default()),
         (None, None) => return None,
     };
     let decision = cmp.decision(runs, e);
     Some(PairFacts {
         case_id: index.str(r.case).to_string(),
         variant_id: index.str(r.variant).to_string(),
-        repetition: (r.repetition != u32::MAX).then_some(r.repetition),
+        repetition: index.repetition(i as usize),
         old_status: old.map(|o| o.status().name()),
         new_status: new.map(|n| n.status().name()),
         dp_old: old.and_then(|o| round6(o.dp)),

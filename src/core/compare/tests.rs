@@ -188,7 +188,7 @@ fn every_change_is_found_and_counted() {
                     "{}/{}#{}",
                     idx.str(r.case),
                     idx.str(r.variant),
-                    r.repetition
+                    idx.repetition(row as usize).expect("a recorded repetition")
                 ),
                 e.change,
             )

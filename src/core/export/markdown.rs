@@ -164,11 +164,11 @@ pub(super) fn lower_first(name: &str) -> String {
 // Markdown: the report
 
 /// Distinct values of an interned field over all rows, sorted, with counts, and how many lack it.
-fn distinct(index: &RunIndex, f: fn(&RunIndex, &PairRow) -> Sym) -> (BTreeMap<&str, u64>, u64) {
+fn distinct(index: &RunIndex, f: fn(&RunIndex, usize) -> Sym) -> (BTreeMap<&str, u64>, u64) {
     let mut m = BTreeMap::new();
     let mut missing = 0;
-    for r in &index.rows {
-        match f(index, r) {
+    for i in 0..index.rows.len() {
+        match f(index, i) {
             NO_SYM => missing += 1,
             s => *m.entry(index.str(s)).or_insert(0) += 1,
         }
@@ -176,7 +176,7 @@ fn distinct(index: &RunIndex, f: fn(&RunIndex, &PairRow) -> Sym) -> (BTreeMap<&s
     (m, missing)
 }
 
-fn versions_line(index: &RunIndex, f: fn(&RunIndex, &PairRow) -> Sym) -> String {
+fn versions_line(index: &RunIndex, f: fn(&RunIndex, usize) -> Sym) -> String {
     let (m, missing) = distinct(index, f);
     let mut parts: Vec<String> = if m.len() == 1 {
         m.keys().map(|v| code(v, false)).collect()
@@ -833,10 +833,11 @@ impl Md<'_, '_> {
             } else {
                 "—".into()
             };
-            let rep = if r.repetition != u32::MAX && self.repeated.contains(&(r.case, r.variant)) {
-                format!(" (repetition {})", r.repetition)
-            } else {
-                String::new()
+            let rep = match index.repetition(i as usize) {
+                Some(n) if self.repeated.contains(&(r.case, r.variant)) => {
+                    format!(" (repetition {n})")
+                }
+                _ => String::new(),
             };
             writeln!(
                 out,
@@ -844,7 +845,7 @@ impl Md<'_, '_> {
                 code(index.str(r.case), true),
                 code(index.str(r.variant), true),
                 status_label(r.status()),
-                match index.str(r.transformation) {
+                match index.str(index.transformation(i as usize)) {
                     crate::core::derive::NOT_RECORDED => "*not recorded*".to_string(),
                     t => code(t, true),
                 },

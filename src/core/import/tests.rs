@@ -152,13 +152,12 @@ fn rows_are_matched_to_the_runs_pairs_and_every_mismatch_is_a_problem() {
         ]
     );
     // The repetition picks the second trial's key, not the first's.
-    let second = index
-        .rows
-        .iter()
-        .position(|r| {
+    let second = (0..index.rows.len())
+        .position(|i| {
+            let r = &index.rows[i];
             index.str(r.case) == "checkout-outage-001"
                 && index.str(r.variant) == "question-paraphrase"
-                && r.repetition == 1
+                && index.repetition(i) == Some(1)
         })
         .unwrap();
     assert_eq!(changes[1].key, index.key_of(second as u32).unwrap());

@@ -169,8 +169,9 @@ impl Trials {
 }
 
 impl RunIndex {
-    fn trial(&self, row: &PairRow) -> Trial {
-        (row.case, row.variant, self.model(row))
+    fn trial(&self, i: u32) -> Trial {
+        let row = &self.rows[i as usize];
+        (row.case, row.variant, self.model(i as usize))
     }
 
     /// The rows of `rows` that record inputs, by trial: those of each trial
@@ -184,7 +185,7 @@ impl RunIndex {
         let recorded = |&i: &u32| self.inputs_of(i).is_some();
         let mut sorted: Vec<u32> = Vec::with_capacity(rows.clone().filter(recorded).count());
         sorted.extend(rows.filter(recorded));
-        let trial = |i: u32| self.trial(&self.rows[i as usize]);
+        let trial = |i: u32| self.trial(i);
         sorted.par_sort_unstable_by_key(|&i| (trial(i), i));
         let mut groups = Vec::new();
         let mut start = 0u32;
@@ -287,7 +288,7 @@ impl RunIndex {
             distinct.sort_unstable();
             distinct.dedup();
             let r = &self.rows[at as usize];
-            let model = self.model(r);
+            let model = self.model(at as usize);
             out(
                 r.case,
                 InputWarning::RegeneratedInputs {
@@ -319,7 +320,7 @@ impl RunIndex {
             let Some(r) = self.rows.get(i as usize) else {
                 continue;
             };
-            let Some(p) = self.policy(r) else {
+            let Some(p) = self.policy(i as usize) else {
                 continue;
             };
             let (uses, second) = cases.entry(r.case).or_insert_with(|| {
@@ -425,7 +426,7 @@ mod tests {
         assert_eq!(warnings(&index), 1);
         // A row more (as a followed run grows) is a new check, replacing the old.
         let again = index.rows[0];
-        index.rows.push(again);
+        index.push_row(again, index.labels(0));
         index.check_inputs();
         assert_eq!(warnings(&index), 1);
         assert_eq!(index.problems.len(), 1);
@@ -537,7 +538,7 @@ mod tests {
             trials
         );
         let again = index.rows[0];
-        index.rows.push(again);
+        index.push_row(again, index.labels(0));
         index.check_inputs();
         assert_eq!(kept(&index), KEPT_PER_KIND);
         assert_eq!(index.unlisted.get(ProblemKind::Inconsistent), 5);

@@ -197,14 +197,16 @@ impl RunIndex {
         if self.keys.flags.len() < self.strings().len() {
             let variants = store.named_variants();
             let from = self.keys.flags.len();
-            let new: Vec<u8> = self.strings()[from..]
+            let new: Vec<u8> = self
+                .strings()
                 .iter()
+                .skip(from)
                 .map(|s| {
                     let mut f = 0;
                     if store.names_case(s) {
                         f |= CASE;
                     }
-                    if variants.contains(&**s) {
+                    if variants.contains(s) {
                         f |= VARIANT;
                     }
                     f

@@ -16,7 +16,7 @@ use super::intern::{Field, Strings};
 use super::line::{Line, LineOut};
 use crate::core::model::Policy;
 use crate::core::problem::{KEPT_PER_KIND, Problem, ProblemCounts, ProblemKind};
-use crate::core::row::{InputsDigest, Loc, PackedCodes, PairRow, RowCodes, Sym};
+use crate::core::row::{InputsDigest, Loc, PackedCodes, PairRow, RowCodes, RowLabels, Sym};
 
 /// A versions id's key: the (contract, schema, model) triple and the
 /// policy's thresholds as bits (equal thresholds, equal bits).
@@ -39,6 +39,10 @@ pub struct Batch {
     /// routed by.
     pub policies: Vec<Option<Policy>>,
     pub rows: Vec<PairRow>,
+    /// Each row's transformation, family, versions id and repetition,
+    /// beside `rows` (a batch built by hand may leave it empty: none
+    /// recorded).
+    pub labels: Vec<RowLabels>,
     /// The digest of each row's inputs, beside `rows` (a batch built by
     /// hand may leave it empty: none recorded).
     pub inputs: Vec<InputsDigest>,
@@ -218,22 +222,25 @@ impl IndexState {
                     ),
                     case: self.intern(Field::Case, Some(d.case.bytes(buf))),
                     variant: self.intern(Field::Variant, Some(d.variant.bytes(buf))),
-                    transformation: self
-                        .intern(Field::Transformation, Some(d.transformation.bytes(buf))),
-                    family: self.intern(Field::Family, d.family.as_ref().map(|t| t.bytes(buf))),
                     dp: s.dp,
                     dc: s.dc,
                     margin: s.margin,
                     variant_margin: s.variant_margin,
                     latency: s.latency,
-                    versions: self.versions(versions, d.policy),
-                    repetition: s.repetition,
                     codes: PackedCodes::pack(RowCodes {
                         suggestion: d.suggestion,
                         ..s.codes
                     }),
                 };
+                let labels = RowLabels {
+                    transformation: self
+                        .intern(Field::Transformation, Some(d.transformation.bytes(buf))),
+                    family: self.intern(Field::Family, d.family.as_ref().map(|t| t.bytes(buf))),
+                    versions: self.versions(versions, d.policy),
+                    repetition: s.repetition,
+                };
                 self.batch.rows.push(row);
+                self.batch.labels.push(labels);
                 self.batch.inputs.push(d.inputs);
             }
         }

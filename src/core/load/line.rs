@@ -132,7 +132,8 @@ pub(super) struct Summary {
     pub(super) margin: f32,
     pub(super) variant_margin: f32,
     pub(super) latency: f32,
-    pub(super) repetition: u32,
+    /// The recorded repetition (one of `u32::MAX` or more is not kept).
+    pub(super) repetition: Option<u32>,
 }
 
 /// Everything a row needs from a record and its derivation.
@@ -197,7 +198,7 @@ fn summarize(record: &PairRecord, d: &crate::core::derive::Lean) -> Summary {
         repetition: record
             .repetition
             .and_then(|r| u32::try_from(r).ok())
-            .unwrap_or(u32::MAX),
+            .filter(|&r| r != u32::MAX),
     }
 }
 

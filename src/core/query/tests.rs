@@ -2,7 +2,7 @@ use super::*;
 use crate::core::annotations::Change;
 use crate::core::index::{OpenOptions, load_run};
 use crate::core::load::batch::Batch;
-use crate::core::row::Loc;
+use crate::core::row::{Loc, RowLabels};
 use proptest::prelude::*;
 use std::collections::HashMap;
 use std::io::Write;
@@ -46,34 +46,40 @@ fn coded_columns_agree_with_the_rows_past_255_values() {
     let mut strings: Vec<Box<str>> = base.strings().to_vec();
     let first = strings.len() as Sym;
     strings.extend((0..300).map(|i| format!("t-{i:03}").into_boxed_str()));
-    let rows: Vec<PairRow> = (0..600)
+    let (rows, labels): (Vec<PairRow>, Vec<RowLabels>) = (0..600)
         .map(|i| {
-            let mut r = base.rows[i % base.rows.len()];
-            r.transformation = if i % 9 == 0 {
+            let k = i % base.rows.len();
+            let mut l = base.labels(k);
+            l.transformation = if i % 9 == 0 {
                 NO_SYM
             } else {
                 first + ((i * 7) % 300) as Sym
             };
-            r.family = if i % 11 == 0 { NO_SYM } else { r.family };
-            r
+            l.family = if i % 11 == 0 { NO_SYM } else { l.family };
+            (base.rows[k], l)
         })
-        .collect();
+        .unzip();
     let mut index = RunIndex::default();
-    let (a, b) = rows.split_at(250);
     index.apply(Batch {
         strings,
-        rows: a.to_vec(),
+        rows: rows[..250].to_vec(),
+        labels: labels[..250].to_vec(),
         ..Batch::default()
     });
     index.apply(Batch {
-        rows: b.to_vec(),
+        rows: rows[250..].to_vec(),
+        labels: labels[250..].to_vec(),
         ..Batch::default()
     });
-    let codes = index
-        .transformation_codes()
-        .expect("the column covers every row");
-    assert!(codes.codes.iter().any(|&c| c == Codes::OTHER));
-    assert!(index.family_codes().is_some());
+    // Past 255 distinct values the codes take two bytes.
+    let codes = index.transformation_codes();
+    assert!(codes.values().len() > 255);
+    assert!(codes.capacity_bytes() >= 2 * 600);
+    assert_eq!(codes.len(), 600);
+    assert_eq!(index.family_codes().len(), 600);
+    for (i, l) in labels.iter().enumerate() {
+        assert_eq!(index.labels(i), *l, "row {i}");
+    }
     let ctx = Context {
         index: &index,
         store: None,
@@ -82,30 +88,40 @@ fn coded_columns_agree_with_the_rows_past_255_values() {
     for (q, pred) in [
         (
             "tr:t-29*",
-            &(|r: &PairRow| index.str(r.transformation).starts_with("t-29"))
-                as &dyn Fn(&PairRow) -> bool,
+            &(|i: usize| index.str(index.transformation(i)).starts_with("t-29"))
+                as &dyn Fn(usize) -> bool,
         ),
-        ("-tr:t-0*", &|r: &PairRow| {
-            !index.str(r.transformation).starts_with("t-0")
+        ("-tr:t-0*", &|i: usize| {
+            !index.str(index.transformation(i)).starts_with("t-0")
         }),
-        ("tr:t-299", &|r: &PairRow| {
-            index.str(r.transformation) == "t-299"
+        ("tr:t-299", &|i: usize| {
+            index.str(index.transformation(i)) == "t-299"
         }),
-        ("family:state-noise", &|r: &PairRow| {
-            index.str(r.family) == "state-noise"
+        ("family:state-noise", &|i: usize| {
+            index.str(index.family(i)) == "state-noise"
         }),
-        ("-family:question", &|r: &PairRow| {
-            index.str(r.family) != "question"
+        ("-family:question", &|i: usize| {
+            index.str(index.family(i)) != "question"
         }),
     ] {
-        let want = expected(&index, pred);
+        let want = expected_at(&index, |i, _| pred(i));
         assert!(want > 0, "{q} selects something");
         assert_eq!(count(&ctx, q), want, "{q}");
     }
 }
 
 fn expected(index: &RunIndex, pred: impl Fn(&PairRow) -> bool) -> usize {
-    index.rows.iter().filter(|r| pred(r)).count()
+    expected_at(index, |_, r| pred(r))
+}
+
+/// [`expected`] for a predicate that reads the row's number too.
+fn expected_at(index: &RunIndex, pred: impl Fn(usize, &PairRow) -> bool) -> usize {
+    index
+        .rows
+        .iter()
+        .enumerate()
+        .filter(|&(i, r)| pred(i, r))
+        .count()
 }
 
 fn lines_containing(needle: &str) -> usize {
@@ -147,12 +163,12 @@ fn pair_and_decision_fields_count_like_the_rows_say() {
         ),
         (
             "family:state-noise",
-            expected(&index, |r| s(r.family) == "state-noise"),
+            expected_at(&index, |i, _| s(index.family(i)) == "state-noise"),
         ),
         (
             "family:question|state-noise",
-            expected(&index, |r| {
-                matches!(s(r.family).as_str(), "question" | "state-noise")
+            expected_at(&index, |i, _| {
+                matches!(s(index.family(i)).as_str(), "question" | "state-noise")
             }),
         ),
         (
@@ -198,11 +214,15 @@ fn pair_and_decision_fields_count_like_the_rows_say() {
         ),
         (
             "transformation:add-*",
-            expected(&index, |r| s(r.transformation).starts_with("add-")),
+            expected_at(&index, |i, _| {
+                s(index.transformation(i)).starts_with("add-")
+            }),
         ),
         (
             "tr:*evidence",
-            expected(&index, |r| s(r.transformation).ends_with("evidence")),
+            expected_at(&index, |i, _| {
+                s(index.transformation(i)).ends_with("evidence")
+            }),
         ),
         ("margin<0.05", expected(&index, |r| r.margin < 0.05f32)),
         (
@@ -245,8 +265,8 @@ fn pair_and_decision_fields_count_like_the_rows_say() {
         ),
         (
             "status:failure -family:question latency>=0",
-            expected(&index, |r| {
-                r.status().is_failure() && s(r.family) != "question" && r.latency >= 0.0
+            expected_at(&index, |i, r| {
+                r.status().is_failure() && s(index.family(i)) != "question" && r.latency >= 0.0
             }),
         ),
         // With no annotation store every pair is uncategorised.

@@ -223,19 +223,20 @@ fn tally_transformations<'a>(index: &'a RunIndex, rows: &[u32]) -> Tally<'a> {
     // Counted by interned id, then by name.
     let mut flips_by_id: FxHashMap<Sym, Flips> = FxHashMap::default();
     let mut per_id: FxHashMap<Sym, (u64, u64)> = FxHashMap::default();
-    for row in rows
+    for (i, row) in rows
         .iter()
-        .filter_map(|&i| index.rows.get(i as usize))
-        .filter(|r| tests_model(r))
+        .filter_map(|&i| Some((i as usize, index.rows.get(i as usize)?)))
+        .filter(|(_, r)| tests_model(r))
     {
+        let transformation = index.transformation(i);
         let flip = both_routes(row) && row.has(flags::FLIP);
-        let t = per_id.entry(row.transformation).or_default();
+        let t = per_id.entry(transformation).or_default();
         t.0 += 1;
         if flip || row.status().is_failure() {
             t.1 += 1;
         }
         if flip {
-            let f = flips_by_id.entry(row.transformation).or_default();
+            let f = flips_by_id.entry(transformation).or_default();
             f.n += 1;
             f.failed += u64::from(matches!(row.status(), Status::Fail | Status::Boundary));
             f.passed += u64::from(row.status() == Status::Pass);

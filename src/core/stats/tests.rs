@@ -365,8 +365,8 @@ fn fixture_rows_are_as_designed() {
     assert_eq!(near, [1, 3]);
     assert_eq!(fx.index.rows[7].variant_route(), None);
     assert_eq!(fx.index.rows[8].validity(), ValidityCode::Invalid);
-    assert_eq!(fx.index.rows[10].repetition, 1);
-    assert_eq!(fx.index.rows[0].repetition, u32::MAX);
+    assert_eq!(fx.index.repetition(10), Some(1));
+    assert_eq!(fx.index.repetition(0), None);
 }
 
 #[test]
@@ -702,7 +702,7 @@ proptest::proptest! {
         let mut table: HashMap<(Sym, Sym, Sym), (u64, bool, bool)> = HashMap::new();
         for &i in &order {
             if let Some(r) = index.rows.get(i as usize) {
-                let t = table.entry((r.case, r.variant, index.model(r))).or_default();
+                let t = table.entry((r.case, r.variant, index.model(i as usize))).or_default();
                 t.0 += 1;
                 t.1 |= r.status() == Status::Pass;
                 t.2 |= r.status() == Status::Fail;
@@ -922,7 +922,8 @@ fn serializes_with_lowercase_grouping() {
 
 mod arbitrary {
     use super::*;
-    use crate::core::row::{Loc, OutcomeCode, PackedCodes, RowCodes};
+    use crate::core::load::batch::Batch;
+    use crate::core::row::{Loc, OutcomeCode, PackedCodes, RowCodes, RowLabels};
     use proptest::prelude::*;
 
     fn float() -> impl Strategy<Value = f32> {
@@ -948,7 +949,7 @@ mod arbitrary {
         prop_oneof![Just(NO_SYM), 0u32..4, any::<u32>()]
     }
 
-    fn row() -> impl Strategy<Value = PairRow> {
+    fn row() -> impl Strategy<Value = (PairRow, RowLabels)> {
         let status = prop_oneof![
             Just(Status::Invalid),
             Just(Status::ServiceError),
@@ -976,31 +977,37 @@ mod arbitrary {
                     (status, flags, source_route, variant_route),
                     (dp, dc, margin, latency),
                     (expectation, validity, repetition, _),
-                )| PairRow {
-                    loc: Loc::new(0, 1, 0, 0),
-                    case,
-                    variant,
-                    transformation,
-                    family,
-                    dp,
-                    dc,
-                    margin,
-                    variant_margin: f32::NAN,
-                    latency,
-                    // The model sym, made a versions id in the test.
-                    versions: model,
-                    repetition,
-                    codes: PackedCodes::pack(RowCodes {
-                        status,
-                        flags,
-                        source_route,
-                        variant_route,
-                        expectation,
-                        source_outcome: OutcomeCode::Ok,
-                        variant_outcome: OutcomeCode::Ok,
-                        validity,
-                        suggestion: None,
-                    }),
+                )| {
+                    (
+                        PairRow {
+                            loc: Loc::new(0, 1, 0, 0),
+                            case,
+                            variant,
+                            dp,
+                            dc,
+                            margin,
+                            variant_margin: f32::NAN,
+                            latency,
+                            codes: PackedCodes::pack(RowCodes {
+                                status,
+                                flags,
+                                source_route,
+                                variant_route,
+                                expectation,
+                                source_outcome: OutcomeCode::Ok,
+                                variant_outcome: OutcomeCode::Ok,
+                                validity,
+                                suggestion: None,
+                            }),
+                        },
+                        RowLabels {
+                            transformation,
+                            family,
+                            // The model sym, made a versions id in the test.
+                            versions: model,
+                            repetition: (repetition != u32::MAX).then_some(repetition),
+                        },
+                    )
                 },
             )
     }
@@ -1032,11 +1039,15 @@ mod arbitrary {
             ],
         ) {
             let mut index = RunIndex::default();
-            index.rows = rows.into();
-            for i in 0..index.rows.len() {
-                let model = index.rows[i].versions;
-                index.rows[i].versions = index.versions_id([NO_SYM, NO_SYM, model]);
+            let (rows, mut labels): (Vec<PairRow>, Vec<RowLabels>) = rows.into_iter().unzip();
+            for l in &mut labels {
+                l.versions = index.versions_id([NO_SYM, NO_SYM, l.versions]);
             }
+            index.apply(Batch {
+                rows,
+                labels,
+                ..Batch::default()
+            });
             let s = summarize(&index, &picks, None, by);
             // Counted in chunks on rayon's threads, the same summary.
             prop_assert_eq!(&summarize_on(&index, &picks, None, by, true), &s);

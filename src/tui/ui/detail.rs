@@ -312,7 +312,7 @@ fn case_lines(
         l.push(Span::styled(
             format!(
                 "  {}",
-                crate::core::text::inert_line(idx.str(row.transformation))
+                crate::core::text::inert_line(idx.str(idx.transformation(r as usize)))
             ),
             t.dim,
         ));

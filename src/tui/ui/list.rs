@@ -58,7 +58,7 @@ fn measure(app: &App, rows: &[u32]) -> [usize; 3] {
         let Some(row) = app.index.rows.get(r as usize) else {
             continue;
         };
-        for (i, sym) in [row.case, row.variant, row.transformation]
+        for (i, sym) in [row.case, row.variant, app.index.transformation(r as usize)]
             .into_iter()
             .enumerate()
         {
@@ -340,7 +340,10 @@ fn row_line(
         base,
     ));
     if c.transformation > 0 {
-        let mut tr = inert_cell(idx.str(row.transformation), c.transformation);
+        let mut tr = inert_cell(
+            idx.str(idx.transformation(row_idx as usize)),
+            c.transformation,
+        );
         if row.has(flags::INFERRED) {
             tr.push('*');
         }
