@@ -41,7 +41,7 @@ pub(crate) fn inputs(
                 tails.push(tail);
                 Box::new(reader)
             }
-            Err(r) => Box::new(r),
+            Err(r) => super::drop_behind::DropBehind::wrap(r),
         };
         inputs.push(Input {
             display: f.display.clone(),

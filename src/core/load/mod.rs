@@ -22,6 +22,7 @@
 
 pub mod batch;
 pub mod chunks;
+mod drop_behind;
 pub mod fast;
 pub mod follow;
 pub mod intern;
