@@ -161,7 +161,7 @@ T_INDEX=$(printf '%.3f' "$(mean index)"); T_WC=$(printf '%.3f' "$(mean wc)")
 # on the disk.
 ALTERNATED=()
 if [ "$LARGE" = 1 ]; then
-  echo "== alternated: full index, then wc -l, three times (wall s, CPU s)"
+  echo "== alternated: full index, then wc -l, three times"
   for round in 1 2 3; do
     for cmd in index wc; do
       if [ "$cmd" = index ]; then
@@ -169,7 +169,11 @@ if [ "$LARGE" = 1 ]; then
       else
         T=$( { /usr/bin/time -f "%e %U %S" wc -l "$FILE" >/dev/null; } 2>&1 | tail -1)
       fi
-      LINE=$(echo "$T" | awk -v c="$cmd" -v r="$round" '{printf "round %d %-5s wall %7.1f s  CPU %7.1f s  (%s)", r, c, $1, $2+$3, ($2+$3 < 0.7*$1) ? "waits on the disk" : "CPU-bound"}')
+      LINE=$(echo "$T" | awk -v c="$cmd" -v r="$round" -v b="$BYTES" '{
+        cpu = $2 + $3
+        if ($1 <= 0) { printf "round %d %-5s too quick to time", r, c; exit }
+        v = (cpu >= 1.3 * $1) ? "CPU-bound, both cores" : (cpu >= 0.9 * $1) ? "CPU-bound, one core" : "waits on the disk"
+        printf "round %d %-5s wall %7.1f s  user %7.1f s  sys %6.1f s  %5.2f GB/s  (%s)", r, c, $1, $2, $3, b / $1 / 1e9, v}')
       echo "$LINE"
       ALTERNATED+=("$LINE")
     done
