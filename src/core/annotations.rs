@@ -273,9 +273,16 @@ fn format_version() -> u64 {
     FORMAT_VERSION
 }
 
-/// One journal line as read; writing goes through [`encode`].
+/// One journal line as read, with its version and kind; writing goes
+/// through [`encode`].
 #[derive(Deserialize)]
 struct Event {
+    #[serde(default = "format_version")]
+    v: u64,
+    /// Any JSON: a kind of another type is told apart by the version
+    /// first passes ([`parse_line_by_parts`]), not refused here.
+    #[serde(default)]
+    kind: Option<serde_json::Value>,
     key: String,
     #[serde(default)]
     case_id: String,
@@ -313,66 +320,15 @@ enum Line {
     Bad(String),
 }
 
-/// One journal line read in one pass: an [`Event`]'s fields with its
-/// version and kind, what a line of a known format holds.
-#[derive(Deserialize)]
-struct VersionedEvent {
-    #[serde(default = "format_version")]
-    v: u64,
-    #[serde(default)]
-    kind: Option<String>,
-    key: String,
-    #[serde(default)]
-    case_id: String,
-    #[serde(default)]
-    variant_id: String,
-    #[serde(default)]
-    category: Option<String>,
-    #[serde(default)]
-    note: Option<String>,
-    #[serde(default)]
-    reviewer: String,
-    #[serde(default)]
-    at: String,
-    #[serde(default = "manual")]
-    source: AnnotationSource,
-    #[serde(default)]
-    prev: Option<Prev>,
-    #[serde(default)]
-    carried_from: Option<Provenance>,
-    #[serde(default)]
-    resolves: Option<Vec<Prior>>,
-    #[serde(default)]
-    n: Option<String>,
-}
-
-impl VersionedEvent {
-    fn event(self) -> Event {
-        Event {
-            key: self.key,
-            case_id: self.case_id,
-            variant_id: self.variant_id,
-            category: self.category,
-            note: self.note,
-            reviewer: self.reviewer,
-            at: self.at,
-            source: self.source,
-            prev: self.prev,
-            carried_from: self.carried_from,
-            resolves: self.resolves,
-            n: self.n,
-        }
-    }
-}
-
 fn parse_line(body: &[u8]) -> Line {
     // Most lines are events of a known format, read in one pass; any other
     // line is told apart by the passes of [`parse_line_by_parts`], which
     // decide the same for the lines this one reads.
-    if let Ok(line) = serde_json::from_slice::<VersionedEvent>(body) {
-        let resolution = line.v == RESOLUTION_VERSION && line.kind.as_deref() == Some("resolution");
-        if line.v == FORMAT_VERSION || resolution {
-            return event_line(line.event(), resolution);
+    if let Ok(ev) = serde_json::from_slice::<Event>(body) {
+        let resolution = ev.v == RESOLUTION_VERSION
+            && ev.kind.as_ref().and_then(serde_json::Value::as_str) == Some("resolution");
+        if ev.v == FORMAT_VERSION || resolution {
+            return event_line(ev, resolution);
         }
     }
     parse_line_by_parts(body)
