@@ -84,17 +84,12 @@ pub fn run(
         // A view left to filter (a text query typed), then the detail.
         let load = app.detail_effect();
         if !load.is_empty() {
-            perform(
-                &mut app,
-                load,
-                &theme,
-                &mut redraw(&mut terminal, &keymap, &theme),
-            )?;
+            perform_drawing(&mut app, load, &mut terminal, &keymap, &theme)?;
             dirty = true;
         }
         if dirty {
             effects::sync_keys(&mut app);
-            terminal.draw(|f| ui::render(f, &app, &keymap, &theme))?;
+            draw(&mut terminal, &app, &keymap, &theme)?;
             // A test-only trigger: prove the terminal is restored on a panic.
             if std::env::var_os("TRIAGE_TEST_PANIC").is_some() && !app.index.rows.is_empty() {
                 panic!("TRIAGE_TEST_PANIC is set");
@@ -142,12 +137,7 @@ pub fn run(
             app.pending_count = None;
             app.pending_keys.clear();
             let work = app::update(&mut app, Action::Classify(digit));
-            perform(
-                &mut app,
-                work,
-                &theme,
-                &mut redraw(&mut terminal, &keymap, &theme),
-            )?;
+            perform_drawing(&mut app, work, &mut terminal, &keymap, &theme)?;
             dirty = true;
         }
         if last_retry.elapsed() > Duration::from_secs(2) {
@@ -206,7 +196,7 @@ pub fn run(
                         {
                             loader = Some(l);
                         } else if e == Effect::Redraw {
-                            terminal.draw(|f| ui::render(f, app, &keymap, &theme))?;
+                            draw(&mut terminal, app, &keymap, &theme)?;
                         }
                         Ok(())
                     };
@@ -217,12 +207,7 @@ pub fn run(
                     let size = terminal.size()?;
                     let area = ratatui::layout::Rect::new(0, 0, size.width, size.height);
                     let work = handle_mouse(&mut app, area, m);
-                    perform(
-                        &mut app,
-                        work,
-                        &theme,
-                        &mut redraw(&mut terminal, &keymap, &theme),
-                    )?;
+                    perform_drawing(&mut app, work, &mut terminal, &keymap, &theme)?;
                 }
                 _ => {}
             }
@@ -281,20 +266,28 @@ fn perform(
     effects::perform(app, work, theme, outside, &mut |_| {})
 }
 
-/// For the effects of a tick, the mouse or the loader, which never suspend
-/// or reload: the screen is drawn when slow work is about to start
+/// Perform the effects of a tick, the mouse or the loader, which never
+/// suspend or reload: the screen is drawn when slow work is about to start
 /// ([`Effect::Redraw`]).
-fn redraw<'a>(
-    terminal: &'a mut term::Tui,
-    keymap: &'a Keymap,
-    theme: &'a Theme,
-) -> impl FnMut(&mut App, Effect) -> io::Result<()> + 'a {
-    move |app, e| {
+fn perform_drawing(
+    app: &mut App,
+    work: Vec<Effect>,
+    terminal: &mut term::Tui,
+    keymap: &Keymap,
+    theme: &Theme,
+) -> io::Result<()> {
+    perform(app, work, theme, &mut |app, e| {
         if e == Effect::Redraw {
-            terminal.draw(|f| ui::render(f, app, keymap, theme))?;
+            draw(terminal, app, keymap, theme)?;
         }
         Ok(())
-    }
+    })
+}
+
+/// Draw the screen.
+fn draw(terminal: &mut term::Tui, app: &App, keymap: &Keymap, theme: &Theme) -> io::Result<()> {
+    terminal.draw(|f| ui::render(f, app, keymap, theme))?;
+    Ok(())
 }
 
 /// Read the record keys that `work` asks for at once, and apply the
