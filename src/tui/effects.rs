@@ -301,16 +301,7 @@ fn save(app: &mut App, changes: Vec<Change>, label: &str, guard: Guard) {
             app.say(text, MessageKind::Saved);
         }
         Ok(Saved::Conflict(conflicts)) => {
-            let what = match guard {
-                Guard::Redo(_) => {
-                    app.undo.pop();
-                    "NOT REDONE"
-                }
-                _ => {
-                    app.redo.pop();
-                    "NOT UNDONE"
-                }
-            };
+            let what = drop_unapplied(app, matches!(guard, Guard::Redo(_)));
             app.say(
                 format!("{what}: {}", conflict_text(&conflicts, n)),
                 MessageKind::Error,
@@ -323,6 +314,18 @@ fn save(app: &mut App, changes: Vec<Change>, label: &str, guard: Guard) {
     // The view keeps just-classified pairs until it is rebuilt, so a
     // pair never vanishes from under the cursor.
     app.recount();
+}
+
+/// An undo (or, with `redo`, a redo) that did not apply: the step it moved
+/// to the other stack is dropped, and what was not done is named.
+fn drop_unapplied(app: &mut App, redo: bool) -> &'static str {
+    if redo {
+        app.undo.pop();
+        "NOT REDONE"
+    } else {
+        app.redo.pop();
+        "NOT UNDONE"
+    }
 }
 
 /// Record resolutions through the store, each to the journal of its
@@ -340,16 +343,7 @@ fn resolve(app: &mut App, changes: Vec<ResolutionChange>, label: &str, guard: Re
     match app.store.save_resolutions(changes, &route, expect) {
         Ok(Saved::Done(_)) => app.say(format!("saved: {label}"), MessageKind::Saved),
         Ok(Saved::Conflict(conflicts)) => {
-            let what = match guard {
-                ResolutionGuard::Redo(_) => {
-                    app.undo.pop();
-                    "NOT REDONE"
-                }
-                _ => {
-                    app.redo.pop();
-                    "NOT UNDONE"
-                }
-            };
+            let what = drop_unapplied(app, matches!(guard, ResolutionGuard::Redo(_)));
             app.say(
                 format!(
                     "{what}: {}",
