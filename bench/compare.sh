@@ -19,7 +19,8 @@
 #
 # A run larger than the memory available is read from disk by every
 # command: hyperfine takes no warm-up run, `jq` is timed on the run's first
-# JQ_LINES lines (default 1,000,000) and its time scaled by bytes (it reads
+# JQ_LINES lines (default 1,000,000; set JQ_LINES to do the same on any
+# run) and its time scaled by bytes (it reads
 # at a steady rate, and a full pass over 27 GB takes a quarter of an hour),
 # and the full index and `wc -l` are also run alternated three times, each
 # with its CPU time, to say which of the two the disk holds back. With
@@ -130,13 +131,13 @@ else
 fi
 
 JQ_NOTE=""
-if [ "$LARGE" = 1 ]; then
+if [ "$LARGE" = 1 ] || [ -n "${JQ_LINES:-}" ]; then
   JQ_LINES="${JQ_LINES:-1000000}"
   JQ_PART="$OUT/jq-part.jsonl"
   head -n "$JQ_LINES" "$FILE" > "$JQ_PART"
   JQ_PART_BYTES=$(stat -c %s "$JQ_PART")
-  echo "== hyperfine: full index vs wc -l ($RUNS runs each, no warm-up), jq on the first $JQ_LINES lines"
-  hyperfine --warmup 0 --runs "$RUNS" --export-json "$OUT/hyperfine.json" \
+  echo "== hyperfine: full index vs wc -l ($RUNS runs each, $WARMUP warm-up), jq on the first $JQ_LINES lines"
+  hyperfine --warmup "$WARMUP" --runs "$RUNS" --export-json "$OUT/hyperfine.json" \
     -n index "$INDEX_CMD" \
     -n wc "wc -l $FILE"
   hyperfine --warmup 1 --runs "$RUNS" --export-json "$OUT/hyperfine-jq.json" \
@@ -154,7 +155,7 @@ else
 fi
 mean() { jq -r ".results[] | select(.command==\"$1\") | .mean" "$OUT/hyperfine.json"; }
 T_INDEX=$(printf '%.3f' "$(mean index)"); T_WC=$(printf '%.3f' "$(mean wc)")
-[ "$LARGE" = 1 ] || T_JQ=$(printf '%.2f' "$(mean jq)")
+[ -n "$JQ_NOTE" ] || T_JQ=$(printf '%.2f' "$(mean jq)")
 
 # On a run larger than memory, the index and `wc -l` alternated, each with
 # its CPU time: a command whose CPU time is well under its wall time waits
