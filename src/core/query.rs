@@ -458,9 +458,8 @@ impl Query {
 }
 
 /// Gives the pages of a run's files back to the kernel when dropped, after a
-/// pass that read their lines (see [`RunFile::give_back_pages`]).
-///
-/// [`RunFile::give_back_pages`]: crate::core::load::open::RunFile
+/// pass that read their lines (see
+/// [`RunFile::give_back_pages`](crate::core::load::open::RunFile::give_back_pages)).
 struct GiveBack<'a>(&'a RunIndex);
 
 impl Drop for GiveBack<'_> {
