@@ -1435,3 +1435,45 @@ fn slow_work_is_said_on_the_status_line_before_it_starts() {
     let work = app::update(&mut f.app, Action::Undo);
     assert_eq!(said_before_drawing(&mut f, work), Vec::<String>::new());
 }
+
+#[test]
+fn many_record_keys_are_read_a_stretch_at_a_time_and_the_status_line_counts_them() {
+    let mut f = Fixture::new();
+    let suggested: Vec<u32> = f
+        .app
+        .view
+        .iter()
+        .copied()
+        .filter(|&r| f.app.index.rows[r as usize].suggestion().is_some())
+        .collect();
+    assert!(suggested.len() >= 3, "{suggested:?}");
+    let known = |f: &Fixture, r: u32| f.app.index.key(&f.app.index.rows[r as usize]);
+    assert!(suggested.iter().all(|&r| known(&f, r).is_none()));
+
+    // Stand in for millions of failures: two keys make a stretch.
+    f.app.busy_at.pairs = 2;
+    let work = app::update(&mut f.app, Action::AcceptAllSuggestions);
+    assert!(
+        matches!(&work[..], [Effect::LearnKeys { rows, .. }] if rows.len() == suggested.len()),
+        "{work:?}"
+    );
+    let n = suggested.len();
+    let said = said_before_drawing(&mut f, work);
+    let note = format!("reading the record keys of {n} pairs from the run…");
+    let mut expected = vec![note.clone()];
+    expected.extend((2..n).step_by(2).map(|done| format!("{note} {done} read")));
+    assert_eq!(said, expected);
+    assert!(suggested.iter().all(|&r| known(&f, r).is_some()));
+    assert!(
+        matches!(f.app.overlay, Overlay::Confirm(_)),
+        "the action goes on once its keys are known"
+    );
+    assert!(
+        f.app
+            .message
+            .as_ref()
+            .is_none_or(|(m, _)| !m.starts_with(&note)),
+        "the count goes once the keys are read: {:?}",
+        f.app.message
+    );
+}

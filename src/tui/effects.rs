@@ -56,6 +56,11 @@ pub fn perform(
         }
         match e {
             Effect::Suspend | Effect::Reload | Effect::Redraw => outside(app, e)?,
+            Effect::LearnKeys { rows, then } if rows.len() >= app.busy_at.pairs => {
+                learn_keys_in_steps(app, rows, outside)?;
+                let more = app::resume(app, then);
+                perform(app, more, theme, outside, seen)?;
+            }
             e => {
                 // Work longer than a blink is said on the status line first.
                 let note = app.busy_note(&e);
@@ -255,6 +260,46 @@ pub fn check_inputs(app: &mut App) {
 /// annotating them; says how many lines could not be read again.
 pub fn learn_keys(app: &mut App, rows: &[u32]) {
     let failed = app.index.ensure_keys(rows);
+    say_unread_keys(app, failed);
+}
+
+/// Read the record keys of many rows as [`learn_keys`] does, a stretch of
+/// the run at a time, saying on the status line how far it got before each
+/// stretch: at ten million pairs the keys of every failure take the better
+/// part of a minute to read from disk.
+fn learn_keys_in_steps(app: &mut App, mut rows: Vec<u32>, outside: Outside<'_>) -> io::Result<()> {
+    // Rows are numbered in file order: each step reads one stretch of the
+    // run, whatever order the view shows them in.
+    rows.sort_unstable();
+    let total = rows.len();
+    let note = format!("reading the record keys of {total} pairs from the run…");
+    let mut failed = 0;
+    for (k, part) in rows.chunks(app.busy_at.pairs.max(1)).enumerate() {
+        let done = k * app.busy_at.pairs.max(1);
+        app.say(
+            if done == 0 {
+                note.clone()
+            } else {
+                format!("{note} {done} read")
+            },
+            MessageKind::Info,
+        );
+        outside(app, Effect::Redraw)?;
+        failed += app.index.ensure_keys(part);
+    }
+    if app
+        .message
+        .as_ref()
+        .is_some_and(|(m, _)| m.starts_with(&note))
+    {
+        app.message = None;
+    }
+    say_unread_keys(app, failed);
+    Ok(())
+}
+
+/// Say that `failed` rows' keys could not be read again, if any.
+fn say_unread_keys(app: &mut App, failed: usize) {
     if failed > 0 {
         app.say(
             format!(

@@ -528,6 +528,8 @@ impl App {
 
     /// What a slow effect is about to do, said on the status line before it
     /// starts (see [`Effect::Redraw`]); `None` for work too small to notice.
+    /// Reading many record keys says how far it got as it goes instead
+    /// ([`crate::tui::effects::perform`]).
     pub fn busy_note(&self, e: &Effect) -> Option<String> {
         let pairs = self.index.rows.len();
         let BusyAt {
@@ -535,10 +537,6 @@ impl App {
             changes: many_changes,
         } = self.busy_at;
         match e {
-            Effect::LearnKeys { rows, .. } if rows.len() >= many => Some(format!(
-                "reading the record keys of {} pairs from the run…",
-                rows.len()
-            )),
             Effect::Save { changes, .. } if changes.len() >= many_changes => Some(format!(
                 "saving {} decisions to the journal…",
                 changes.len()
