@@ -218,7 +218,7 @@ impl RunIndex {
 
     fn file_of(&self, row: &PairRow) -> String {
         self.files
-            .get(row.loc.file() as usize)
+            .get(row.pos.file() as usize)
             .map(|f| f.display.clone())
             .unwrap_or_default()
     }
@@ -298,7 +298,7 @@ impl RunIndex {
                     trials: trial.len() as u64,
                     inputs: distinct.len() as u64,
                     file: self.file_of(r),
-                    line: r.loc.line,
+                    line: self.loc(at as usize).line,
                 },
             );
         }
@@ -341,7 +341,8 @@ impl RunIndex {
             .into_iter()
             .filter_map(|case| {
                 let (uses, second) = cases.remove(&case)?;
-                let r = &self.rows[second? as usize];
+                let second = second? as usize;
+                let r = &self.rows[second];
                 Some((
                     case,
                     InputWarning::MixedPolicies {
@@ -355,7 +356,7 @@ impl RunIndex {
                             })
                             .collect(),
                         file: self.file_of(r),
-                        line: r.loc.line,
+                        line: self.loc(second).line,
                     },
                 ))
             })

@@ -39,6 +39,10 @@ pub struct Batch {
     /// routed by.
     pub policies: Vec<Option<Policy>>,
     pub rows: Vec<PairRow>,
+    /// Each row's line number and length, beside `rows` (the position is
+    /// the row's; a batch built by hand may leave it empty: line 0, length
+    /// 0). The index keeps them sparsely ([`crate::core::index::locs`]).
+    pub locs: Vec<Loc>,
     /// Each row's transformation, family, versions id and repetition,
     /// beside `rows` (a batch built by hand may leave it empty: none
     /// recorded).
@@ -213,13 +217,14 @@ impl IndexState {
                     self.intern(Field::Schema, d.schema.as_ref().map(|t| t.bytes(buf))),
                     self.intern(Field::Model, d.model.as_ref().map(|t| t.bytes(buf))),
                 ];
+                let loc = Loc::new(
+                    file_idx,
+                    u32::try_from(line.no).unwrap_or(u32::MAX),
+                    line.offset + d.trim_start as u64,
+                    u32::try_from(d.body_len).unwrap_or(u32::MAX),
+                );
                 let row = PairRow {
-                    loc: Loc::new(
-                        file_idx,
-                        u32::try_from(line.no).unwrap_or(u32::MAX),
-                        line.offset + d.trim_start as u64,
-                        u32::try_from(d.body_len).unwrap_or(u32::MAX),
-                    ),
+                    pos: loc.pos,
                     case: self.intern(Field::Case, Some(d.case.bytes(buf))),
                     variant: self.intern(Field::Variant, Some(d.variant.bytes(buf))),
                     dp: s.dp,
@@ -240,6 +245,7 @@ impl IndexState {
                     repetition: s.repetition,
                 };
                 self.batch.rows.push(row);
+                self.batch.locs.push(loc);
                 self.batch.labels.push(labels);
                 self.batch.inputs.push(d.inputs);
             }
