@@ -321,6 +321,9 @@ impl RunIndex {
     /// Merge a batch from the loader.
     pub fn apply(&mut self, b: Batch) {
         self.strings.extend(b.strings);
+        for full in b.shared {
+            self.strings.share(full);
+        }
         // A batch built by hand may leave its policies out: none recorded.
         self.policies.resize(self.versions.len(), None);
         self.policies.extend(b.policies);

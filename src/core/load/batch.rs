@@ -14,6 +14,7 @@ use rustc_hash::FxHashMap;
 
 use super::intern::{Field, Strings};
 use super::line::{Line, LineOut};
+use crate::core::index::strings::Shared;
 use crate::core::model::Policy;
 use crate::core::problem::{KEPT_PER_KIND, Problem, ProblemCounts, ProblemKind};
 use crate::core::row::{InputsDigest, Loc, PackedCodes, PairRow, RowCodes, RowLabels, Sym};
@@ -32,6 +33,10 @@ fn policy_bits(p: Policy) -> [u64; 2] {
 pub struct Batch {
     /// Strings interned since the last batch, in id order.
     pub strings: Vec<Box<str>>,
+    /// The chunks of strings the loader filled since the last batch: the
+    /// index keeps them instead of its copies
+    /// ([`Strings::share`](crate::core::index::strings::Strings::share)).
+    pub shared: Vec<Shared>,
     /// (contract, schema, model) triples first seen since the last batch, in id order.
     pub versions: Vec<[Sym; 3]>,
     /// The policy of each of those versions ids, in the same order: a
@@ -94,7 +99,8 @@ impl IndexState {
     /// goes out with the batch.
     #[inline]
     fn intern(&mut self, field: Field, s: Option<&[u8]>) -> Sym {
-        self.strings.intern(field, s, &mut self.batch.strings)
+        self.strings
+            .intern(field, s, &mut self.batch.strings, &mut self.batch.shared)
     }
 
     fn versions(&mut self, triple: [Sym; 3], policy: Option<Policy>) -> u32 {
