@@ -156,16 +156,17 @@ type Trial = (Sym, Sym, Sym);
 /// are taken in parts, by case, so that the check holds four bytes for
 /// each row of one part, not of the whole run (it runs once the whole
 /// run is indexed, at the load's peak).
-const PART_ROWS: usize = 1 << 21;
+const PART_ROWS: usize = 1 << 20;
 
 /// A repeated trial whose lines record more than one set of inputs: its
 /// first row, the first whose inputs differ from that one's, its number of
-/// trials and of distinct inputs.
+/// trials and of distinct inputs (16 bytes: a generated run may regenerate
+/// a trial in ten).
 struct Regenerated {
     first: u32,
     at: u32,
-    trials: u64,
-    inputs: u64,
+    trials: u32,
+    inputs: u32,
 }
 
 impl RunIndex {
@@ -301,8 +302,8 @@ impl RunIndex {
                 found.push(Regenerated {
                     first: same[0],
                     at,
-                    trials: same.len() as u64,
-                    inputs: distinct.len() as u64,
+                    trials: same.len() as u32,
+                    inputs: distinct.len() as u32,
                 });
             }
         }
@@ -318,8 +319,8 @@ impl RunIndex {
                     case: self.name(row.case),
                     variant: self.name(row.variant),
                     model: (model != NO_SYM).then(|| self.name(model)),
-                    trials: r.trials,
-                    inputs: r.inputs,
+                    trials: u64::from(r.trials),
+                    inputs: u64::from(r.inputs),
                     file: self.file_of(row),
                     line: self.loc(at as usize).line,
                 },
