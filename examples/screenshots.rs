@@ -191,7 +191,10 @@ fn journal_line(app: &App, e: &Entry) -> Result<String, String> {
         .iter()
         .find(|r| app.index.str(r.case) == e.case && app.index.str(r.variant) == e.variant)
         .ok_or_else(|| format!("{}/{} is not in {RICH}", e.case, e.variant))?;
-    let line = app.index.read_line(row.loc).map_err(|e| e.to_string())?;
+    let line = app
+        .index
+        .read_line_from(row.pos)
+        .map_err(|e| e.to_string())?;
     let key = triage::core::index::keys::line_key(&line)
         .ok_or_else(|| format!("{}/{} has no record key", e.case, e.variant))?;
     Ok(serde_json::json!({

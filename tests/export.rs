@@ -138,13 +138,12 @@ impl Fixture {
         .expect("load the rich sample");
         let mut lines = String::new();
         for (k, (line, case, category, note, source)) in ANNOTATIONS.iter().enumerate() {
-            let row = index
-                .rows
-                .iter()
-                .find(|r| r.loc.line == *line)
+            let i = (0..index.rows.len())
+                .find(|&i| index.loc(i).line == *line)
                 .expect("an annotated line");
+            let row = &index.rows[i];
             assert_eq!(index.str(row.case), *case, "line {line}");
-            let bytes = index.read_line(row.loc).expect("the line reads");
+            let bytes = index.read_line(index.loc(i)).expect("the line reads");
             let key = triage::core::index::keys::line_key(&bytes).expect("a key");
             let event = json!({
                 "v": 1,
@@ -564,7 +563,7 @@ fn query_rows(run: &Path, q: &str, all: bool) -> Vec<(String, u32)> {
     hits.iter()
         .map(|&i| {
             let r = &index.rows[i as usize];
-            (index.str(r.case).to_string(), r.loc.line)
+            (index.str(r.case).to_string(), index.loc(i as usize).line)
         })
         .collect()
 }

@@ -628,8 +628,8 @@ fn every_fixture_opens_through_the_viewers_path() {
         assert_eq!(idx.files[0].path, path);
         assert_eq!(std::fs::read(&path).expect("fixture"), before, "{rel}");
         // Every pair's detail reads back from the converted records.
-        for r in &idx.rows {
-            let p = idx.load_pair(r).expect("detail");
+        for i in 0..idx.rows.len() {
+            let p = idx.load_pair(i).expect("detail");
             assert_eq!(p.raw["format"], format.name(), "{rel}");
         }
     }

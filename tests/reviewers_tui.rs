@@ -366,7 +366,7 @@ fn a_decision_made_in_the_viewer_is_this_reviewers_own() {
         .iter()
         .find(|r| r.status().is_failure())
         .unwrap();
-    let line = app.index.read_line(r.loc).unwrap();
+    let line = app.index.read_line_from(r.pos).unwrap();
     let key = line_key(&line).unwrap();
     bob.apply(vec![Change {
         key,

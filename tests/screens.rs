@@ -133,7 +133,7 @@ fn journal_line(app: &App, a: &Ann) -> String {
         .iter()
         .find(|r| app.index.str(r.case) == a.case && app.index.str(r.variant) == a.variant)
         .unwrap_or_else(|| panic!("{}/{} is not in the run", a.case, a.variant));
-    let line = app.index.read_line(row.loc).expect("the line reads");
+    let line = app.index.read_line_from(row.pos).expect("the line reads");
     let key = triage::core::index::keys::line_key(&line).expect("the line has a key");
     serde_json::json!({
         "v": 1,

@@ -83,7 +83,7 @@ impl Fixture {
     /// A row's record key, computed from its line with a full parse (not
     /// asked of the index, which learns keys only where it needs them).
     fn key(&self, row: u32) -> RecordKey {
-        let loc = self.app.index.rows[row as usize].loc;
+        let loc = self.app.index.loc(row as usize);
         let line = self.app.index.read_line(loc).expect("the line reads");
         record_key(&serde_json::from_slice(&line).expect("the line parses"))
     }
@@ -816,7 +816,7 @@ fn reload_keeps_annotations_attached_by_record_key() {
     let mut f = Fixture::new();
     let row = f.app.selected_row().expect("a failure is selected");
     let key = f.key(row);
-    let line = f.app.index.rows[row as usize].loc.line;
+    let line = f.app.index.loc(row as usize).line;
     f.classify('5');
     assert_eq!(f.app.classified, 1);
     assert_eq!(
@@ -837,14 +837,11 @@ fn reload_keeps_annotations_attached_by_record_key() {
 
     assert_eq!(f.app.run_change, None);
     assert_eq!(f.app.classified, 1);
-    let moved = f
-        .app
-        .index
-        .rows
-        .iter()
-        .find(|r| f.app.index.key(r) == Some(key))
+    let at = (0..f.app.index.rows.len())
+        .find(|&i| f.app.index.key(&f.app.index.rows[i]) == Some(key))
         .expect("the pair is still in the run, its key known");
-    assert_ne!(moved.loc.line, line);
+    let moved = &f.app.index.rows[at];
+    assert_ne!(f.app.index.loc(at).line, line);
     assert_eq!(
         f.app.annotation(moved).and_then(|a| a.category.as_deref()),
         Some("boundary")

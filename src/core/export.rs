@@ -229,6 +229,8 @@ pub fn write(
 /// One pair read again, with its annotation and suggestion.
 struct Pair<'a> {
     row: &'a PairRow,
+    /// The pair's line number.
+    line: u32,
     file: &'a str,
     lp: LoadedPair,
     ann: Option<&'a Annotation>,
@@ -242,7 +244,7 @@ struct Pair<'a> {
 fn file_name<'a>(index: &'a RunIndex, row: &PairRow) -> &'a str {
     index
         .files
-        .get(row.loc.file() as usize)
+        .get(row.pos.file() as usize)
         .map(|f| f.display.as_str())
         .unwrap_or("?")
 }
@@ -253,7 +255,7 @@ fn load<'a>(input: &ExportInput<'a>, i: u32) -> io::Result<Pair<'a>> {
         .rows
         .get(i as usize)
         .ok_or_else(|| io::Error::other(format!("no pair number {i} in the run")))?;
-    let lp = index.load_pair(row).map_err(io::Error::other)?;
+    let lp = index.load_pair(i as usize).map_err(io::Error::other)?;
     let store = input.store;
     // In blind review the suggestion of a pair the reviewer has not
     // decided stays hidden, as on the screen.
@@ -261,6 +263,7 @@ fn load<'a>(input: &ExportInput<'a>, i: u32) -> io::Result<Pair<'a>> {
         .filter(|_| !store.is_some_and(|s| s.hides(&lp.key)));
     Ok(Pair {
         row,
+        line: index.loc(i as usize).line,
         file: file_name(index, row),
         ann: store.and_then(|s| s.get(&lp.key)),
         decisions: store.map(|s| s.decisions(&lp.key)).unwrap_or_default(),
@@ -386,7 +389,7 @@ fn csv_row(p: &Pair) -> Vec<String> {
         |f: fn(&Annotation) -> Option<&str>| p.ann.and_then(f).map(csv_text).unwrap_or_default();
     vec![
         csv_text(p.file),
-        p.row.loc.line.to_string(),
+        p.line.to_string(),
         csv_text(&r.case_id),
         csv_text(&r.variant_id),
         d.status.name().to_string(),
@@ -474,7 +477,7 @@ fn pair_json(p: &Pair) -> Value {
     let failure = d.status.is_failure();
     json!({
         "file": p.file,
-        "line": p.row.loc.line,
+        "line": p.line,
         "case_id": r.case_id,
         "variant_id": r.variant_id,
         "repetition": r.repetition,

@@ -348,7 +348,7 @@ impl std::error::Error for GateError {}
 pub fn unusable(index: &RunIndex) -> Option<String> {
     let mut pairs = vec![0u64; index.files.len()];
     for r in &index.rows {
-        if let Some(n) = pairs.get_mut(r.loc.file() as usize) {
+        if let Some(n) = pairs.get_mut(r.pos.file() as usize) {
             *n += 1;
         }
     }
@@ -486,14 +486,15 @@ fn group_name(index: &RunIndex, i: usize, row: &PairRow, by: GroupBy) -> String 
 }
 
 /// A few pairs, one line each, for a failed gate's explanation.
-fn some_pairs(index: &RunIndex, rows: &[&PairRow]) -> Vec<String> {
+fn some_pairs(index: &RunIndex, rows: &[(usize, &PairRow)]) -> Vec<String> {
     let mut v: Vec<String> = rows
         .iter()
         .take(GATE_EXAMPLES)
-        .map(|r| {
+        .map(|&(i, r)| {
+            let loc = index.loc(i);
             let file = index
                 .files
-                .get(r.loc.file() as usize)
+                .get(loc.file() as usize)
                 .map(|f| f.display.as_str())
                 .unwrap_or("?");
             let line = format!(
@@ -501,7 +502,7 @@ fn some_pairs(index: &RunIndex, rows: &[&PairRow]) -> Vec<String> {
                 text::inert_line(index.str(r.case)),
                 text::inert_line(index.str(r.variant)),
                 text::inert_line(file),
-                r.loc.line
+                loc.line
             );
             text::truncate_cols(&line, 90)
         })
@@ -598,9 +599,10 @@ pub fn check_against(
         ),
         None => all,
     };
-    let rows: Vec<&PairRow> = selected
+    // Each selected row with its number (for its line in a message).
+    let rows: Vec<(usize, &PairRow)> = selected
         .iter()
-        .filter_map(|&i| index.rows.get(i as usize))
+        .filter_map(|&i| Some((i as usize, index.rows.get(i as usize)?)))
         .collect();
 
     let mut overall = Tally::default();
@@ -620,14 +622,14 @@ pub fn check_against(
     let mut r = String::new();
     header(&mut r, index, store, gates, &selected, &overall);
     // The selected pairs of each change since the baseline.
-    let changed = |c: ChangeKind| -> Vec<&PairRow> {
+    let changed = |c: ChangeKind| -> Vec<(usize, &PairRow)> {
         let Some(b) = baseline else {
             return Vec::new();
         };
         selected
             .iter()
             .filter(|&&i| b.comparison.change(i) == Some(c))
-            .filter_map(|&i| index.rows.get(i as usize))
+            .filter_map(|&i| Some((i as usize, index.rows.get(i as usize)?)))
             .collect()
     };
     if let Some(b) = baseline {
@@ -648,10 +650,10 @@ pub fn check_against(
 
     let mut results: Vec<GateResult> = Vec::new();
     if let Some(max) = gates.max_unclassified {
-        let open: Vec<&PairRow> = rows
+        let open: Vec<(usize, &PairRow)> = rows
             .iter()
             .copied()
-            .filter(|x| x.status().is_failure() && index.failure_category(store, x).is_none())
+            .filter(|(_, x)| x.status().is_failure() && index.failure_category(store, x).is_none())
             .collect();
         let ok = open.len() as u64 <= max;
         results.push(GateResult {
@@ -674,10 +676,10 @@ pub fn check_against(
         });
     }
     for c in &gates.fail_on {
-        let hits: Vec<&PairRow> = rows
+        let hits: Vec<(usize, &PairRow)> = rows
             .iter()
             .copied()
-            .filter(|x| index.failure_category(store, x) == Some(c.as_str()))
+            .filter(|(_, x)| index.failure_category(store, x) == Some(c.as_str()))
             .collect();
         let c = text::inert_line(c);
         let ok = hits.is_empty();
@@ -698,12 +700,12 @@ pub fn check_against(
     }
     if let Some(max) = gates.max_failures {
         let ok = overall.failed <= max;
-        let failed: Vec<&PairRow> = if ok {
+        let failed: Vec<(usize, &PairRow)> = if ok {
             Vec::new()
         } else {
             rows.iter()
                 .copied()
-                .filter(|x| stats::model_verdict(x) == Some(true))
+                .filter(|(_, x)| stats::model_verdict(x) == Some(true))
                 .collect()
         };
         results.push(GateResult {
@@ -723,7 +725,7 @@ pub fn check_against(
         let failing = |c| {
             changed(c)
                 .iter()
-                .filter(|x| x.status().is_failure())
+                .filter(|(_, x)| x.status().is_failure())
                 .count() as u64
         };
         let (inputs, added) = (

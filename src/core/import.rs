@@ -419,7 +419,7 @@ pub fn plan(
                 line: row.line,
                 kind: ProblemKind::NoKey(format!(
                     "line {} of the run cannot be read again; the run changed on disk — import again",
-                    pair.loc.line
+                    index.loc(target as usize).line
                 )),
             }),
         }

@@ -31,13 +31,15 @@ use super::load::open::{OpenError, RunFile, open_input};
 use super::model::{PairRecord, Policy};
 use super::problem::{Problem, ProblemCounts, ProblemKind};
 use super::record::{RecordError, map_record};
-use super::row::{Loc, NO_SYM, PairRow, RowLabels, Sym};
+use super::row::{Loc, NO_SYM, PairRow, Pos, RowLabels, Sym};
 
 pub mod inputs;
 pub mod keys;
+pub mod locs;
 pub mod strings;
 
 use keys::RowKeys;
+use locs::Locs;
 use strings::Strings;
 
 /// Lines longer than this become a problem unless the caller sets another cap.
@@ -60,6 +62,9 @@ pub struct RunIndex {
     /// [`RunIndex::push_row`]); a row added to this column directly reads
     /// as recording none.
     pub rows: Column<PairRow>,
+    /// Each row's line number and length, beside the rows' positions
+    /// (see [`Locs`] and [`RunIndex::loc`]).
+    locs: Locs,
     /// Each row's status, one byte per row, appended with the rows by
     /// [`RunIndex::apply`]: the list and the query scan it instead of the
     /// whole rows. See [`RunIndex::statuses`].
@@ -171,6 +176,18 @@ impl RunIndex {
     /// The string behind an interned id ("" for [`NO_SYM`]).
     pub fn str(&self, s: Sym) -> &str {
         self.strings.get(s).unwrap_or("")
+    }
+
+    /// Row `i`'s location: its position, line number and length. A row
+    /// added to [`RunIndex::rows`] directly, or by a batch without
+    /// locations, reads as line 0 of length 0.
+    pub fn loc(&self, i: usize) -> Loc {
+        let pos = |j: usize| self.rows.get(j).map(|r| r.pos);
+        self.locs.get(i, pos).unwrap_or_else(|| Loc {
+            pos: pos(i).unwrap_or_default(),
+            line: 0,
+            len: 0,
+        })
     }
 
     /// Each row's status, in row order, when the column covers every row
@@ -304,6 +321,9 @@ impl RunIndex {
     /// Merge a batch from the loader.
     pub fn apply(&mut self, b: Batch) {
         self.strings.extend(b.strings);
+        for full in b.shared {
+            self.strings.share(full);
+        }
         // A batch built by hand may leave its policies out: none recorded.
         self.policies.resize(self.versions.len(), None);
         self.policies.extend(b.policies);
@@ -323,6 +343,23 @@ impl RunIndex {
         self.push_labels(&b.labels[..b.labels.len().min(b.rows.len())]);
         let missing = b.rows.len().saturating_sub(b.labels.len());
         self.push_labels(&vec![none; missing]);
+        // Rows set some other way, or a batch without locations: the
+        // row's position only.
+        let at = |pos: Pos| Loc {
+            pos,
+            line: 0,
+            len: 0,
+        };
+        for i in self.locs.len()..self.rows.len() {
+            self.locs.push(at(self.rows[i].pos));
+        }
+        for (k, r) in b.rows.iter().enumerate() {
+            let loc = b
+                .locs
+                .get(k)
+                .map_or(at(r.pos), |l| Loc { pos: r.pos, ..*l });
+            self.locs.push(loc);
+        }
         // Rows set some other way, or a batch without digests: none recorded.
         self.inputs.resize(self.rows.len(), Default::default());
         self.rows.extend(b.rows);
@@ -389,16 +426,62 @@ impl RunIndex {
         Ok(buf)
     }
 
-    /// Read, parse and derive one pair. The error's `Display` is a message
-    /// for the screen.
-    pub fn load_pair(&self, row: &PairRow) -> Result<LoadedPair, LoadPairError> {
+    /// Read a pair's line again from its position alone, up to its newline
+    /// (or the end of the file), without the line's end (`\r\n` or `\n`):
+    /// for a row whose number is not at hand.
+    pub fn read_line_from(&self, pos: Pos) -> io::Result<Vec<u8>> {
+        let f = self
+            .files
+            .get(pos.file() as usize)
+            .ok_or_else(|| io::Error::other("no such input file"))?;
+        let mut line = Vec::new();
+        let mut buf = vec![0u8; 4096];
+        loop {
+            let n = f.read_some_at(&mut buf, pos.offset() + line.len() as u64)?;
+            match memchr::memchr(b'\n', &buf[..n]) {
+                Some(end) => {
+                    line.extend_from_slice(&buf[..end]);
+                    break;
+                }
+                None => line.extend_from_slice(&buf[..n]),
+            }
+            if n == 0 {
+                break;
+            }
+            if buf.len() < 1 << 20 {
+                buf.resize(buf.len() * 2, 0);
+            }
+        }
+        if line.last() == Some(&b'\r') {
+            line.pop();
+        }
+        Ok(line)
+    }
+
+    /// The row whose line starts at `pos`, if any (a scan of every row:
+    /// for messages).
+    pub fn row_at(&self, pos: Pos) -> Option<usize> {
+        self.rows.iter().position(|r| r.pos == pos)
+    }
+
+    /// Read, parse and derive pair number `i`. The error's `Display` is a
+    /// message for the screen.
+    pub fn load_pair(&self, i: usize) -> Result<LoadedPair, LoadPairError> {
+        let loc = self.loc(i);
+        let Some(&row) = self.rows.get(i) else {
+            return Err(LoadPairError::Unreadable {
+                file: "?".to_string(),
+                line: 0,
+                error: io::Error::other(format!("no pair number {i} in the run")),
+            });
+        };
         let file = self
             .files
-            .get(row.loc.file() as usize)
+            .get(loc.file() as usize)
             .map(|f| f.display.as_str())
             .unwrap_or("?");
-        let at = || (file.to_string(), row.loc.line);
-        let bytes = self.read_line(row.loc).map_err(|error| {
+        let at = || (file.to_string(), loc.line);
+        let bytes = self.read_line(loc).map_err(|error| {
             let (file, line) = at();
             LoadPairError::Unreadable { file, line, error }
         })?;
@@ -411,7 +494,7 @@ impl RunIndex {
             let (file, line) = at();
             LoadPairError::NotARecord { file, line, error }
         })?;
-        if self.key(row).is_some_and(|k| k != key)
+        if self.key(&row).is_some_and(|k| k != key)
             || record.case_id != self.str(row.case)
             || record.variant_id != self.str(row.variant)
         {
@@ -710,9 +793,16 @@ mod tests {
         assert!(idx.done);
         assert_eq!(idx.failures, 2);
         // Offsets point at the content, past the BOM and before the CR.
-        let first = idx.read_line(idx.rows[0].loc).unwrap();
+        let first = idx.read_line(idx.loc(0)).unwrap();
         assert_eq!(first, GOOD.as_bytes());
-        let loaded = idx.load_pair(&idx.rows[1]).unwrap();
+        assert_eq!((idx.loc(0).line, idx.loc(1).line), (1, 7));
+        // Read by position alone, up to the newline, without the CR.
+        assert_eq!(idx.read_line_from(idx.rows[0].pos).unwrap(), first);
+        assert_eq!(
+            idx.read_line_from(idx.rows[1].pos).unwrap(),
+            GOOD.as_bytes()
+        );
+        let loaded = idx.load_pair(1).unwrap();
         assert_eq!(loaded.record.case_id, "c1");
     }
 
@@ -741,7 +831,7 @@ mod tests {
         let idx = load_capped(text.as_bytes(), 1000);
         assert_eq!(idx.rows.len(), 1);
         assert_eq!(idx.problems[0].kind, ProblemKind::TooLong);
-        assert_eq!(idx.rows[0].loc.line, 2);
+        assert_eq!(idx.loc(0).line, 2);
     }
 
     #[test]
@@ -776,9 +866,16 @@ mod tests {
         );
         let idx = load_bytes(format!("{GOOD}\n{big}\n{GOOD}").as_bytes());
         assert_eq!(idx.rows.len(), 3);
-        assert_eq!(idx.rows[1].loc.line, 2);
-        assert_eq!(idx.read_line(idx.rows[1].loc).unwrap(), big.as_bytes());
-        assert_eq!(idx.read_line(idx.rows[2].loc).unwrap(), GOOD.as_bytes());
+        assert_eq!(idx.loc(1).line, 2);
+        assert_eq!(idx.read_line(idx.loc(1)).unwrap(), big.as_bytes());
+        assert_eq!(idx.read_line(idx.loc(2)).unwrap(), GOOD.as_bytes());
+        // By position: a line longer than the first read, and the last
+        // line, which has no newline.
+        assert_eq!(idx.read_line_from(idx.rows[1].pos).unwrap(), big.as_bytes());
+        assert_eq!(
+            idx.read_line_from(idx.rows[2].pos).unwrap(),
+            GOOD.as_bytes()
+        );
         // An overlong line spanning chunks is skipped with its full length.
         let idx = load_capped(format!("{GOOD}\n{big}\n{GOOD}\n{big}").as_bytes(), 1000);
         assert_eq!(idx.rows.len(), 2);

@@ -1410,7 +1410,7 @@ impl Compiled {
                     let (ascii, uni) = match &mut line {
                         Some(l) => l,
                         None => {
-                            let Ok(mut bytes) = index.read_line(row.loc) else {
+                            let Ok(mut bytes) = index.read_line(index.loc(i)) else {
                                 return false;
                             };
                             let uni = (needs_unicode && !bytes.is_ascii())

@@ -65,26 +65,65 @@ impl InputsDigest {
     }
 }
 
-/// Where a pair's line lives: 16 bytes, the input's number and the byte
-/// offset sharing one word.
+/// Where a pair's line starts: the input's number and the byte offset of
+/// the line's content, sharing one word (8 bytes). A row keeps its
+/// position; the index keeps the rest of its [`Loc`] beside the rows
+/// ([`RunIndex::loc`](super::index::RunIndex::loc)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Pos(u64);
+
+impl Pos {
+    const OFFSET_BITS: u32 = 48;
+
+    /// A position; offsets past 256 TB are clamped.
+    #[inline]
+    pub fn new(file: u16, offset: u64) -> Pos {
+        let offset = offset.min((1 << Self::OFFSET_BITS) - 1);
+        Pos((u64::from(file) << Self::OFFSET_BITS) | offset)
+    }
+
+    /// Which input (an index into
+    /// [`RunIndex::files`](super::index::RunIndex::files)).
+    #[inline]
+    pub fn file(self) -> u16 {
+        (self.0 >> Self::OFFSET_BITS) as u16
+    }
+
+    /// The byte offset of the line's content in its input.
+    #[inline]
+    pub fn offset(self) -> u64 {
+        self.0 & ((1 << Self::OFFSET_BITS) - 1)
+    }
+
+    /// The input and offset as one number, unique to a line within a run.
+    #[inline]
+    pub fn id(self) -> u64 {
+        self.0
+    }
+
+    /// The input of the line whose [`Pos::id`] is `id`.
+    pub fn file_of_id(id: u64) -> u16 {
+        (id >> Self::OFFSET_BITS) as u16
+    }
+}
+
+/// Where a pair's line lives: its [`Pos`], its 1-based line number and the
+/// length of its content. Rows keep only the position; the index gives a
+/// row's whole `Loc` ([`RunIndex::loc`](super::index::RunIndex::loc)).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Loc {
-    /// The input file in the top 16 bits, the byte offset in the low 48.
-    pos: u64,
+    pub pos: Pos,
     /// 1-based line number.
     pub line: u32,
     pub len: u32,
 }
 
 impl Loc {
-    const OFFSET_BITS: u32 = 48;
-
     /// A location; offsets past 256 TB are clamped.
     #[inline]
     pub fn new(file: u16, line: u32, offset: u64, len: u32) -> Loc {
-        let offset = offset.min((1 << Self::OFFSET_BITS) - 1);
         Loc {
-            pos: (u64::from(file) << Self::OFFSET_BITS) | offset,
+            pos: Pos::new(file, offset),
             line,
             len,
         }
@@ -93,22 +132,22 @@ impl Loc {
     /// Which input (an index into
     /// [`RunIndex::files`](super::index::RunIndex::files)).
     pub fn file(&self) -> u16 {
-        (self.pos >> Self::OFFSET_BITS) as u16
+        self.pos.file()
     }
 
     /// The byte offset of the line's content in its input.
     pub fn offset(&self) -> u64 {
-        self.pos & ((1 << Self::OFFSET_BITS) - 1)
+        self.pos.offset()
     }
 
     /// The input and offset as one number, unique to a line within a run.
     pub fn id(&self) -> u64 {
-        self.pos
+        self.pos.id()
     }
 
     /// The input of the line whose [`Loc::id`] is `id`.
     pub fn file_of_id(id: u64) -> u16 {
-        (id >> Self::OFFSET_BITS) as u16
+        Pos::file_of_id(id)
     }
 }
 
@@ -199,8 +238,10 @@ impl OutcomeCode {
 
 /// The compact summary of one pair that the list, counts and queries use.
 ///
-/// 48 bytes: the location, two interned strings (case and variant), five
-/// numbers and every small code packed in one word (see [`RowCodes`]).
+/// 40 bytes: the line's position, two interned strings (case and
+/// variant), five numbers and every small code packed in one word (see
+/// [`RowCodes`]). The line number and length are kept beside the rows
+/// ([`RunIndex::loc`](super::index::RunIndex::loc)).
 /// The values that take few distinct values in a run (transformation,
 /// family, the versions id, the repetition: a [`RowLabels`]) are kept
 /// beside the rows, in the index's narrow columns, and read by row number
@@ -208,7 +249,8 @@ impl OutcomeCode {
 /// neighbours).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PairRow {
-    pub loc: Loc,
+    /// Where the pair's line starts.
+    pub pos: Pos,
     pub case: Sym,
     pub variant: Sym,
     /// Variant minus source probability; NaN when not recorded.
@@ -226,8 +268,9 @@ pub struct PairRow {
     pub codes: PackedCodes,
 }
 
-// The memory target of issue #24 counts 48 bytes a pair for the row.
-const _: () = assert!(std::mem::size_of::<PairRow>() == 48);
+// The memory target of issue #24 counts 48 bytes a pair for the row and
+// what is kept beside it: 40 here, the rest in the index's columns.
+const _: () = assert!(std::mem::size_of::<PairRow>() == 40);
 
 /// The values of a row the index keeps beside it, each in a column as
 /// narrow as the run's values allow (most runs have a few transformations,
@@ -508,9 +551,10 @@ mod tests {
 
     #[test]
     fn pair_rows_stay_small() {
-        // 48 bytes: the memory target is 48 bytes per pair plus 50 MB, and
+        // 40 bytes: the memory target is 48 bytes per pair plus 50 MB, and
         // record keys are not part of the row (see `index::keys`).
-        assert_eq!(std::mem::size_of::<PairRow>(), 48);
+        assert_eq!(std::mem::size_of::<PairRow>(), 40);
+        assert_eq!(std::mem::size_of::<Pos>(), 8);
         assert_eq!(std::mem::size_of::<Loc>(), 16);
         let l = Loc::new(3, 7, 123_456_789_012, 99);
         assert_eq!(

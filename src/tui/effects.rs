@@ -581,16 +581,16 @@ fn export(
 
 /// Load and derive the pair at `row`, and build its document for the pane.
 pub fn load_detail(app: &mut App, row: u32, theme: &Theme) {
-    let Some(r) = app.index.rows.get(row as usize).copied() else {
+    if app.index.rows.get(row as usize).is_none() {
         return;
-    };
-    let pair = Arc::new(app.index.load_pair(&r).map_err(|e| e.to_string()));
+    }
+    let pair = Arc::new(app.index.load_pair(row as usize).map_err(|e| e.to_string()));
     // The baseline's version of the pair, for the decision strip.
     let old = app.baseline.as_ref().and_then(|b| {
         let m = b.comparison.as_ref()?.old_row(row)?;
-        let old_row = b.old.rows.get(m as usize)?;
+        b.old.rows.get(m as usize)?;
         Some(Arc::new(
-            b.old.load_pair(old_row).map_err(|e| e.to_string()),
+            b.old.load_pair(m as usize).map_err(|e| e.to_string()),
         ))
     });
     let suggestion = pair

@@ -367,7 +367,7 @@ mod tests {
     use super::*;
     use crate::core::annotations::AnnotationStore;
     use crate::core::load::batch::Batch;
-    use crate::core::row::{Loc, PairRow, RowLabels};
+    use crate::core::row::{PairRow, Pos, RowLabels};
     use std::cmp::Ordering;
 
     use crate::core::index::sample::sample;
@@ -387,7 +387,7 @@ mod tests {
                 let mut l = base.labels(i % base.rows.len());
                 r.case = first_case + (i / 7) as Sym;
                 // A place of its own, for a key of its own.
-                r.loc = Loc::new(0, i as u32 + 1, i as u64 * 4096, r.loc.len);
+                r.pos = Pos::new(0, i as u64 * 4096);
                 r.dp = match i % 11 {
                     0 => f32::NAN,
                     k => (k as f32 - 5.0) / 20.0,

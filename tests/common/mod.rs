@@ -515,8 +515,8 @@ pub fn index_foreign(
     .unwrap_or_else(|e| panic!("{name}: {e}"));
     assert_eq!(idx.files[0].format, format, "{name}");
     assert!(idx.problems.is_empty(), "{name}: {:?}", idx.problems);
-    for r in &idx.rows {
-        idx.load_pair(r).expect("detail");
+    for i in 0..idx.rows.len() {
+        idx.load_pair(i).expect("detail");
     }
     idx
 }

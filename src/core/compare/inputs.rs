@@ -23,7 +23,6 @@ use serde_json::value::RawValue;
 use super::CompareError;
 use crate::core::index::RunIndex;
 use crate::core::key::canonical_bytes;
-use crate::core::row::PairRow;
 use crate::core::schema::{
     RawMembers, S_QUESTION, S_STATE, SIDE, T_ALLOWED, T_SOURCE, T_VARIANT, TOP,
 };
@@ -121,18 +120,19 @@ pub fn canonical(line: &[u8]) -> Option<u64> {
     digest(line, Form::Canonical)
 }
 
-fn read(index: &RunIndex, row: &PairRow) -> Result<Vec<u8>, CompareError> {
-    index.read_line(row.loc).map_err(|e| CompareError {
+fn read(index: &RunIndex, row: usize) -> Result<Vec<u8>, CompareError> {
+    let loc = index.loc(row);
+    index.read_line(loc).map_err(|e| CompareError {
         run: index.display_name(),
-        line: row.loc.line,
+        line: loc.line,
         reason: format!("cannot read the line again ({e})"),
     })
 }
 
-fn parse_error(index: &RunIndex, row: &PairRow) -> CompareError {
+fn parse_error(index: &RunIndex, row: usize) -> CompareError {
     CompareError {
         run: index.display_name(),
-        line: row.loc.line,
+        line: index.loc(row).line,
         reason: "the line no longer parses".to_string(),
     }
 }
@@ -144,7 +144,7 @@ pub fn differ(old: &RunIndex, oi: u32, new: &RunIndex, ni: u32) -> Result<bool, 
     if both_taken && d_old == d_new {
         return Ok(false);
     }
-    let (old_row, new_row) = (&old.rows[oi as usize], &new.rows[ni as usize]);
+    let (old_row, new_row) = (oi as usize, ni as usize);
     let (a, b) = (read(old, old_row)?, read(new, new_row)?);
     // Two taken digests that differ are inputs written differently; else
     // the lines are digested as written here first.

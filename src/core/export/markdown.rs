@@ -531,7 +531,7 @@ impl Md<'_, '_> {
                 )?;
             }
         }
-        let mut from = vec![code(&format!("{}:{}", p.file, p.row.loc.line), false)];
+        let mut from = vec![code(&format!("{}:{}", p.file, p.line), false)];
         if let Some((f, inferred)) = crate::core::derive::family_of(r, &d.transformation) {
             let inferred = if inferred { " (inferred)" } else { "" };
             from.push(format!("family {}{inferred}", code(f, false)));
@@ -849,7 +849,10 @@ impl Md<'_, '_> {
                     crate::core::derive::NOT_RECORDED => "*not recorded*".to_string(),
                     t => code(t, true),
                 },
-                code(&format!("{}:{}", file_name(index, r), r.loc.line), true),
+                code(
+                    &format!("{}:{}", file_name(index, r), index.loc(i as usize).line),
+                    true
+                ),
             )?;
         }
         writeln!(out)

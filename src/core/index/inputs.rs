@@ -152,55 +152,27 @@ impl CaseSet {
 /// The (case, variant, model) of a trial.
 type Trial = (Sym, Sym, Sym);
 
-/// The trials that repeat: their rows, grouped by trial, and each group as
-/// (start, length) in `rows`.
-struct Trials {
-    rows: Vec<u32>,
-    groups: Vec<(u32, u32)>,
-}
+/// The rows the check of repeated trials sorts at once, about: the rows
+/// are taken in parts, by case, so that the check holds four bytes for
+/// each row of one part, not of the whole run (it runs once the whole
+/// run is indexed, at the load's peak).
+const PART_ROWS: usize = 1 << 20;
 
-impl Trials {
-    /// Each trial's rows, in row order, the trials in the order first seen.
-    fn each(&self) -> impl Iterator<Item = &[u32]> {
-        self.groups
-            .iter()
-            .map(|&(start, len)| &self.rows[start as usize..(start + len) as usize])
-    }
+/// A repeated trial whose lines record more than one set of inputs: its
+/// first row, the first whose inputs differ from that one's, its number of
+/// trials and of distinct inputs (16 bytes: a generated run may regenerate
+/// a trial in ten).
+struct Regenerated {
+    first: u32,
+    at: u32,
+    trials: u32,
+    inputs: u32,
 }
 
 impl RunIndex {
     fn trial(&self, i: u32) -> Trial {
         let row = &self.rows[i as usize];
         (row.case, row.variant, self.model(i as usize))
-    }
-
-    /// The rows of `rows` that record inputs, by trial: those of each trial
-    /// that repeats, in row order, the trials in the order first seen.
-    /// Sorted in place rather than hashed, so a run of a million repeated
-    /// trials costs four bytes a row and eight a trial.
-    fn repeated_trials(&self, rows: impl Iterator<Item = u32> + Clone) -> Trials {
-        use rayon::prelude::*;
-        // Counted first, so that the vector holds no growth slack: this
-        // runs once the whole run is indexed, at the load's peak.
-        let recorded = |&i: &u32| self.inputs_of(i).is_some();
-        let mut sorted: Vec<u32> = Vec::with_capacity(rows.clone().filter(recorded).count());
-        sorted.extend(rows.filter(recorded));
-        let trial = |i: u32| self.trial(i);
-        sorted.par_sort_unstable_by_key(|&i| (trial(i), i));
-        let mut groups = Vec::new();
-        let mut start = 0u32;
-        for same in sorted.chunk_by(|&a, &b| trial(a) == trial(b)) {
-            let len = same.len() as u32;
-            if len > 1 {
-                groups.push((start, len));
-            }
-            start += len;
-        }
-        groups.sort_unstable_by_key(|&(start, _)| sorted[start as usize]);
-        Trials {
-            rows: sorted,
-            groups,
-        }
     }
 
     /// The digest of row `i`'s inputs; `None` when its line records none,
@@ -218,7 +190,7 @@ impl RunIndex {
 
     fn file_of(&self, row: &PairRow) -> String {
         self.files
-            .get(row.loc.file() as usize)
+            .get(row.pos.file() as usize)
             .map(|f| f.display.clone())
             .unwrap_or_default()
     }
@@ -270,35 +242,87 @@ impl RunIndex {
         self.mixed_policies(rows.clone())
             .into_iter()
             .for_each(|(case, w)| sink(case, w));
-        self.regenerated(&self.repeated_trials(rows), sink);
+        self.regenerated(rows, sink);
     }
 
-    /// Each of `trials` (the rows of one repeated trial each, every one
-    /// with a digest) whose lines record more than one set of inputs,
-    /// given to `out`.
-    fn regenerated(&self, trials: &Trials, mut out: impl FnMut(Sym, InputWarning)) {
+    /// Each repeated trial of `rows` (its rows that record inputs) whose
+    /// lines record more than one set of inputs, given to `out` in the
+    /// order first seen.
+    fn regenerated(
+        &self,
+        rows: impl Iterator<Item = u32> + Clone,
+        out: impl FnMut(Sym, InputWarning),
+    ) {
+        self.regenerated_in_parts(rows, PART_ROWS, out)
+    }
+
+    /// [`Self::regenerated`], sorting about `part_rows` rows at once: the
+    /// rows of each part (the cases whose id leaves one remainder) are
+    /// sorted by trial, in place rather than hashed; a trial's rows are all
+    /// in one part.
+    fn regenerated_in_parts(
+        &self,
+        rows: impl Iterator<Item = u32> + Clone,
+        part_rows: usize,
+        mut out: impl FnMut(Sym, InputWarning),
+    ) {
+        use rayon::prelude::*;
         let digest = |i: u32| self.inputs_of(i).unwrap_or_default();
-        for trial in trials.each() {
-            let first = digest(trial[0]);
-            // The first trial whose inputs differ from the first one's.
-            let Some(&at) = trial.iter().find(|&&i| digest(i) != first) else {
-                continue;
-            };
-            let mut distinct: Vec<u32> = trial.iter().map(|&i| digest(i)).collect();
-            distinct.sort_unstable();
-            distinct.dedup();
-            let r = &self.rows[at as usize];
+        // Rows past the rows or that record no inputs are left out.
+        let case = |i: u32| {
+            self.inputs_of(i)?;
+            self.rows.get(i as usize).map(|r| r.case)
+        };
+        let recorded = rows.clone().filter(|&i| case(i).is_some()).count();
+        let parts = recorded.div_ceil(part_rows.max(1)).max(1) as u32;
+        // Counted first, so that the part's vector holds no growth slack.
+        let mut sizes = vec![0usize; parts as usize];
+        for c in rows.clone().filter_map(case) {
+            sizes[(c % parts) as usize] += 1;
+        }
+        let mut part: Vec<u32> = Vec::with_capacity(sizes.iter().copied().max().unwrap_or(0));
+        let trial = |i: u32| self.trial(i);
+        let mut found = Vec::new();
+        for p in 0..parts {
+            part.clear();
+            part.extend(
+                rows.clone()
+                    .filter(|&i| case(i).is_some_and(|c| c % parts == p)),
+            );
+            part.par_sort_unstable_by_key(|&i| (trial(i), i));
+            for same in part.chunk_by(|&a, &b| trial(a) == trial(b)) {
+                let first = digest(same[0]);
+                // The first trial whose inputs differ from the first one's.
+                let Some(&at) = same.iter().find(|&&i| digest(i) != first) else {
+                    continue;
+                };
+                let mut distinct: Vec<u32> = same.iter().map(|&i| digest(i)).collect();
+                distinct.sort_unstable();
+                distinct.dedup();
+                found.push(Regenerated {
+                    first: same[0],
+                    at,
+                    trials: same.len() as u32,
+                    inputs: distinct.len() as u32,
+                });
+            }
+        }
+        drop(part);
+        found.sort_unstable_by_key(|r| r.first);
+        for r in found {
+            let at = r.at;
+            let row = &self.rows[at as usize];
             let model = self.model(at as usize);
             out(
-                r.case,
+                row.case,
                 InputWarning::RegeneratedInputs {
-                    case: self.name(r.case),
-                    variant: self.name(r.variant),
+                    case: self.name(row.case),
+                    variant: self.name(row.variant),
                     model: (model != NO_SYM).then(|| self.name(model)),
-                    trials: trial.len() as u64,
-                    inputs: distinct.len() as u64,
-                    file: self.file_of(r),
-                    line: r.loc.line,
+                    trials: u64::from(r.trials),
+                    inputs: u64::from(r.inputs),
+                    file: self.file_of(row),
+                    line: self.loc(at as usize).line,
                 },
             );
         }
@@ -341,7 +365,8 @@ impl RunIndex {
             .into_iter()
             .filter_map(|case| {
                 let (uses, second) = cases.remove(&case)?;
-                let r = &self.rows[second? as usize];
+                let second = second? as usize;
+                let r = &self.rows[second];
                 Some((
                     case,
                     InputWarning::MixedPolicies {
@@ -355,7 +380,7 @@ impl RunIndex {
                             })
                             .collect(),
                         file: self.file_of(r),
-                        line: r.loc.line,
+                        line: self.loc(second).line,
                     },
                 ))
             })
@@ -502,6 +527,70 @@ mod tests {
         assert_ne!(index.inputs_checked, index.rows.len());
         index.check_inputs();
         assert!(index.warned_cases.is_empty());
+    }
+
+    /// Sorting the rows in parts, by case, finds the same regenerated
+    /// trials in the same order as sorting them at once, whatever the part
+    /// size.
+    #[test]
+    fn trials_checked_in_parts_warn_as_checked_at_once() {
+        use crate::core::index::{OpenOptions, load_run};
+        use std::io::Write;
+        let mut f = tempfile::NamedTempFile::new().unwrap();
+        // Three rounds over seven cases of two variants: a trial's rows are
+        // far apart; some trials get other inputs in a later round.
+        for round in 0..3 {
+            for t in 0..7 {
+                for v in 0..2 {
+                    let q = if (t + v) % 3 == 0 && round == 2 {
+                        format!("other{t}")
+                    } else if t == 5 && round == 1 {
+                        "again".to_string()
+                    } else {
+                        "q".to_string()
+                    };
+                    writeln!(
+                        f,
+                        r#"{{"case_id":"c{t}","variant_id":"v{v}","repetition":{round},"source":{{"question":"q","state":{{"a":1}}}},"variant":{{"question":"{q}","state":{{"a":1}}}}}}"#
+                    )
+                    .unwrap();
+                }
+            }
+        }
+        f.flush().unwrap();
+        let path = f.path().to_string_lossy().to_string();
+        let index = load_run(&[path], &OpenOptions::default()).unwrap();
+        let rows = 0..index.rows.len() as u32;
+        let warnings = |part_rows: usize| {
+            let mut out = Vec::new();
+            index.regenerated_in_parts(rows.clone(), part_rows, |_, w| out.push(w));
+            out
+        };
+        let at_once = warnings(usize::MAX);
+        // (t + v) % 3 == 0 for five trials, one of them c5's, and c5's other.
+        assert_eq!(at_once.len(), 6);
+        // In the order first seen, each at its first line with other inputs.
+        let seen: Vec<(String, u32)> = at_once
+            .iter()
+            .map(|w| match w {
+                InputWarning::RegeneratedInputs { case, variant, .. } => {
+                    (format!("{case}/{variant}"), w.at().1)
+                }
+                InputWarning::MixedPolicies { .. } => unreachable!("one policy"),
+            })
+            .collect();
+        let want = [
+            ("c0/v0", 29),
+            ("c2/v1", 34),
+            ("c3/v0", 35),
+            ("c5/v0", 25),
+            ("c5/v1", 26),
+            ("c6/v0", 41),
+        ];
+        assert_eq!(seen, want.map(|(t, l)| (t.to_string(), l)));
+        for part_rows in [1, 2, 3, 5, 8, 13, 40] {
+            assert_eq!(warnings(part_rows), at_once, "parts of {part_rows}");
+        }
     }
 
     /// Past [`KEPT_PER_KIND`] case warnings, the rest are counted, not

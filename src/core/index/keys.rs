@@ -53,7 +53,7 @@ impl RunIndex {
     /// The record key of a row, when the index knows it: after
     /// [`RunIndex::resolve_keys`], every row an annotation could be on.
     pub fn key(&self, row: &PairRow) -> Option<RecordKey> {
-        self.keys.by_loc.get(&row.loc.id()).copied()
+        self.keys.by_loc.get(&row.pos.id()).copied()
     }
 
     /// The annotation of a row under its current key.
@@ -132,7 +132,7 @@ impl RunIndex {
             return Ok(k);
         }
         let k = self.read_key(&row)?;
-        self.keys.by_loc.insert(row.loc.id(), k);
+        self.keys.by_loc.insert(row.pos.id(), k);
         Ok(k)
     }
 
@@ -148,7 +148,7 @@ impl RunIndex {
             .collect();
         let read: Vec<Option<(u64, RecordKey)>> = missing
             .par_iter()
-            .map(|r| self.read_key(r).ok().map(|k| (r.loc.id(), k)))
+            .map(|r| self.read_key(r).ok().map(|k| (r.pos.id(), k)))
             .collect();
         let failed = read.iter().filter(|r| r.is_none()).count();
         self.keys.by_loc.extend(read.into_iter().flatten());
@@ -157,20 +157,23 @@ impl RunIndex {
 
     /// Remember a key learnt elsewhere (from [`RunIndex::load_pair`]).
     pub fn remember_key(&mut self, row: &PairRow, key: RecordKey) {
-        self.keys.by_loc.insert(row.loc.id(), key);
+        self.keys.by_loc.insert(row.pos.id(), key);
     }
 
+    /// The key read from the row's line, found by its position (the row's
+    /// number is not at hand: the line number is looked up for a message).
     fn read_key(&self, row: &PairRow) -> Result<RecordKey, String> {
-        let bytes = self.read_line(row.loc).map_err(|e| {
+        let line = || self.row_at(row.pos).map_or(0, |i| self.loc(i).line);
+        let bytes = self.read_line_from(row.pos).map_err(|e| {
             format!(
                 "line {}: cannot read the line again ({e}); press R to reload the run",
-                row.loc.line
+                line()
             )
         })?;
         line_key(&bytes).ok_or_else(|| {
             format!(
                 "line {}: the line no longer parses; the file was changed while open — press R to reload the run",
-                row.loc.line
+                line()
             )
         })
     }
@@ -223,7 +226,7 @@ impl RunIndex {
             .filter(|row| {
                 flag(&self.keys.flags, row.case) & CASE != 0
                     && flag(&self.keys.flags, row.variant) & VARIANT != 0
-                    && !self.keys.by_loc.contains_key(&row.loc.id())
+                    && !self.keys.by_loc.contains_key(&row.pos.id())
                     && store.names(self.str(row.case), self.str(row.variant))
             })
             .collect();
@@ -231,7 +234,7 @@ impl RunIndex {
         let found: Vec<(u64, RecordKey)> = wanted
             .par_iter()
             .with_min_len(256)
-            .filter_map(|row| self.read_key(row).ok().map(|k| (row.loc.id(), k)))
+            .filter_map(|row| self.read_key(row).ok().map(|k| (row.pos.id(), k)))
             .collect();
         self.keys.by_loc.extend(found);
         self.keys.checked = self.rows.len();
@@ -280,8 +283,9 @@ mod tests {
         index
             .rows
             .iter()
-            .map(|r| {
-                let line = index.read_line(r.loc).expect("the line reads");
+            .enumerate()
+            .map(|(i, _)| {
+                let line = index.read_line(index.loc(i)).expect("the line reads");
                 record_key(&serde_json::from_slice(&line).expect("the line parses"))
             })
             .collect()
@@ -436,6 +440,6 @@ mod tests {
         f.set_len(10).expect("truncate");
         assert!(index.key_of(9).is_err());
         assert_eq!(index.ensure_keys(&[9, 10]), 2);
-        assert!(index.load_pair(&index.rows[9].clone()).is_err());
+        assert!(index.load_pair(9).is_err());
     }
 }

@@ -14,6 +14,7 @@ use rustc_hash::FxHashMap;
 
 use super::intern::{Field, Strings};
 use super::line::{Line, LineOut};
+use crate::core::index::strings::Shared;
 use crate::core::model::Policy;
 use crate::core::problem::{KEPT_PER_KIND, Problem, ProblemCounts, ProblemKind};
 use crate::core::row::{InputsDigest, Loc, PackedCodes, PairRow, RowCodes, RowLabels, Sym};
@@ -32,6 +33,10 @@ fn policy_bits(p: Policy) -> [u64; 2] {
 pub struct Batch {
     /// Strings interned since the last batch, in id order.
     pub strings: Vec<Box<str>>,
+    /// The chunks of strings the loader filled since the last batch: the
+    /// index keeps them instead of its copies
+    /// ([`Strings::share`](crate::core::index::strings::Strings::share)).
+    pub shared: Vec<Shared>,
     /// (contract, schema, model) triples first seen since the last batch, in id order.
     pub versions: Vec<[Sym; 3]>,
     /// The policy of each of those versions ids, in the same order: a
@@ -39,6 +44,10 @@ pub struct Batch {
     /// routed by.
     pub policies: Vec<Option<Policy>>,
     pub rows: Vec<PairRow>,
+    /// Each row's line number and length, beside `rows` (the position is
+    /// the row's; a batch built by hand may leave it empty: line 0, length
+    /// 0). The index keeps them sparsely ([`crate::core::index::locs`]).
+    pub locs: Vec<Loc>,
     /// Each row's transformation, family, versions id and repetition,
     /// beside `rows` (a batch built by hand may leave it empty: none
     /// recorded).
@@ -90,7 +99,8 @@ impl IndexState {
     /// goes out with the batch.
     #[inline]
     fn intern(&mut self, field: Field, s: Option<&[u8]>) -> Sym {
-        self.strings.intern(field, s, &mut self.batch.strings)
+        self.strings
+            .intern(field, s, &mut self.batch.strings, &mut self.batch.shared)
     }
 
     fn versions(&mut self, triple: [Sym; 3], policy: Option<Policy>) -> u32 {
@@ -213,13 +223,14 @@ impl IndexState {
                     self.intern(Field::Schema, d.schema.as_ref().map(|t| t.bytes(buf))),
                     self.intern(Field::Model, d.model.as_ref().map(|t| t.bytes(buf))),
                 ];
+                let loc = Loc::new(
+                    file_idx,
+                    u32::try_from(line.no).unwrap_or(u32::MAX),
+                    line.offset + d.trim_start as u64,
+                    u32::try_from(d.body_len).unwrap_or(u32::MAX),
+                );
                 let row = PairRow {
-                    loc: Loc::new(
-                        file_idx,
-                        u32::try_from(line.no).unwrap_or(u32::MAX),
-                        line.offset + d.trim_start as u64,
-                        u32::try_from(d.body_len).unwrap_or(u32::MAX),
-                    ),
+                    pos: loc.pos,
                     case: self.intern(Field::Case, Some(d.case.bytes(buf))),
                     variant: self.intern(Field::Variant, Some(d.variant.bytes(buf))),
                     dp: s.dp,
@@ -240,6 +251,7 @@ impl IndexState {
                     repetition: s.repetition,
                 };
                 self.batch.rows.push(row);
+                self.batch.locs.push(loc);
                 self.batch.labels.push(labels);
                 self.batch.inputs.push(d.inputs);
             }

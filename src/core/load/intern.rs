@@ -10,16 +10,16 @@ use std::hash::Hasher;
 
 use rustc_hash::FxHasher;
 
+use crate::core::index::strings::{self, Shared};
 use crate::core::row::{NO_SYM, Sym};
 
-/// The loader's interned strings: each stored once, end to end in one
-/// buffer, with a table of ids hashed by their text (a map keyed by the
-/// strings would hold a second copy of each, plus a pointer and length).
+/// The loader's interned strings: each stored once, in the chunks it
+/// shares with the index ([`strings::Strings`]), with a table of ids hashed
+/// by their text (a map keyed by the strings would hold a second copy of
+/// each, plus a pointer and length).
 #[derive(Default)]
 struct Interner {
-    text: String,
-    /// Where each string ends in `text`, by id.
-    ends: Vec<usize>,
+    strings: strings::Strings,
     table: hashbrown::HashTable<Sym>,
 }
 
@@ -35,48 +35,33 @@ impl Interner {
         h.finish()
     }
 
-    /// Where the string with id `id` lies in `text`.
-    #[inline(always)]
-    fn span(ends: &[usize], id: Sym) -> std::ops::Range<usize> {
-        let i = id as usize;
-        (if i == 0 { 0 } else { ends[i - 1] })..ends[i]
-    }
-
-    /// The bytes of the string with id `id` in `text` (no check of char
-    /// boundaries: for comparisons).
-    #[inline(always)]
-    fn bytes_at<'a>(text: &'a str, ends: &[usize], id: Sym) -> &'a [u8] {
-        &text.as_bytes()[Self::span(ends, id)]
-    }
-
-    /// The string with id `id` in `text`.
-    fn at<'a>(text: &'a str, ends: &[usize], id: Sym) -> &'a str {
-        &text[Self::span(ends, id)]
-    }
-
     /// The id of `s`, and whether it was new.
+    #[cfg(test)]
     fn intern(&mut self, s: &str) -> (Sym, bool) {
-        self.intern_bytes(s.as_bytes()).unwrap_or((NO_SYM, false))
+        let (id, new, _) = self
+            .intern_bytes(s.as_bytes())
+            .unwrap_or((NO_SYM, false, None));
+        (id, new)
     }
 
     /// The id of the UTF-8 text `s`, looked up by its bytes (decoded only
-    /// when it is new), and whether it was new; `None` if it is not UTF-8.
-    fn intern_bytes(&mut self, s: &[u8]) -> Option<(Sym, bool)> {
+    /// when it is new), whether it was new, and the chunk it filled, if it
+    /// did; `None` if it is not UTF-8.
+    fn intern_bytes(&mut self, s: &[u8]) -> Option<(Sym, bool, Option<Shared>)> {
         use hashbrown::hash_table::Entry;
-        let Interner { text, ends, table } = self;
+        let Interner { strings, table } = self;
         let entry = table.entry(
             Self::hash(s),
-            |&id| Self::bytes_at(text, ends, id) == s,
-            |&id| Self::hash(Self::bytes_at(text, ends, id)),
+            |&id| strings.bytes(id) == s,
+            |&id| Self::hash(strings.bytes(id)),
         );
         match entry {
-            Entry::Occupied(e) => Some((*e.get(), false)),
+            Entry::Occupied(e) => Some((*e.get(), false, None)),
             Entry::Vacant(e) => {
-                let id = ends.len() as Sym;
-                text.push_str(std::str::from_utf8(s).ok()?);
-                ends.push(text.len());
+                let full = strings.push(std::str::from_utf8(s).ok()?);
+                let id = (strings.len() - 1) as Sym;
                 e.insert(id);
-                Some((id, true))
+                Some((id, true, full))
             }
         }
     }
@@ -141,31 +126,33 @@ impl Default for Strings {
 impl Strings {
     /// The id of `s` (bytes of a line validated as UTF-8, or of a string),
     /// checked against the field's recent id in its slot first, which needs
-    /// no decoding. A string seen for the first time is added to `new`.
+    /// no decoding. A string seen for the first time is added to `new`, and
+    /// a chunk of strings it filled to `full`.
     #[inline]
     pub(super) fn intern(
         &mut self,
         field: Field,
         s: Option<&[u8]>,
         new_strings: &mut Vec<Box<str>>,
+        full: &mut Vec<Shared>,
     ) -> Sym {
         let Some(s) = s else { return NO_SYM };
         let slot = &mut self.recent[field as usize][recent_slot(s)];
-        if *slot != NO_SYM {
-            let Interner { text, ends, .. } = &self.interned;
-            if Interner::bytes_at(text, ends, *slot) == s {
-                return *slot;
-            }
+        if *slot != NO_SYM && self.interned.strings.bytes(*slot) == s {
+            return *slot;
         }
         // The bytes are of a line validated as UTF-8.
-        let (id, new) = match self.interned.intern_bytes(s) {
+        let (id, new, filled) = match self.interned.intern_bytes(s) {
             Some(found) => found,
-            None => self.interned.intern(""),
+            None => self
+                .interned
+                .intern_bytes(b"")
+                .unwrap_or((NO_SYM, false, None)),
         };
         if new {
-            let Interner { text, ends, .. } = &self.interned;
-            new_strings.push(Interner::at(text, ends, id).into());
+            new_strings.push(self.interned.strings.get(id).unwrap_or("").into());
         }
+        full.extend(filled);
         *slot = id;
         id
     }
@@ -188,8 +175,8 @@ mod tests {
         let ids: Vec<Sym> = names.iter().map(|s| i.intern(s).0).collect();
         for (s, &id) in names.iter().zip(&ids) {
             assert_eq!(i.intern(s), (id, false));
-            assert_eq!(Interner::at(&i.text, &i.ends, id), s);
+            assert_eq!(i.strings.get(id), Some(s.as_str()));
         }
-        assert_eq!(i.ends.len(), 3 + names.len());
+        assert_eq!(i.strings.len(), 3 + names.len());
     }
 }

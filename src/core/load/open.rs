@@ -63,6 +63,12 @@ impl RunFile {
         read_exact_at(&self.reader, buf, offset)
     }
 
+    /// Read up to `buf.len()` bytes at `offset` of the file the index
+    /// reads; fewer only at its end.
+    pub(crate) fn read_some_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+        read_some_at(&self.reader, buf, offset)
+    }
+
     /// After a pass over every line (a text search): give the file's pages
     /// back to the kernel when the file is larger than memory, as the
     /// loader does behind its reader (see [`super::drop_behind`]).
@@ -112,6 +118,30 @@ impl std::fmt::Display for OpenError {
 pub(crate) fn read_exact_at(f: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
     use std::os::unix::fs::FileExt;
     f.read_exact_at(buf, offset)
+}
+
+/// Read at `offset` until `buf` is full or the file ends; the bytes read.
+pub(crate) fn read_some_at(f: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
+    let mut done = 0;
+    while done < buf.len() {
+        #[cfg(unix)]
+        let n = {
+            use std::os::unix::fs::FileExt;
+            f.read_at(&mut buf[done..], offset + done as u64)
+        };
+        #[cfg(not(unix))]
+        let n = {
+            use std::os::windows::fs::FileExt;
+            f.seek_read(&mut buf[done..], offset + done as u64)
+        };
+        match n {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
 }
 
 #[cfg(not(unix))]

@@ -2,7 +2,7 @@ use super::*;
 use crate::core::annotations::Change;
 use crate::core::index::{OpenOptions, load_run};
 use crate::core::load::batch::Batch;
-use crate::core::row::{Loc, RowLabels};
+use crate::core::row::{Pos, RowLabels};
 use proptest::prelude::*;
 use std::collections::HashMap;
 use std::io::Write;
@@ -367,15 +367,16 @@ fn triage_fields_follow_the_annotation_store() {
     let keys: HashMap<u64, RecordKey> = index
         .rows
         .iter()
-        .map(|r| {
-            let line = index.read_line(r.loc).expect("the line reads");
+        .enumerate()
+        .map(|(i, r)| {
+            let line = index.read_line(index.loc(i)).expect("the line reads");
             (
-                r.loc.id(),
+                r.pos.id(),
                 crate::core::index::keys::line_key(&line).expect("a key"),
             )
         })
         .collect();
-    let key = |r: &PairRow| keys[&r.loc.id()];
+    let key = |r: &PairRow| keys[&r.pos.id()];
     let dir = tempfile::tempdir().expect("temp dir");
     let mut store =
         AnnotationStore::open(&dir.path().join("run.triage.jsonl"), "alice").expect("store");
@@ -730,7 +731,7 @@ fn synthetic(n: usize) -> RunIndex {
             let mut r = base.rows[i % base.rows.len()];
             r.case = first_case + (i / 10) as Sym;
             // A place of its own, for a key of its own.
-            r.loc = Loc::new(0, i as u32 + 1, i as u64 * 4096, r.loc.len);
+            r.pos = Pos::new(0, i as u64 * 4096);
             r
         })
         .collect();

@@ -923,7 +923,7 @@ fn serializes_with_lowercase_grouping() {
 mod arbitrary {
     use super::*;
     use crate::core::load::batch::Batch;
-    use crate::core::row::{Loc, OutcomeCode, PackedCodes, RowCodes, RowLabels};
+    use crate::core::row::{OutcomeCode, PackedCodes, Pos, RowCodes, RowLabels};
     use proptest::prelude::*;
 
     fn float() -> impl Strategy<Value = f32> {
@@ -980,7 +980,7 @@ mod arbitrary {
                 )| {
                     (
                         PairRow {
-                            loc: Loc::new(0, 1, 0, 0),
+                            pos: Pos::new(0, 0),
                             case,
                             variant,
                             dp,

@@ -366,15 +366,16 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
         .title(Span::styled(mode, t.title));
     if let Some(d) = &app.detail
         && app.selected_row() == Some(d.row)
-        && let Some(row) = app.index.rows.get(d.row as usize)
+        && app.index.rows.get(d.row as usize).is_some()
     {
+        let at = app.index.loc(d.row as usize);
         let file = app
             .index
             .files
-            .get(row.loc.file() as usize)
+            .get(at.file() as usize)
             .map(|f| f.display.as_str())
             .unwrap_or("");
-        let loc = format!(" {}:{} ", crate::core::text::inert_line(file), row.loc.line);
+        let loc = format!(" {}:{} ", crate::core::text::inert_line(file), at.line);
         block = block.title_bottom(Line::from(Span::styled(loc, t.dim)).right_aligned());
     }
     let inner = block.inner(area);

@@ -117,8 +117,14 @@ fn fast_path_falls_back_on_anything_unusual() {
     .unwrap();
     let slow = load_run_with(&[p], &OpenOptions::default(), ParseMode::Slow).unwrap();
     assert_eq!(fast.rows.len(), slow.rows.len());
-    for (a, b) in fast.rows.iter().zip(&slow.rows) {
-        assert_eq!(format!("{a:?}"), format!("{b:?}"), "line {}", a.loc.line);
+    for (i, (a, b)) in fast.rows.iter().zip(&slow.rows).enumerate() {
+        assert_eq!(fast.loc(i), slow.loc(i));
+        assert_eq!(
+            format!("{a:?}"),
+            format!("{b:?}"),
+            "line {}",
+            fast.loc(i).line
+        );
     }
     assert_eq!(fast.strings(), slow.strings());
     assert_eq!(fast.problems, slow.problems);
