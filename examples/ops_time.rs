@@ -14,6 +14,14 @@
 //! accepting every suggestion in view (`Y y`, saved to a journal in a
 //! temporary directory) and undoing it. Prints one `name value` line per figure, in ms,
 //! plus the resident memory after loading.
+//!
+//! `OPS` chooses the operations to time, by name, comma-separated (default
+//! all): `query`, `sort`, `render`, `next`, `facets`, `summary`, `accept`
+//! (accepting every suggestion, then its undo). Loading is always timed.
+//!
+//! ```text
+//! OPS=sort,summary cargo run --release --example ops_time -- bench/data/run-1m.jsonl
+//! ```
 
 use std::time::{Duration, Instant};
 
@@ -62,7 +70,42 @@ fn proc_status(field: &str) -> String {
         .unwrap_or_else(|| "?".into())
 }
 
+/// The operations named in `OPS` (every one when it is unset or empty).
+struct Ops(Option<Vec<String>>);
+
+impl Ops {
+    const NAMES: [&str; 7] = [
+        "query", "sort", "render", "next", "facets", "summary", "accept",
+    ];
+
+    fn from_env() -> Ops {
+        let Ok(list) = std::env::var("OPS") else {
+            return Ops(None);
+        };
+        let names: Vec<String> = list
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect();
+        if let Some(bad) = names.iter().find(|n| !Self::NAMES.contains(&n.as_str())) {
+            eprintln!(
+                "OPS: unknown operation {bad:?}; known: {}",
+                Self::NAMES.join(",")
+            );
+            std::process::exit(2);
+        }
+        Ops((!names.is_empty()).then_some(names))
+    }
+
+    fn wants(&self, name: &str) -> bool {
+        self.0
+            .as_ref()
+            .is_none_or(|names| names.iter().any(|n| n == name))
+    }
+}
+
 fn main() {
+    let ops = Ops::from_env();
     let Some(run) = std::env::args().nth(1) else {
         eprintln!("usage: ops_time RUN");
         std::process::exit(2);
@@ -82,129 +125,139 @@ fn main() {
     }
     println!("view {}", app.view.len());
 
-    // A query typed one key at a time into the query bar, as a user does:
-    // each key re-parses the text and, when it parses, re-filters every pair
-    // (a bare word on the way, like `stat`, waits for Enter on a large run).
-    let work = app::update(&mut app, Action::StartQuery);
-    testing::run_effects(&mut app, work, &theme);
-    let mut keys = Vec::new();
-    let mut key_cpu = Vec::new();
-    for (i, c) in QUERY.char_indices() {
-        let (t, cpu) = (Instant::now(), cpu_ms());
-        app::type_text(&mut app, &c.to_string());
-        // A text term is filtered by the runner before the next frame.
-        if app.filter_pending() {
-            app.filter_view();
-        }
-        let (wall, cpu) = (ms(t.elapsed()), cpu_ms() - cpu);
-        let prefix = &QUERY[..i + c.len_utf8()];
-        if wall >= 1.0 {
-            println!(
-                "# key {prefix:?}: {wall:.2} ms (CPU {cpu:.2}), {} in view",
-                app.view.len()
-            );
-        }
-        keys.push((wall, prefix));
-        key_cpu.push(cpu);
-    }
-    if let Some((worst, prefix)) = keys.iter().max_by(|a, b| a.0.total_cmp(&b.0)) {
-        println!("query_worst_prefix {prefix:?} {worst:.2}");
-    }
-    let mut key_ms: Vec<f64> = keys.iter().map(|k| k.0).collect();
-    println!("query_keystroke_p50 {:.2}", pct(&mut key_ms.clone(), 0.5));
-    println!("query_keystroke_max {:.2}", pct(&mut key_ms, 1.0));
-    println!("query_keystroke_max_cpu {:.2}", pct(&mut key_cpu, 1.0));
-    println!("query_matches {}", app.view.len());
-    let work = app::update(&mut app, Action::InputSubmit);
-    testing::run_effects(&mut app, work, &theme);
-    // The whole query applied at once (Enter, a facet, a history entry).
-    let mut applied = Vec::new();
-    let mut applied_cpu = Vec::new();
-    for _ in 0..5 {
-        let (t, cpu) = (Instant::now(), cpu_ms());
-        let _ = app.set_query(QUERY);
-        applied.push(ms(t.elapsed()));
-        applied_cpu.push(cpu_ms() - cpu);
-    }
-    println!("query_apply_p50 {:.2}", pct(&mut applied, 0.5));
-    println!("query_apply_p50_cpu {:.2}", pct(&mut applied_cpu, 0.5));
-    // A text search (Enter on a bare word) reads every line again: for information.
-    let t = Instant::now();
-    let _ = app.set_query("timeout");
-    println!("text_search_ms {:.0}", ms(t.elapsed()));
-    println!("text_search_matches {}", app.view.len());
-    let _ = app.set_query("");
-
-    // Sorting every pair on each key. The string ranks are kept between
-    // sorts as the app keeps them; the first sort on a string column after
-    // loading ranks every interned string, and is reported on its own.
-    let all: Vec<u32> = (0..app.index.rows.len() as u32).collect();
-    let mut ranks = Ranks::default();
-    let mut sorts = Vec::new();
-    let mut sorts_cpu = Vec::new();
-    for key in [
-        SortKey::Status,
-        SortKey::Case,
-        SortKey::Case,
-        SortKey::Transformation,
-        SortKey::Drift,
-        SortKey::Margin,
-        SortKey::Route,
-    ] {
-        for descending in [false, true] {
-            let mut view = all.clone();
-            let first = ranks.is_empty();
+    if ops.wants("query") {
+        // A query typed one key at a time into the query bar, as a user does:
+        // each key re-parses the text and, when it parses, re-filters every pair
+        // (a bare word on the way, like `stat`, waits for Enter on a large run).
+        let work = app::update(&mut app, Action::StartQuery);
+        testing::run_effects(&mut app, work, &theme);
+        let mut keys = Vec::new();
+        let mut key_cpu = Vec::new();
+        for (i, c) in QUERY.char_indices() {
             let (t, cpu) = (Instant::now(), cpu_ms());
-            sort_rows_with(
-                &mut ranks,
-                &app.index,
-                &app.store,
-                &mut view,
-                Sort { key, descending },
-            );
-            let d = ms(t.elapsed());
-            let d_cpu = cpu_ms() - cpu;
-            let dir = if descending { "desc" } else { "asc" };
-            if first && !ranks.is_empty() {
-                println!("sort_first_with_ranking_{key:?}_ms {d:.1}");
-            } else {
-                println!("sort_{key:?}_{dir}_ms {d:.1} (cpu {d_cpu:.1})");
-                sorts.push(d);
-                sorts_cpu.push(d_cpu);
+            app::type_text(&mut app, &c.to_string());
+            // A text term is filtered by the runner before the next frame.
+            if app.filter_pending() {
+                app.filter_view();
+            }
+            let (wall, cpu) = (ms(t.elapsed()), cpu_ms() - cpu);
+            let prefix = &QUERY[..i + c.len_utf8()];
+            if wall >= 1.0 {
+                println!(
+                    "# key {prefix:?}: {wall:.2} ms (CPU {cpu:.2}), {} in view",
+                    app.view.len()
+                );
+            }
+            keys.push((wall, prefix));
+            key_cpu.push(cpu);
+        }
+        if let Some((worst, prefix)) = keys.iter().max_by(|a, b| a.0.total_cmp(&b.0)) {
+            println!("query_worst_prefix {prefix:?} {worst:.2}");
+        }
+        let mut key_ms: Vec<f64> = keys.iter().map(|k| k.0).collect();
+        println!("query_keystroke_p50 {:.2}", pct(&mut key_ms.clone(), 0.5));
+        println!("query_keystroke_max {:.2}", pct(&mut key_ms, 1.0));
+        println!("query_keystroke_max_cpu {:.2}", pct(&mut key_cpu, 1.0));
+        println!("query_matches {}", app.view.len());
+        let work = app::update(&mut app, Action::InputSubmit);
+        testing::run_effects(&mut app, work, &theme);
+        // The whole query applied at once (Enter, a facet, a history entry).
+        let mut applied = Vec::new();
+        let mut applied_cpu = Vec::new();
+        for _ in 0..5 {
+            let (t, cpu) = (Instant::now(), cpu_ms());
+            let _ = app.set_query(QUERY);
+            applied.push(ms(t.elapsed()));
+            applied_cpu.push(cpu_ms() - cpu);
+        }
+        println!("query_apply_p50 {:.2}", pct(&mut applied, 0.5));
+        println!("query_apply_p50_cpu {:.2}", pct(&mut applied_cpu, 0.5));
+        // A text search (Enter on a bare word) reads every line again: for information.
+        let t = Instant::now();
+        let _ = app.set_query("timeout");
+        println!("text_search_ms {:.0}", ms(t.elapsed()));
+        println!("text_search_matches {}", app.view.len());
+        let _ = app.set_query("");
+    }
+
+    if ops.wants("sort") {
+        // Sorting every pair on each key. The string ranks are kept between
+        // sorts as the app keeps them; the first sort on a string column after
+        // loading ranks every interned string, and is reported on its own.
+        let all: Vec<u32> = (0..app.index.rows.len() as u32).collect();
+        let mut ranks = Ranks::default();
+        let mut sorts = Vec::new();
+        let mut sorts_cpu = Vec::new();
+        for key in [
+            SortKey::Status,
+            SortKey::Case,
+            SortKey::Case,
+            SortKey::Transformation,
+            SortKey::Drift,
+            SortKey::Margin,
+            SortKey::Route,
+        ] {
+            for descending in [false, true] {
+                let mut view = all.clone();
+                let first = ranks.is_empty();
+                let (t, cpu) = (Instant::now(), cpu_ms());
+                sort_rows_with(
+                    &mut ranks,
+                    &app.index,
+                    &app.store,
+                    &mut view,
+                    Sort { key, descending },
+                );
+                let d = ms(t.elapsed());
+                let d_cpu = cpu_ms() - cpu;
+                let dir = if descending { "desc" } else { "asc" };
+                if first && !ranks.is_empty() {
+                    println!("sort_first_with_ranking_{key:?}_ms {d:.1}");
+                } else {
+                    println!("sort_{key:?}_{dir}_ms {d:.1} (cpu {d_cpu:.1})");
+                    sorts.push(d);
+                    sorts_cpu.push(d_cpu);
+                }
             }
         }
+        println!("sort_max {:.1}", pct(&mut sorts, 1.0));
+        println!("sort_max_cpu {:.1}", pct(&mut sorts_cpu, 1.0));
     }
-    println!("sort_max {:.1}", pct(&mut sorts, 1.0));
-    println!("sort_max_cpu {:.1}", pct(&mut sorts_cpu, 1.0));
 
-    // Frames at 200×50.
+    // Frames are drawn at 200×50.
     let keymap = Keymap::load("default").expect("default keymap");
     let mut terminal = Terminal::new(TestBackend::new(200, 50)).expect("test terminal");
-    let mut frames = Vec::new();
-    for i in 0..400 {
-        if i % 4 == 0 {
+
+    if ops.wants("render") {
+        // Frames at 200×50.
+        let mut frames = Vec::new();
+        for i in 0..400 {
+            if i % 4 == 0 {
+                let work = app::update(&mut app, Action::NextPair);
+                testing::run_effects(&mut app, work, &theme);
+            }
+            let t = Instant::now();
+            terminal
+                .draw(|f| ui::render(f, &app, &keymap, &theme))
+                .expect("draw");
+            frames.push(ms(t.elapsed()));
+        }
+        println!("render_p50 {:.3}", pct(&mut frames.clone(), 0.5));
+        println!("render_p99 {:.3}", pct(&mut frames, 0.99));
+    }
+
+    if ops.wants("next") {
+        // Next pair, with its line read again, parsed, derived and diffed.
+        let mut next = Vec::new();
+        for _ in 0..300 {
+            let t = Instant::now();
             let work = app::update(&mut app, Action::NextPair);
             testing::run_effects(&mut app, work, &theme);
+            next.push(ms(t.elapsed()));
         }
-        let t = Instant::now();
-        terminal
-            .draw(|f| ui::render(f, &app, &keymap, &theme))
-            .expect("draw");
-        frames.push(ms(t.elapsed()));
+        println!("next_pair_p50 {:.3}", pct(&mut next.clone(), 0.5));
+        println!("next_pair_p99 {:.3}", pct(&mut next, 0.99));
     }
-    println!("render_p50 {:.3}", pct(&mut frames.clone(), 0.5));
-    println!("render_p99 {:.3}", pct(&mut frames, 0.99));
-
-    // Next pair, with its line read again, parsed, derived and diffed.
-    let mut next = Vec::new();
-    for _ in 0..300 {
-        let t = Instant::now();
-        let work = app::update(&mut app, Action::NextPair);
-        testing::run_effects(&mut app, work, &theme);
-        next.push(ms(t.elapsed()));
-    }
-    println!("next_pair_p50 {:.3}", pct(&mut next.clone(), 0.5));
-    println!("next_pair_p99 {:.3}", pct(&mut next, 0.99));
 
     // The facets and the summary over every pair, each opened (counted and
     // laid out) and drawn once, then closed.
@@ -212,6 +265,9 @@ fn main() {
         ("facets", Action::ShowFacets),
         ("summary", Action::ShowSummary),
     ] {
+        if !ops.wants(name) {
+            continue;
+        }
         let (t, cpu) = (Instant::now(), cpu_ms());
         let work = app::update(&mut app, action);
         testing::run_effects(&mut app, work, &theme);
@@ -227,6 +283,9 @@ fn main() {
         testing::run_effects(&mut app, work, &theme);
     }
 
+    if !ops.wants("accept") {
+        return;
+    }
     // Every suggestion in view accepted (`Y`, then `y` at the prompt),
     // saved to the journal, then undone in one step (`u`).
     let before = app.classified;
