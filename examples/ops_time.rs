@@ -292,6 +292,12 @@ fn main() {
     let (t, cpu) = (Instant::now(), cpu_ms());
     let work = app::update(&mut app, Action::AcceptAllSuggestions);
     testing::run_effects(&mut app, work, &theme);
+    // For information: `Y` alone, the record keys read and the question asked.
+    println!(
+        "# accept_keys_ms {:.1} (cpu {:.1})",
+        ms(t.elapsed()),
+        cpu_ms() - cpu
+    );
     let work = app::update(&mut app, Action::Confirm);
     testing::run_effects(&mut app, work, &theme);
     println!(
