@@ -22,6 +22,11 @@
 //! ```text
 //! OPS=sort,summary cargo run --release --example ops_time -- bench/data/run-1m.jsonl
 //! ```
+//!
+//! `COLD=1` drops the run's pages from the page cache before loading, the
+//! text search and `Y`, so that each reads the run from disk, as they must on a
+//! run larger than memory: `bench/compare.sh` compares a ten-million-pair
+//! run with a one-million-pair one read the same way.
 
 use std::time::{Duration, Instant};
 
@@ -104,8 +109,19 @@ impl Ops {
     }
 }
 
+/// Drop the run's pages from the page cache (the kernel keeps no dirty
+/// page of a file we only read), so the next pass reads it from disk.
+fn drop_pages(run: &str) {
+    use std::os::fd::AsRawFd;
+    let file = std::fs::File::open(run).expect("open the run");
+    // SAFETY: a valid open descriptor; advice only.
+    let rc = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    assert_eq!(rc, 0, "posix_fadvise");
+}
+
 fn main() {
     let ops = Ops::from_env();
+    let cold = std::env::var_os("COLD").is_some_and(|v| v == "1");
     let Some(run) = std::env::args().nth(1) else {
         eprintln!("usage: ops_time RUN");
         std::process::exit(2);
@@ -113,6 +129,9 @@ fn main() {
     let dir = tempfile::tempdir().expect("temp dir");
     let journal = dir.path().join("journal.triage.jsonl");
     let theme = Theme::dark();
+    if cold {
+        drop_pages(&run);
+    }
     let t = Instant::now();
     let mut app = testing::app_for_size(&[run.as_str()], &journal, "bench", 200, 50, &theme);
     println!("load_ms {:.0}", ms(t.elapsed()));
@@ -124,6 +143,7 @@ fn main() {
         testing::run_effects(&mut app, work, &theme);
     }
     println!("view {}", app.view.len());
+    println!("cold {}", u8::from(cold));
 
     if ops.wants("query") {
         // A query typed one key at a time into the query bar, as a user does:
@@ -173,6 +193,9 @@ fn main() {
         println!("query_apply_p50 {:.2}", pct(&mut applied, 0.5));
         println!("query_apply_p50_cpu {:.2}", pct(&mut applied_cpu, 0.5));
         // A text search (Enter on a bare word) reads every line again: for information.
+        if cold {
+            drop_pages(&run);
+        }
         let t = Instant::now();
         let _ = app.set_query("timeout");
         println!("text_search_ms {:.0}", ms(t.elapsed()));
@@ -289,6 +312,9 @@ fn main() {
     // Every suggestion in view accepted (`Y`, then `y` at the prompt),
     // saved to the journal, then undone in one step (`u`).
     let before = app.classified;
+    if cold {
+        drop_pages(&run);
+    }
     let (t, cpu) = (Instant::now(), cpu_ms());
     let work = app::update(&mut app, Action::AcceptAllSuggestions);
     testing::run_effects(&mut app, work, &theme);
