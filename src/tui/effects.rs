@@ -224,8 +224,7 @@ pub fn carry(app: &mut App) {
             return;
         }
     };
-    let keys: HashSet<RecordKey> = changes.iter().map(|(c, _)| c.key).collect();
-    let files = app.index.files_of_keys(&keys);
+    let files = files_of(app, changes.iter().map(|(c, _)| c.key));
     let result = app
         .store
         .carry(changes, &|k| files.get(k).cloned().unwrap_or_default());
@@ -323,14 +322,28 @@ pub fn refresh_header(app: &mut App) {
     }
 }
 
+/// The run files of the pairs with these keys, by which a save chooses
+/// each change's journal. A store with one journal writes every change to
+/// it and asks for none: at ten million pairs, finding them is a pass over
+/// every known key.
+fn files_of(
+    app: &App,
+    keys: impl Iterator<Item = RecordKey>,
+) -> std::collections::HashMap<RecordKey, Vec<u16>> {
+    if app.store.journals().len() < 2 {
+        return Default::default();
+    }
+    let keys: HashSet<RecordKey> = keys.collect();
+    app.index.files_of_keys(&keys)
+}
+
 /// Write annotation changes through the store, each to the journal of its
 /// pair's run, and say what happened. An undo (or redo) whose pairs another
 /// triage changed since writes nothing: the step is dropped and the
 /// reviewer told who changed what.
 fn save(app: &mut App, changes: Vec<Change>, label: &str, guard: Guard) {
     let n = changes.len();
-    let keys: HashSet<RecordKey> = changes.iter().map(|c| c.key).collect();
-    let files = app.index.files_of_keys(&keys);
+    let files = files_of(app, changes.iter().map(|c| c.key));
     let route = |k: &RecordKey| files.get(k).cloned().unwrap_or_default();
     let expect = match &guard {
         Guard::None => None,
@@ -378,8 +391,7 @@ fn drop_unapplied(app: &mut App, redo: bool) -> &'static str {
 /// another resolution since writes nothing, as [`save`].
 fn resolve(app: &mut App, changes: Vec<ResolutionChange>, label: &str, guard: ResolutionGuard) {
     let n = changes.len();
-    let keys: HashSet<RecordKey> = changes.iter().map(|c| c.change.key).collect();
-    let files = app.index.files_of_keys(&keys);
+    let files = files_of(app, changes.iter().map(|c| c.change.key));
     let route = |k: &RecordKey| files.get(k).cloned().unwrap_or_default();
     let expect = match &guard {
         ResolutionGuard::None => None,
