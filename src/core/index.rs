@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::column::{self, Column, Narrow};
-use super::derive::{Derived, Status, derive};
+use super::column::Column;
+use super::derive::{Derived, derive};
 use super::formats::Format;
 use super::key::{RecordKey, record_key};
 use super::load::batch::Batch;
@@ -35,10 +35,12 @@ use super::row::{Loc, NO_SYM, PairRow, Pos, RowLabels, Sym};
 
 pub mod inputs;
 pub mod keys;
+pub mod labels;
 pub mod locs;
 pub mod strings;
 
 use keys::RowKeys;
+pub use labels::{LabelSet, LabelSets, Statuses};
 use locs::Locs;
 use strings::Strings;
 
@@ -65,17 +67,10 @@ pub struct RunIndex {
     /// Each row's line number and length, beside the rows' positions
     /// (see [`Locs`] and [`RunIndex::loc`]).
     locs: Locs,
-    /// Each row's status, one byte per row, appended with the rows by
-    /// [`RunIndex::apply`]: the list and the query scan it instead of the
-    /// whole rows. See [`RunIndex::statuses`].
-    statuses: Column<Status>,
-    /// Each row's family and transformation as a code (see [`Codes`]).
-    families: Codes,
-    transformations: Codes,
-    /// Each row's versions id ([`RowLabels::versions`]).
-    versions_ids: Narrow,
-    /// Each row's repetition ([`column::narrow::NONE`] for none).
-    repetitions: Narrow,
+    /// Each row's status and labels as the code of a distinct set (see
+    /// [`LabelSets`]), appended with the rows by [`RunIndex::apply`]: the
+    /// list and the query scan these codes instead of the whole rows.
+    labels: LabelSets,
     /// The problems kept with their line: the first
     /// [`crate::core::problem::KEPT_PER_KIND`] of each kind the loader found.
     pub problems: Vec<Problem>,
@@ -98,68 +93,6 @@ pub struct RunIndex {
     /// The cases that check warned about: no other case of those rows can
     /// warn in any part of them (see [`RunIndex::input_warnings`]).
     warned_cases: inputs::CaseSet,
-}
-
-/// A low-cardinality string column: code `c` stands for `values[c]`, and
-/// the codes are a [`Narrow`] column (one byte a row while there are fewer
-/// than 255 distinct values, two past that). A query term tests each
-/// distinct value once, then scans the codes instead of the rows.
-#[derive(Debug, Default, Clone)]
-pub struct Codes {
-    codes: Narrow,
-    /// The string of each code, in the order first seen.
-    values: Vec<Sym>,
-    map: rustc_hash::FxHashMap<Sym, u32>,
-}
-
-impl Codes {
-    fn push(&mut self, sym: Sym) {
-        let next = self.values.len() as u32;
-        let code = *self.map.entry(sym).or_insert(next);
-        if code == next {
-            self.values.push(sym);
-        }
-        self.codes.push(code);
-    }
-
-    /// The number of rows.
-    pub fn len(&self) -> usize {
-        self.codes.len()
-    }
-
-    /// Whether no row is coded.
-    pub fn is_empty(&self) -> bool {
-        self.codes.is_empty()
-    }
-
-    /// The distinct values, in the order first seen: code `c` is `values()[c]`.
-    pub fn values(&self) -> &[Sym] {
-        &self.values
-    }
-
-    /// The code of row `i`.
-    pub fn code(&self, i: usize) -> Option<u32> {
-        self.codes.get(i)
-    }
-
-    /// The value of row `i`.
-    #[inline]
-    pub fn get(&self, i: usize) -> Option<Sym> {
-        self.codes
-            .get(i)
-            .and_then(|c| self.values.get(c as usize).copied())
-    }
-
-    /// Keep the row numbers in `sel` whose code satisfies `keep` (see
-    /// [`Narrow::retain`]).
-    pub fn retain(&self, sel: &mut Vec<u32>, keep: impl FnMut(u32) -> bool) {
-        self.codes.retain(sel, keep)
-    }
-
-    /// Bytes held by the codes, used or not.
-    pub fn capacity_bytes(&self) -> usize {
-        self.codes.capacity_bytes()
-    }
 }
 
 /// A parsed pair with its derived facts and the raw line, for the detail view.
@@ -190,59 +123,47 @@ impl RunIndex {
         })
     }
 
-    /// Each row's status, in row order, when the column covers every row
+    /// Each row's status, in row order, when the codes cover every row
     /// (rows are added by [`RunIndex::apply`]); `None` if `rows` was set
     /// another way, and then the rows themselves must be read.
-    pub fn statuses(&self) -> Option<&Column<Status>> {
-        (self.statuses.len() == self.rows.len()).then_some(&self.statuses)
+    pub fn statuses(&self) -> Option<Statuses<'_>> {
+        (self.labels.len() == self.rows.len()).then(|| self.labels.statuses())
     }
 
-    /// Each row's family as a code.
-    pub fn family_codes(&self) -> &Codes {
-        &self.families
-    }
-
-    /// Each row's transformation as a code.
-    pub fn transformation_codes(&self) -> &Codes {
-        &self.transformations
+    /// Each row's status and labels as a code (see [`LabelSets`]).
+    pub fn label_sets(&self) -> &LabelSets {
+        &self.labels
     }
 
     /// Row `i`'s family ([`NO_SYM`] when not recorded).
     #[inline]
     pub fn family(&self, i: usize) -> Sym {
-        self.families.get(i).unwrap_or(NO_SYM)
+        self.labels.family(i)
     }
 
     /// Row `i`'s transformation ([`NO_SYM`] when not recorded).
     #[inline]
     pub fn transformation(&self, i: usize) -> Sym {
-        self.transformations.get(i).unwrap_or(NO_SYM)
+        self.labels.transformation(i)
     }
 
     /// Row `i`'s recorded repetition.
     #[inline]
     pub fn repetition(&self, i: usize) -> Option<u32> {
-        self.repetitions
-            .get(i)
-            .filter(|&r| r != column::narrow::NONE)
+        self.labels.repetition(i)
     }
 
     /// Row `i`'s versions id ([`RowLabels::versions`]).
     #[inline]
     pub fn versions_id_of(&self, i: usize) -> u32 {
-        self.versions_ids
-            .get(i)
-            .unwrap_or(crate::core::row::NO_VERSIONS)
+        self.labels.versions(i)
     }
 
     /// Row `i`'s values kept beside the row.
     pub fn labels(&self, i: usize) -> RowLabels {
-        RowLabels {
-            transformation: self.transformation(i),
-            family: self.family(i),
-            versions: self.versions_id_of(i),
-            repetition: self.repetition(i),
-        }
+        self.labels
+            .get(i)
+            .map_or_else(RowLabels::default, LabelSet::labels)
     }
 
     /// Every interned string, in id order.
@@ -308,16 +229,6 @@ impl RunIndex {
         });
     }
 
-    fn push_labels(&mut self, labels: &[RowLabels]) {
-        for l in labels {
-            self.families.push(l.family);
-            self.transformations.push(l.transformation);
-            self.versions_ids.push(l.versions);
-            self.repetitions
-                .push(l.repetition.unwrap_or(column::narrow::NONE));
-        }
-    }
-
     /// Merge a batch from the loader.
     pub fn apply(&mut self, b: Batch) {
         self.strings.extend(b.strings);
@@ -331,18 +242,16 @@ impl RunIndex {
         self.policies.resize(self.versions.len(), None);
         self.failures += b.rows.iter().filter(|r| r.status().is_failure()).count();
         self.skipped_lines += b.problems.iter().filter(|p| p.kind.skips_line()).count();
-        if self.statuses.len() != self.rows.len() {
-            // The rows were set some other way: start the column again.
-            self.statuses = self.rows.iter().map(|r| r.status()).collect();
-        }
-        self.statuses.extend(b.rows.iter().map(|r| r.status()));
-        // Rows set some other way, or a batch without labels: none recorded.
+        // Rows set some other way: their status, no labels recorded.
         let none = RowLabels::default();
-        let missing = self.rows.len().saturating_sub(self.families.len());
-        self.push_labels(&vec![none; missing]);
-        self.push_labels(&b.labels[..b.labels.len().min(b.rows.len())]);
-        let missing = b.rows.len().saturating_sub(b.labels.len());
-        self.push_labels(&vec![none; missing]);
+        for i in self.labels.len()..self.rows.len() {
+            self.labels.push(LabelSet::new(self.rows[i].status(), none));
+        }
+        // A batch without labels (or with fewer than rows): none recorded.
+        for (k, r) in b.rows.iter().enumerate() {
+            let l = b.labels.get(k).copied().unwrap_or(none);
+            self.labels.push(LabelSet::new(r.status(), l));
+        }
         // Rows set some other way, or a batch without locations: the
         // row's position only.
         let at = |pos: Pos| Loc {

@@ -24,7 +24,7 @@ use super::annotations::{Annotation, AnnotationSource, AnnotationStore};
 use super::column::Column;
 use super::compare::ChangeKind;
 use super::derive::{Status, ValidityCode};
-use super::index::RunIndex;
+use super::index::{LabelSet, RunIndex};
 use super::key::RecordKey;
 use super::model::Route;
 use super::row::{ExpKind, NO_SYM, OutcomeCode, PairRow, Sym, flags};
@@ -1176,40 +1176,27 @@ fn sweep(cond: &mut Cond, negated: bool, index: &RunIndex, env: &AnnEnv, sel: &m
         Cond::Status(m) => {
             let m = *m;
             match index.statuses() {
-                // One byte per row instead of the whole row.
-                Some(col) => {
-                    let mut n = 0;
-                    for k in 0..sel.len() {
-                        let i = sel[k];
-                        let hit = col
-                            .get(i as usize)
-                            .is_some_and(|&s| (m & (1 << status_bit(s)) != 0) != negated);
-                        sel[n] = i;
-                        n += usize::from(hit);
-                    }
-                    sel.truncate(n);
-                }
+                // Decided once per label set, then one code per row
+                // instead of the whole row.
+                Some(_) => index
+                    .label_sets()
+                    .retain(sel, |s| (m & (1 << status_bit(s.status)) != 0) != negated),
                 None => retain_rows(sel, rows, |_, r| status_in(m, r) != negated),
             }
         }
         Cond::Sym(f, set) => {
             let f = *f;
-            let codes = match f {
-                SymField::Family => Some(index.family_codes()),
-                SymField::Transformation => Some(index.transformation_codes()),
+            let field: Option<fn(&LabelSet) -> Sym> = match f {
+                SymField::Family => Some(|s| s.family),
+                SymField::Transformation => Some(|s| s.transformation),
                 _ => None,
             };
-            match codes {
-                Some(codes) => {
-                    // Test each distinct value once, then scan the codes.
-                    let verdict: Vec<bool> = codes
-                        .values()
-                        .iter()
-                        .map(|&sym| set.test(sym, index) != negated)
-                        .collect();
-                    codes.retain(sel, |c| verdict.get(c as usize).copied().unwrap_or(false));
-                }
-                None => retain_rows(sel, rows, |i, r| {
+            match field {
+                // Test each distinct label set once, then scan the codes.
+                Some(field) if index.statuses().is_some() => index
+                    .label_sets()
+                    .retain(sel, |s| set.test(field(s), index) != negated),
+                _ => retain_rows(sel, rows, |i, r| {
                     set.test_row(f, i, r, index, env.blind()) != negated
                 }),
             }
