@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::column::Column;
-use super::derive::{Derived, derive};
+use super::derive::{Derived, Status, derive};
 use super::formats::Format;
 use super::key::{RecordKey, record_key};
 use super::load::batch::Batch;
@@ -40,7 +40,7 @@ pub mod locs;
 pub mod strings;
 
 use keys::RowKeys;
-pub use labels::{LabelSet, LabelSets, Statuses};
+pub use labels::LabelSets;
 use locs::Locs;
 use strings::Strings;
 
@@ -67,9 +67,12 @@ pub struct RunIndex {
     /// Each row's line number and length, beside the rows' positions
     /// (see [`Locs`] and [`RunIndex::loc`]).
     locs: Locs,
-    /// Each row's status and labels as the code of a distinct set (see
-    /// [`LabelSets`]), appended with the rows by [`RunIndex::apply`]: the
-    /// list and the query scan these codes instead of the whole rows.
+    /// Each row's status, one byte per row, appended with the rows by
+    /// [`RunIndex::apply`]: the list and the query scan it instead of the
+    /// whole rows. See [`RunIndex::statuses`].
+    statuses: Column<Status>,
+    /// Each row's family, transformation, versions id and repetition as
+    /// the code of a distinct set (see [`LabelSets`]).
     labels: LabelSets,
     /// The problems kept with their line: the first
     /// [`crate::core::problem::KEPT_PER_KIND`] of each kind the loader found.
@@ -123,14 +126,14 @@ impl RunIndex {
         })
     }
 
-    /// Each row's status, in row order, when the codes cover every row
+    /// Each row's status, in row order, when the column covers every row
     /// (rows are added by [`RunIndex::apply`]); `None` if `rows` was set
     /// another way, and then the rows themselves must be read.
-    pub fn statuses(&self) -> Option<Statuses<'_>> {
-        (self.labels.len() == self.rows.len()).then(|| self.labels.statuses())
+    pub fn statuses(&self) -> Option<&Column<Status>> {
+        (self.statuses.len() == self.rows.len()).then_some(&self.statuses)
     }
 
-    /// Each row's status and labels as a code (see [`LabelSets`]).
+    /// Each row's labels as a code (see [`LabelSets`]).
     pub fn label_sets(&self) -> &LabelSets {
         &self.labels
     }
@@ -161,9 +164,7 @@ impl RunIndex {
 
     /// Row `i`'s values kept beside the row.
     pub fn labels(&self, i: usize) -> RowLabels {
-        self.labels
-            .get(i)
-            .map_or_else(RowLabels::default, LabelSet::labels)
+        self.labels.get(i).copied().unwrap_or_default()
     }
 
     /// Every interned string, in id order.
@@ -242,15 +243,19 @@ impl RunIndex {
         self.policies.resize(self.versions.len(), None);
         self.failures += b.rows.iter().filter(|r| r.status().is_failure()).count();
         self.skipped_lines += b.problems.iter().filter(|p| p.kind.skips_line()).count();
-        // Rows set some other way: their status, no labels recorded.
-        let none = RowLabels::default();
-        for i in self.labels.len()..self.rows.len() {
-            self.labels.push(LabelSet::new(self.rows[i].status(), none));
+        if self.statuses.len() != self.rows.len() {
+            // The rows were set some other way: start the column again.
+            self.statuses = self.rows.iter().map(|r| r.status()).collect();
         }
-        // A batch without labels (or with fewer than rows): none recorded.
-        for (k, r) in b.rows.iter().enumerate() {
-            let l = b.labels.get(k).copied().unwrap_or(none);
-            self.labels.push(LabelSet::new(r.status(), l));
+        self.statuses.extend(b.rows.iter().map(|r| r.status()));
+        // Rows set some other way, or a batch without labels (or with
+        // fewer than rows): none recorded.
+        let none = RowLabels::default();
+        for _ in self.labels.len()..self.rows.len() {
+            self.labels.push(none);
+        }
+        for k in 0..b.rows.len() {
+            self.labels.push(b.labels.get(k).copied().unwrap_or(none));
         }
         // Rows set some other way, or a batch without locations: the
         // row's position only.

@@ -24,10 +24,10 @@ use super::annotations::{Annotation, AnnotationSource, AnnotationStore};
 use super::column::Column;
 use super::compare::ChangeKind;
 use super::derive::{Status, ValidityCode};
-use super::index::{LabelSet, RunIndex};
+use super::index::RunIndex;
 use super::key::RecordKey;
 use super::model::Route;
-use super::row::{ExpKind, NO_SYM, OutcomeCode, PairRow, Sym, flags};
+use super::row::{ExpKind, NO_SYM, OutcomeCode, PairRow, RowLabels, Sym, flags};
 
 mod parse;
 pub use parse::parse;
@@ -1176,24 +1176,32 @@ fn sweep(cond: &mut Cond, negated: bool, index: &RunIndex, env: &AnnEnv, sel: &m
         Cond::Status(m) => {
             let m = *m;
             match index.statuses() {
-                // Decided once per label set, then one code per row
-                // instead of the whole row.
-                Some(_) => index
-                    .label_sets()
-                    .retain(sel, |s| (m & (1 << status_bit(s.status)) != 0) != negated),
+                // One byte per row instead of the whole row.
+                Some(col) => {
+                    let mut n = 0;
+                    for k in 0..sel.len() {
+                        let i = sel[k];
+                        let hit = col
+                            .get(i as usize)
+                            .is_some_and(|&s| (m & (1 << status_bit(s)) != 0) != negated);
+                        sel[n] = i;
+                        n += usize::from(hit);
+                    }
+                    sel.truncate(n);
+                }
                 None => retain_rows(sel, rows, |_, r| status_in(m, r) != negated),
             }
         }
         Cond::Sym(f, set) => {
             let f = *f;
-            let field: Option<fn(&LabelSet) -> Sym> = match f {
+            let field: Option<fn(&RowLabels) -> Sym> = match f {
                 SymField::Family => Some(|s| s.family),
                 SymField::Transformation => Some(|s| s.transformation),
                 _ => None,
             };
             match field {
                 // Test each distinct label set once, then scan the codes.
-                Some(field) if index.statuses().is_some() => index
+                Some(field) if index.label_sets().len() == rows.len() => index
                     .label_sets()
                     .retain(sel, |s| set.test(field(s), index) != negated),
                 _ => retain_rows(sel, rows, |i, r| {

@@ -244,7 +244,7 @@ impl OutcomeCode {
 /// ([`RunIndex::loc`](super::index::RunIndex::loc)).
 /// The values that take few distinct values in a run (transformation,
 /// family, the versions id, the repetition: a [`RowLabels`]) are kept
-/// beside the rows, with the row's status, as the code of a distinct set
+/// beside the rows as the code of a distinct set
 /// ([`LabelSets`](super::index::LabelSets)), and read by row number
 /// ([`RunIndex::family`](super::index::RunIndex::family) and its
 /// neighbours).
@@ -273,13 +273,12 @@ pub struct PairRow {
 // what is kept beside it: 40 here, the rest in the index's columns.
 const _: () = assert!(std::mem::size_of::<PairRow>() == 40);
 
-/// The values of a row the index keeps beside it, with its status, as one
-/// code per row as narrow as the run allows (most runs have a few
-/// transformations, families, version triples and repetitions, and few
-/// combinations of them: [`LabelSets`](super::index::LabelSets)): the
-/// loader hands them over
-/// with the row ([`Batch::labels`](super::load::batch::Batch::labels)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The values of a row the index keeps beside it, as one code per row as
+/// narrow as the run allows (most runs have a few transformations,
+/// families, version triples and repetitions, and few combinations of
+/// them: [`LabelSets`](super::index::LabelSets)): the loader hands them
+/// over with the row ([`Batch::labels`](super::load::batch::Batch::labels)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RowLabels {
     pub transformation: Sym,
     pub family: Sym,

@@ -1,74 +1,37 @@
-//! [`LabelSets`]: each row's status and labels as one narrow code.
+//! [`LabelSets`]: each row's labels as one narrow code.
 //!
-//! A row's status, family, transformation, versions id and repetition take
-//! few values in a run, and fewer still together: a run of ten million
-//! pairs has a few hundred distinct (status, family, transformation,
-//! versions, repetition) tuples at most. Each distinct tuple is kept once,
-//! in a table, and each row holds the code of its tuple in a [`Narrow`]
-//! column: one byte a row while there are fewer than 255 tuples, two or
-//! four past that (the column widens by itself). A query term on any of
-//! these fields is decided once per tuple, then the codes are scanned
-//! ([`LabelSets::retain`]).
-
-use std::ops::Index;
+//! A row's family, transformation, versions id and repetition take few
+//! values in a run, and fewer still together: a run of a million pairs has
+//! about a hundred distinct (family, transformation, versions, repetition)
+//! sets. Each distinct set ([`RowLabels`]) is kept once, in a table, and
+//! each row holds the code of its set in a [`Narrow`] column: one byte a
+//! row while there are fewer than 255 sets, two or four past that (the
+//! column widens by itself). A query term on one of these fields is decided
+//! once per set, then the codes are scanned ([`LabelSets::retain`]).
+//!
+//! The status stays in a column of its own: with it the sets are several
+//! times as many (647 at a million pairs, past one byte), and the status is
+//! the term most queries and the list's default view scan.
 
 use crate::core::column::Narrow;
-use crate::core::derive::Status;
 use crate::core::row::{NO_SYM, NO_VERSIONS, RowLabels, Sym};
 
-/// One distinct combination of a row's status and labels.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct LabelSet {
-    pub status: Status,
-    pub family: Sym,
-    pub transformation: Sym,
-    /// The versions id ([`RowLabels::versions`]).
-    pub versions: u32,
-    pub repetition: Option<u32>,
-}
-
-impl LabelSet {
-    /// A row's status with its labels.
-    pub fn new(status: Status, l: RowLabels) -> LabelSet {
-        LabelSet {
-            status,
-            family: l.family,
-            transformation: l.transformation,
-            versions: l.versions,
-            repetition: l.repetition,
-        }
-    }
-
-    /// The labels without the status.
-    pub fn labels(&self) -> RowLabels {
-        RowLabels {
-            transformation: self.transformation,
-            family: self.family,
-            versions: self.versions,
-            repetition: self.repetition,
-        }
-    }
-}
-
-/// Each row's [`LabelSet`] as a code: code `c` stands for `sets()[c]`.
+/// Each row's [`RowLabels`] as a code: code `c` stands for `sets()[c]`.
 #[derive(Debug, Default, Clone)]
 pub struct LabelSets {
     codes: Narrow,
     /// Each distinct set, in the order first seen.
-    sets: Vec<LabelSet>,
-    /// The status of each set, beside `sets`: what the status scans read.
-    statuses: Vec<Status>,
-    map: rustc_hash::FxHashMap<LabelSet, u32>,
+    sets: Vec<RowLabels>,
+    map: rustc_hash::FxHashMap<RowLabels, u32>,
 }
 
 impl LabelSets {
-    /// Append a row's set.
-    pub fn push(&mut self, set: LabelSet) {
+    /// Append a row's labels.
+    pub fn push(&mut self, set: RowLabels) {
         let next = self.sets.len() as u32;
         let code = *self.map.entry(set).or_insert(next);
         if code == next {
             self.sets.push(set);
-            self.statuses.push(set.status);
         }
         self.codes.push(code);
     }
@@ -85,7 +48,7 @@ impl LabelSets {
     }
 
     /// The distinct sets, in the order first seen: code `c` is `sets()[c]`.
-    pub fn sets(&self) -> &[LabelSet] {
+    pub fn sets(&self) -> &[RowLabels] {
         &self.sets
     }
 
@@ -95,18 +58,10 @@ impl LabelSets {
         self.codes.get(i)
     }
 
-    /// The set of row `i`.
+    /// The labels of row `i`.
     #[inline]
-    pub fn get(&self, i: usize) -> Option<&LabelSet> {
+    pub fn get(&self, i: usize) -> Option<&RowLabels> {
         self.codes.get(i).and_then(|c| self.sets.get(c as usize))
-    }
-
-    /// The status of row `i`.
-    #[inline]
-    pub fn status(&self, i: usize) -> Option<Status> {
-        self.codes
-            .get(i)
-            .and_then(|c| self.statuses.get(c as usize).copied())
     }
 
     /// Row `i`'s family ([`NO_SYM`] past the end).
@@ -136,15 +91,10 @@ impl LabelSets {
     /// Keep the row numbers in `sel` whose set satisfies `keep`, which is
     /// asked once per distinct set, not per row; row numbers past the end
     /// go.
-    pub fn retain(&self, sel: &mut Vec<u32>, mut keep: impl FnMut(&LabelSet) -> bool) {
+    pub fn retain(&self, sel: &mut Vec<u32>, mut keep: impl FnMut(&RowLabels) -> bool) {
         let verdict: Vec<bool> = self.sets.iter().map(&mut keep).collect();
         self.codes
             .retain(sel, |c| verdict.get(c as usize).copied().unwrap_or(false));
-    }
-
-    /// The statuses, read by row number.
-    pub fn statuses(&self) -> Statuses<'_> {
-        Statuses { sets: self }
     }
 
     /// Bytes held by the codes, used or not (the small table aside).
@@ -158,102 +108,45 @@ impl LabelSets {
     }
 }
 
-/// Each row's status, read through its [`LabelSets`] code: `statuses[i]`
-/// as with a slice.
-#[derive(Debug, Clone, Copy)]
-pub struct Statuses<'a> {
-    sets: &'a LabelSets,
-}
-
-impl Statuses<'_> {
-    /// The number of rows.
-    pub fn len(&self) -> usize {
-        self.sets.len()
-    }
-
-    /// Whether there is no row.
-    pub fn is_empty(&self) -> bool {
-        self.sets.is_empty()
-    }
-
-    /// Row `i`'s status.
-    #[inline]
-    pub fn get(&self, i: usize) -> Option<Status> {
-        self.sets.status(i)
-    }
-
-    /// Every row's status, in row order.
-    pub fn to_vec(&self) -> Vec<Status> {
-        let st = &self.sets.statuses;
-        self.sets.codes.iter().map(|c| st[c as usize]).collect()
-    }
-}
-
-impl Index<usize> for Statuses<'_> {
-    type Output = Status;
-
-    /// Row `i`'s status; panics past the end, as a slice does.
-    #[inline]
-    fn index(&self, i: usize) -> &Status {
-        match self.sets.code(i) {
-            Some(c) => &self.sets.statuses[c as usize],
-            None => panic!("row {i} of {} rows", self.sets.len()),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
 
     use super::*;
 
-    const STATUSES: [Status; 4] = [
-        Status::Fail,
-        Status::Invalid,
-        Status::Boundary,
-        Status::Unchecked,
-    ];
-
-    /// A row's set from five numbers: `spread` distinct values per field
-    /// at most, "not recorded" among them.
-    fn set(k: [u32; 5], spread: u32) -> LabelSet {
+    /// A row's labels from four numbers: `spread` distinct values per
+    /// field at most, "not recorded" among them.
+    fn set(k: [u32; 4], spread: u32) -> RowLabels {
         let v = |x: u32| x % spread;
         let sym = |x: u32| if v(x) == 0 { NO_SYM } else { v(x) };
-        LabelSet {
-            status: STATUSES[(k[0] % 4) as usize],
-            family: sym(k[1]),
-            transformation: sym(k[2]),
-            versions: if v(k[3]) == 0 { NO_VERSIONS } else { v(k[3]) },
-            repetition: v(k[4]).checked_sub(1),
+        RowLabels {
+            family: sym(k[0]),
+            transformation: sym(k[1]),
+            versions: if v(k[2]) == 0 { NO_VERSIONS } else { v(k[2]) },
+            repetition: v(k[3]).checked_sub(1),
         }
     }
 
-    /// The five fields as five columns, as the index kept them before.
-    fn check(sets: &LabelSets, model: &[LabelSet]) {
+    /// The codes read back as the four columns the index kept before.
+    fn check(sets: &LabelSets, model: &[RowLabels]) {
         assert_eq!(sets.len(), model.len());
         for (i, m) in model.iter().enumerate() {
             assert_eq!(sets.get(i), Some(m), "row {i}");
-            assert_eq!(sets.status(i), Some(m.status));
-            assert_eq!(sets.statuses()[i], m.status);
             assert_eq!(sets.family(i), m.family);
             assert_eq!(sets.transformation(i), m.transformation);
             assert_eq!(sets.versions(i), m.versions);
             assert_eq!(sets.repetition(i), m.repetition);
-            assert_eq!(
-                m.labels(),
-                LabelSet::new(m.status, m.labels()).labels(),
-                "row {i}"
-            );
         }
-        let want: Vec<Status> = model.iter().map(|m| m.status).collect();
-        assert_eq!(sets.statuses().to_vec(), want);
         let n = model.len();
         assert_eq!(sets.get(n), None);
-        assert_eq!(sets.status(n), None);
         assert_eq!(
-            (sets.family(n), sets.versions(n), sets.repetition(n)),
-            (NO_SYM, NO_VERSIONS, None)
+            (
+                sets.family(n),
+                sets.transformation(n),
+                sets.versions(n),
+                sets.repetition(n)
+            ),
+            (NO_SYM, NO_SYM, NO_VERSIONS, None)
         );
     }
 
@@ -264,8 +157,7 @@ mod tests {
             let mut model = Vec::new();
             for r in 0..rows {
                 // Every row a new set: the family and repetition count up.
-                let s = LabelSet {
-                    status: STATUSES[(r % 4) as usize],
+                let s = RowLabels {
                     family: r,
                     transformation: r / 7,
                     versions: r % 3,
@@ -288,13 +180,13 @@ mod tests {
     proptest! {
         #[test]
         fn the_codes_give_back_each_rows_fields(
-            rows in prop::collection::vec(any::<[u32; 5]>(), 0..400),
+            rows in prop::collection::vec(any::<[u32; 4]>(), 0..400),
             spread in prop_oneof![Just(3u32), Just(40), Just(100_000)],
             picks in prop::collection::vec(0u32..420, 0..50),
-            want_status in 0usize..4,
+            want in 0u32..3,
         ) {
             let mut sets = LabelSets::default();
-            let model: Vec<LabelSet> = rows.iter().map(|&k| set(k, spread)).collect();
+            let model: Vec<RowLabels> = rows.iter().map(|&k| set(k, spread)).collect();
             for &s in &model {
                 sets.push(s);
             }
@@ -302,20 +194,17 @@ mod tests {
             let distinct: std::collections::HashSet<_> = model.iter().collect();
             prop_assert_eq!(sets.sets().len(), distinct.len());
             // A term decided per set keeps exactly the rows it holds for.
+            let term = |s: &RowLabels| s.family != NO_SYM && s.versions % 3 == want;
             let mut sel = picks.clone();
             let mut asked = 0;
             sets.retain(&mut sel, |s| {
                 asked += 1;
-                s.status == STATUSES[want_status] && s.family != NO_SYM
+                term(s)
             });
             prop_assert_eq!(asked, distinct.len());
             let want: Vec<u32> = picks
                 .into_iter()
-                .filter(|&i| {
-                    model.get(i as usize).is_some_and(|s| {
-                        s.status == STATUSES[want_status] && s.family != NO_SYM
-                    })
-                })
+                .filter(|&i| model.get(i as usize).is_some_and(term))
                 .collect();
             prop_assert_eq!(sel, want);
         }
