@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::column::{self, Column, Narrow};
+use super::column::Column;
 use super::derive::{Derived, Status, derive};
 use super::formats::Format;
 use super::key::{RecordKey, record_key};
@@ -35,10 +35,12 @@ use super::row::{Loc, NO_SYM, PairRow, Pos, RowLabels, Sym};
 
 pub mod inputs;
 pub mod keys;
+pub mod labels;
 pub mod locs;
 pub mod strings;
 
 use keys::RowKeys;
+pub use labels::LabelSets;
 use locs::Locs;
 use strings::Strings;
 
@@ -69,13 +71,9 @@ pub struct RunIndex {
     /// [`RunIndex::apply`]: the list and the query scan it instead of the
     /// whole rows. See [`RunIndex::statuses`].
     statuses: Column<Status>,
-    /// Each row's family and transformation as a code (see [`Codes`]).
-    families: Codes,
-    transformations: Codes,
-    /// Each row's versions id ([`RowLabels::versions`]).
-    versions_ids: Narrow,
-    /// Each row's repetition ([`column::narrow::NONE`] for none).
-    repetitions: Narrow,
+    /// Each row's family, transformation, versions id and repetition as
+    /// the code of a distinct set (see [`LabelSets`]).
+    labels: LabelSets,
     /// The problems kept with their line: the first
     /// [`crate::core::problem::KEPT_PER_KIND`] of each kind the loader found.
     pub problems: Vec<Problem>,
@@ -98,68 +96,6 @@ pub struct RunIndex {
     /// The cases that check warned about: no other case of those rows can
     /// warn in any part of them (see [`RunIndex::input_warnings`]).
     warned_cases: inputs::CaseSet,
-}
-
-/// A low-cardinality string column: code `c` stands for `values[c]`, and
-/// the codes are a [`Narrow`] column (one byte a row while there are fewer
-/// than 255 distinct values, two past that). A query term tests each
-/// distinct value once, then scans the codes instead of the rows.
-#[derive(Debug, Default, Clone)]
-pub struct Codes {
-    codes: Narrow,
-    /// The string of each code, in the order first seen.
-    values: Vec<Sym>,
-    map: rustc_hash::FxHashMap<Sym, u32>,
-}
-
-impl Codes {
-    fn push(&mut self, sym: Sym) {
-        let next = self.values.len() as u32;
-        let code = *self.map.entry(sym).or_insert(next);
-        if code == next {
-            self.values.push(sym);
-        }
-        self.codes.push(code);
-    }
-
-    /// The number of rows.
-    pub fn len(&self) -> usize {
-        self.codes.len()
-    }
-
-    /// Whether no row is coded.
-    pub fn is_empty(&self) -> bool {
-        self.codes.is_empty()
-    }
-
-    /// The distinct values, in the order first seen: code `c` is `values()[c]`.
-    pub fn values(&self) -> &[Sym] {
-        &self.values
-    }
-
-    /// The code of row `i`.
-    pub fn code(&self, i: usize) -> Option<u32> {
-        self.codes.get(i)
-    }
-
-    /// The value of row `i`.
-    #[inline]
-    pub fn get(&self, i: usize) -> Option<Sym> {
-        self.codes
-            .get(i)
-            .and_then(|c| self.values.get(c as usize).copied())
-    }
-
-    /// Keep the row numbers in `sel` whose code satisfies `keep` (see
-    /// [`Narrow::retain`]).
-    pub fn retain(&self, sel: &mut Vec<u32>, keep: impl FnMut(u32) -> bool) {
-        self.codes.retain(sel, keep)
-    }
-
-    /// Bytes held by the codes, used or not.
-    pub fn capacity_bytes(&self) -> usize {
-        self.codes.capacity_bytes()
-    }
 }
 
 /// A parsed pair with its derived facts and the raw line, for the detail view.
@@ -197,52 +133,38 @@ impl RunIndex {
         (self.statuses.len() == self.rows.len()).then_some(&self.statuses)
     }
 
-    /// Each row's family as a code.
-    pub fn family_codes(&self) -> &Codes {
-        &self.families
-    }
-
-    /// Each row's transformation as a code.
-    pub fn transformation_codes(&self) -> &Codes {
-        &self.transformations
+    /// Each row's labels as a code (see [`LabelSets`]).
+    pub fn label_sets(&self) -> &LabelSets {
+        &self.labels
     }
 
     /// Row `i`'s family ([`NO_SYM`] when not recorded).
     #[inline]
     pub fn family(&self, i: usize) -> Sym {
-        self.families.get(i).unwrap_or(NO_SYM)
+        self.labels.family(i)
     }
 
     /// Row `i`'s transformation ([`NO_SYM`] when not recorded).
     #[inline]
     pub fn transformation(&self, i: usize) -> Sym {
-        self.transformations.get(i).unwrap_or(NO_SYM)
+        self.labels.transformation(i)
     }
 
     /// Row `i`'s recorded repetition.
     #[inline]
     pub fn repetition(&self, i: usize) -> Option<u32> {
-        self.repetitions
-            .get(i)
-            .filter(|&r| r != column::narrow::NONE)
+        self.labels.repetition(i)
     }
 
     /// Row `i`'s versions id ([`RowLabels::versions`]).
     #[inline]
     pub fn versions_id_of(&self, i: usize) -> u32 {
-        self.versions_ids
-            .get(i)
-            .unwrap_or(crate::core::row::NO_VERSIONS)
+        self.labels.versions(i)
     }
 
     /// Row `i`'s values kept beside the row.
     pub fn labels(&self, i: usize) -> RowLabels {
-        RowLabels {
-            transformation: self.transformation(i),
-            family: self.family(i),
-            versions: self.versions_id_of(i),
-            repetition: self.repetition(i),
-        }
+        self.labels.get(i).copied().unwrap_or_default()
     }
 
     /// Every interned string, in id order.
@@ -308,16 +230,6 @@ impl RunIndex {
         });
     }
 
-    fn push_labels(&mut self, labels: &[RowLabels]) {
-        for l in labels {
-            self.families.push(l.family);
-            self.transformations.push(l.transformation);
-            self.versions_ids.push(l.versions);
-            self.repetitions
-                .push(l.repetition.unwrap_or(column::narrow::NONE));
-        }
-    }
-
     /// Merge a batch from the loader.
     pub fn apply(&mut self, b: Batch) {
         self.strings.extend(b.strings);
@@ -336,13 +248,15 @@ impl RunIndex {
             self.statuses = self.rows.iter().map(|r| r.status()).collect();
         }
         self.statuses.extend(b.rows.iter().map(|r| r.status()));
-        // Rows set some other way, or a batch without labels: none recorded.
+        // Rows set some other way, or a batch without labels (or with
+        // fewer than rows): none recorded.
         let none = RowLabels::default();
-        let missing = self.rows.len().saturating_sub(self.families.len());
-        self.push_labels(&vec![none; missing]);
-        self.push_labels(&b.labels[..b.labels.len().min(b.rows.len())]);
-        let missing = b.rows.len().saturating_sub(b.labels.len());
-        self.push_labels(&vec![none; missing]);
+        for _ in self.labels.len()..self.rows.len() {
+            self.labels.push(none);
+        }
+        for k in 0..b.rows.len() {
+            self.labels.push(b.labels.get(k).copied().unwrap_or(none));
+        }
         // Rows set some other way, or a batch without locations: the
         // row's position only.
         let at = |pos: Pos| Loc {

@@ -27,7 +27,7 @@ use super::derive::{Status, ValidityCode};
 use super::index::RunIndex;
 use super::key::RecordKey;
 use super::model::Route;
-use super::row::{ExpKind, NO_SYM, OutcomeCode, PairRow, Sym, flags};
+use super::row::{ExpKind, NO_SYM, OutcomeCode, PairRow, RowLabels, Sym, flags};
 
 mod parse;
 pub use parse::parse;
@@ -1194,22 +1194,17 @@ fn sweep(cond: &mut Cond, negated: bool, index: &RunIndex, env: &AnnEnv, sel: &m
         }
         Cond::Sym(f, set) => {
             let f = *f;
-            let codes = match f {
-                SymField::Family => Some(index.family_codes()),
-                SymField::Transformation => Some(index.transformation_codes()),
+            let field: Option<fn(&RowLabels) -> Sym> = match f {
+                SymField::Family => Some(|s| s.family),
+                SymField::Transformation => Some(|s| s.transformation),
                 _ => None,
             };
-            match codes {
-                Some(codes) => {
-                    // Test each distinct value once, then scan the codes.
-                    let verdict: Vec<bool> = codes
-                        .values()
-                        .iter()
-                        .map(|&sym| set.test(sym, index) != negated)
-                        .collect();
-                    codes.retain(sel, |c| verdict.get(c as usize).copied().unwrap_or(false));
-                }
-                None => retain_rows(sel, rows, |i, r| {
+            match field {
+                // Test each distinct label set once, then scan the codes.
+                Some(field) if index.label_sets().len() == rows.len() => index
+                    .label_sets()
+                    .retain(sel, |s| set.test(field(s), index) != negated),
+                _ => retain_rows(sel, rows, |i, r| {
                     set.test_row(f, i, r, index, env.blind()) != negated
                 }),
             }

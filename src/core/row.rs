@@ -244,7 +244,8 @@ impl OutcomeCode {
 /// ([`RunIndex::loc`](super::index::RunIndex::loc)).
 /// The values that take few distinct values in a run (transformation,
 /// family, the versions id, the repetition: a [`RowLabels`]) are kept
-/// beside the rows, in the index's narrow columns, and read by row number
+/// beside the rows as the code of a distinct set
+/// ([`LabelSets`](super::index::LabelSets)), and read by row number
 /// ([`RunIndex::family`](super::index::RunIndex::family) and its
 /// neighbours).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -272,11 +273,12 @@ pub struct PairRow {
 // what is kept beside it: 40 here, the rest in the index's columns.
 const _: () = assert!(std::mem::size_of::<PairRow>() == 40);
 
-/// The values of a row the index keeps beside it, each in a column as
-/// narrow as the run's values allow (most runs have a few transformations,
-/// families, version triples and repetitions): the loader hands them over
-/// with the row ([`Batch::labels`](super::load::batch::Batch::labels)).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The values of a row the index keeps beside it, as one code per row as
+/// narrow as the run allows (most runs have a few transformations,
+/// families, version triples and repetitions, and few combinations of
+/// them: [`LabelSets`](super::index::LabelSets)): the loader hands them
+/// over with the row ([`Batch::labels`](super::load::batch::Batch::labels)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct RowLabels {
     pub transformation: Sym,
     pub family: Sym,
