@@ -569,6 +569,7 @@ pub fn open_run_with(
     mode: ParseMode,
 ) -> Result<(RunIndex, Loader), OpenError> {
     clock_start();
+    crate::core::load::heap::keep_large_blocks_mapped();
     let mut files = Vec::new();
     for p in paths {
         files.push(open_input(p, opts.format, &opts.convert)?);

@@ -17,6 +17,8 @@
 //!    its new lines take steps 3 to 5; a run file that is truncated or
 //!    replaced is noticed.
 //!
+//! [`heap`] keeps the large blocks of a load out of the allocator's heaps.
+//!
 //! The index ([`crate::core::index`]) starts the loader thread and merges its
 //! batches; nothing here imports it (only tests that open whole runs do).
 
@@ -25,6 +27,7 @@ pub mod chunks;
 mod drop_behind;
 pub mod fast;
 pub mod follow;
+pub mod heap;
 pub mod intern;
 pub mod line;
 pub mod open;
