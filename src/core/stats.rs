@@ -774,31 +774,86 @@ pub fn summarize(
     store: Option<&AnnotationStore>,
     by: GroupBy,
 ) -> Summary {
-    summarize_on(index, rows, store, by, rows.len() >= PARALLEL_SUMMARY_ROWS)
+    summarize_each(index, rows, store, &[by])
+        .pop()
+        .expect("one summary for one grouping")
 }
 
-/// [`summarize`], counted on rayon's threads when `parallel`: the rows in
-/// chunks of [`REST_CHUNK`], each thread into its own [`Rest`], while one
+/// [`summarize`] under each grouping of `bys`, in order. What does not
+/// depend on the grouping (the cases, repeated trials, unsafe approvals and
+/// input warnings) is counted once for all of them: the summary screen
+/// shows the run by transformation and by family.
+pub fn summarize_each(
+    index: &RunIndex,
+    rows: &[u32],
+    store: Option<&AnnotationStore>,
+    bys: &[GroupBy],
+) -> Vec<Summary> {
+    summarize_on(index, rows, store, bys, rows.len() >= PARALLEL_SUMMARY_ROWS)
+}
+
+/// [`summarize_each`], counted on rayon's threads when `parallel`: the rows
+/// in chunks of [`REST_CHUNK`], each thread into its own [`Rest`], while one
 /// of them counts the cases and repeated trials.
 fn summarize_on(
     index: &RunIndex,
     rows: &[u32],
     store: Option<&AnnotationStore>,
-    by: GroupBy,
+    bys: &[GroupBy],
     parallel: bool,
-) -> Summary {
+) -> Vec<Summary> {
     let case_level = || {
         let cases = count_cases(index, rows);
         let trials = repeated_trials(index, rows, &cases);
         (cases, trials)
     };
-    let (rest, (cases, (repeated_pair_ids, inconsistent_pair_ids))) = if parallel {
-        rayon::join(|| count_rest_parallel(index, rows, store, by), case_level)
-    } else {
-        let mut rest = Rest::default();
-        rest.count(index, rows, store, by);
-        (rest, case_level())
+    let rests = || -> Vec<Rest<'_>> {
+        bys.iter()
+            .map(|&by| {
+                if parallel {
+                    count_rest_parallel(index, rows, store, by)
+                } else {
+                    let mut rest = Rest::default();
+                    rest.count(index, rows, store, by);
+                    rest
+                }
+            })
+            .collect()
     };
+    let (rests, (cases, trials)) = if parallel {
+        rayon::join(rests, case_level)
+    } else {
+        (rests(), case_level())
+    };
+    let unsafe_approvals = unsafe_approvals(index, rows);
+    let input_warnings = index.input_warnings(rows);
+    bys.iter()
+        .zip(rests)
+        .map(|(&by, rest)| {
+            finish(
+                index,
+                by,
+                rest,
+                &cases,
+                trials,
+                unsafe_approvals,
+                input_warnings.clone(),
+            )
+        })
+        .collect()
+}
+
+/// The summary under grouping `by` from its row counts and what every
+/// grouping shares.
+fn finish(
+    index: &RunIndex,
+    by: GroupBy,
+    rest: Rest<'_>,
+    cases: &Cases,
+    (repeated_pair_ids, inconsistent_pair_ids): (u64, u64),
+    unsafe_approvals: Option<UnsafeApprovals>,
+    input_warnings: Vec<InputWarning>,
+) -> Summary {
     let mut groups = rest.by_name;
     for (id, acc) in rest.by_id {
         groups.entry(sym_name(index, id)).or_default().merge(acc);
@@ -874,8 +929,8 @@ fn summarize_on(
         categories_by_transformation,
         case_level,
         repetition,
-        unsafe_approvals: unsafe_approvals(index, rows),
-        input_warnings: index.input_warnings(rows),
+        unsafe_approvals,
+        input_warnings,
     }
 }
 

@@ -1050,7 +1050,14 @@ mod arbitrary {
             });
             let s = summarize(&index, &picks, None, by);
             // Counted in chunks on rayon's threads, the same summary.
-            prop_assert_eq!(&summarize_on(&index, &picks, None, by, true), &s);
+            prop_assert_eq!(&summarize_on(&index, &picks, None, &[by], true), &vec![s.clone()]);
+            // Under two groupings at once, in order, each as on its own,
+            // sequentially and on rayon's threads.
+            let family = summarize(&index, &picks, None, GroupBy::Family);
+            for parallel in [false, true] {
+                let each = summarize_on(&index, &picks, None, &[by, GroupBy::Family], parallel);
+                prop_assert_eq!(&each, &vec![s.clone(), family.clone()]);
+            }
             let valid = picks.iter().filter(|&&i| (i as usize) < index.rows.len()).count();
             prop_assert_eq!(s.pairs, valid as u64);
             prop_assert_eq!(s.groups.iter().map(|g| g.pairs).sum::<u64>(), s.pairs);

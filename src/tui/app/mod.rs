@@ -447,18 +447,15 @@ impl App {
     fn summary_view(&self, scroll: u16) -> SummaryView {
         let all: Vec<u32> = (0..self.index.rows.len() as u32).collect();
         let rows = self.apply_query(all);
-        let by_transformation = crate::core::stats::summarize(
+        use crate::core::stats::GroupBy;
+        let [by_transformation, by_family]: [_; 2] = crate::core::stats::summarize_each(
             &self.index,
             &rows,
             Some(&self.store),
-            crate::core::stats::GroupBy::Transformation,
-        );
-        let by_family = crate::core::stats::summarize(
-            &self.index,
-            &rows,
-            Some(&self.store),
-            crate::core::stats::GroupBy::Family,
-        );
+            &[GroupBy::Transformation, GroupBy::Family],
+        )
+        .try_into()
+        .expect("a summary for each grouping");
         let conclusion = crate::core::stats::conclusion(&self.index, &rows, &by_transformation);
         use crate::core::agreement;
         let blind = self.blind();
