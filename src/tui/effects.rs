@@ -69,8 +69,8 @@ pub fn perform(
                     outside(app, Effect::Redraw)?;
                 }
                 let more = run(app, e, theme);
-                if note.is_some_and(|n| app.message.as_ref().is_some_and(|(m, _)| *m == n)) {
-                    app.message = None;
+                if let Some(note) = &note {
+                    unsay(app, note);
                 }
                 perform(app, more, theme, outside, seen)?;
             }
@@ -272,9 +272,10 @@ fn learn_keys_in_steps(app: &mut App, mut rows: Vec<u32>, outside: Outside<'_>) 
     rows.sort_unstable();
     let total = rows.len();
     let note = format!("reading the record keys of {total} pairs from the run…");
+    let step = app.busy_at.pairs.max(1);
     let mut failed = 0;
-    for (k, part) in rows.chunks(app.busy_at.pairs.max(1)).enumerate() {
-        let done = k * app.busy_at.pairs.max(1);
+    for (k, part) in rows.chunks(step).enumerate() {
+        let done = k * step;
         app.say(
             if done == 0 {
                 note.clone()
@@ -286,15 +287,21 @@ fn learn_keys_in_steps(app: &mut App, mut rows: Vec<u32>, outside: Outside<'_>) 
         outside(app, Effect::Redraw)?;
         failed += app.index.ensure_keys(part);
     }
+    unsay(app, &note);
+    say_unread_keys(app, failed);
+    Ok(())
+}
+
+/// Take a busy note (or a count that follows it) off the status line once
+/// its work is done; a message the work said since stays.
+fn unsay(app: &mut App, note: &str) {
     if app
         .message
         .as_ref()
-        .is_some_and(|(m, _)| m.starts_with(&note))
+        .is_some_and(|(m, _)| m.starts_with(note))
     {
         app.message = None;
     }
-    say_unread_keys(app, failed);
-    Ok(())
 }
 
 /// Say that `failed` rows' keys could not be read again, if any.

@@ -189,21 +189,14 @@ mod tests {
     }
 
     #[test]
-    fn a_plain_run_file_keeps_two_runs() {
-        let all = lines(0, 10_000, 700, 1);
-        let locs = locs_of(&all);
-        assert_eq!(locs.runs(), 2);
-        assert_eq!(read_back(&locs, &all), all);
-        assert_eq!(locs.len(), all.len());
-        assert_eq!(locs.get(all.len(), |_| None), None);
-    }
-
-    #[test]
-    fn crlf_keeps_two_runs() {
-        let all = lines(0, 1000, 90, 2);
-        let locs = locs_of(&all);
-        assert_eq!(locs.runs(), 2);
-        assert_eq!(read_back(&locs, &all), all);
+    fn a_plain_run_file_keeps_two_runs_with_lf_or_crlf() {
+        for all in [lines(0, 10_000, 700, 1), lines(0, 1000, 90, 2)] {
+            let locs = locs_of(&all);
+            assert_eq!(locs.runs(), 2);
+            assert_eq!(read_back(&locs, &all), all);
+            assert_eq!(locs.len(), all.len());
+            assert_eq!(locs.get(all.len(), |_| None), None);
+        }
     }
 
     #[test]
