@@ -250,115 +250,39 @@ pub fn sort_rows_with(
     }
 }
 
-/// Sort `keys` on their bytes `from..8`, stably. With `from = 0` this is
-/// a full sort of the integers; with `from = 4`, keys equal in their high
-/// half keep their order.
-///
-/// A radix sort: one pass per byte that is not the same in every key. A
-/// large input is first split on its most significant such byte (one
-/// stable pass), then each part is sorted on the bytes below, least
-/// significant first, the parts on every core: each part is a fraction of
-/// the whole, so its passes stay in the CPU's caches.
+/// Sort `keys` on their bytes `from..8` (least significant first), stably:
+/// a least-significant-digit radix sort, one pass per byte that is not the
+/// same in every key. With `from = 0` this is a full sort of the integers;
+/// with `from = 4`, keys equal in their high half keep their order.
 fn radix_sort(keys: &mut Vec<u64>, from: usize) {
-    radix_sort_on(keys, from, PAR_MIN);
-}
-
-/// [`radix_sort`], split in parts from `par_min` keys on.
-fn radix_sort_on(keys: &mut Vec<u64>, from: usize, par_min: usize) {
-    let n = keys.len();
-    if n < 2 {
+    if keys.len() < 2 {
         return;
     }
-    let counts = if n >= par_min {
-        keys.par_chunks(PAR_MIN)
-            .map(|chunk| byte_counts(chunk, from))
-            .reduce(|| [[0; 256]; 8], add_counts)
-    } else {
-        byte_counts(keys, from)
-    };
-    // Where every key has the same byte there is nothing to move.
-    let varying: Vec<usize> = (from..8).filter(|&b| !counts[b].contains(&n)).collect();
-    let Some((&top, below)) = varying.split_last() else {
-        return;
-    };
-    if n < par_min || below.is_empty() {
-        let mut buf = vec![0u64; n];
-        lsd_passes(keys, &mut buf, &varying, &counts);
-        return;
-    }
-    let mut parts = vec![0u64; n];
-    scatter(keys, &mut parts, top, &counts[top]);
-    let mut rest: &mut [u64] = &mut parts;
-    let mut slices = Vec::new();
-    for &c in &counts[top] {
-        let (part, tail) = rest.split_at_mut(c);
-        if c > 1 {
-            slices.push(part);
-        }
-        rest = tail;
-    }
-    slices.into_par_iter().for_each(|part| {
-        let counts = byte_counts(part, below[0]);
-        let bytes: Vec<usize> = below
-            .iter()
-            .copied()
-            .filter(|&b| !counts[b].contains(&part.len()))
-            .collect();
-        let mut buf = vec![0u64; part.len()];
-        lsd_passes(part, &mut buf, &bytes, &counts);
-    });
-    *keys = parts;
-}
-
-/// How many keys have each value of each byte `from..8`.
-fn byte_counts(keys: &[u64], from: usize) -> [[usize; 256]; 8] {
     let mut counts = [[0usize; 256]; 8];
-    for &k in keys {
+    for &k in keys.iter() {
         for (b, c) in counts.iter_mut().enumerate().skip(from) {
             c[((k >> (8 * b)) & 0xff) as usize] += 1;
         }
     }
-    counts
-}
-
-fn add_counts(mut a: [[usize; 256]; 8], b: [[usize; 256]; 8]) -> [[usize; 256]; 8] {
-    for (x, y) in a.iter_mut().flatten().zip(b.iter().flatten()) {
-        *x += y;
-    }
-    a
-}
-
-/// Copy `keys` into `out` ordered on byte `b` (whose value counts are
-/// `count`), keeping the order of keys with the same byte.
-fn scatter(keys: &[u64], out: &mut [u64], b: usize, count: &[usize; 256]) {
-    let mut pos = [0usize; 256];
-    let mut sum = 0;
-    for (p, &x) in pos.iter_mut().zip(count.iter()) {
-        *p = sum;
-        sum += x;
-    }
-    for &k in keys {
-        let d = ((k >> (8 * b)) & 0xff) as usize;
-        out[pos[d]] = k;
-        pos[d] += 1;
-    }
-}
-
-/// Sort `keys` stably on `bytes` (least significant first; `counts` holds
-/// their value counts over `keys`), one pass per byte, with `buf` (as long
-/// as `keys`) to move them through.
-fn lsd_passes(keys: &mut [u64], buf: &mut [u64], bytes: &[usize], counts: &[[usize; 256]; 8]) {
-    let mut in_buf = false;
-    for &b in bytes {
-        if in_buf {
-            scatter(buf, keys, b, &counts[b]);
-        } else {
-            scatter(keys, buf, b, &counts[b]);
+    let n = keys.len();
+    let mut buf = vec![0u64; n];
+    for (b, c) in counts.iter().enumerate().skip(from) {
+        if c.contains(&n) {
+            // Every key has the same byte here: nothing to move.
+            continue;
         }
-        in_buf = !in_buf;
-    }
-    if in_buf {
-        keys.copy_from_slice(buf);
+        let mut pos = [0usize; 256];
+        let mut sum = 0;
+        for (p, &x) in pos.iter_mut().zip(c.iter()) {
+            *p = sum;
+            sum += x;
+        }
+        for &k in keys.iter() {
+            let d = ((k >> (8 * b)) & 0xff) as usize;
+            buf[pos[d]] = k;
+            pos[d] += 1;
+        }
+        std::mem::swap(keys, &mut buf);
     }
 }
 
@@ -583,12 +507,8 @@ mod tests {
             }
             let mut want = keys.clone();
             want.sort_unstable();
-            // In one piece, and split in parts from a few keys on.
-            let mut parts = keys.clone();
             radix_sort(&mut keys, 0);
-            proptest::prop_assert_eq!(&keys, &want);
-            radix_sort_on(&mut parts, 0, 2);
-            proptest::prop_assert_eq!(parts, want);
+            proptest::prop_assert_eq!(keys, want);
         }
 
         #[test]
@@ -597,11 +517,8 @@ mod tests {
         ) {
             let mut want = keys.clone();
             want.sort_by_key(|k| k >> 32);
-            let mut parts = keys.clone();
             radix_sort(&mut keys, 4);
-            proptest::prop_assert_eq!(&keys, &want);
-            radix_sort_on(&mut parts, 4, 2);
-            proptest::prop_assert_eq!(parts, want);
+            proptest::prop_assert_eq!(keys, want);
         }
     }
 
