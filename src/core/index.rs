@@ -36,6 +36,7 @@ use super::row::{Loc, NO_SYM, PairRow, Pos, RowLabels, Sym};
 pub mod inputs;
 pub mod keys;
 pub mod labels;
+pub mod lines;
 pub mod locs;
 pub mod strings;
 

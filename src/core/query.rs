@@ -382,7 +382,7 @@ impl Query {
             changes: ctx.changes.unwrap_or_default(),
         };
         let mut compiled = Compiled::new(self, ctx.index, false);
-        compiled.eval(ctx.index, &env, i as usize, row, 0)
+        compiled.eval(ctx.index, &env, i as usize, row, 0, None)
     }
 
     /// Filter row indices (into `ctx.index.rows`), preserving order.
@@ -1314,8 +1314,9 @@ impl Compiled {
     }
 
     /// Filter `rows`, a block at a time: one tight pass per term over the
-    /// block (its rows stay in cache between passes), then the text terms row
-    /// by row on what is left, reading each line once.
+    /// block (its rows stay in cache between passes); then the text terms
+    /// row by row on what is left, each line read once, in spans in file
+    /// order ([`RunIndex::for_each_line`]).
     fn run(&mut self, index: &RunIndex, env: &AnnEnv, rows: &mut [u32]) -> usize {
         const BLOCK: usize = 1024;
         let slow = self
@@ -1341,21 +1342,32 @@ impl Compiled {
                 }
                 sweep(cond, *negated, index, env, &mut sel);
             }
-            if slow < self.conds.len() && !sel.is_empty() {
-                sel.retain(|&i| {
-                    index
-                        .rows
-                        .get(i as usize)
-                        .is_some_and(|r| self.eval(index, env, i as usize, r, slow))
-                });
-            }
             rows[kept..kept + sel.len()].copy_from_slice(&sel);
             kept += sel.len();
+        }
+        if slow < self.conds.len() && kept > 0 {
+            // The lines of what is left, read in spans in file order (the
+            // disk reading the next span while one is searched).
+            let mut hits = vec![false; kept];
+            index.for_each_line(&rows[..kept], |k, line| {
+                let i = rows[k] as usize;
+                hits[k] = match (line, index.rows.get(i)) {
+                    (Ok(line), Some(r)) => self.eval(index, env, i, r, slow, Some(line)),
+                    _ => false,
+                };
+            });
+            let mut n = 0;
+            for k in 0..kept {
+                rows[n] = rows[k];
+                n += usize::from(hits[k]);
+            }
+            kept = n;
         }
         kept
     }
 
-    /// Evaluate row number `i`, `row`, against the terms from `from` on.
+    /// Evaluate row number `i`, `row`, against the terms from `from` on;
+    /// a text term searches `line` if given, or reads the row's line.
     fn eval(
         &mut self,
         index: &RunIndex,
@@ -1363,6 +1375,7 @@ impl Compiled {
         i: usize,
         row: &PairRow,
         from: usize,
+        line_read: Option<&[u8]>,
     ) -> bool {
         let needs_unicode = self.needs_unicode;
         // The annotation, looked up once per row when a term needs it.
@@ -1405,7 +1418,11 @@ impl Compiled {
                     let (ascii, uni) = match &mut line {
                         Some(l) => l,
                         None => {
-                            let Ok(mut bytes) = index.read_line(index.loc(i)) else {
+                            let read = match line_read {
+                                Some(l) => Ok(l.to_vec()),
+                                None => index.read_line(index.loc(i)),
+                            };
+                            let Ok(mut bytes) = read else {
                                 return false;
                             };
                             let uni = (needs_unicode && !bytes.is_ascii())

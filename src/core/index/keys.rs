@@ -137,21 +137,45 @@ impl RunIndex {
     }
 
     /// Learn the keys of these rows that are not known yet, reading their
-    /// lines in parallel; returns how many could not be read again.
+    /// lines in spans ([`RunIndex::for_each_line`]), a part on each core;
+    /// returns how many could not be read again.
     pub fn ensure_keys(&mut self, rows: &[u32]) -> usize {
         use rayon::prelude::*;
-        let missing: Vec<PairRow> = rows
+        /// Fewer rows than this are read on one core.
+        const PART_MIN: usize = 4096;
+        let missing: Vec<u32> = rows
             .iter()
-            .filter_map(|&i| self.rows.get(i as usize))
-            .filter(|r| self.key(r).is_none())
             .copied()
+            .filter(|&i| {
+                self.rows
+                    .get(i as usize)
+                    .is_some_and(|r| self.key(r).is_none())
+            })
             .collect();
-        let read: Vec<Option<(u64, RecordKey)>> = missing
-            .par_iter()
-            .map(|r| self.read_key(r).ok().map(|k| (r.pos.id(), k)))
+        let part = missing
+            .len()
+            .div_ceil(rayon::current_num_threads())
+            .max(PART_MIN);
+        let read: Vec<(Vec<(u64, RecordKey)>, usize)> = missing
+            .par_chunks(part)
+            .map(|part| {
+                let mut keys = Vec::with_capacity(part.len());
+                let mut failed = 0;
+                self.for_each_line(part, |k, line| {
+                    let row = &self.rows[part[k] as usize];
+                    match line.ok().and_then(line_key) {
+                        Some(key) => keys.push((row.pos.id(), key)),
+                        None => failed += 1,
+                    }
+                });
+                (keys, failed)
+            })
             .collect();
-        let failed = read.iter().filter(|r| r.is_none()).count();
-        self.keys.by_loc.extend(read.into_iter().flatten());
+        let mut failed = 0;
+        for (keys, f) in read {
+            self.keys.by_loc.extend(keys);
+            failed += f;
+        }
         failed
     }
 

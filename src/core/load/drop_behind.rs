@@ -9,8 +9,9 @@
 //! pages behind the reader are given back as it goes
 //! (`posix_fadvise(POSIX_FADV_DONTNEED)`), and the kernel is told the file
 //! is read in order (`POSIX_FADV_SEQUENTIAL`, a larger read-ahead). A text
-//! search, which reads every line again, gives the pages back when it ends
-//! ([`give_back`]). A file that fits in memory keeps its pages: reading a
+//! search or the reading of many record keys reads the lines again in
+//! spans, and gives each span's pages back once read ([`give_back_range`]),
+//! and all of them when it ends ([`give_back`]). A file that fits in memory keeps its pages: reading a
 //! line again for the detail or a text search then needs no disk.
 
 use std::fs::File;
@@ -76,6 +77,24 @@ pub(crate) fn give_back(file: &File) {
     }
 }
 
+/// Give the pages of `len` bytes of `file` from `offset` back to the
+/// kernel if the file is larger than the machine's memory, after a pass
+/// read them (a text search, or the record keys of many rows, read in
+/// spans: the page cache then never fills with a run read once).
+pub(crate) fn give_back_range(file: &File, offset: u64, len: u64) {
+    if len > 0 && larger_than_memory(file) {
+        advise(file, offset, len, Advice::DontNeed);
+    }
+}
+
+/// Ask the kernel to start reading `len` bytes of `file` from `offset`
+/// into the page cache now, while the reader works on what it has.
+pub(crate) fn read_ahead(file: &File, offset: u64, len: u64) {
+    if len > 0 {
+        advise(file, offset, len, Advice::WillNeed);
+    }
+}
+
 fn larger_than_memory(file: &File) -> bool {
     file.metadata()
         .is_ok_and(|m| m.is_file() && physical_memory().is_some_and(|mem| m.len() > mem))
@@ -88,6 +107,8 @@ enum Advice {
     Sequential,
     /// The range will not be read again soon.
     DontNeed,
+    /// The range will be read soon.
+    WillNeed,
 }
 
 /// Tell the kernel about `len` bytes of `file` from `offset` (0: to the
@@ -98,6 +119,7 @@ fn advise(file: &File, offset: u64, len: u64, advice: Advice) {
     let advice = match advice {
         Advice::Sequential => libc::POSIX_FADV_SEQUENTIAL,
         Advice::DontNeed => libc::POSIX_FADV_DONTNEED,
+        Advice::WillNeed => libc::POSIX_FADV_WILLNEED,
     };
     let (Ok(offset), Ok(len)) = (libc::off_t::try_from(offset), libc::off_t::try_from(len)) else {
         return;

@@ -69,6 +69,19 @@ impl RunFile {
         read_some_at(&self.reader, buf, offset)
     }
 
+    /// After `len` bytes from `offset` were read in one pass over many
+    /// lines: give their pages back to the kernel when the file is larger
+    /// than memory (see [`super::drop_behind`]); a file that fits keeps them.
+    pub(crate) fn give_back_range(&self, offset: u64, len: u64) {
+        super::drop_behind::give_back_range(&self.reader, offset, len);
+    }
+
+    /// Before `len` bytes from `offset` are read: have the kernel start
+    /// reading them now (see [`super::drop_behind::read_ahead`]).
+    pub(crate) fn read_ahead(&self, offset: u64, len: u64) {
+        super::drop_behind::read_ahead(&self.reader, offset, len);
+    }
+
     /// After a pass over every line (a text search): give the file's pages
     /// back to the kernel when the file is larger than memory, as the
     /// loader does behind its reader (see [`super::drop_behind`]).
