@@ -1377,6 +1377,52 @@ fn said_before_drawing(f: &mut Fixture, work: Vec<Effect>) -> Vec<String> {
 }
 
 #[test]
+fn a_text_search_of_many_pairs_goes_a_stretch_at_a_time_and_the_status_line_counts_them() {
+    let mut f = Fixture::new();
+    f.act(Action::ToggleAllPairs);
+    // Sorted and grouped: the stretches are searched in file order, the
+    // view is sorted and grouped as at once.
+    f.act(Action::CycleSort);
+    f.act(Action::ToggleGroup);
+    let mut at_once = Fixture::new();
+    at_once.act(Action::ToggleAllPairs);
+    at_once.act(Action::CycleSort);
+    at_once.act(Action::ToggleGroup);
+    at_once.app.set_query("timeout").expect("query");
+
+    // Stand in for ten million pairs: three pairs make a stretch.
+    f.app.busy_at.pairs = 3;
+    f.act(Action::StartQuery);
+    app::type_text(&mut f.app, "timeout");
+    let work = app::update(&mut f.app, Action::InputSubmit);
+    assert_eq!(work, vec![Effect::Filter]);
+    let n = f.app.index.rows.len();
+    assert!(n > 6, "{n}");
+    let said = said_before_drawing(&mut f, work);
+    let note = format!("searching the text of {n} pairs (the run's lines are read again)…");
+    let mut expected = vec![note.clone()];
+    expected.extend(
+        (3..n)
+            .step_by(3)
+            .map(|done| format!("{note} {done} searched")),
+    );
+    // The last draw is the screen with the detail of the pair it landed on.
+    assert_eq!(said[..expected.len()], expected[..]);
+    assert!(!f.app.filter_pending());
+    assert!(!f.app.view.is_empty());
+    assert_eq!(f.app.view, at_once.app.view);
+    assert_eq!(f.app.items, at_once.app.items);
+    assert!(
+        f.app
+            .message
+            .as_ref()
+            .is_none_or(|(m, _)| !m.starts_with(&note)),
+        "the count goes once the search is done: {:?}",
+        f.app.message
+    );
+}
+
+#[test]
 fn slow_work_is_said_on_the_status_line_before_it_starts() {
     let mut f = Fixture::new();
     let pairs = f.app.index.rows.len();

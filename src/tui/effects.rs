@@ -61,6 +61,13 @@ pub fn perform(
                 let more = app::resume(app, then);
                 perform(app, more, theme, outside, seen)?;
             }
+            Effect::Filter
+                if app.query_reads_lines() && app.index.rows.len() >= app.busy_at.pairs =>
+            {
+                search_in_steps(app, outside)?;
+                let more = app.detail_effect();
+                perform(app, more, theme, outside, seen)?;
+            }
             e => {
                 // Work longer than a blink is said on the status line first.
                 let note = app.busy_note(&e);
@@ -289,6 +296,30 @@ fn learn_keys_in_steps(app: &mut App, mut rows: Vec<u32>, outside: Outside<'_>) 
     }
     unsay(app, &note);
     say_unread_keys(app, failed);
+    Ok(())
+}
+
+/// Filter the view by a query that searches the run's text, a stretch of
+/// the run at a time, saying on the status line how far it got before each
+/// stretch: at ten million pairs the search reads the whole run from disk.
+fn search_in_steps(app: &mut App, outside: Outside<'_>) -> io::Result<()> {
+    let step = app.busy_at.pairs.max(1);
+    let mut note = String::new();
+    app.filter_view_in_steps(step, |app, done, total| {
+        note = format!("searching the text of {total} pairs (the run's lines are read again)…");
+        app.say(
+            if done == 0 {
+                note.clone()
+            } else {
+                format!("{note} {done} searched")
+            },
+            MessageKind::Info,
+        );
+        outside(app, Effect::Redraw)
+    })?;
+    if !note.is_empty() {
+        unsay(app, &note);
+    }
     Ok(())
 }
 

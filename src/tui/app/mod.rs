@@ -545,10 +545,6 @@ impl App {
             Effect::Export { rows, .. } if rows.len() >= many => {
                 Some(format!("exporting {} pairs…", rows.len()))
             }
-            Effect::Filter if pairs >= many => Some(format!(
-                "searching the text of {} pairs (the run's lines are read again)…",
-                pairs
-            )),
             Effect::ShowFacets if pairs >= many => {
                 Some(format!("counting the facets of {} pairs…", pairs))
             }
@@ -789,10 +785,49 @@ impl App {
         self.refilter(pending);
     }
 
+    /// [`App::filter_view`] for a query that reads the run's lines, the
+    /// candidate rows searched `step` at a time, in file order: before each
+    /// stretch, `between` is told how many were searched of how many (the
+    /// effect runner says it on the status line and draws).
+    pub fn filter_view_in_steps(
+        &mut self,
+        step: usize,
+        mut between: impl FnMut(&mut App, usize, usize) -> std::io::Result<()>,
+    ) -> std::io::Result<()> {
+        let pending = self.pending_filter.take().unwrap_or_else(|| PendingFilter {
+            keep_row: self.selected_row(),
+            keep_case: self.selected_case().map(|(c, _)| c),
+            recount: true,
+            then: AfterFilter::Nothing,
+        });
+        let candidates = self.candidates();
+        let mut view = Vec::new();
+        let query = self.query.clone().filter(|q| !q.is_empty());
+        // A failure to draw stops the reports, not the filtering.
+        let mut failed = None;
+        for (k, stretch) in candidates.chunks(step.max(1)).enumerate() {
+            if failed.is_none() {
+                failed = between(self, k * step, candidates.len()).err();
+            }
+            match &query {
+                Some(q) => view.extend(q.filter(&self.query_context(), stretch)),
+                None => view.extend_from_slice(stretch),
+            }
+        }
+        self.rebuild_from(view, pending.keep_row, pending.keep_case, pending.recount);
+        self.after_filter(pending.then);
+        failed.map_or(Ok(()), Err)
+    }
+
     /// Rebuild the view for `pending`, then do what follows it.
     fn refilter(&mut self, pending: PendingFilter) {
         self.rebuild_now(pending.keep_row, pending.keep_case, pending.recount);
-        match pending.then {
+        self.after_filter(pending.then);
+    }
+
+    /// What follows a filtered view.
+    fn after_filter(&mut self, then: AfterFilter) {
+        match then {
             AfterFilter::Nothing => {}
             AfterFilter::SayMatches(before) => self.say_matches(&before),
             AfterFilter::CaseHeader(c) => self.land_on_case(c),
@@ -840,6 +875,14 @@ impl App {
         keep_case: Option<crate::core::row::Sym>,
         recount: bool,
     ) {
+        let candidates = self.candidates();
+        let view = self.apply_query(candidates);
+        self.rebuild_from(view, keep_row, keep_case, recount);
+    }
+
+    /// The rows the view shows before its query, in file order (in the old
+    /// view's allocation: no fresh pages per keystroke).
+    fn candidates(&mut self) -> Vec<u32> {
         let n = self.index.rows.len() as u32;
         let every_status = self.show_all || self.query_picks_status();
         // The old view's allocation is reused: no fresh pages per keystroke.
@@ -855,7 +898,18 @@ impl App {
                 (0..n).filter(|&i| self.in_view_with(every_status, &self.index.rows[i as usize])),
             );
         }
-        self.view = self.apply_query(candidates);
+        candidates
+    }
+
+    /// The rest of a rebuild, from the rows the query kept, in file order.
+    fn rebuild_from(
+        &mut self,
+        view: Vec<u32>,
+        keep_row: Option<u32>,
+        keep_case: Option<crate::core::row::Sym>,
+        recount: bool,
+    ) {
+        self.view = view;
         if !recount {
             self.count_new_rows();
         }
@@ -961,14 +1015,19 @@ impl App {
     /// Keep the rows the active query matches.
     fn apply_query(&self, mut rows: Vec<u32>) -> Vec<u32> {
         if let Some(q) = self.query.as_ref().filter(|q| !q.is_empty()) {
-            let ctx = query::Context {
-                index: &self.index,
-                store: Some(&self.store),
-                changes: self.changes(),
-            };
-            q.retain(&ctx, &mut rows);
+            q.retain(&self.query_context(), &mut rows);
         }
         rows
+    }
+
+    /// What a query reads besides its text: the run, its decisions and the
+    /// baseline's changes.
+    fn query_context(&self) -> query::Context<'_> {
+        query::Context {
+            index: &self.index,
+            store: Some(&self.store),
+            changes: self.changes(),
+        }
     }
 
     /// Set (or clear, with an empty text) the active query and filter the
