@@ -10,7 +10,10 @@ use std::collections::HashMap;
 use super::annotations::AnnotationStore;
 use super::compare::ChangeKind;
 use super::index::RunIndex;
-use super::row::{NO_SYM, OutcomeCode, PairRow};
+use rustc_hash::FxHashMap;
+
+use super::model::Route;
+use super::row::{NO_SYM, OutcomeCode, PairRow, Sym};
 
 /// One value of a field and its counts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -35,27 +38,89 @@ pub struct Facet {
 pub const FIELDS: [&str; 5] = ["transformation", "family", "category", "outcome", "route"];
 
 /// Count the facets over `rows`.
+///
+/// Rows are counted by codes, not by their values' text: the row's label
+/// set (its transformation and family), outcome, route transition and
+/// category (borrowed from the store); the text is made once per value at
+/// the end. Large inputs are counted in parts on every core.
 pub fn facets(index: &RunIndex, rows: &[u32], store: Option<&AnnotationStore>) -> Vec<Facet> {
-    let mut maps: Vec<HashMap<String, (u64, u64)>> = vec![HashMap::new(); FIELDS.len()];
-    for &r in rows {
-        let Some(row) = index.rows.get(r as usize) else {
-            continue;
-        };
-        let fail = u64::from(row.status().is_failure());
-        for (i, value) in values(index, r as usize, row, store)
-            .into_iter()
-            .enumerate()
-        {
-            let e = maps[i].entry(value).or_default();
-            e.0 += 1;
-            e.1 += fail;
+    // Fewer rows than this are counted on one core.
+    facets_in_parts(index, rows, store, 1 << 16)
+}
+
+/// [`facets`], counted in parts of `part` rows.
+fn facets_in_parts(
+    index: &RunIndex,
+    rows: &[u32],
+    store: Option<&AnnotationStore>,
+    part: usize,
+) -> Vec<Facet> {
+    use rayon::prelude::*;
+    let count = |part: &[u32]| {
+        let mut c = Counts::default();
+        for &r in part {
+            c.add(index, r as usize, store);
+        }
+        c
+    };
+    let counts = if rows.len() > part {
+        rows.par_chunks(part.max(1))
+            .map(count)
+            .reduce(Counts::default, Counts::merge)
+    } else {
+        count(rows)
+    };
+    let mut maps: [Vec<(String, (u64, u64))>; 5] = Default::default();
+    // Label sets share transformations and families: add them up by value.
+    let mut by_sym: [FxHashMap<u32, (u64, u64)>; 2] = Default::default();
+    let sets = index.label_sets().sets();
+    let by_code = counts.labels.iter().enumerate().filter_map(|(code, &n)| {
+        let set = sets.get(code).filter(|_| n != (0, 0))?;
+        Some(((set.transformation, set.family), n))
+    });
+    let by_pack = counts
+        .other_labels
+        .iter()
+        .map(|(&packed, &n)| (unpack_syms(packed), n));
+    for ((t, f), n) in by_code.chain(by_pack) {
+        for (m, s) in by_sym.iter_mut().zip([t, f]) {
+            add(m.entry(s).or_default(), n);
         }
     }
+    for (k, m) in by_sym.into_iter().enumerate() {
+        maps[k] = m.into_iter().map(|(s, n)| (sym(index, s), n)).collect();
+    }
+    maps[2] = counts
+        .category
+        .into_iter()
+        .map(|(c, n)| (c.unwrap_or("none").to_string(), n))
+        .collect();
+    maps[3] = counts
+        .outcome
+        .into_iter()
+        .map(|(o, n)| (o.to_string(), n))
+        .collect();
+    maps[4] = counts
+        .route
+        .into_iter()
+        .map(|(r, n)| {
+            let value = match r {
+                Some((a, b)) => format!("{a}->{b}"),
+                None => MISSING.to_string(),
+            };
+            (value, n)
+        })
+        .collect();
     FIELDS
         .iter()
         .zip(maps)
         .map(|(field, m)| {
-            let mut entries: Vec<FacetEntry> = m
+            // Two codes can make one text (a category "none"): merged here.
+            let mut merged: HashMap<String, (u64, u64)> = HashMap::with_capacity(m.len());
+            for (value, n) in m {
+                add(merged.entry(value).or_default(), n);
+            }
+            let mut entries: Vec<FacetEntry> = merged
                 .into_iter()
                 .map(|(value, (pairs, failures))| FacetEntry {
                     term: term(field, &value),
@@ -73,6 +138,115 @@ pub fn facets(index: &RunIndex, rows: &[u32], store: Option<&AnnotationStore>) -
             Facet { field, entries }
         })
         .collect()
+}
+
+/// Pairs and failures.
+type Tally = (u64, u64);
+
+fn add(to: &mut Tally, n: Tally) {
+    to.0 += n.0;
+    to.1 += n.1;
+}
+
+/// The counts of some rows, by code.
+#[derive(Default)]
+struct Counts<'s> {
+    /// By label-set code when the index keeps one for every row, else
+    /// (`other_labels`) by the transformation and family packed in one
+    /// number ([`pack_syms`]).
+    labels: Vec<Tally>,
+    other_labels: FxHashMap<u64, Tally>,
+    category: FxHashMap<Option<&'s str>, Tally>,
+    /// A handful of values each: found by a look along the list.
+    outcome: Vec<(&'static str, Tally)>,
+    route: Vec<(Option<(Route, Route)>, Tally)>,
+}
+
+impl<'s> Counts<'s> {
+    fn add(&mut self, index: &'s RunIndex, i: usize, store: Option<&'s AnnotationStore>) {
+        let Some(row) = index.rows.get(i) else {
+            return;
+        };
+        let n = (1, u64::from(row.status().is_failure()));
+        let sets = index.label_sets();
+        match sets.code(i).filter(|_| sets.len() == index.rows.len()) {
+            Some(code) => {
+                let code = code as usize;
+                if self.labels.len() <= code {
+                    self.labels.resize(code + 1, (0, 0));
+                }
+                add(&mut self.labels[code], n);
+            }
+            None => add(
+                self.other_labels
+                    .entry(pack_syms(index.transformation(i), index.family(i)))
+                    .or_default(),
+                n,
+            ),
+        }
+        let category = index
+            .annotation(store, row)
+            .and_then(|a| a.category.as_deref());
+        add(self.category.entry(category).or_default(), n);
+        let outcome = outcome_of(row);
+        match self.outcome.iter_mut().find(|(o, _)| *o == outcome) {
+            Some((_, c)) => add(c, n),
+            None => self.outcome.push((outcome, n)),
+        }
+        let route = row.source_route().zip(row.variant_route());
+        match self.route.iter_mut().find(|(r, _)| *r == route) {
+            Some((_, c)) => add(c, n),
+            None => self.route.push((route, n)),
+        }
+    }
+
+    fn merge(mut self, other: Counts<'s>) -> Counts<'s> {
+        if self.labels.len() < other.labels.len() {
+            self.labels.resize(other.labels.len(), (0, 0));
+        }
+        for (a, b) in self.labels.iter_mut().zip(other.labels) {
+            add(a, b);
+        }
+        for (k, n) in other.other_labels {
+            add(self.other_labels.entry(k).or_default(), n);
+        }
+        for (k, n) in other.category {
+            add(self.category.entry(k).or_default(), n);
+        }
+        for (k, n) in other.outcome {
+            match self.outcome.iter_mut().find(|(o, _)| *o == k) {
+                Some((_, c)) => add(c, n),
+                None => self.outcome.push((k, n)),
+            }
+        }
+        for (k, n) in other.route {
+            match self.route.iter_mut().find(|(r, _)| *r == k) {
+                Some((_, c)) => add(c, n),
+                None => self.route.push((k, n)),
+            }
+        }
+        self
+    }
+}
+
+/// A transformation and a family as one number.
+fn pack_syms(transformation: Sym, family: Sym) -> u64 {
+    (u64::from(transformation) << 32) | u64::from(family)
+}
+
+fn unpack_syms(packed: u64) -> (Sym, Sym) {
+    ((packed >> 32) as Sym, packed as Sym)
+}
+
+/// The outcome a facet shows for a pair: the variant's failure, else the
+/// source's, else `ok` or `not-recorded`.
+fn outcome_of(row: &PairRow) -> &'static str {
+    match (row.source_outcome(), row.variant_outcome()) {
+        (OutcomeCode::Ok, OutcomeCode::Ok) => "ok",
+        (_, b) if b != OutcomeCode::Ok && b != OutcomeCode::NotRecorded => b.name(),
+        (a, _) if a != OutcomeCode::Ok && a != OutcomeCode::NotRecorded => a.name(),
+        _ => "not-recorded",
+    }
 }
 
 /// The `change` facet of a comparison (`--baseline`): how many of `rows`
@@ -115,36 +289,6 @@ fn sym(index: &RunIndex, s: u32) -> String {
     }
 }
 
-fn values(
-    index: &RunIndex,
-    i: usize,
-    row: &PairRow,
-    store: Option<&AnnotationStore>,
-) -> [String; 5] {
-    let category = index
-        .annotation(store, row)
-        .and_then(|a| a.category.clone())
-        .unwrap_or_else(|| "none".to_string());
-    let outcome = match (row.source_outcome(), row.variant_outcome()) {
-        (OutcomeCode::Ok, OutcomeCode::Ok) => "ok",
-        (_, b) if b != OutcomeCode::Ok && b != OutcomeCode::NotRecorded => b.name(),
-        (a, _) if a != OutcomeCode::Ok && a != OutcomeCode::NotRecorded => a.name(),
-        _ => "not-recorded",
-    }
-    .to_string();
-    let route = match (row.source_route(), row.variant_route()) {
-        (Some(a), Some(b)) => format!("{a}->{b}"),
-        _ => MISSING.to_string(),
-    };
-    [
-        sym(index, index.transformation(i)),
-        sym(index, index.family(i)),
-        category,
-        outcome,
-        route,
-    ]
-}
-
 /// The query term that selects a facet entry (values quoted when needed).
 pub fn term(field: &str, value: &str) -> String {
     if value == MISSING {
@@ -173,6 +317,130 @@ pub fn term(field: &str, value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::annotations::{AnnotationSource, Change};
+
+    /// The facets as first written: each row's five values as text, counted
+    /// in one map per field.
+    fn reference(index: &RunIndex, rows: &[u32], store: Option<&AnnotationStore>) -> Vec<Facet> {
+        let mut maps: Vec<HashMap<String, (u64, u64)>> = vec![HashMap::new(); FIELDS.len()];
+        for &r in rows {
+            let Some(row) = index.rows.get(r as usize) else {
+                continue;
+            };
+            let fail = u64::from(row.status().is_failure());
+            for (i, value) in values(index, r as usize, row, store)
+                .into_iter()
+                .enumerate()
+            {
+                add(maps[i].entry(value).or_default(), (1, fail));
+            }
+        }
+        let mut facets: Vec<Facet> = FIELDS
+            .iter()
+            .zip(maps)
+            .map(|(field, m)| Facet {
+                field,
+                entries: m
+                    .into_iter()
+                    .map(|(value, (pairs, failures))| FacetEntry {
+                        term: term(field, &value),
+                        value,
+                        pairs,
+                        failures,
+                    })
+                    .collect(),
+            })
+            .collect();
+        for f in &mut facets {
+            f.entries.sort_by(|a, b| {
+                b.failures
+                    .cmp(&a.failures)
+                    .then(b.pairs.cmp(&a.pairs))
+                    .then(a.value.cmp(&b.value))
+            });
+        }
+        facets
+    }
+
+    fn values(
+        index: &RunIndex,
+        i: usize,
+        row: &PairRow,
+        store: Option<&AnnotationStore>,
+    ) -> [String; 5] {
+        let category = index
+            .annotation(store, row)
+            .and_then(|a| a.category.clone())
+            .unwrap_or_else(|| "none".to_string());
+        let outcome = match (row.source_outcome(), row.variant_outcome()) {
+            (OutcomeCode::Ok, OutcomeCode::Ok) => "ok",
+            (_, b) if b != OutcomeCode::Ok && b != OutcomeCode::NotRecorded => b.name(),
+            (a, _) if a != OutcomeCode::Ok && a != OutcomeCode::NotRecorded => a.name(),
+            _ => "not-recorded",
+        }
+        .to_string();
+        let route = match (row.source_route(), row.variant_route()) {
+            (Some(a), Some(b)) => format!("{a}->{b}"),
+            _ => MISSING.to_string(),
+        };
+        [
+            sym(index, index.transformation(i)),
+            sym(index, index.family(i)),
+            category,
+            outcome,
+            route,
+        ]
+    }
+
+    /// Counted by code, on one core or in parts, with categories and one
+    /// named "none": the same facets as counted by text.
+    #[test]
+    fn facets_by_code_are_the_facets_by_text() {
+        let mut idx = crate::core::index::sample::sample();
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = AnnotationStore::open(&dir.path().join("run.triage.jsonl"), "ana").unwrap();
+        let categories = [
+            Some("ambiguous_contract"),
+            Some("none"),
+            None,
+            Some("service_error"),
+        ];
+        let changes: Vec<Change> = (0..idx.rows.len() as u32)
+            .step_by(2)
+            .filter_map(|i| {
+                let key = idx.key_of(i).ok()?;
+                let row = idx.rows[i as usize];
+                Some(Change {
+                    key,
+                    case_id: idx.str(row.case).to_string(),
+                    variant_id: idx.str(row.variant).to_string(),
+                    category: categories[i as usize % 4].map(str::to_string),
+                    note: None,
+                    source: AnnotationSource::Manual,
+                })
+            })
+            .collect();
+        assert!(changes.len() >= 4, "{}", changes.len());
+        store.apply(changes).unwrap();
+        idx.resolve_keys(&store);
+        let all: Vec<u32> = (0..idx.rows.len() as u32).collect();
+        let some: Vec<u32> = all.iter().copied().filter(|i| i % 3 != 1).collect();
+        for rows in [&all, &some] {
+            for store in [None, Some(&store)] {
+                let want = reference(&idx, rows, store);
+                for part in [1, 2, 5, 1 << 16] {
+                    assert_eq!(
+                        facets_in_parts(&idx, rows, store, part),
+                        want,
+                        "parts of {part}"
+                    );
+                }
+            }
+        }
+        let cat = &facets(&idx, &all, Some(&store))[2];
+        assert!(cat.entries.iter().any(|e| e.value == "ambiguous_contract"));
+        assert_eq!(cat.entries.iter().filter(|e| e.value == "none").count(), 1);
+    }
 
     #[test]
     fn counts_add_up_and_terms_parse() {
