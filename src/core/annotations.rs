@@ -1543,8 +1543,21 @@ impl AnnotationStore {
         files: &dyn Fn(&RecordKey) -> Vec<u16>,
         expect: Option<Expect>,
     ) -> Result<Saved, SaveError> {
-        let targets: Vec<Vec<usize>> = changes.iter().map(|(c, _)| self.route(c, files)).collect();
-        let mut involved: Vec<usize> = targets.iter().flatten().copied().collect();
+        // Each change's journals; with one journal, every change goes to
+        // it and no list is kept.
+        let targets: Option<Vec<Vec<usize>>> = (self.journals.len() > 1)
+            .then(|| changes.iter().map(|(c, _)| self.route(c, files)).collect());
+        let to = |i: usize| -> &[usize] {
+            match &targets {
+                Some(t) => &t[i],
+                None => &[0],
+            }
+        };
+        let mut involved: Vec<usize> = match &targets {
+            Some(t) => t.iter().flatten().copied().collect(),
+            None if changes.is_empty() => Vec::new(),
+            None => vec![0],
+        };
         involved.sort_unstable();
         involved.dedup();
         // Take every lock first (in journal order, so two savers cannot
@@ -1603,7 +1616,11 @@ impl AnnotationStore {
         // others' decisions arrived.
         let count_staged = arrived.iter().any(|(_, keys)| !keys.is_empty());
         let mut staged: HashMap<usize, FxHashSet<RecordKey>> = HashMap::new();
-        for (((c, kind), to), carried_from) in changes.into_iter().zip(&targets).zip(origins) {
+        for &j in &involved {
+            self.journals[j].pending.reserve(changes.len());
+        }
+        for (i, ((c, kind), carried_from)) in changes.into_iter().zip(origins).enumerate() {
+            let to = to(i);
             let resolution = matches!(kind, Kind::Resolution(_));
             let resolves = match kind {
                 Kind::Decision => None,

@@ -348,12 +348,11 @@ impl Journal {
         let result = if journal_gone {
             self.write_snapshot()
         } else {
-            let lines = encode_lines(
-                self.pending
-                    .iter()
-                    .map(|p| (&p.ann, p.prev.as_ref(), p.resolves.as_deref())),
-            );
-            append_durably(&self.path, &lines, self.read_pos).map(|(end, file)| {
+            let events = self
+                .pending
+                .iter()
+                .map(|p| (&p.ann, p.prev.as_ref(), p.resolves.as_deref()));
+            append_durably(&self.path, events, self.read_pos).map(|(end, file)| {
                 self.file_lines += self.pending.len();
                 self.read_lines += self.pending.len() as u64;
                 self.read_pos = end;
@@ -909,45 +908,95 @@ pub(super) fn lock_within(file: &File, wait: Duration) -> io::Result<()> {
 /// chunks of this many, each into a buffer of its own.
 pub(super) const ENCODE_CHUNK: usize = 8192;
 
+/// One event to encode: the annotation, what it replaced, what it resolves.
+pub(super) type EventRef<'a> = (&'a Annotation, Option<&'a Prev>, Option<&'a [Prior]>);
+
 /// The journal lines of these events, in order, each ended by a newline.
 pub(super) fn encode_lines<'a, I>(events: I) -> Vec<u8>
 where
-    I: ExactSizeIterator<Item = (&'a Annotation, Option<&'a Prev>, Option<&'a [Prior]>)>,
+    I: ExactSizeIterator<Item = EventRef<'a>>,
 {
-    fn encode_all<'a>(
-        events: impl Iterator<Item = (&'a Annotation, Option<&'a Prev>, Option<&'a [Prior]>)>,
-        out: &mut Vec<u8>,
-    ) {
+    let mut out = Vec::with_capacity(events.len() * LINE);
+    let appended: io::Result<()> = encode_in_stretches(events, &mut |lines| {
+        out.extend_from_slice(lines);
+        Ok(())
+    });
+    appended.expect("appending to a vector cannot fail");
+    out
+}
+
+/// About one line's length, to size the buffers once.
+const LINE: usize = 256;
+
+/// Encode these events' journal lines, in order, each ended by a newline,
+/// and hand them to `sink` a stretch at a time. From two chunks on, the
+/// lines are encoded on rayon's threads a round of chunks at a time, into
+/// buffers the next round reuses: a save of millions of decisions holds
+/// one round of lines in memory, not all of them, and touches no fresh
+/// pages after its first round. Stops at `sink`'s first error.
+fn encode_in_stretches<'a, I>(
+    events: I,
+    sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<()>
+where
+    I: ExactSizeIterator<Item = EventRef<'a>>,
+{
+    // A few chunks per thread, so that a slow chunk does not idle the others.
+    let round = rayon::current_num_threads().max(1) * 4;
+    encode_in_rounds(events, round, sink)
+}
+
+/// [`encode_in_stretches`] with `round` chunks encoded at a time.
+pub(super) fn encode_in_rounds<'a, I>(
+    events: I,
+    round: usize,
+    sink: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<()>
+where
+    I: ExactSizeIterator<Item = EventRef<'a>>,
+{
+    fn encode_all<'a>(events: impl Iterator<Item = EventRef<'a>>, out: &mut Vec<u8>) {
         for (ann, prev, resolves) in events {
             encode_into(out, ann, prev, resolves);
             out.push(b'\n');
         }
     }
-    /// About one line's length, to size the buffers once.
-    const LINE: usize = 256;
     if events.len() < 2 * ENCODE_CHUNK {
         let mut out = Vec::with_capacity(events.len() * LINE);
         encode_all(events, &mut out);
-        return out;
+        return sink(&out);
     }
     use rayon::prelude::*;
-    let events: Vec<_> = events.collect();
-    let chunks: Vec<Vec<u8>> = events
-        .par_chunks(ENCODE_CHUNK)
-        .map(|chunk| {
-            let mut out = Vec::with_capacity(chunk.len() * LINE);
-            encode_all(chunk.iter().copied(), &mut out);
-            out
-        })
+    let events: Vec<EventRef<'a>> = events.collect();
+    let round = round.max(1);
+    let mut buffers: Vec<Vec<u8>> = (0..round)
+        .map(|_| Vec::with_capacity(ENCODE_CHUNK * LINE))
         .collect();
-    chunks.concat()
+    for stretch in events.chunks(round * ENCODE_CHUNK) {
+        let chunks = stretch.chunks(ENCODE_CHUNK);
+        let used = chunks.len();
+        buffers[..used]
+            .par_iter_mut()
+            .zip(stretch.par_chunks(ENCODE_CHUNK))
+            .for_each(|(out, chunk)| {
+                out.clear();
+                encode_all(chunk.iter().copied(), out);
+            });
+        for out in &buffers[..used] {
+            sink(out)?;
+        }
+    }
+    Ok(())
 }
 
-/// Append `lines` (whole lines, each ended by a newline) to the journal and fsync, leaving no partial event behind where possible.
+/// Append these events' lines to the journal and fsync, leaving no partial event behind where possible.
 ///
 /// Called with the lock held, after reading the journal up to `read_pos`;
 /// returns the new end of the file and the file.
-fn append_durably(path: &Path, lines: &[u8], read_pos: u64) -> io::Result<(u64, File)> {
+fn append_durably<'a, I>(path: &Path, events: I, read_pos: u64) -> io::Result<(u64, File)>
+where
+    I: ExactSizeIterator<Item = EventRef<'a>>,
+{
     let mut file = OpenOptions::new().read(true).append(true).open(path)?;
     let meta = file.metadata()?;
     let len = meta.len();
@@ -969,9 +1018,15 @@ fn append_durably(path: &Path, lines: &[u8], read_pos: u64) -> io::Result<(u64, 
             glue = b"\n";
         }
     }
+    let mut written_bytes = glue.len() as u64;
     let written = file
         .write_all(glue)
-        .and_then(|()| file.write_all(lines))
+        .and_then(|()| {
+            encode_in_stretches(events, &mut |lines| {
+                written_bytes += lines.len() as u64;
+                file.write_all(lines)
+            })
+        })
         .and_then(|()| file.sync_data());
     if let Err(e) = written {
         // The events stay pending and are written again, so drop any part of
@@ -980,7 +1035,7 @@ fn append_durably(path: &Path, lines: &[u8], read_pos: u64) -> io::Result<(u64, 
         let _ = file.sync_data();
         return Err(e);
     }
-    Ok((len + (glue.len() + lines.len()) as u64, file))
+    Ok((len + written_bytes, file))
 }
 
 /// Remove temp files a crashed compaction left; called with the lock held, so none is in use.

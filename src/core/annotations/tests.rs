@@ -1993,6 +1993,96 @@ fn many_events_are_encoded_in_order_on_several_threads() {
     assert_eq!(String::from_utf8(text).unwrap(), want);
 }
 
+#[test]
+fn events_encoded_in_rounds_are_the_lines_in_order_and_stop_at_the_first_error() {
+    // Five and a bit chunks, two at a time: three rounds, the last one short.
+    let n = 5 * journal::ENCODE_CHUNK + 77;
+    let events: Vec<Annotation> = (0..n)
+        .map(|i| {
+            let mut k = [0u8; 16];
+            k[..8].copy_from_slice(&(i as u64).to_le_bytes());
+            Annotation {
+                key: RecordKey(k),
+                case_id: format!("case-{}", i / 3),
+                variant_id: format!("v-{i}"),
+                category: (i % 4 != 0).then(|| format!("cat-{}", i % 5)),
+                note: (i % 11 == 0).then(|| "a \"note\"\n".to_string()),
+                reviewer: "ann".to_string(),
+                at: now_rfc3339(),
+                source: AnnotationSource::Manual,
+                carried_from: None,
+                nonce: i as u64 + 1,
+            }
+        })
+        .collect();
+    let mut text = Vec::new();
+    let mut stretches = 0;
+    journal::encode_in_rounds(events.iter().map(|a| (a, None, None)), 2, &mut |lines| {
+        stretches += 1;
+        text.extend_from_slice(lines);
+        Ok(())
+    })
+    .unwrap();
+    assert_eq!(stretches, 6, "one stretch per chunk");
+    let mut want = String::new();
+    for a in &events {
+        want.push_str(&encode_through_a_value(a, None, None));
+        want.push('\n');
+    }
+    assert_eq!(String::from_utf8(text).unwrap(), want);
+
+    let mut calls = 0;
+    let failed = journal::encode_in_rounds(events.iter().map(|a| (a, None, None)), 2, &mut |_| {
+        calls += 1;
+        match calls {
+            3 => Err(io::Error::other("disk full")),
+            _ => Ok(()),
+        }
+    });
+    assert!(failed.is_err());
+    assert_eq!(calls, 3, "nothing is handed on after the first error");
+}
+
+#[test]
+fn a_save_of_many_decisions_appends_their_lines_in_order_and_replays_to_the_same_store() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut store = AnnotationStore::open(&path, "ann").unwrap();
+    store
+        .apply(vec![change(1, "c-first", Some("a"), None)])
+        .unwrap();
+    let first = lines(&path);
+    // More than two chunks, so the lines are encoded on rayon's threads
+    // and appended a stretch at a time.
+    let n = 2 * journal::ENCODE_CHUNK + 321;
+    let many: Vec<Change> = (0..n)
+        .map(|i| {
+            let mut k = [0u8; 16];
+            k[..8].copy_from_slice(&(i as u64 + 1000).to_le_bytes());
+            Change {
+                key: RecordKey(k),
+                case_id: format!("case-{}", i / 4),
+                variant_id: format!("v-{i}"),
+                category: Some(["a", "b", "c"][i % 3].to_string()),
+                note: (i % 9 == 0).then(|| format!("note {i}")),
+                source: AnnotationSource::Suggestion,
+            }
+        })
+        .collect();
+    let previous = store.apply(many.clone()).unwrap();
+    assert!(previous.iter().all(Option::is_none));
+    let written = lines(&path);
+    assert_eq!(written.len(), 1 + n);
+    assert_eq!(written[0], first[0]);
+    for (line, c) in written[1..].iter().zip(&many) {
+        let ann = store.mine(&c.key).expect("decided");
+        assert_eq!(*line, encode_through_a_value(ann, None, None));
+    }
+    let read = AnnotationStore::read(&path).unwrap();
+    assert_eq!(read.all(), store.all());
+    assert_eq!(read.all().len(), 1 + n);
+}
+
 /// What a line reads as, to compare two readings.
 fn reading(line: Line) -> String {
     match line {
