@@ -25,6 +25,7 @@ use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, ErrorKind, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -542,11 +543,15 @@ fn tick() -> u64 {
 type Slot = (RecordKey, Option<String>);
 
 /// A slot's newest event.
+///
+/// Its annotation and what it replaced are shared with the event's pending
+/// copy and this triage's record of its own events ([`journal`]), so that
+/// staging a decision copies no text.
 #[derive(Debug, Clone)]
 struct Entry {
-    ann: Annotation,
-    /// Boxed: most events replace nothing, and every slot pays for the field.
-    prev: Option<Box<Prev>>,
+    ann: Arc<Annotation>,
+    /// (Most events replace nothing.)
+    prev: Option<Arc<Prev>>,
     /// For a resolution: the decisions it settled.
     resolves: Option<Vec<Prior>>,
     /// When it was applied ([`tick`]); higher is newer.
@@ -686,7 +691,7 @@ impl Pair {
         self.agreement?;
         match &self.view {
             Some(view) => Some(view),
-            None => self.newest_decision().map(|e| &e.ann),
+            None => self.newest_decision().map(|e| &*e.ann),
         }
     }
 
@@ -762,7 +767,7 @@ impl Pair {
         }
         let mut view = Annotation {
             note,
-            ..newest.ann.clone()
+            ..Annotation::clone(&newest.ann)
         };
         let agreement = if categories.len() <= 1 {
             view.category = categories.first().map(|c| c.to_string());
@@ -811,10 +816,16 @@ struct Live {
 }
 
 impl Live {
-    fn put(&mut self, ann: Annotation, prev: Option<Prev>, resolves: Option<Vec<Prior>>, seq: u64) {
+    fn put(
+        &mut self,
+        ann: Arc<Annotation>,
+        prev: Option<Arc<Prev>>,
+        resolves: Option<Vec<Prior>>,
+        seq: u64,
+    ) {
         self.insert(Entry {
             ann,
-            prev: prev.map(Box::new),
+            prev,
             resolves,
             seq,
         });
@@ -1263,7 +1274,7 @@ impl AnnotationStore {
             .pairs
             .get(key)?
             .decision(reviewer)
-            .map(|e| &e.ann)
+            .map(|e| &*e.ann)
             .filter(|a| !a.is_empty())
     }
 
@@ -1275,7 +1286,7 @@ impl AnnotationStore {
         self.live().pairs.get(key).map_or_else(Vec::new, |p| {
             p.decisions
                 .iter()
-                .map(|e| &e.ann)
+                .map(|e| &*e.ann)
                 .filter(|a| !a.is_empty())
                 .collect()
         })
@@ -1635,14 +1646,16 @@ impl AnnotationStore {
                     .pairs
                     .get(&c.key)
                     .and_then(|p| p.resolution.as_ref())
-                    .map(|r| r.ann.clone()),
+                    .map(|r| Annotation::clone(&r.ann)),
                 false => self.mine(&c.key).cloned(),
             };
-            let prev = old.as_ref().filter(|_| !resolution).map(|a| Prev {
-                category: a.category.clone(),
-                note: a.note.clone(),
+            let prev = old.as_ref().filter(|_| !resolution).map(|a| {
+                Arc::new(Prev {
+                    category: a.category.clone(),
+                    note: a.note.clone(),
+                })
             });
-            let ann = Annotation {
+            let ann = Arc::new(Annotation {
                 key: c.key,
                 case_id: c.case_id,
                 variant_id: c.variant_id,
@@ -1653,7 +1666,7 @@ impl AnnotationStore {
                 source: c.source,
                 carried_from: carried_from.map(Box::new),
                 nonce: fresh_nonce(),
-            };
+            });
             if count_staged {
                 for &j in to {
                     staged.entry(j).or_default().insert(ann.key);
@@ -1788,7 +1801,7 @@ impl AnnotationStore {
                         .get(&c.key)
                         .and_then(|p| p.resolution.as_deref())
                         .filter(|r| r.ann.category.is_some())
-                        .map(|r| r.ann.clone()),
+                        .map(|r| Annotation::clone(&r.ann)),
                 })
             })
             .collect()
@@ -2190,8 +2203,8 @@ pub fn merge_journals(base: &[u8], ours: &[u8], theirs: &[u8]) -> Merged {
             match parse_line(body) {
                 Line::Event(ann, prev, resolves) => {
                     let entry = Entry {
-                        ann: *ann,
-                        prev: prev.map(Box::new),
+                        ann: Arc::new(*ann),
+                        prev: prev.map(Arc::new),
                         resolves,
                         seq: 0,
                     };

@@ -8,6 +8,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use std::fs::{self, File, Metadata, OpenOptions, TryLockError};
 use std::io::{self, BufRead, BufReader, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::{
@@ -28,15 +29,16 @@ const BAD_KEEP_BYTES: usize = 16 << 20;
 /// is written from it when it is appended, [`encode_lines`]).
 #[derive(Debug, Clone)]
 pub(super) struct PendingEvent {
-    pub(super) ann: Annotation,
-    pub(super) prev: Option<Prev>,
+    /// Shared with the slot's entry in [`Journal::live`].
+    pub(super) ann: Arc<Annotation>,
+    pub(super) prev: Option<Arc<Prev>>,
     pub(super) resolves: Option<Vec<Prior>>,
 }
 
 impl PendingEvent {
     pub(super) fn new(
-        ann: Annotation,
-        prev: Option<Prev>,
+        ann: Arc<Annotation>,
+        prev: Option<Arc<Prev>>,
         resolves: Option<Vec<Prior>>,
     ) -> PendingEvent {
         PendingEvent {
@@ -48,7 +50,7 @@ impl PendingEvent {
 
     /// The event's journal line, without its newline.
     pub(super) fn line(&self) -> String {
-        encode(&self.ann, self.prev.as_ref(), self.resolves.as_deref())
+        encode(&self.ann, self.prev.as_deref(), self.resolves.as_deref())
     }
 
     fn slot(&self) -> Slot {
@@ -258,11 +260,11 @@ impl Journal {
         self.files.as_ref().is_none_or(|f| f.contains(&file))
     }
 
-    /// Apply a decision in memory and queue its event.
+    /// Apply a decision in memory and queue its event (the two share it).
     pub(super) fn stage(
         &mut self,
-        ann: Annotation,
-        prev: Option<Prev>,
+        ann: Arc<Annotation>,
+        prev: Option<Arc<Prev>>,
         resolves: Option<Vec<Prior>>,
     ) {
         self.live
@@ -351,7 +353,7 @@ impl Journal {
             let events = self
                 .pending
                 .iter()
-                .map(|p| (&p.ann, p.prev.as_ref(), p.resolves.as_deref()));
+                .map(|p| (&*p.ann, p.prev.as_deref(), p.resolves.as_deref()));
             append_durably(&self.path, events, self.read_pos).map(|(end, file)| {
                 self.file_lines += self.pending.len();
                 self.read_lines += self.pending.len() as u64;
@@ -363,7 +365,7 @@ impl Journal {
         match result {
             Ok(()) => {
                 for ev in std::mem::take(&mut self.pending) {
-                    self.note_seen(&ev.ann, ev.prev.as_ref(), ev.resolves.as_deref());
+                    self.note_seen(&ev.ann, ev.prev.as_deref(), ev.resolves.as_deref());
                     self.own.insert(ev.slot(), ev);
                 }
                 Ok(())
@@ -490,7 +492,7 @@ impl Journal {
         let text = encode_lines(
             entries
                 .iter()
-                .map(|e| (&e.ann, e.prev.as_deref(), e.resolves.as_deref())),
+                .map(|e| (&*e.ann, e.prev.as_deref(), e.resolves.as_deref())),
         );
         let written = (|| {
             let mut f = OpenOptions::new()
@@ -657,16 +659,22 @@ impl Journal {
                 None => ev.ann.is_empty(),
                 Some(f) => {
                     let theirs = pos(event_id(&f.ann, f.prev.as_deref(), f.resolves.as_deref()));
-                    let ours = pos(event_id(&ev.ann, ev.prev.as_ref(), ev.resolves.as_deref()));
+                    let ours = pos(event_id(
+                        &ev.ann,
+                        ev.prev.as_deref(),
+                        ev.resolves.as_deref(),
+                    ));
                     !matches!((theirs, ours), (Some(t), Some(o)) if t < o)
                 }
             };
             if !held {
                 let prev = match ev.resolves {
                     Some(_) => None,
-                    None => self.live.slot(slot).map(|f| Prev {
-                        category: f.ann.category.clone(),
-                        note: f.ann.note.clone(),
+                    None => self.live.slot(slot).map(|f| {
+                        Arc::new(Prev {
+                            category: f.ann.category.clone(),
+                            note: f.ann.note.clone(),
+                        })
                     }),
                 };
                 lost.push(PendingEvent::new(ev.ann.clone(), prev, ev.resolves.clone()));
@@ -714,7 +722,8 @@ impl Journal {
                         let was = self.live.snapshot(&ann.key);
                         out.touched.insert(ann.key, was);
                     }
-                    self.live.put(*ann, prev, resolves, tick());
+                    self.live
+                        .put(Arc::new(*ann), prev.map(Arc::new), resolves, tick());
                 }
                 Line::Newer => {
                     out.recognised += 1;
@@ -801,7 +810,7 @@ impl Journal {
         let text = encode_lines(
             self.pending
                 .iter()
-                .map(|p| (&p.ann, p.prev.as_ref(), p.resolves.as_deref())),
+                .map(|p| (&*p.ann, p.prev.as_deref(), p.resolves.as_deref())),
         );
         let written = (|| {
             let mut f = OpenOptions::new().create(true).append(true).open(&path)?;

@@ -2083,6 +2083,21 @@ fn a_save_of_many_decisions_appends_their_lines_in_order_and_replays_to_the_same
     assert_eq!(read.all().len(), 1 + n);
 }
 
+#[test]
+fn a_staged_decision_and_its_pending_event_share_one_annotation() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    fs::write(&path, format!("{}\n", event(1, "c1", Some("a"), None))).unwrap();
+    // Read-only: the decision stays pending, applied in memory.
+    let mut store = AnnotationStore::read(&path).unwrap();
+    assert!(store.apply(vec![change(2, "c2", Some("b"), None)]).is_err());
+    let j = &store.journals[0];
+    let entry = j.live.slot(&(key(2), Some(String::new()))).unwrap();
+    assert_eq!(entry.ann.category.as_deref(), Some("b"));
+    assert_eq!(j.pending.len(), 1);
+    assert!(Arc::ptr_eq(&entry.ann, &j.pending[0].ann));
+}
+
 /// What a line reads as, to compare two readings.
 fn reading(line: Line) -> String {
     match line {
