@@ -652,7 +652,7 @@ struct Pair {
     /// (or the resolver). `None` when that is the newest decision as it
     /// is (one reviewer; or reviewers who agree, the newest of whom wrote
     /// the newest note): no copy of it is kept.
-    view: Option<Box<Annotation>>,
+    view: Option<Arc<Annotation>>,
     agreement: Option<Agreement>,
     /// The newest event's tick.
     newest: u64,
@@ -688,10 +688,15 @@ impl Pair {
 
     /// The annotation the pair shows, if some reviewer decided it.
     fn shown(&self) -> Option<&Annotation> {
+        self.shown_shared().map(|a| &**a)
+    }
+
+    /// [`Pair::shown`], as the store holds it.
+    fn shown_shared(&self) -> Option<&Arc<Annotation>> {
         self.agreement?;
         match &self.view {
             Some(view) => Some(view),
-            None => self.newest_decision().map(|e| &*e.ann),
+            None => self.newest_decision().map(|e| &e.ann),
         }
     }
 
@@ -783,7 +788,7 @@ impl Pair {
             view.category = None;
             Agreement::Disagree
         };
-        self.view = Some(Box::new(view));
+        self.view = Some(Arc::new(view));
         self.agreement = Some(agreement);
     }
 
@@ -836,9 +841,8 @@ impl Live {
         let key = entry.ann.key;
         let seq = entry.seq;
         let pair = self.pairs.entry(key).or_default();
-        let old_ids = pair
-            .shown()
-            .map(|a| (a.case_id.clone(), a.variant_id.clone()));
+        // (Shared, not copied: the ids are only compared and looked up.)
+        let old = pair.shown_shared().cloned();
         let replaced = if entry.resolves.is_some() {
             pair.resolution.replace(Box::new(entry)).is_some()
         } else {
@@ -849,29 +853,27 @@ impl Live {
         if !replaced {
             self.slots += 1;
         }
-        let same_ids = match (&old_ids, pair.shown()) {
-            (Some((c, v)), Some(n)) => *c == n.case_id && *v == n.variant_id,
-            (None, None) => true,
-            _ => false,
-        };
-        if same_ids {
+        let new = pair.shown_shared().cloned();
+        fn ids(a: &Arc<Annotation>) -> (&str, &str) {
+            (&a.case_id, &a.variant_id)
+        }
+        if old.as_ref().map(ids) == new.as_ref().map(ids) {
             return;
         }
-        let new_ids = pair
-            .shown()
-            .map(|a| (a.case_id.clone(), a.variant_id.clone()));
-        if let Some((case_id, variant_id)) = old_ids {
+        if let Some(old) = old {
             self.shown -= 1;
-            self.unindex(key, &case_id, &variant_id);
+            self.unindex(key, &old.case_id, &old.variant_id);
         }
-        if let Some((case_id, variant_id)) = new_ids {
+        if let Some(new) = new {
             self.shown += 1;
-            let keys = self
-                .by_ids
-                .entry(case_id)
-                .or_default()
-                .entry(variant_id)
-                .or_default();
+            let variants = match self.by_ids.get_mut(new.case_id.as_str()) {
+                Some(variants) => variants,
+                None => self.by_ids.entry(new.case_id.clone()).or_default(),
+            };
+            let keys = match variants.get_mut(new.variant_id.as_str()) {
+                Some(keys) => keys,
+                None => variants.entry(new.variant_id.clone()).or_default(),
+            };
             // Most ids name one key: a vector's first growth would hold four.
             keys.reserve_exact(1);
             keys.push(key);
@@ -968,8 +970,9 @@ pub struct Conflict {
 /// The outcome of [`AnnotationStore::save`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Saved {
-    /// Written; the previous annotation of each change's pair.
-    Done(Vec<Option<Annotation>>),
+    /// Written; the previous annotation of each change's pair (shared
+    /// with the store's record of it, not copied).
+    Done(Vec<Option<Arc<Annotation>>>),
     /// Nothing was written: these pairs changed since.
     Conflict(Vec<Conflict>),
 }
@@ -977,7 +980,7 @@ pub enum Saved {
 impl Saved {
     /// The previous annotations of a save made without expectations, which
     /// has nothing to conflict with.
-    fn unguarded(self) -> Vec<Option<Annotation>> {
+    fn unguarded(self) -> Vec<Option<Arc<Annotation>>> {
         match self {
             Saved::Done(previous) => previous,
             Saved::Conflict(_) => unreachable!("a save without expectations has no conflict"),
@@ -1263,6 +1266,16 @@ impl AnnotationStore {
         self.decision_of(key, &self.reviewer)
     }
 
+    /// [`AnnotationStore::mine`], as the store holds it.
+    fn mine_shared(&self, key: &RecordKey) -> Option<&Arc<Annotation>> {
+        self.live()
+            .pairs
+            .get(key)?
+            .decision(&self.reviewer)
+            .map(|e| &e.ann)
+            .filter(|a| !a.is_empty())
+    }
+
     /// One reviewer's decision on the pair, if it has a category or a note.
     /// In blind review, another reviewer's decision on a pair this
     /// reviewer has not decided is hidden.
@@ -1501,7 +1514,10 @@ impl AnnotationStore {
     /// With several journals, each change goes to the journal that already
     /// holds its pair, else to the first writable one; [`AnnotationStore::save`]
     /// routes by run file.
-    pub fn apply(&mut self, changes: Vec<Change>) -> Result<Vec<Option<Annotation>>, SaveError> {
+    pub fn apply(
+        &mut self,
+        changes: Vec<Change>,
+    ) -> Result<Vec<Option<Arc<Annotation>>>, SaveError> {
         self.save(changes, &|_| Vec::new(), None)
             .map(Saved::unguarded)
     }
@@ -1535,7 +1551,7 @@ impl AnnotationStore {
         &mut self,
         carried: Vec<(Change, Provenance)>,
         files: &dyn Fn(&RecordKey) -> Vec<u16>,
-    ) -> Result<Vec<Option<Annotation>>, SaveError> {
+    ) -> Result<Vec<Option<Arc<Annotation>>>, SaveError> {
         let (changes, origins): (Vec<(Change, Kind)>, Vec<Option<Provenance>>) = carried
             .into_iter()
             .map(|(c, p)| ((c, Kind::Decision), Some(p)))
@@ -1646,8 +1662,8 @@ impl AnnotationStore {
                     .pairs
                     .get(&c.key)
                     .and_then(|p| p.resolution.as_ref())
-                    .map(|r| Annotation::clone(&r.ann)),
-                false => self.mine(&c.key).cloned(),
+                    .map(|r| r.ann.clone()),
+                false => self.mine_shared(&c.key).cloned(),
             };
             let prev = old.as_ref().filter(|_| !resolution).map(|a| {
                 Arc::new(Prev {

@@ -364,6 +364,8 @@ impl Journal {
         };
         match result {
             Ok(()) => {
+                // Most events are new to this journal (their nonces set them apart).
+                self.seen.reserve(self.pending.len());
                 for ev in std::mem::take(&mut self.pending) {
                     self.note_seen(&ev.ann, ev.prev.as_deref(), ev.resolves.as_deref());
                     self.own.insert(ev.slot(), ev);

@@ -1,5 +1,6 @@
 use super::*;
 use proptest::prelude::*;
+use std::collections::BTreeSet;
 use std::io::Write;
 use std::time::Duration;
 use tempfile::TempDir;
@@ -2096,6 +2097,75 @@ fn a_staged_decision_and_its_pending_event_share_one_annotation() {
     assert_eq!(entry.ann.category.as_deref(), Some("b"));
     assert_eq!(j.pending.len(), 1);
     assert!(Arc::ptr_eq(&entry.ann, &j.pending[0].ann));
+}
+
+/// The ids index of `live` rebuilt from what its pairs show.
+fn ids_rebuilt(live: &Live) -> BTreeSet<(String, String, RecordKey)> {
+    live.pairs
+        .iter()
+        .filter_map(|(k, p)| {
+            p.shown()
+                .map(|a| (a.case_id.clone(), a.variant_id.clone(), *k))
+        })
+        .collect()
+}
+
+fn ids_indexed(live: &Live) -> BTreeSet<(String, String, RecordKey)> {
+    let mut out = BTreeSet::new();
+    for (case, variants) in &live.by_ids {
+        assert!(!variants.is_empty(), "an empty case is left in the index");
+        for (variant, keys) in variants {
+            assert!(!keys.is_empty(), "an empty variant is left in the index");
+            for k in keys {
+                assert!(
+                    out.insert((case.clone(), variant.clone(), *k)),
+                    "a key indexed twice"
+                );
+            }
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig {
+        cases: 64,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
+
+    /// However decisions, clears and resolutions by several reviewers
+    /// follow each other, and whatever ids they carry, the ids index and
+    /// the count of shown pairs are what the pairs show.
+    #[test]
+    fn the_ids_index_follows_what_each_pair_shows(
+        events in prop::collection::vec(
+            (0u8..4, 0u8..3, 0u8..2, 0u8..2, prop::option::of(0u8..3), any::<bool>(), 0u8..8),
+            1..60,
+        )
+    ) {
+        let mut live = Live::default();
+        for (seq, (k, reviewer, case, variant, cat, noted, kind)) in events.into_iter().enumerate() {
+            let ann = Annotation {
+                key: key(k),
+                case_id: format!("c{case}"),
+                variant_id: format!("v{variant}"),
+                category: cat.map(|c| format!("cat{c}")),
+                note: noted.then(|| "n".to_string()),
+                reviewer: ["ann", "bob", "cy"][reviewer as usize].to_string(),
+                at: now_rfc3339(),
+                source: AnnotationSource::Manual,
+                carried_from: None,
+                nonce: seq as u64 + 1,
+            };
+            // One event in eight is a resolution settling nothing in particular.
+            let resolves = (kind == 0).then(Vec::new);
+            live.put(Arc::new(ann), None, resolves, seq as u64);
+            prop_assert_eq!(ids_indexed(&live), ids_rebuilt(&live));
+            let shown = live.pairs.values().filter(|p| p.shown().is_some()).count();
+            prop_assert_eq!(live.shown, shown);
+        }
+    }
 }
 
 /// What a line reads as, to compare two readings.
