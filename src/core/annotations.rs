@@ -76,22 +76,28 @@ pub struct Provenance {
     pub run: String,
 }
 
-/// A nonce for a new event (see [`Annotation::nonce`]): a per-process
-/// random key over a counter, the time and the process id; never 0.
-fn fresh_nonce() -> u64 {
+/// Nonces for the new events of one save (see [`Annotation::nonce`]):
+/// each a per-process random key over a counter, the time and the process
+/// id; never 0. The time and the process id are read once per save (a
+/// system call each), the counter tells the save's events apart.
+fn fresh_nonces() -> impl FnMut() -> u64 {
     use std::hash::{BuildHasher, Hasher};
     static SEED: std::sync::OnceLock<std::collections::hash_map::RandomState> =
         std::sync::OnceLock::new();
     static COUNT: AtomicU64 = AtomicU64::new(0);
-    let mut h = SEED.get_or_init(Default::default).build_hasher();
-    h.write_u64(COUNT.fetch_add(1, Ordering::Relaxed));
+    let seed = SEED.get_or_init(Default::default);
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or_default();
-    h.write_u128(now);
-    h.write_u32(std::process::id());
-    h.finish().max(1)
+    let pid = std::process::id();
+    move || {
+        let mut h = seed.build_hasher();
+        h.write_u64(COUNT.fetch_add(1, Ordering::Relaxed));
+        h.write_u128(now);
+        h.write_u32(pid);
+        h.finish().max(1)
+    }
 }
 
 /// Whether the category was chosen by hand or is an accepted suggestion.
@@ -1638,6 +1644,7 @@ impl AnnotationStore {
             }
         }
         let at = now_rfc3339();
+        let mut nonce = fresh_nonces();
         let mut previous = Vec::with_capacity(changes.len());
         // Which pairs this save writes, per journal: only needed when
         // others' decisions arrived.
@@ -1681,7 +1688,7 @@ impl AnnotationStore {
                 at: at.clone(),
                 source: c.source,
                 carried_from: carried_from.map(Box::new),
-                nonce: fresh_nonce(),
+                nonce: nonce(),
             });
             if count_staged {
                 for &j in to {

@@ -2082,6 +2082,10 @@ fn a_save_of_many_decisions_appends_their_lines_in_order_and_replays_to_the_same
     let read = AnnotationStore::read(&path).unwrap();
     assert_eq!(read.all(), store.all());
     assert_eq!(read.all().len(), 1 + n);
+    // Each event of the save is told apart by its nonce.
+    let nonces: HashSet<u64> = read.all().iter().map(|a| a.nonce).collect();
+    assert_eq!(nonces.len(), 1 + n);
+    assert!(!nonces.contains(&0));
 }
 
 #[test]
