@@ -364,6 +364,55 @@ fn undo_names_and_selects_the_pair_it_undid() {
     assert_eq!(f.app.cursor, cursor);
 }
 
+/// Undoing a step of several pairs names the first and counts the others,
+/// and writes the step's own changes (shared, not copied) under its guard.
+#[test]
+fn undo_of_several_pairs_names_the_first_and_counts_the_rest() {
+    let mut f = Fixture::new();
+    f.go_to(1);
+    let first = f.app.selected_row().unwrap();
+    let case = f
+        .app
+        .index
+        .str(f.app.index.rows[first as usize].case)
+        .to_string();
+    let variant = f
+        .app
+        .index
+        .str(f.app.index.rows[first as usize].variant)
+        .to_string();
+    f.act(Action::ToggleMark);
+    f.act(Action::NextPair);
+    f.act(Action::ToggleMark);
+    f.act(Action::NextPair);
+    f.act(Action::ToggleMark);
+    f.classify('2');
+    assert_eq!(f.app.undo.len(), 1);
+    let step = f.app.undo[0].clone();
+    assert_eq!(step.after.len(), 3);
+    assert_eq!(step.pairs(true), (step.after.first(), 3));
+    assert_eq!(step.pairs(false), (step.before.first(), 3));
+
+    let effects = app::update(&mut f.app, Action::Undo);
+    let Some(Effect::Save {
+        changes,
+        label,
+        guard: app::Guard::Undo(expect),
+    }) = effects.first()
+    else {
+        panic!("undo saves first, guarded: {effects:?}");
+    };
+    assert_eq!(
+        label,
+        &format!("undid: classified 3 marked pairs as distractor — {case} / {variant} and 2 more")
+    );
+    let undone = f.app.redo.last().expect("the step waits to be redone");
+    assert!(std::sync::Arc::ptr_eq(changes, &undone.before));
+    assert!(std::sync::Arc::ptr_eq(expect, &undone.after));
+    testing::run_effects(&mut f.app, effects, &f.theme);
+    assert_eq!(f.category_of(first), None);
+}
+
 #[test]
 fn toggling_a_mark_twice_unmarks() {
     let mut f = Fixture::new();

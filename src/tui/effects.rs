@@ -379,8 +379,10 @@ fn files_of(
 /// pair's run, and say what happened. An undo (or redo) whose pairs another
 /// triage changed since writes nothing: the step is dropped and the
 /// reviewer told who changed what.
-fn save(app: &mut App, changes: Vec<Change>, label: &str, guard: Guard) {
+fn save(app: &mut App, changes: Arc<Vec<Change>>, label: &str, guard: Guard) {
     let n = changes.len();
+    // (Shared with the undo step, which keeps its own.)
+    let changes = Arc::unwrap_or_clone(changes);
     let files = files_of(app, changes.iter().map(|c| c.key));
     let route = |k: &RecordKey| files.get(k).cloned().unwrap_or_default();
     let expect = match &guard {

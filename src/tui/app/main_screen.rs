@@ -339,7 +339,7 @@ fn marks_and_history(app: &mut App, action: Action) -> Vec<Effect> {
         }
         Action::Undo => match app.undo.pop() {
             Some(step) => {
-                let (pairs, mut effects) = show_step_pairs(app, &step.pairs(false));
+                let (pairs, mut effects) = show_step_pairs(app, step.pairs(false));
                 let label = format!("undid: {} — {pairs}", step.label);
                 // Only if the pairs still hold this step's decision: an
                 // undo must not wipe what another triage decided since.
@@ -366,7 +366,7 @@ fn marks_and_history(app: &mut App, action: Action) -> Vec<Effect> {
         },
         Action::Redo => match app.redo.pop() {
             Some(step) => {
-                let (pairs, mut effects) = show_step_pairs(app, &step.pairs(true));
+                let (pairs, mut effects) = show_step_pairs(app, step.pairs(true));
                 let label = format!("redid: {} — {pairs}", step.label);
                 let write = match &step.resolutions {
                     Some(r) => Effect::Resolve {
@@ -396,8 +396,11 @@ fn marks_and_history(app: &mut App, action: Action) -> Vec<Effect> {
 /// Name the pairs of an undo or redo step ("case / variant", "and N more")
 /// and select the first one, so the reviewer sees what changed back. A pair
 /// the view hides is named, not selected, and the name says so.
-fn show_step_pairs(app: &mut App, changes: &[Change]) -> (String, Vec<Effect>) {
-    let Some(first) = changes.first() else {
+fn show_step_pairs(
+    app: &mut App,
+    (first, count): (Option<&Change>, usize),
+) -> (String, Vec<Effect>) {
+    let Some(first) = first else {
         return (String::new(), vec![]);
     };
     let mut name = format!(
@@ -405,8 +408,8 @@ fn show_step_pairs(app: &mut App, changes: &[Change]) -> (String, Vec<Effect>) {
         text::inert_line(&first.case_id),
         text::inert_line(&first.variant_id)
     );
-    if changes.len() > 1 {
-        name.push_str(&format!(" and {} more", changes.len() - 1));
+    if count > 1 {
+        name.push_str(&format!(" and {} more", count - 1));
     }
     let row = app
         .index

@@ -27,6 +27,7 @@
 //! another triage) filter with [`App::filter_view`] directly.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use crate::core::annotations::{
     Annotation, AnnotationSource, AnnotationStore, Change, ResolutionChange,
@@ -108,11 +109,13 @@ pub enum MessageKind {
 
 /// One undoable step: what to write to go back, and to go forward again.
 /// A resolution's step holds the pairs' resolutions in `resolutions`, and
-/// no decision in `before` and `after`.
+/// no decision in `before` and `after`. The changes are shared with the
+/// [`Effect::Save`] that writes them (its changes, or its guard), so that
+/// undoing a million decisions copies them once, not three times.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UndoStep {
-    pub before: Vec<Change>,
-    pub after: Vec<Change>,
+    pub before: Arc<Vec<Change>>,
+    pub after: Arc<Vec<Change>>,
     pub label: String,
     pub resolutions: Option<Resolutions>,
 }
@@ -126,16 +129,19 @@ pub struct Resolutions {
 }
 
 impl UndoStep {
-    /// The pairs the step changes, as decisions (a resolution's pairs
-    /// with the category it settled them on).
-    pub fn pairs(&self, after: bool) -> Vec<Change> {
+    /// The first of the pairs the step changes, as a decision (a
+    /// resolution's pair with the category it settled it on), and how many
+    /// pairs it changes.
+    pub fn pairs(&self, after: bool) -> (Option<&Change>, usize) {
         match &self.resolutions {
             Some(r) => {
                 let side = if after { &r.after } else { &r.before };
-                side.iter().map(|c| c.change.clone()).collect()
+                (side.first().map(|c| &c.change), side.len())
             }
-            None if after => self.after.clone(),
-            None => self.before.clone(),
+            None => {
+                let side = if after { &self.after } else { &self.before };
+                (side.first(), side.len())
+            }
         }
     }
 }
@@ -156,7 +162,7 @@ pub enum Effect {
     /// Write annotation changes durably, each to the journal of its pair's
     /// run; an undo or a redo only if its pairs still hold what it expects.
     Save {
-        changes: Vec<Change>,
+        changes: Arc<Vec<Change>>,
         label: String,
         guard: Guard,
     },
@@ -223,9 +229,9 @@ pub enum Guard {
     None,
     /// Undoing a step: only if the pairs still hold its `after` state
     /// (given here); otherwise nothing is written and the step is dropped.
-    Undo(Vec<Change>),
+    Undo(Arc<Vec<Change>>),
     /// Redoing a step: only if the pairs still hold its `before` state.
-    Redo(Vec<Change>),
+    Redo(Arc<Vec<Change>>),
 }
 
 /// What recording resolutions checks before it writes, as [`Guard`] for
@@ -1096,8 +1102,9 @@ impl App {
                 },
             })
             .collect();
+        let changes = Arc::new(changes);
         self.undo.push(UndoStep {
-            before,
+            before: Arc::new(before),
             after: changes.clone(),
             label: label.clone(),
             resolutions: None,
@@ -1129,8 +1136,8 @@ impl App {
             })
             .collect();
         self.undo.push(UndoStep {
-            before: Vec::new(),
-            after: Vec::new(),
+            before: Arc::default(),
+            after: Arc::default(),
             label: label.clone(),
             resolutions: Some(Resolutions {
                 before,
