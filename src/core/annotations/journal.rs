@@ -62,6 +62,15 @@ impl PendingEvent {
     }
 }
 
+/// A reviewer of this triage's own events, by its place in
+/// [`Journal::own_reviewers`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+struct OwnReviewer(usize);
+
+/// A [`Slot`] of [`Journal::own`], its reviewer by number: finding one
+/// among millions compares no text.
+type OwnSlot = (RecordKey, Option<OwnReviewer>);
+
 /// A journal line that could not be read.
 #[derive(Debug, Clone)]
 pub(super) struct BadLine {
@@ -113,7 +122,10 @@ pub(super) struct Journal {
     pub(super) pending: Vec<PendingEvent>,
     /// The newest event this triage made durable here, per slot: written
     /// again if the file is replaced by a copy that lacks it.
-    own: FxHashMap<Slot, PendingEvent>,
+    own: FxHashMap<OwnSlot, PendingEvent>,
+    /// The reviewers of the events in `own`, numbered by their place here
+    /// (this triage writes one reviewer's events, so one name).
+    own_reviewers: Vec<String>,
     /// The [`event_id`] of every event this journal has held, with the
     /// order in which this triage first saw it: an event seen before this
     /// triage's own is older than it. (One map for every event, not a
@@ -159,6 +171,7 @@ impl Journal {
             files,
             pending: Vec::new(),
             own: FxHashMap::default(),
+            own_reviewers: Vec::new(),
             seen: FxHashMap::default(),
             bad: Vec::new(),
             skipped: 0,
@@ -368,7 +381,8 @@ impl Journal {
                 self.seen.reserve(self.pending.len());
                 for ev in std::mem::take(&mut self.pending) {
                     self.note_seen(&ev.ann, ev.prev.as_deref(), ev.resolves.as_deref());
-                    self.own.insert(ev.slot(), ev);
+                    let slot = self.own_slot(&ev);
+                    self.own.insert(slot, ev);
                 }
                 Ok(())
             }
@@ -652,7 +666,8 @@ impl Journal {
     /// was a clear.
     fn queue_lost_own_events(&mut self) {
         let mut lost: Vec<PendingEvent> = Vec::new();
-        for (slot, ev) in &self.own {
+        for ev in self.own.values() {
+            let slot = &ev.slot();
             if self.pending.iter().any(|p| p.slot() == *slot) {
                 continue;
             }
@@ -685,6 +700,25 @@ impl Journal {
         lost.sort_by(|a, b| (&a.ann.at, a.ann.key).cmp(&(&b.ann.at, b.ann.key)));
         self.restored += lost.len();
         self.pending.extend(lost);
+    }
+
+    /// Where this triage's event goes in [`Journal::own`].
+    fn own_slot(&mut self, ev: &PendingEvent) -> OwnSlot {
+        let who = match ev.resolves {
+            Some(_) => None,
+            None => {
+                let name = ev.ann.reviewer.as_str();
+                let at = match self.own_reviewers.iter().position(|r| r == name) {
+                    Some(at) => at,
+                    None => {
+                        self.own_reviewers.push(name.to_string());
+                        self.own_reviewers.len() - 1
+                    }
+                };
+                Some(OwnReviewer(at))
+            }
+        };
+        (ev.ann.key, who)
     }
 
     /// Remember that this journal held this event.

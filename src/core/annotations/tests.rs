@@ -1002,6 +1002,34 @@ fn a_journal_put_back_from_an_older_copy_gets_this_triages_decisions_again() {
 }
 
 #[test]
+fn a_decision_and_a_resolution_on_one_pair_are_both_written_again_after_a_put_back() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut a = AnnotationStore::open(&path, "ann").unwrap();
+    a.apply(vec![change(2, "c2", Some("b"), None)]).unwrap();
+    let older = fs::read(&path).unwrap();
+    // One reviewer's decision and a resolution on the same pair: two
+    // slots of this triage's own.
+    a.apply(vec![change(1, "c1", Some("a"), None)]).unwrap();
+    a.resolve(vec![change(1, "c1", Some("a"), None)]).unwrap();
+    let copy = dir.path().join("copy");
+    fs::write(&copy, &older).unwrap();
+    fs::rename(&copy, &path).unwrap();
+    assert_eq!(a.refresh().unwrap(), 0, "no decision arrived");
+    assert_eq!(a.restored(), 2);
+    drop(a);
+    let read = AnnotationStore::read(&path).unwrap();
+    assert_eq!(
+        read.decision_of(&key(1), "ann")
+            .and_then(|d| d.category.as_deref()),
+        Some("a")
+    );
+    let resolution = read.resolution(&key(1)).expect("the resolution is back");
+    assert_eq!(resolution.ann.category.as_deref(), Some("a"));
+    assert_eq!(resolution.ann.reviewer, "ann");
+}
+
+#[test]
 fn a_later_decision_or_clear_by_another_triage_is_not_undone_by_a_restore() {
     let dir = TempDir::new().unwrap();
     let path = journal(&dir);
