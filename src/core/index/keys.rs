@@ -140,9 +140,6 @@ impl RunIndex {
     /// lines in spans ([`RunIndex::for_each_line`]), a part on each core;
     /// returns how many could not be read again.
     pub fn ensure_keys(&mut self, rows: &[u32]) -> usize {
-        use rayon::prelude::*;
-        /// Fewer rows than this are read on one core.
-        const PART_MIN: usize = 4096;
         let missing: Vec<u32> = rows
             .iter()
             .copied()
@@ -152,31 +149,42 @@ impl RunIndex {
                     .is_some_and(|r| self.key(r).is_none())
             })
             .collect();
-        let part = missing
+        let (keys, failed) = self.read_keys(&missing);
+        self.keys.by_loc.extend(keys);
+        failed
+    }
+
+    /// The keys of rows `rows` read from their lines in spans, a part on
+    /// each core, by position; and how many could not be read again.
+    fn read_keys(&self, rows: &[u32]) -> (Vec<(u64, RecordKey)>, usize) {
+        use rayon::prelude::*;
+        /// Fewer rows than this are read on one core.
+        const PART_MIN: usize = 4096;
+        let part = rows
             .len()
             .div_ceil(rayon::current_num_threads())
             .max(PART_MIN);
-        let read: Vec<(Vec<(u64, RecordKey)>, usize)> = missing
+        let read: Vec<(Vec<(u64, RecordKey)>, usize)> = rows
             .par_chunks(part)
             .map(|part| {
                 let mut keys = Vec::with_capacity(part.len());
                 let mut failed = 0;
                 self.for_each_line(part, |k, line| {
-                    let row = &self.rows[part[k] as usize];
-                    match line.ok().and_then(line_key) {
-                        Some(key) => keys.push((row.pos.id(), key)),
-                        None => failed += 1,
+                    let key = line.ok().and_then(line_key);
+                    match (key, self.rows.get(part[k] as usize)) {
+                        (Some(key), Some(row)) => keys.push((row.pos.id(), key)),
+                        _ => failed += 1,
                     }
                 });
                 (keys, failed)
             })
             .collect();
-        let mut failed = 0;
-        for (keys, f) in read {
-            self.keys.by_loc.extend(keys);
-            failed += f;
+        let failed = read.iter().map(|(_, f)| f).sum();
+        let mut keys = Vec::with_capacity(rows.len() - failed);
+        for (k, _) in read {
+            keys.extend(k);
         }
-        failed
+        (keys, failed)
     }
 
     /// Remember a key learnt elsewhere (from [`RunIndex::load_pair`]).
@@ -243,23 +251,18 @@ impl RunIndex {
         }
         let flag = |flags: &[u8], sym: u32| flags.get(sym as usize).copied().unwrap_or(0);
         // The rows to read, found with two byte look-ups each; then their
-        // lines read in parallel (after `Y y` on a large run, millions).
-        let wanted: Vec<&PairRow> = self
-            .rows
-            .range(self.keys.checked..self.rows.len())
-            .filter(|row| {
+        // lines read in spans (after `Y y` on a large run, millions).
+        let wanted: Vec<u32> = (self.keys.checked..self.rows.len())
+            .filter(|&i| {
+                let row = &self.rows[i];
                 flag(&self.keys.flags, row.case) & CASE != 0
                     && flag(&self.keys.flags, row.variant) & VARIANT != 0
                     && !self.keys.by_loc.contains_key(&row.pos.id())
                     && store.names(self.str(row.case), self.str(row.variant))
             })
+            .map(|i| i as u32)
             .collect();
-        use rayon::prelude::*;
-        let found: Vec<(u64, RecordKey)> = wanted
-            .par_iter()
-            .with_min_len(256)
-            .filter_map(|row| self.read_key(row).ok().map(|k| (row.pos.id(), k)))
-            .collect();
+        let (found, _) = self.read_keys(&wanted);
         self.keys.by_loc.extend(found);
         self.keys.checked = self.rows.len();
     }
