@@ -1447,8 +1447,26 @@ fn a_text_search_of_many_pairs_goes_a_stretch_at_a_time_and_the_status_line_coun
     assert_eq!(work, vec![Effect::Filter]);
     let n = f.app.index.rows.len();
     assert!(n > 6, "{n}");
-    let said = said_before_drawing(&mut f, work);
-    let note = format!("searching the text of {n} pairs (the run's lines are read again)…");
+    let shown = f.app.view.clone();
+    // Each screen drawn while searching: its message, and whether it still
+    // shows the list as it was (not an empty one).
+    let mut drawn: Vec<(String, bool)> = Vec::new();
+    effects::perform(
+        &mut f.app,
+        work,
+        &f.theme,
+        &mut |app, e| {
+            if e == Effect::Redraw {
+                let message = app.message.as_ref().map(|(m, _)| m.clone());
+                drawn.push((message.unwrap_or_default(), app.view == shown));
+            }
+            Ok(())
+        },
+        &mut |_| {},
+    )
+    .expect("nothing here fails");
+    let said: Vec<String> = drawn.iter().map(|(m, _)| m.clone()).collect();
+    let note = format!("searching the text of {n} pairs…");
     let mut expected = vec![note.clone()];
     expected.extend(
         (3..n)
@@ -1457,6 +1475,10 @@ fn a_text_search_of_many_pairs_goes_a_stretch_at_a_time_and_the_status_line_coun
     );
     // The last draw is the screen with the detail of the pair it landed on.
     assert_eq!(said[..expected.len()], expected[..]);
+    assert!(
+        drawn[..expected.len()].iter().all(|(_, same)| *same),
+        "the list stays as it was while searching"
+    );
     assert!(!f.app.filter_pending());
     assert!(!f.app.view.is_empty());
     assert_eq!(f.app.view, at_once.app.view);

@@ -306,7 +306,7 @@ fn search_in_steps(app: &mut App, outside: Outside<'_>) -> io::Result<()> {
     let step = app.busy_at.pairs.max(1);
     let mut note = String::new();
     app.filter_view_in_steps(step, |app, done, total| {
-        note = format!("searching the text of {total} pairs (the run's lines are read again)…");
+        note = format!("searching the text of {total} pairs…");
         app.say(
             if done == 0 {
                 note.clone()

@@ -806,7 +806,9 @@ impl App {
             recount: true,
             then: AfterFilter::Nothing,
         });
-        let candidates = self.candidates();
+        // The view stays as it is, drawn under the count, until the search ends.
+        let mut candidates = Vec::new();
+        self.candidates_into(&mut candidates);
         let mut view = Vec::new();
         let query = self.query.clone().filter(|q| !q.is_empty());
         // A failure to draw stops the reports, not the filtering.
@@ -889,10 +891,16 @@ impl App {
     /// The rows the view shows before its query, in file order (in the old
     /// view's allocation: no fresh pages per keystroke).
     fn candidates(&mut self) -> Vec<u32> {
-        let n = self.index.rows.len() as u32;
-        let every_status = self.show_all || self.query_picks_status();
         // The old view's allocation is reused: no fresh pages per keystroke.
         let mut candidates = std::mem::take(&mut self.view);
+        self.candidates_into(&mut candidates);
+        candidates
+    }
+
+    /// [`App::candidates`] into `candidates` (cleared first).
+    fn candidates_into(&self, candidates: &mut Vec<u32>) {
+        let n = self.index.rows.len() as u32;
+        let every_status = self.show_all || self.query_picks_status();
         candidates.clear();
         if every_status && !self.unclassified_only {
             candidates.extend(0..n);
@@ -904,7 +912,6 @@ impl App {
                 (0..n).filter(|&i| self.in_view_with(every_status, &self.index.rows[i as usize])),
             );
         }
-        candidates
     }
 
     /// The rest of a rebuild, from the rows the query kept, in file order.
