@@ -770,3 +770,26 @@ fn another_tools_decisions_stand_in_for_routes_in_the_detail() {
     }
     assert!(!text.contains("Δp not recorded"), "{text}");
 }
+
+/// The last row of the screen, as text.
+fn status_row(s: &Screen) -> String {
+    let terminal = s.draw();
+    let text = terminal.backend().to_string();
+    text.lines().last().unwrap_or_default().to_string()
+}
+
+/// On a bar too narrow for both, work under way is shown rather than the
+/// counts (the counts come back when it is done); a plain note gives way.
+#[test]
+fn a_busy_note_wins_over_the_counts_on_a_narrow_bar() {
+    let mut s = Screen::new(RICH, 60, 20);
+    let counts = status_row(&s);
+    assert!(counts.contains("failures"), "{counts}");
+    let note = "searching the text of 12 pairs… 6 searched";
+    s.app.say(note, app::MessageKind::Busy);
+    let busy = status_row(&s);
+    assert!(busy.contains(note), "{busy}");
+    s.app.say(note, app::MessageKind::Info);
+    let info = status_row(&s);
+    assert!(!info.contains(note) && info.contains("failures"), "{info}");
+}

@@ -72,7 +72,7 @@ pub fn perform(
                 // Work longer than a blink is said on the status line first.
                 let note = app.busy_note(&e);
                 if let Some(note) = &note {
-                    app.say(note.clone(), MessageKind::Info);
+                    app.say(note.clone(), MessageKind::Busy);
                     outside(app, Effect::Redraw)?;
                 }
                 let more = run(app, e, theme);
@@ -289,7 +289,7 @@ fn learn_keys_in_steps(app: &mut App, mut rows: Vec<u32>, outside: Outside<'_>) 
             } else {
                 format!("{note} {done} read")
             },
-            MessageKind::Info,
+            MessageKind::Busy,
         );
         outside(app, Effect::Redraw)?;
         failed += app.index.ensure_keys(part);
@@ -313,7 +313,7 @@ fn search_in_steps(app: &mut App, outside: Outside<'_>) -> io::Result<()> {
             } else {
                 format!("{note} {done} searched")
             },
-            MessageKind::Info,
+            MessageKind::Busy,
         );
         outside(app, Effect::Redraw)
     })?;

@@ -103,6 +103,9 @@ pub enum Overlay {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MessageKind {
     Info,
+    /// Work under way on a large run (a busy note, or how far it got):
+    /// shown even where the counts must give way to it.
+    Busy,
     Saved,
     Error,
 }

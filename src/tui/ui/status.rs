@@ -43,14 +43,14 @@ fn width(spans: &[Span]) -> usize {
 /// The status bar: file, counts, progress, mode flags, and a message or hints.
 ///
 /// When space is short the file name goes first (the detail pane's border
-/// shows it too), then the hints shrink to the help key; an error or "saved"
-/// message wins over the counts; whatever still does not fit ends in `…`.
+/// shows it too), then the hints shrink to the help key; an error, "saved"
+/// or busy message wins over the counts; whatever still does not fit ends in `…`.
 pub fn render(f: &mut Frame, area: Rect, app: &App, km: &Keymap, t: &Theme) {
     let w = area.width as usize;
     let right: Vec<Span> = match &app.message {
         Some((m, kind)) => {
             let st = match kind {
-                MessageKind::Info => t.base,
+                MessageKind::Info | MessageKind::Busy => t.base,
                 MessageKind::Saved => t.pass,
                 MessageKind::Error => t.error,
             };
@@ -78,7 +78,10 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, km: &Keymap, t: &Theme) {
         spans.extend(right);
     } else if matches!(
         app.message,
-        Some((_, MessageKind::Error | MessageKind::Saved))
+        Some((
+            _,
+            MessageKind::Error | MessageKind::Saved | MessageKind::Busy
+        ))
     ) {
         // The message wins over counts when space is short.
         spans = right;
