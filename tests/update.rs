@@ -88,6 +88,13 @@ impl Fixture {
         record_key(&serde_json::from_slice(&line).expect("the line parses"))
     }
 
+    /// The case and variant ids of `row`.
+    fn ids(&self, row: u32) -> (String, String) {
+        let r = &self.app.index.rows[row as usize];
+        let id = |s| self.app.index.str(s).to_string();
+        (id(r.case), id(r.variant))
+    }
+
     fn is_failure(&self, row: u32) -> bool {
         self.app.index.rows[row as usize].status().is_failure()
     }
@@ -308,16 +315,7 @@ fn undo_names_and_selects_the_pair_it_undid() {
     let mut f = Fixture::new();
     f.go_to(2);
     let row = f.app.selected_row().unwrap();
-    let case = f
-        .app
-        .index
-        .str(f.app.index.rows[row as usize].case)
-        .to_string();
-    let variant = f
-        .app
-        .index
-        .str(f.app.index.rows[row as usize].variant)
-        .to_string();
+    let (case, variant) = f.ids(row);
     f.classify('2');
     f.go_to(6);
     assert_ne!(f.app.selected_row(), Some(row));
@@ -371,16 +369,7 @@ fn undo_of_several_pairs_names_the_first_and_counts_the_rest() {
     let mut f = Fixture::new();
     f.go_to(1);
     let first = f.app.selected_row().unwrap();
-    let case = f
-        .app
-        .index
-        .str(f.app.index.rows[first as usize].case)
-        .to_string();
-    let variant = f
-        .app
-        .index
-        .str(f.app.index.rows[first as usize].variant)
-        .to_string();
+    let (case, variant) = f.ids(first);
     f.act(Action::ToggleMark);
     f.act(Action::NextPair);
     f.act(Action::ToggleMark);

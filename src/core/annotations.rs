@@ -1272,16 +1272,6 @@ impl AnnotationStore {
         self.decision_of(key, &self.reviewer)
     }
 
-    /// [`AnnotationStore::mine`], as the store holds it.
-    fn mine_shared(&self, key: &RecordKey) -> Option<&Arc<Annotation>> {
-        self.live()
-            .pairs
-            .get(key)?
-            .decision(&self.reviewer)
-            .map(|e| &e.ann)
-            .filter(|a| !a.is_empty())
-    }
-
     /// One reviewer's decision on the pair, if it has a category or a note.
     /// In blind review, another reviewer's decision on a pair this
     /// reviewer has not decided is hidden.
@@ -1289,11 +1279,17 @@ impl AnnotationStore {
         if reviewer != self.reviewer && self.hides(key) {
             return None;
         }
+        self.decision_shared(key, reviewer).map(|a| &**a)
+    }
+
+    /// [`AnnotationStore::decision_of`] as the store holds it (shared),
+    /// blind review aside.
+    fn decision_shared(&self, key: &RecordKey, reviewer: &str) -> Option<&Arc<Annotation>> {
         self.live()
             .pairs
             .get(key)?
             .decision(reviewer)
-            .map(|e| &*e.ann)
+            .map(|e| &e.ann)
             .filter(|a| !a.is_empty())
     }
 
@@ -1670,7 +1666,7 @@ impl AnnotationStore {
                     .get(&c.key)
                     .and_then(|p| p.resolution.as_ref())
                     .map(|r| r.ann.clone()),
-                false => self.mine_shared(&c.key).cloned(),
+                false => self.decision_shared(&c.key, &self.reviewer).cloned(),
             };
             let prev = old.as_ref().filter(|_| !resolution).map(|a| {
                 Arc::new(Prev {

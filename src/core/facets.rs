@@ -114,30 +114,34 @@ fn facets_in_parts(
     FIELDS
         .iter()
         .zip(maps)
-        .map(|(field, m)| {
-            // Two codes can make one text (a category "none"): merged here.
-            let mut merged: HashMap<String, (u64, u64)> = HashMap::with_capacity(m.len());
-            for (value, n) in m {
-                add(merged.entry(value).or_default(), n);
-            }
-            let mut entries: Vec<FacetEntry> = merged
-                .into_iter()
-                .map(|(value, (pairs, failures))| FacetEntry {
-                    term: term(field, &value),
-                    value,
-                    pairs,
-                    failures,
-                })
-                .collect();
-            entries.sort_by(|a, b| {
-                b.failures
-                    .cmp(&a.failures)
-                    .then(b.pairs.cmp(&a.pairs))
-                    .then(a.value.cmp(&b.value))
-            });
-            Facet { field, entries }
-        })
+        .map(|(field, m)| facet(field, m))
         .collect()
+}
+
+/// The facet of `field` from its values' counts, most failures first. Two
+/// counts of one value (two codes can make one text, such as a category
+/// named "none") are added up.
+fn facet(field: &'static str, counts: impl IntoIterator<Item = (String, Tally)>) -> Facet {
+    let mut merged: HashMap<String, Tally> = HashMap::new();
+    for (value, n) in counts {
+        add(merged.entry(value).or_default(), n);
+    }
+    let mut entries: Vec<FacetEntry> = merged
+        .into_iter()
+        .map(|(value, (pairs, failures))| FacetEntry {
+            term: term(field, &value),
+            value,
+            pairs,
+            failures,
+        })
+        .collect();
+    entries.sort_by(|a, b| {
+        b.failures
+            .cmp(&a.failures)
+            .then(b.pairs.cmp(&a.pairs))
+            .then(a.value.cmp(&b.value))
+    });
+    Facet { field, entries }
 }
 
 /// Pairs and failures.
@@ -335,31 +339,11 @@ mod tests {
                 add(maps[i].entry(value).or_default(), (1, fail));
             }
         }
-        let mut facets: Vec<Facet> = FIELDS
+        FIELDS
             .iter()
             .zip(maps)
-            .map(|(field, m)| Facet {
-                field,
-                entries: m
-                    .into_iter()
-                    .map(|(value, (pairs, failures))| FacetEntry {
-                        term: term(field, &value),
-                        value,
-                        pairs,
-                        failures,
-                    })
-                    .collect(),
-            })
-            .collect();
-        for f in &mut facets {
-            f.entries.sort_by(|a, b| {
-                b.failures
-                    .cmp(&a.failures)
-                    .then(b.pairs.cmp(&a.pairs))
-                    .then(a.value.cmp(&b.value))
-            });
-        }
-        facets
+            .map(|(field, m)| facet(field, m))
+            .collect()
     }
 
     fn values(

@@ -425,9 +425,6 @@ impl Query {
         let mut env = AnnEnv::for_filter(ctx.store, self);
         env.changes = ctx.changes.unwrap_or_default();
         let compiled = Compiled::new(self, index, true);
-        // Every line read again: a run larger than memory gives its pages
-        // back once they are searched (when this returns).
-        let _give_back = compiled.has_text.then_some(GiveBack(index));
         // Parts pay off only on large inputs; text terms wait on I/O, so split those sooner.
         let per_part = if compiled.has_text {
             PART_ROWS_TEXT
@@ -454,19 +451,6 @@ impl Query {
             end += k;
         }
         rows.truncate(end);
-    }
-}
-
-/// Gives the pages of a run's files back to the kernel when dropped, after a
-/// pass that read their lines (see
-/// [`RunFile::give_back_pages`](crate::core::load::open::RunFile::give_back_pages)).
-struct GiveBack<'a>(&'a RunIndex);
-
-impl Drop for GiveBack<'_> {
-    fn drop(&mut self) {
-        for f in &self.0.files {
-            f.give_back_pages();
-        }
     }
 }
 

@@ -826,19 +826,14 @@ fn summarize_on(
         (rests(), case_level())
     };
     let unsafe_approvals = unsafe_approvals(index, rows);
-    let input_warnings = index.input_warnings(rows);
+    // One list of warnings for each summary: the last one takes it, the
+    // others a copy (at ten million pairs it can hold hundreds of thousands).
+    let input_warnings = std::iter::repeat_n(index.input_warnings(rows), bys.len());
     bys.iter()
         .zip(rests)
-        .map(|(&by, rest)| {
-            finish(
-                index,
-                by,
-                rest,
-                &cases,
-                trials,
-                unsafe_approvals,
-                input_warnings.clone(),
-            )
+        .zip(input_warnings)
+        .map(|((&by, rest), warnings)| {
+            finish(index, by, rest, &cases, trials, unsafe_approvals, warnings)
         })
         .collect()
 }

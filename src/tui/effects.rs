@@ -282,16 +282,7 @@ fn learn_keys_in_steps(app: &mut App, mut rows: Vec<u32>, outside: Outside<'_>) 
     let step = app.busy_at.pairs.max(1);
     let mut failed = 0;
     for (k, part) in rows.chunks(step).enumerate() {
-        let done = k * step;
-        app.say(
-            if done == 0 {
-                note.clone()
-            } else {
-                format!("{note} {done} read")
-            },
-            MessageKind::Busy,
-        );
-        outside(app, Effect::Redraw)?;
+        say_progress(app, &note, k * step, "read", outside)?;
         failed += app.index.ensure_keys(part);
     }
     unsay(app, &note);
@@ -307,20 +298,30 @@ fn search_in_steps(app: &mut App, outside: Outside<'_>) -> io::Result<()> {
     let mut note = String::new();
     app.filter_view_in_steps(step, |app, done, total| {
         note = format!("searching the text of {total} pairs…");
-        app.say(
-            if done == 0 {
-                note.clone()
-            } else {
-                format!("{note} {done} searched")
-            },
-            MessageKind::Busy,
-        );
-        outside(app, Effect::Redraw)
+        say_progress(app, &note, done, "searched", outside)
     })?;
     if !note.is_empty() {
         unsay(app, &note);
     }
     Ok(())
+}
+
+/// Say on the status line how far work done in stretches got (the note
+/// alone before the first, then "{note} {done} {verb}"), and draw.
+fn say_progress(
+    app: &mut App,
+    note: &str,
+    done: usize,
+    verb: &str,
+    outside: Outside<'_>,
+) -> io::Result<()> {
+    let text = if done == 0 {
+        note.to_string()
+    } else {
+        format!("{note} {done} {verb}")
+    };
+    app.say(text, MessageKind::Busy);
+    outside(app, Effect::Redraw)
 }
 
 /// Take a busy note (or a count that follows it) off the status line once

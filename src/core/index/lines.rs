@@ -74,35 +74,29 @@ impl RunIndex {
                 next.read_ahead(start2, end2 - start2);
             }
             let span = &locs[s..e];
-            let Some(file) = file_of(s) else {
-                for &(_, k) in span {
-                    f(k, Err(io::Error::other("no such input file")));
-                }
-                continue;
-            };
+            let file = file_of(s);
             buf.resize((end - start) as usize, 0);
-            match file.read_at(&mut buf, start) {
-                Ok(()) => {
+            match file.map(|file| file.read_at(&mut buf, start).map(|()| file)) {
+                Some(Ok(file)) => {
                     for &(l, k) in span {
                         let at = (l.pos.offset() - start) as usize;
                         f(k, Ok(&buf[at..at + l.len as usize]));
                     }
                     file.give_back_range(start, end - start);
                 }
-                // The file changed or failed under the span: each line on
-                // its own, for the error of each.
-                Err(_) => {
+                // No such file, or it changed or failed under the span:
+                // each line on its own, for the error of each.
+                _ => {
                     for &(l, k) in span {
-                        f(k, self.read_line(l).as_deref().map_err(clone_error));
+                        match self.read_line(l) {
+                            Ok(line) => f(k, Ok(&line)),
+                            Err(e) => f(k, Err(e)),
+                        }
                     }
                 }
             }
         }
     }
-}
-
-fn clone_error(e: &io::Error) -> io::Error {
-    io::Error::new(e.kind(), e.to_string())
 }
 
 #[cfg(test)]

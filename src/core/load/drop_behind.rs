@@ -10,9 +10,9 @@
 //! (`posix_fadvise(POSIX_FADV_DONTNEED)`), and the kernel is told the file
 //! is read in order (`POSIX_FADV_SEQUENTIAL`, a larger read-ahead). A text
 //! search or the reading of many record keys reads the lines again in
-//! spans, and gives each span's pages back once read ([`give_back_range`]),
-//! and all of them when it ends ([`give_back`]). A file that fits in memory keeps its pages: reading a
-//! line again for the detail or a text search then needs no disk.
+//! spans, and gives each span's pages back once read ([`give_back_range`]).
+//! A file that fits in memory keeps its pages: reading a line again for the
+//! detail or a text search then needs no disk.
 
 use std::fs::File;
 use std::io::{self, Read};
@@ -65,15 +65,6 @@ impl Read for DropBehind {
             self.dropped = self.pos;
         }
         Ok(n)
-    }
-}
-
-/// Give every page of `file` back to the kernel if the file is larger than
-/// the machine's memory (a pass over all of it would only push out pages
-/// that fit); a file that fits keeps its pages.
-pub(crate) fn give_back(file: &File) {
-    if larger_than_memory(file) {
-        advise(file, 0, 0, Advice::DontNeed);
     }
 }
 

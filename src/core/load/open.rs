@@ -82,13 +82,6 @@ impl RunFile {
         super::drop_behind::read_ahead(&self.reader, offset, len);
     }
 
-    /// After a pass over every line (a text search): give the file's pages
-    /// back to the kernel when the file is larger than memory, as the
-    /// loader does behind its reader (see [`super::drop_behind`]).
-    pub(crate) fn give_back_pages(&self) {
-        super::drop_behind::give_back(&self.reader);
-    }
-
     /// A new handle on the file the index reads.
     pub(crate) fn handle(&self) -> io::Result<File> {
         self.reader.try_clone()

@@ -766,12 +766,7 @@ impl App {
     /// view had not seen yet are counted. With a query that reads the run's
     /// lines, only the mark is set (keeping the selection to restore).
     fn rebuild(&mut self, recount: bool) {
-        let mut pending = self.pending_filter.take().unwrap_or_else(|| PendingFilter {
-            keep_row: self.selected_row(),
-            keep_case: self.selected_case().map(|(c, _)| c),
-            recount: false,
-            then: AfterFilter::Nothing,
-        });
+        let mut pending = self.take_pending(false);
         pending.recount |= recount;
         if self.query_reads_lines() {
             self.pending_filter = Some(pending);
@@ -785,12 +780,7 @@ impl App {
     /// when rows arrive or annotations change. Performs what `update` left
     /// pending, or rebuilds the view from scratch keeping the selection.
     pub fn filter_view(&mut self) {
-        let pending = self.pending_filter.take().unwrap_or_else(|| PendingFilter {
-            keep_row: self.selected_row(),
-            keep_case: self.selected_case().map(|(c, _)| c),
-            recount: true,
-            then: AfterFilter::Nothing,
-        });
+        let pending = self.take_pending(true);
         self.refilter(pending);
     }
 
@@ -803,12 +793,7 @@ impl App {
         step: usize,
         mut between: impl FnMut(&mut App, usize, usize) -> std::io::Result<()>,
     ) -> std::io::Result<()> {
-        let pending = self.pending_filter.take().unwrap_or_else(|| PendingFilter {
-            keep_row: self.selected_row(),
-            keep_case: self.selected_case().map(|(c, _)| c),
-            recount: true,
-            then: AfterFilter::Nothing,
-        });
+        let pending = self.take_pending(true);
         // The view stays as it is, drawn under the count, until the search ends.
         let mut candidates = Vec::new();
         self.candidates_into(&mut candidates);
@@ -828,6 +813,17 @@ impl App {
         self.rebuild_from(view, pending.keep_row, pending.keep_case, pending.recount);
         self.after_filter(pending.then);
         failed.map_or(Ok(()), Err)
+    }
+
+    /// What `update` left pending, or else a rebuild from scratch keeping
+    /// the selection (counting classified failures again if `recount`).
+    fn take_pending(&mut self, recount: bool) -> PendingFilter {
+        self.pending_filter.take().unwrap_or_else(|| PendingFilter {
+            keep_row: self.selected_row(),
+            keep_case: self.selected_case().map(|(c, _)| c),
+            recount,
+            then: AfterFilter::Nothing,
+        })
     }
 
     /// Rebuild the view for `pending`, then do what follows it.
@@ -891,10 +887,9 @@ impl App {
         self.rebuild_from(view, keep_row, keep_case, recount);
     }
 
-    /// The rows the view shows before its query, in file order (in the old
-    /// view's allocation: no fresh pages per keystroke).
+    /// The rows the view shows before its query, in file order, in the old
+    /// view's allocation: no fresh pages per keystroke.
     fn candidates(&mut self) -> Vec<u32> {
-        // The old view's allocation is reused: no fresh pages per keystroke.
         let mut candidates = std::mem::take(&mut self.view);
         self.candidates_into(&mut candidates);
         candidates
