@@ -97,6 +97,9 @@ pub struct RunIndex {
     /// The cases that check warned about: no other case of those rows can
     /// warn in any part of them (see [`RunIndex::input_warnings`]).
     warned_cases: inputs::CaseSet,
+    /// That check's regenerated trials, by first row: the whole run's, so
+    /// that a summary of every pair need not sort the rows again.
+    regenerated: Vec<inputs::Regenerated>,
 }
 
 /// A parsed pair with its derived facts and the raw line, for the detail view.

@@ -162,7 +162,8 @@ const PART_ROWS: usize = 1 << 20;
 /// first row, the first whose inputs differ from that one's, its number of
 /// trials and of distinct inputs (16 bytes: a generated run may regenerate
 /// a trial in ten).
-struct Regenerated {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Regenerated {
     first: u32,
     at: u32,
     trials: u32,
@@ -219,6 +220,14 @@ impl RunIndex {
             if warned.is_empty() {
                 return out;
             }
+            if self.is_every_row(rows) {
+                // The whole run: its check found them already.
+                self.mixed_policies(rows.iter().copied())
+                    .into_iter()
+                    .for_each(|(_, w)| out.push(w));
+                out.extend(self.regenerated.iter().map(|r| self.regenerated_warning(r)));
+                return out;
+            }
             let rows = rows.iter().copied().filter(|&i| {
                 self.rows
                     .get(i as usize)
@@ -245,18 +254,42 @@ impl RunIndex {
         self.regenerated(rows, sink);
     }
 
+    /// Whether `rows` is every row, in order (a summary without a query).
+    fn is_every_row(&self, rows: &[u32]) -> bool {
+        rows.len() == self.rows.len() && rows.iter().enumerate().all(|(i, &r)| r as usize == i)
+    }
+
     /// Each repeated trial of `rows` (its rows that record inputs) whose
     /// lines record more than one set of inputs, given to `out` in the
     /// order first seen.
     fn regenerated(
         &self,
         rows: impl Iterator<Item = u32> + Clone,
-        out: impl FnMut(Sym, InputWarning),
+        mut out: impl FnMut(Sym, InputWarning),
     ) {
-        self.regenerated_in_parts(rows, PART_ROWS, out)
+        for r in self.regenerated_in_parts(rows, PART_ROWS) {
+            out(self.rows[r.at as usize].case, self.regenerated_warning(&r));
+        }
     }
 
-    /// [`Self::regenerated`], sorting about `part_rows` rows at once: the
+    /// The warning of a regenerated trial.
+    fn regenerated_warning(&self, r: &Regenerated) -> InputWarning {
+        let at = r.at;
+        let row = &self.rows[at as usize];
+        let model = self.model(at as usize);
+        InputWarning::RegeneratedInputs {
+            case: self.name(row.case),
+            variant: self.name(row.variant),
+            model: (model != NO_SYM).then(|| self.name(model)),
+            trials: u64::from(r.trials),
+            inputs: u64::from(r.inputs),
+            file: self.file_of(row),
+            line: self.loc(at as usize).line,
+        }
+    }
+
+    /// The repeated trials of `rows` whose lines record more than one set
+    /// of inputs, by first row, sorting about `part_rows` rows at once: the
     /// rows of each part (the cases whose id leaves one remainder) are
     /// sorted by trial, in place rather than hashed; a trial's rows are all
     /// in one part.
@@ -264,8 +297,7 @@ impl RunIndex {
         &self,
         rows: impl Iterator<Item = u32> + Clone,
         part_rows: usize,
-        mut out: impl FnMut(Sym, InputWarning),
-    ) {
+    ) -> Vec<Regenerated> {
         use rayon::prelude::*;
         let digest = |i: u32| self.inputs_of(i).unwrap_or_default();
         // Rows past the rows or that record no inputs are left out.
@@ -309,23 +341,7 @@ impl RunIndex {
         }
         drop(part);
         found.sort_unstable_by_key(|r| r.first);
-        for r in found {
-            let at = r.at;
-            let row = &self.rows[at as usize];
-            let model = self.model(at as usize);
-            out(
-                row.case,
-                InputWarning::RegeneratedInputs {
-                    case: self.name(row.case),
-                    variant: self.name(row.variant),
-                    model: (model != NO_SYM).then(|| self.name(model)),
-                    trials: u64::from(r.trials),
-                    inputs: u64::from(r.inputs),
-                    file: self.file_of(row),
-                    line: self.loc(at as usize).line,
-                },
-            );
-        }
+        found
     }
 
     /// Each case of `rows` whose pairs were routed by more than one policy.
@@ -404,13 +420,15 @@ impl RunIndex {
         let mut unlisted = 0u64;
         let mut kept = 0usize;
         let mut warned = CaseSet::default();
-        self.each_input_warning(0..self.rows.len() as u32, |case, w| {
-            warned.insert(case);
+        // Only the warnings listed are put in words; the trials are kept
+        // for a summary of the whole run.
+        let mut keep = |make: &dyn Fn() -> InputWarning| {
             if kept == KEPT_PER_KIND {
                 unlisted += 1;
                 return;
             }
             kept += 1;
+            let w = make();
             let (file, line) = w.at();
             problems.push(Problem {
                 file: file.to_string(),
@@ -418,9 +436,20 @@ impl RunIndex {
                 kind: ProblemKind::Inconsistent,
                 message: w.message(),
             });
-        });
+        };
+        let all = 0..self.rows.len() as u32;
+        for (case, w) in self.mixed_policies(all.clone()) {
+            warned.insert(case);
+            keep(&|| w.clone());
+        }
+        let regenerated = self.regenerated_in_parts(all, PART_ROWS);
+        for r in &regenerated {
+            warned.insert(self.rows[r.at as usize].case);
+            keep(&|| self.regenerated_warning(r));
+        }
         self.problems = problems;
         self.warned_cases = warned;
+        self.regenerated = regenerated;
         self.unlisted.clear(ProblemKind::Inconsistent);
         self.unlisted.add(ProblemKind::Inconsistent, unlisted);
     }
@@ -563,7 +592,9 @@ mod tests {
         let rows = 0..index.rows.len() as u32;
         let warnings = |part_rows: usize| {
             let mut out = Vec::new();
-            index.regenerated_in_parts(rows.clone(), part_rows, |_, w| out.push(w));
+            for r in index.regenerated_in_parts(rows.clone(), part_rows) {
+                out.push(index.regenerated_warning(&r));
+            }
             out
         };
         let at_once = warnings(usize::MAX);
@@ -591,6 +622,22 @@ mod tests {
         for part_rows in [1, 2, 3, 5, 8, 13, 40] {
             assert_eq!(warnings(part_rows), at_once, "parts of {part_rows}");
         }
+        // Every row: the trials the load's check kept, as found again.
+        let all: Vec<u32> = rows.clone().collect();
+        assert!(index.is_every_row(&all));
+        assert_eq!(index.regenerated.len(), 6);
+        assert_eq!(index.input_warnings(&all), at_once);
+        // Rows left out, or every row but in another order: found again.
+        let mut shuffled = all.clone();
+        shuffled.swap(0, 1);
+        assert!(!index.is_every_row(&shuffled));
+        assert_eq!(index.input_warnings(&shuffled), at_once);
+        let some: Vec<u32> = (0..index.rows.len() as u32 / 2).collect();
+        assert!(!index.is_every_row(&some));
+        let mut want = Vec::new();
+        index.each_input_warning(some.iter().copied(), |_, w| want.push(w));
+        assert_eq!(index.input_warnings(&some), want);
+        assert!(want.len() < at_once.len(), "{want:?}");
     }
 
     /// Past [`KEPT_PER_KIND`] case warnings, the rest are counted, not
