@@ -376,22 +376,44 @@ fn in_micros(v: f64) -> u64 {
     (v.abs() * MICRO).round() as u64
 }
 
-/// The median of values given in millionths (the mean of the two middle
+/// A finite magnitude as kept for the medians and maxima: the bits of
+/// `|x|` as an `f32` (four bytes a value), which order as the magnitudes
+/// do. It is put in millionths ([`micros`]) once selected: rounding keeps
+/// the order, so the value selected is the one that would be selected
+/// among the rounded values.
+fn magnitude(x: f32) -> Option<u32> {
+    x.is_finite().then(|| x.abs().to_bits())
+}
+
+/// A [`magnitude`] in millionths.
+fn magnitude_micros(bits: u32) -> u64 {
+    micros(f32::from_bits(bits)).unwrap_or(0)
+}
+
+/// The median of [`magnitude`]s in millionths (the mean of the two middle
 /// ones for an even count), selected in place: a value [`widen`]ed is its
 /// millionths over a million, so this is the median of the widened values.
-fn median_micros(mut v: Vec<u64>) -> Option<f64> {
+fn median_micros(mut v: Vec<u32>) -> Option<f64> {
     if v.is_empty() {
         return None;
     }
     let (mid, odd) = (v.len() / 2, v.len() % 2 == 1);
     let (below, &mut m, _) = v.select_nth_unstable(mid);
-    let m = m as f64 / MICRO;
+    let m = magnitude_micros(m) as f64 / MICRO;
     Some(if odd {
         m
     } else {
-        let lower = below.iter().max().map_or(m, |&l| l as f64 / MICRO);
+        let lower = below
+            .iter()
+            .max()
+            .map_or(m, |&l| magnitude_micros(l) as f64 / MICRO);
         (lower + m) / 2.0
     })
+}
+
+/// The largest of [`magnitude`]s, as a value in whole millionths.
+fn max_micros(v: &[u32]) -> Option<f64> {
+    v.iter().max().map(|&m| magnitude_micros(m) as f64 / MICRO)
 }
 
 /// The name of an interned field, "not recorded" when absent.
@@ -467,9 +489,17 @@ fn latency_units(ms: f32) -> Option<u64> {
 /// 1197.3 ms is reported as 1197.3 and not 1197.300048828125.
 const LATENCY_UNITS: f64 = 1e3;
 
+/// A latency as kept for the percentiles: the bits of a finite,
+/// non-negative `f32`, which order as the latencies do; put in
+/// [`LATENCY_UNITS`] once selected ([`latency_units`] keeps the order).
+fn latency_bits(ms: f32) -> Option<u32> {
+    // (`abs` makes -0 the bits of 0.)
+    (ms.is_finite() && ms >= 0.0).then(|| ms.abs().to_bits())
+}
+
 /// The nearest-rank `pct`th percentile of `v` (1 ≤ pct ≤ 100): the value at
 /// rank ⌈pct · n / 100⌉ of the sorted values, counted from 1. None when empty.
-fn nearest_rank(v: &mut [u64], pct: u64) -> Option<u64> {
+fn nearest_rank<T: Ord + Copy>(v: &mut [T], pct: u64) -> Option<T> {
     let n = v.len() as u64;
     if n == 0 {
         return None;
@@ -479,9 +509,9 @@ fn nearest_rank(v: &mut [u64], pct: u64) -> Option<u64> {
     Some(x)
 }
 
-/// The latency percentiles of a group's latencies (in [`LATENCY_UNITS`]).
-fn latency_of(mut v: Vec<u64>) -> Option<Latency> {
-    let ms = |x: u64| x as f64 / LATENCY_UNITS;
+/// The latency percentiles of a group's latencies ([`latency_bits`]).
+fn latency_of(mut v: Vec<u32>) -> Option<Latency> {
+    let ms = |x: u32| latency_units(f32::from_bits(x)).unwrap_or(0) as f64 / LATENCY_UNITS;
     let p50 = nearest_rank(&mut v, 50)?;
     let p95 = nearest_rank(&mut v, 95)?;
     Some(Latency {
@@ -509,31 +539,32 @@ struct Acc {
     service_errors: u64,
     invalid: u64,
     undeclared: u64,
-    /// |Δp| and |Δc| in millionths (as [`widen`] rounds them): exact, half
-    /// the size of `f64`s, and selected faster for the medians.
-    abs_dp: Vec<u64>,
-    abs_dc: Vec<u64>,
-    /// Latencies in [`LATENCY_UNITS`].
-    latencies: Vec<u64>,
+    /// |Δp| and |Δc| as [`magnitude`]s: a quarter the size of `f64`s, and
+    /// selected faster for the medians (at ten million pairs, every group
+    /// of two groupings and the whole hold one of each a pair).
+    abs_dp: Vec<u32>,
+    abs_dc: Vec<u32>,
+    /// Latencies as [`latency_bits`].
+    latencies: Vec<u32>,
     classified: u64,
 }
 
 /// What [`Acc::add`] reads of a row besides its codes, computed once per row.
 #[derive(Debug, Clone, Copy)]
 struct Measures {
-    /// |Δp| and |Δc| in millionths (see [`micros`]).
-    dp: Option<u64>,
-    dc: Option<u64>,
-    /// The latency in [`LATENCY_UNITS`].
-    latency: Option<u64>,
+    /// |Δp| and |Δc| (see [`magnitude`]).
+    dp: Option<u32>,
+    dc: Option<u32>,
+    /// The latency (see [`latency_bits`]).
+    latency: Option<u32>,
 }
 
 impl Measures {
     fn of(row: &PairRow) -> Measures {
         Measures {
-            dp: micros(row.dp),
-            dc: micros(row.dc),
-            latency: latency_units(row.latency),
+            dp: magnitude(row.dp),
+            dc: magnitude(row.dc),
+            latency: latency_bits(row.latency),
         }
     }
 }
@@ -635,9 +666,9 @@ impl Acc {
             service_error_rate: wilson(self.service_errors, self.pairs),
             invalid_pairs: self.invalid,
             undeclared_pairs: self.undeclared,
-            max_abs_dp: self.abs_dp.iter().max().map(|&m| m as f64 / MICRO),
+            max_abs_dp: max_micros(&self.abs_dp),
             median_abs_dp: median_micros(self.abs_dp),
-            max_abs_dc: self.abs_dc.iter().max().map(|&m| m as f64 / MICRO),
+            max_abs_dc: max_micros(&self.abs_dc),
             median_abs_dc: median_micros(self.abs_dc),
             latency: latency_of(self.latencies),
             classified: self.classified,
@@ -757,7 +788,7 @@ fn by_count_then_name<T: Ord>(v: &mut [(T, u64)]) {
 
 /// Add `other` to `v`, copying the shorter of the two: the values are
 /// read only as a multiset (maxima and medians), so their order is free.
-fn extend_larger(v: &mut Vec<u64>, mut other: Vec<u64>) {
+fn extend_larger(v: &mut Vec<u32>, mut other: Vec<u32>) {
     if other.len() > v.len() {
         std::mem::swap(v, &mut other);
     }
@@ -807,88 +838,71 @@ fn summarize_on(
         let trials = repeated_trials(index, rows, &cases);
         (cases, trials)
     };
-    let rests = || -> Vec<Rest<'_>> {
-        bys.iter()
-            .map(|&by| {
-                if parallel {
-                    count_rest_parallel(index, rows, store, by)
-                } else {
-                    let mut rest = Rest::default();
-                    rest.count(index, rows, store, by);
-                    rest
-                }
-            })
-            .collect()
+    // Every grouping in one pass over the rows: what they share (the
+    // overall counts and medians, the matrix, the histogram) counted once.
+    let rest = || {
+        if parallel {
+            count_rest_parallel(index, rows, store, bys)
+        } else {
+            let mut rest = Rest::default();
+            rest.count(index, rows, store, bys);
+            rest
+        }
     };
-    let (rests, (cases, trials)) = if parallel {
-        rayon::join(rests, case_level)
+    let (mut rest, (cases, trials)) = if parallel {
+        rayon::join(rest, case_level)
     } else {
-        (rests(), case_level())
+        (rest(), case_level())
     };
     let unsafe_approvals = unsafe_approvals(index, rows);
     // One list of warnings for each summary: the last one takes it, the
     // others a copy (at ten million pairs it can hold hundreds of thousands).
     let input_warnings = std::iter::repeat_n(index.input_warnings(rows), bys.len());
+    // (No rows to count leaves no groups: each grouping has none.)
+    rest.groupings.resize_with(bys.len(), Grouping::default);
+    let groupings = std::mem::take(&mut rest.groupings);
+    // Each group's medians selected on its own thread, with the whole's.
+    let (shared, groupings) = rayon::join(
+        || rest.finish(),
+        || {
+            use rayon::prelude::*;
+            groupings
+                .into_par_iter()
+                .map(|g| g.finish(index))
+                .collect::<Vec<_>>()
+        },
+    );
     bys.iter()
-        .zip(rests)
+        .zip(groupings)
         .zip(input_warnings)
-        .map(|((&by, rest), warnings)| {
-            finish(index, by, rest, &cases, trials, unsafe_approvals, warnings)
+        .map(|((&by, groups), warnings)| {
+            finish(
+                index,
+                by,
+                groups,
+                &shared,
+                &cases,
+                trials,
+                unsafe_approvals,
+                warnings,
+            )
         })
         .collect()
 }
 
-/// The summary under grouping `by` from its row counts and what every
+/// The summary under grouping `by` from its groups' counts and what every
 /// grouping shares.
+#[allow(clippy::too_many_arguments)]
 fn finish(
     index: &RunIndex,
     by: GroupBy,
-    rest: Rest<'_>,
+    groups: Vec<GroupStats>,
+    shared: &Shared,
     cases: &Cases,
     (repeated_pair_ids, inconsistent_pair_ids): (u64, u64),
     unsafe_approvals: Option<UnsafeApprovals>,
     input_warnings: Vec<InputWarning>,
 ) -> Summary {
-    let mut groups = rest.by_name;
-    for (id, acc) in rest.by_id {
-        groups.entry(sym_name(index, id)).or_default().merge(acc);
-    }
-    let mut groups: Vec<GroupStats> = groups
-        .into_iter()
-        .map(|(name, acc)| acc.finish(name))
-        .collect();
-    groups.sort_by(|a, b| {
-        b.failures
-            .cmp(&a.failures)
-            .then_with(|| a.name.cmp(&b.name))
-    });
-
-    let dp_histogram = rest
-        .histogram
-        .iter()
-        .enumerate()
-        .map(|(i, &count)| Bucket {
-            low: i as f64 * BUCKET_WIDTH,
-            high: (i + 1 < BUCKETS).then(|| (i + 1) as f64 * BUCKET_WIDTH),
-            count,
-        })
-        .collect();
-
-    let mut categories_by_transformation: Vec<(String, Vec<(String, u64)>)> = rest
-        .categories
-        .into_iter()
-        .map(|(t, cats)| {
-            let mut cats: Vec<(String, u64)> =
-                cats.into_iter().map(|(c, n)| (c.to_string(), n)).collect();
-            by_count_then_name(&mut cats);
-            (t.to_string(), cats)
-        })
-        .collect();
-    categories_by_transformation.sort_by(|a, b| {
-        let total = |x: &(String, Vec<(String, u64)>)| x.1.iter().map(|c| c.1).sum::<u64>();
-        total(b).cmp(&total(a)).then_with(|| a.0.cmp(&b.0))
-    });
-
     let count =
         |f: fn(&CaseAcc) -> bool| cases.acc.iter().filter(|c| c.rows > 0 && f(c)).count() as u64;
     let model_cases = count(|c| c.tested);
@@ -903,14 +917,14 @@ fn finish(
         flipping_case_rate: wilson(flipping_cases, count(|c| c.routes_known)),
     };
 
-    let repetition = (repeated_pair_ids > 0 || rest.max_repetition > 0).then_some(Repetition {
-        pairs_with_repetition: rest.pairs_with_repetition,
-        max_repetition: rest.max_repetition,
+    let repetition = (repeated_pair_ids > 0 || shared.max_repetition > 0).then_some(Repetition {
+        pairs_with_repetition: shared.pairs_with_repetition,
+        max_repetition: shared.max_repetition,
         repeated_pair_ids,
         inconsistent_pair_ids,
     });
 
-    let overall = rest.overall.finish("all");
+    let overall = shared.overall.clone();
     Summary {
         pairs: overall.pairs,
         failures: overall.failures,
@@ -919,14 +933,24 @@ fn finish(
         by,
         overall,
         groups,
-        route_matrix: rest.matrix,
-        dp_histogram,
-        categories_by_transformation,
+        route_matrix: shared.matrix,
+        dp_histogram: shared.dp_histogram.clone(),
+        categories_by_transformation: shared.categories_by_transformation.clone(),
         case_level,
         repetition,
         unsafe_approvals,
         input_warnings,
     }
+}
+
+/// What every grouping's summary shares, finished once.
+struct Shared {
+    overall: GroupStats,
+    matrix: [[u64; 3]; 3],
+    dp_histogram: Vec<Bucket>,
+    categories_by_transformation: Vec<(String, Vec<(String, u64)>)>,
+    pairs_with_repetition: u64,
+    max_repetition: u32,
 }
 
 /// Summaries over this many rows are counted on rayon's threads.
@@ -936,8 +960,8 @@ const PARALLEL_SUMMARY_ROWS: usize = 100_000;
 #[derive(Default)]
 struct Rest<'a> {
     overall: Acc,
-    by_id: FxHashMap<Sym, Acc>,
-    by_name: FxHashMap<&'a str, Acc>,
+    /// The groups of each grouping counted, in the order asked.
+    groupings: Vec<Grouping<'a>>,
     matrix: [[u64; 3]; 3],
     histogram: [u64; BUCKETS],
     categories: FxHashMap<&'a str, FxHashMap<&'a str, u64>>,
@@ -945,15 +969,81 @@ struct Rest<'a> {
     max_repetition: u32,
 }
 
+/// The groups of one grouping: by interned id (one look-up of a number
+/// per row, named at the end), or by name (categories).
+#[derive(Default)]
+struct Grouping<'a> {
+    by_id: FxHashMap<Sym, Acc>,
+    by_name: FxHashMap<&'a str, Acc>,
+}
+
+impl<'a> Grouping<'a> {
+    /// The group of row `i` under `by`.
+    fn group(
+        &mut self,
+        index: &RunIndex,
+        i: usize,
+        row: &PairRow,
+        category: Option<&'a str>,
+        by: GroupBy,
+    ) -> &mut Acc {
+        match by {
+            GroupBy::Transformation => self.by_id.entry(index.transformation(i)).or_default(),
+            GroupBy::Family => self.by_id.entry(index.family(i)).or_default(),
+            GroupBy::Case => self.by_id.entry(row.case).or_default(),
+            GroupBy::Model => self.by_id.entry(index.model(i)).or_default(),
+            GroupBy::Category if row.status().is_failure() => self
+                .by_name
+                .entry(category.unwrap_or(UNCLASSIFIED))
+                .or_default(),
+            GroupBy::Category => self.by_name.entry(PASSED).or_default(),
+        }
+    }
+
+    /// The groups, named, each finished on rayon's threads, sorted by
+    /// failures (most first), then by name.
+    fn finish(self, index: &RunIndex) -> Vec<GroupStats> {
+        use rayon::prelude::*;
+        let mut named = self.by_name;
+        for (id, acc) in self.by_id {
+            named.entry(sym_name(index, id)).or_default().merge(acc);
+        }
+        let named: Vec<(&str, Acc)> = named.into_iter().collect();
+        let mut groups: Vec<GroupStats> = named
+            .into_par_iter()
+            .map(|(name, acc)| acc.finish(name))
+            .collect();
+        groups.sort_by(|a, b| {
+            b.failures
+                .cmp(&a.failures)
+                .then_with(|| a.name.cmp(&b.name))
+        });
+        groups
+    }
+
+    /// Add what `o` counted.
+    fn merge(&mut self, o: Grouping<'a>) {
+        for (id, acc) in o.by_id {
+            self.by_id.entry(id).or_default().merge(acc);
+        }
+        for (name, acc) in o.by_name {
+            self.by_name.entry(name).or_default().merge(acc);
+        }
+    }
+}
+
 impl<'a> Rest<'a> {
-    /// Count `rows`.
+    /// Count `rows`, into the groups of each grouping of `bys`.
     fn count(
         &mut self,
         index: &'a RunIndex,
         rows: &[u32],
         store: Option<&'a AnnotationStore>,
-        by: GroupBy,
+        bys: &[GroupBy],
     ) {
+        if self.groupings.len() < bys.len() {
+            self.groupings.resize_with(bys.len(), Grouping::default);
+        }
         // Groups by interned id (one look-up of a number per row), named at
         // the end; categories by name.
         for (i, row) in rows
@@ -964,18 +1054,11 @@ impl<'a> Rest<'a> {
             // Rounded once for every count that reads them.
             let m = Measures::of(row);
             self.overall.add(row, category, m);
-            let acc = match by {
-                GroupBy::Transformation => self.by_id.entry(index.transformation(i)).or_default(),
-                GroupBy::Family => self.by_id.entry(index.family(i)).or_default(),
-                GroupBy::Case => self.by_id.entry(row.case).or_default(),
-                GroupBy::Model => self.by_id.entry(index.model(i)).or_default(),
-                GroupBy::Category if row.status().is_failure() => self
-                    .by_name
-                    .entry(category.unwrap_or(UNCLASSIFIED))
-                    .or_default(),
-                GroupBy::Category => self.by_name.entry(PASSED).or_default(),
-            };
-            acc.add(row, category, m);
+            for (grouping, &by) in self.groupings.iter_mut().zip(bys) {
+                grouping
+                    .group(index, i, row, category, by)
+                    .add(row, category, m);
+            }
 
             // The route matrix and the histogram are model metrics too.
             if let (Some(s), Some(v), true) =
@@ -984,7 +1067,7 @@ impl<'a> Rest<'a> {
                 self.matrix[usize::from(s.rank()).min(2)][usize::from(v.rank()).min(2)] += 1;
             }
             if let (Some(d), true) = (m.dp, tests_model(row)) {
-                self.histogram[bucket_of(d)] += 1;
+                self.histogram[bucket_of(magnitude_micros(d))] += 1;
             }
             if row.status().is_failure() {
                 *self
@@ -1005,11 +1088,12 @@ impl<'a> Rest<'a> {
     /// Add what `o` counted.
     fn merge(&mut self, o: Rest<'a>) {
         self.overall.merge(o.overall);
-        for (id, acc) in o.by_id {
-            self.by_id.entry(id).or_default().merge(acc);
+        if self.groupings.len() < o.groupings.len() {
+            self.groupings
+                .resize_with(o.groupings.len(), Grouping::default);
         }
-        for (name, acc) in o.by_name {
-            self.by_name.entry(name).or_default().merge(acc);
+        for (mine, theirs) in self.groupings.iter_mut().zip(o.groupings) {
+            mine.merge(theirs);
         }
         for (mine, theirs) in self
             .matrix
@@ -1031,11 +1115,47 @@ impl<'a> Rest<'a> {
         self.pairs_with_repetition += o.pairs_with_repetition;
         self.max_repetition = self.max_repetition.max(o.max_repetition);
     }
+
+    /// What every grouping shares, finished (the groupings taken out first).
+    fn finish(self) -> Shared {
+        let dp_histogram = self
+            .histogram
+            .iter()
+            .enumerate()
+            .map(|(i, &count)| Bucket {
+                low: i as f64 * BUCKET_WIDTH,
+                high: (i + 1 < BUCKETS).then(|| (i + 1) as f64 * BUCKET_WIDTH),
+                count,
+            })
+            .collect();
+        let mut categories_by_transformation: Vec<(String, Vec<(String, u64)>)> = self
+            .categories
+            .into_iter()
+            .map(|(t, cats)| {
+                let mut cats: Vec<(String, u64)> =
+                    cats.into_iter().map(|(c, n)| (c.to_string(), n)).collect();
+                by_count_then_name(&mut cats);
+                (t.to_string(), cats)
+            })
+            .collect();
+        categories_by_transformation.sort_by(|a, b| {
+            let total = |x: &(String, Vec<(String, u64)>)| x.1.iter().map(|c| c.1).sum::<u64>();
+            total(b).cmp(&total(a)).then_with(|| a.0.cmp(&b.0))
+        });
+        Shared {
+            overall: self.overall.finish("all"),
+            matrix: self.matrix,
+            dp_histogram,
+            categories_by_transformation,
+            pairs_with_repetition: self.pairs_with_repetition,
+            max_repetition: self.max_repetition,
+        }
+    }
 }
 
 /// Rows counted at a time by each thread of [`summarize_on`] (a few in
 /// tests, so that a small run is counted in several chunks, by both threads).
-const REST_CHUNK: usize = if cfg!(test) { 3 } else { 16_384 };
+pub(super) const REST_CHUNK: usize = if cfg!(test) { 3 } else { 16_384 };
 
 /// Count `rows` in chunks of [`REST_CHUNK`] on rayon's threads, each into
 /// its own [`Rest`], then add those up.
@@ -1043,7 +1163,7 @@ fn count_rest_parallel<'a>(
     index: &'a RunIndex,
     rows: &[u32],
     store: Option<&'a AnnotationStore>,
-    by: GroupBy,
+    bys: &[GroupBy],
 ) -> Rest<'a> {
     use rayon::prelude::*;
     rows.par_chunks(REST_CHUNK)
@@ -1051,7 +1171,7 @@ fn count_rest_parallel<'a>(
         // tested however many threads there are.
         .with_max_len(if cfg!(test) { 1 } else { usize::MAX })
         .fold(Rest::default, |mut rest, chunk| {
-            rest.count(index, chunk, store, by);
+            rest.count(index, chunk, store, bys);
             rest
         })
         .reduce(Rest::default, |mut a, b| {

@@ -217,32 +217,72 @@ struct Tally<'a> {
     per_transformation: FxHashMap<&'a str, (u64, u64)>,
 }
 
+/// [`Tally`] by interned transformation id.
+#[derive(Default)]
+struct TallyById {
+    flips: FxHashMap<Sym, Flips>,
+    /// (pairs, failing or flipped pairs).
+    per: FxHashMap<Sym, (u64, u64)>,
+}
+
+impl TallyById {
+    /// Count the rows that test the model.
+    fn count(&mut self, index: &RunIndex, rows: &[u32]) {
+        for (i, row) in rows
+            .iter()
+            .filter_map(|&i| Some((i as usize, index.rows.get(i as usize)?)))
+            .filter(|(_, r)| tests_model(r))
+        {
+            let transformation = index.transformation(i);
+            let flip = both_routes(row) && row.has(flags::FLIP);
+            let t = self.per.entry(transformation).or_default();
+            t.0 += 1;
+            if flip || row.status().is_failure() {
+                t.1 += 1;
+            }
+            if flip {
+                let f = self.flips.entry(transformation).or_default();
+                f.n += 1;
+                f.failed += u64::from(matches!(row.status(), Status::Fail | Status::Boundary));
+                f.passed += u64::from(row.status() == Status::Pass);
+                f.margins.extend(micros(row.margin));
+            }
+        }
+    }
+
+    /// Add what `other` counted.
+    fn merge(mut self, other: TallyById) -> TallyById {
+        for (id, f) in other.flips {
+            let into = self.flips.entry(id).or_default();
+            into.n += f.n;
+            into.failed += f.failed;
+            into.passed += f.passed;
+            into.margins.extend(f.margins);
+        }
+        for (id, (n, bad)) in other.per {
+            let into = self.per.entry(id).or_default();
+            into.0 += n;
+            into.1 += bad;
+        }
+        self
+    }
+}
+
 /// Route flips and (pairs, failing or flipped pairs) per transformation
 /// name, read from the rows that test the model.
 fn tally_transformations<'a>(index: &'a RunIndex, rows: &[u32]) -> Tally<'a> {
-    // Counted by interned id, then by name.
-    let mut flips_by_id: FxHashMap<Sym, Flips> = FxHashMap::default();
-    let mut per_id: FxHashMap<Sym, (u64, u64)> = FxHashMap::default();
-    for (i, row) in rows
-        .iter()
-        .filter_map(|&i| Some((i as usize, index.rows.get(i as usize)?)))
-        .filter(|(_, r)| tests_model(r))
-    {
-        let transformation = index.transformation(i);
-        let flip = both_routes(row) && row.has(flags::FLIP);
-        let t = per_id.entry(transformation).or_default();
-        t.0 += 1;
-        if flip || row.status().is_failure() {
-            t.1 += 1;
-        }
-        if flip {
-            let f = flips_by_id.entry(transformation).or_default();
-            f.n += 1;
-            f.failed += u64::from(matches!(row.status(), Status::Fail | Status::Boundary));
-            f.passed += u64::from(row.status() == Status::Pass);
-            f.margins.extend(micros(row.margin));
-        }
-    }
+    use rayon::prelude::*;
+    // Counted by interned id, in chunks on rayon's threads, then by name.
+    let TallyById {
+        flips: flips_by_id,
+        per: per_id,
+    } = rows
+        .par_chunks(super::REST_CHUNK)
+        .fold(TallyById::default, |mut t, chunk| {
+            t.count(index, chunk);
+            t
+        })
+        .reduce(TallyById::default, TallyById::merge);
     let mut flips: FxHashMap<&str, Flips> = FxHashMap::default();
     for (id, f) in flips_by_id {
         let into = flips.entry(sym_name(index, id)).or_default();

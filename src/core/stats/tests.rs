@@ -69,27 +69,82 @@ proptest::proptest! {
         xs in proptest::collection::vec(-1.0f32..=1.0, 0..40),
     ) {
         let widened: Vec<f64> = xs.iter().filter_map(|&x| widen(x)).map(f64::abs).collect();
-        let micros: Vec<u64> = xs.iter().filter_map(|&x| widen(x)).map(in_micros).collect();
+        let kept: Vec<u32> = xs.iter().filter_map(|&x| magnitude(x)).collect();
         proptest::prop_assert_eq!(
-            median_micros(micros.clone()).map(f64::to_bits),
+            median_micros(kept.clone()).map(f64::to_bits),
             median(&widened).map(f64::to_bits)
         );
         let max = widened.iter().copied().max_by(f64::total_cmp);
+        proptest::prop_assert_eq!(max_micros(&kept).map(f64::to_bits), max.map(f64::to_bits));
+    }
+
+    /// Kept as an `f32`'s bits, any finite magnitude (0 and -0, the
+    /// smallest and the largest, values that round to one millionth)
+    /// selects as its millionths do, to the bit.
+    #[test]
+    fn magnitudes_select_as_their_millionths_do(
+        xs in proptest::collection::vec(
+            proptest::prop_oneof![
+                proptest::num::f32::ANY,
+                -2.0f32..=2.0,
+                proptest::sample::select(vec![0.0f32, -0.0, 5e-7, -5e-7, 1.5e-6, f32::MIN_POSITIVE, f32::MAX, f32::MIN]),
+            ],
+            0..40,
+        ),
+    ) {
+        let millionths: Vec<u64> = xs.iter().filter_map(|&x| micros(x)).collect();
+        let kept: Vec<u32> = xs.iter().filter_map(|&x| magnitude(x)).collect();
+        proptest::prop_assert_eq!(kept.len(), millionths.len());
+        let mut sorted = millionths.clone();
+        sorted.sort_unstable();
+        let want = match sorted.len() {
+            0 => None,
+            n if n % 2 == 1 => Some(sorted[n / 2] as f64 / MICRO),
+            n => Some((sorted[n / 2 - 1] as f64 / MICRO + sorted[n / 2] as f64 / MICRO) / 2.0),
+        };
+        proptest::prop_assert_eq!(median_micros(kept.clone()).map(f64::to_bits), want.map(f64::to_bits));
         proptest::prop_assert_eq!(
-            micros.iter().max().map(|&m| (m as f64 / MICRO).to_bits()),
-            max.map(f64::to_bits)
+            max_micros(&kept).map(f64::to_bits),
+            sorted.last().map(|&m| (m as f64 / MICRO).to_bits())
+        );
+    }
+
+    /// Latencies kept as bits give the percentiles their units give.
+    #[test]
+    fn latencies_select_as_their_units_do(
+        ms in proptest::collection::vec(
+            proptest::prop_oneof![
+                proptest::num::f32::ANY,
+                0.0f32..5000.0,
+                proptest::sample::select(vec![0.0f32, -0.0, 0.0004, 0.0005, 1197.3]),
+            ],
+            0..40,
+        ),
+        pct in 1u64..=100,
+    ) {
+        let mut units: Vec<u64> = ms.iter().filter_map(|&x| latency_units(x)).collect();
+        let mut kept: Vec<u32> = ms.iter().filter_map(|&x| latency_bits(x)).collect();
+        proptest::prop_assert_eq!(kept.len(), units.len());
+        proptest::prop_assert_eq!(
+            nearest_rank(&mut kept, pct).and_then(|b| latency_units(f32::from_bits(b))),
+            nearest_rank(&mut units, pct)
         );
     }
 }
 
 #[test]
 fn median_of_odd_and_even_counts() {
+    let kept = |xs: &[f32]| {
+        xs.iter()
+            .filter_map(|&x| magnitude(x))
+            .collect::<Vec<u32>>()
+    };
     assert_eq!(median_micros(Vec::new()), None);
     // Odd: 0.1, 0.3, 0.5 → 0.3.
-    assert_close(median_micros(vec![500_000, 100_000, 300_000]), 0.3);
+    assert_close(median_micros(kept(&[0.5, -0.1, 0.3])), 0.3);
     // Even: 0.1, 0.2, 0.4, 0.8 → (0.2 + 0.4) / 2 = 0.3.
-    assert_close(median_micros(vec![800_000, 100_000, 400_000, 200_000]), 0.3);
-    assert_close(median_micros(vec![250_000]), 0.25);
+    assert_close(median_micros(kept(&[0.8, 0.1, -0.4, 0.2])), 0.3);
+    assert_close(median_micros(kept(&[0.25, f32::NAN])), 0.25);
     // Stored f32 values come back as the decimals that were written.
     assert_eq!(widen(0.05_f32), Some(0.05));
     assert_eq!(widen(f32::NAN), None);
@@ -1255,7 +1310,7 @@ fn latency_percentiles_are_nearest_rank() {
     assert_eq!(nearest_rank(&mut v.clone(), 95), Some(19_000));
     // One value is every percentile; none has none.
     assert_eq!(nearest_rank(&mut [7], 95), Some(7));
-    assert_eq!(nearest_rank(&mut [], 50), None);
+    assert_eq!(nearest_rank::<u64>(&mut [], 50), None);
     // 3 values: p50 is the 2nd (⌈1.5⌉), p95 the 3rd (⌈2.85⌉).
     assert_eq!(nearest_rank(&mut [30, 10, 20], 50), Some(20));
     assert_eq!(nearest_rank(&mut [30, 10, 20], 95), Some(30));
@@ -1264,7 +1319,12 @@ fn latency_percentiles_are_nearest_rank() {
     assert_eq!(latency_units(f32::NAN), None);
     assert_eq!(latency_units(-5.0), None);
     assert_eq!(
-        latency_of(vec![1_197_300, 30_000_000]),
+        latency_of(
+            [1197.3f32, 30000.0]
+                .iter()
+                .filter_map(|&x| latency_bits(x))
+                .collect()
+        ),
         Some(Latency {
             pairs: 2,
             p50_ms: 1197.3,
