@@ -952,12 +952,11 @@ fn open_run_with_progress(
         let done = done.clone();
         std::thread::spawn(move || {
             let start = Instant::now();
+            let after = progress_after();
             let mut bar: Option<indicatif::ProgressBar> = None;
-            while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                // Woken early when the opening is done.
-                std::thread::park_timeout(Duration::from_millis(50));
+            loop {
                 let read = progress.read();
-                if bar.is_none() && read > 0 && start.elapsed() > Duration::from_millis(300) {
+                if bar.is_none() && (after.is_zero() || read > 0 && start.elapsed() > after) {
                     bar = Some(byte_bar(
                         total,
                         "reading {wide_bar} {bytes}/{total_bytes} {elapsed}",
@@ -966,6 +965,11 @@ fn open_run_with_progress(
                 if let Some(pb) = &bar {
                     pb.set_position(read.min(total));
                 }
+                if done.load(std::sync::atomic::Ordering::Relaxed) {
+                    break;
+                }
+                // Woken early when the opening is done.
+                std::thread::park_timeout(Duration::from_millis(50));
             }
             if let Some(pb) = bar {
                 pb.finish_and_clear();
@@ -977,6 +981,17 @@ fn open_run_with_progress(
     shower.thread().unpark();
     let _ = shower.join();
     opened
+}
+
+/// How long reading or indexing a run goes on before a progress bar is
+/// shown: 300 ms, or `TRIAGE_PROGRESS_AFTER_MS` milliseconds (0 shows it
+/// at once: the tests do, so that they do not depend on how fast the
+/// machine reads).
+fn progress_after() -> Duration {
+    std::env::var("TRIAGE_PROGRESS_AFTER_MS")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .map_or(Duration::from_millis(300), Duration::from_millis)
 }
 
 /// A progress bar on standard error over `total` bytes, drawn with `template`.
@@ -1026,7 +1041,7 @@ fn index_with_progress(
             Err(RecvTimeoutError::Timeout) => {}
             Err(RecvTimeoutError::Disconnected) => break,
         }
-        if show && bar.is_none() && start.elapsed() > Duration::from_millis(300) {
+        if show && bar.is_none() && start.elapsed() >= progress_after() {
             bar = Some(byte_bar(
                 idx.bytes_total,
                 "indexing {wide_bar} {bytes}/{total_bytes} {msg}",
