@@ -136,6 +136,44 @@ impl RunIndex {
         Ok(k)
     }
 
+    /// `rows` and every other row with the case and variant ids of one of
+    /// them, in file order: the rows whose keys a save of decisions on
+    /// `rows` makes [`RunIndex::resolve_keys`] look for (a decision is on
+    /// the pair its key names, and any row with its two ids could be that
+    /// pair). Learnt with `rows`, their lines are read in the same pass
+    /// over the run, not in a second one after the save.
+    pub fn with_same_ids(&self, rows: &[u32]) -> Vec<u32> {
+        use rayon::prelude::*;
+        use rustc_hash::FxHashSet;
+        let mut ids: FxHashSet<(u32, u32)> = FxHashSet::default();
+        // A bit per case id first: most rows are ruled out by one load.
+        let mut cases: Vec<u64> = Vec::new();
+        for r in rows.iter().filter_map(|&i| self.rows.get(i as usize)) {
+            let (word, bit) = (r.case as usize / 64, r.case % 64);
+            if word >= cases.len() {
+                cases.resize(word + 1, 0);
+            }
+            cases[word] |= 1 << bit;
+            ids.insert((r.case, r.variant));
+        }
+        if ids.is_empty() {
+            return Vec::new();
+        }
+        let same = |i: usize| {
+            let r = &self.rows[i];
+            cases
+                .get(r.case as usize / 64)
+                .is_some_and(|w| w & (1 << (r.case % 64)) != 0)
+                && ids.contains(&(r.case, r.variant))
+        };
+        (0..self.rows.len())
+            .into_par_iter()
+            .with_min_len(1 << 16)
+            .filter(|&i| same(i))
+            .map(|i| i as u32)
+            .collect()
+    }
+
     /// Learn the keys of these rows that are not known yet, reading their
     /// lines in spans ([`RunIndex::for_each_line`]), a part on each core;
     /// returns how many could not be read again.
@@ -376,6 +414,50 @@ mod tests {
                 )
                 .is_some()
         );
+    }
+
+    /// The rows a save on some rows makes `resolve_keys` look for are those
+    /// rows and every row with the ids of one of them: learnt beforehand,
+    /// `resolve_keys` after the save reads no line.
+    #[test]
+    fn rows_with_the_same_ids_are_the_ones_a_save_looks_for() {
+        let mut index = sample();
+        assert_eq!(index.with_same_ids(&[]), Vec::<u32>::new());
+        assert_eq!(index.with_same_ids(&[u32::MAX]), Vec::<u32>::new());
+        let keys = truth(&index);
+        let n = index.rows.len() as u32;
+        for picked in [vec![0], vec![3, 7], vec![n - 1, 0, n - 1], (0..n).collect()] {
+            let same = index.with_same_ids(&picked);
+            let want: Vec<u32> = (0..n)
+                .filter(|&i| {
+                    picked.iter().any(|&j| {
+                        let (a, b) = (&index.rows[i as usize], &index.rows[j as usize]);
+                        a.case == b.case && a.variant == b.variant
+                    })
+                })
+                .collect();
+            assert_eq!(same, want, "{picked:?}");
+        }
+        // Learnt before a save on rows 3 and 7, nothing is left to read after it.
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut store =
+            AnnotationStore::open(&dir.path().join("j.triage.jsonl"), "t").expect("store");
+        let same = index.with_same_ids(&[3, 7]);
+        assert!(
+            same.len() > 2,
+            "rows 3 and 7 share their ids with others: {same:?}"
+        );
+        index.ensure_keys(&same);
+        let learnt = index.known_keys();
+        store
+            .apply(vec![
+                change(&index, keys[3], 3, "boundary"),
+                change(&index, keys[7], 7, "distractor"),
+            ])
+            .expect("saved");
+        index.resolve_keys(&store);
+        assert_eq!(index.known_keys(), learnt, "no line read after the save");
+        assert!(index.keys_resolved(&store));
     }
 
     #[test]

@@ -1242,13 +1242,26 @@ impl App {
     /// The effect that reads the record keys of `rows` the index does not
     /// know yet and then applies `then` again; `None` when every key is
     /// known, or when the keys were already read once ([`KeyUse::AsKnown`]).
+    /// The keys of the rows with the same case and variant ids are read in
+    /// the same pass: the save of decisions on `rows` looks for them
+    /// ([`RunIndex::with_same_ids`]).
     pub fn keys_needed(&self, rows: &[u32], keys: KeyUse, then: Action) -> Option<Effect> {
         if keys == KeyUse::AsKnown {
             return None;
         }
-        let missing: Vec<u32> = rows
-            .iter()
-            .copied()
+        let unknown = |i: &u32| {
+            self.index
+                .rows
+                .get(*i as usize)
+                .is_some_and(|r| self.index.key(r).is_none())
+        };
+        if !rows.iter().any(unknown) {
+            return None;
+        }
+        let missing: Vec<u32> = self
+            .index
+            .with_same_ids(rows)
+            .into_iter()
             .filter(|&i| {
                 self.index
                     .rows
