@@ -1354,12 +1354,8 @@ impl AnnotationStore {
     /// reviewers' own decisions stay as they are. Durable before `Ok`,
     /// as [`AnnotationStore::apply`].
     pub fn resolve(&mut self, resolutions: Vec<Change>) -> Result<(), SaveError> {
-        let items: Vec<(Change, Kind)> = resolutions
-            .into_iter()
-            .map(|c| (c, Kind::Resolution(None)))
-            .collect();
-        let origins = vec![None; items.len()];
-        self.save_events(items, origins, &|_| Vec::new(), None)
+        let kinds = resolutions.iter().map(|_| Kind::Resolution(None)).collect();
+        self.save_events(resolutions, Some(kinds), None, &|_| Vec::new(), None)
             .map(|saved| drop(saved.unguarded()))
     }
 
@@ -1376,12 +1372,17 @@ impl AnnotationStore {
         files: &dyn Fn(&RecordKey) -> Vec<u16>,
         expect: Option<&[ResolutionChange]>,
     ) -> Result<Saved, SaveError> {
-        let items: Vec<(Change, Kind)> = resolutions
+        let (changes, kinds): (Vec<Change>, Vec<Kind>) = resolutions
             .into_iter()
             .map(|r| (r.change, Kind::Resolution(Some(r.resolves))))
-            .collect();
-        let origins = vec![None; items.len()];
-        self.save_events(items, origins, files, expect.map(Expect::Resolutions))
+            .unzip();
+        self.save_events(
+            changes,
+            Some(kinds),
+            None,
+            files,
+            expect.map(Expect::Resolutions),
+        )
     }
 
     /// The decisions a resolution of the pair would settle now: every
@@ -1539,9 +1540,7 @@ impl AnnotationStore {
         files: &dyn Fn(&RecordKey) -> Vec<u16>,
         expect: Option<&[Change]>,
     ) -> Result<Saved, SaveError> {
-        let items: Vec<(Change, Kind)> = changes.into_iter().map(|c| (c, Kind::Decision)).collect();
-        let origins = vec![None; items.len()];
-        self.save_events(items, origins, files, expect.map(Expect::Decisions))
+        self.save_events(changes, None, None, files, expect.map(Expect::Decisions))
     }
 
     /// Write decisions carried forward from an earlier run, each with its
@@ -1554,28 +1553,29 @@ impl AnnotationStore {
         carried: Vec<(Change, Provenance)>,
         files: &dyn Fn(&RecordKey) -> Vec<u16>,
     ) -> Result<Vec<Option<Arc<Annotation>>>, SaveError> {
-        let (changes, origins): (Vec<(Change, Kind)>, Vec<Option<Provenance>>) = carried
-            .into_iter()
-            .map(|(c, p)| ((c, Kind::Decision), Some(p)))
-            .unzip();
-        self.save_events(changes, origins, files, None)
+        let (changes, origins): (Vec<Change>, Vec<Provenance>) = carried.into_iter().unzip();
+        self.save_events(changes, None, Some(origins), files, None)
             .map(Saved::unguarded)
     }
 
-    /// [`AnnotationStore::save`] of decisions (`false`) and resolutions
-    /// (`true`), each with where it was carried from (a decision carried
-    /// forward from an earlier run), if it was.
+    /// [`AnnotationStore::save`] of changes: each of the kind `kinds` gives
+    /// it (every one a decision without them), with where it was carried
+    /// from (a decision carried forward from an earlier run) when
+    /// `origins` gives it. (No list beside the changes for the usual case:
+    /// at millions of decisions such a list is hundreds of megabytes of
+    /// memory the kernel must map, for nothing.)
     fn save_events(
         &mut self,
-        changes: Vec<(Change, Kind)>,
-        origins: Vec<Option<Provenance>>,
+        changes: Vec<Change>,
+        kinds: Option<Vec<Kind>>,
+        origins: Option<Vec<Provenance>>,
         files: &dyn Fn(&RecordKey) -> Vec<u16>,
         expect: Option<Expect>,
     ) -> Result<Saved, SaveError> {
         // Each change's journals; with one journal, every change goes to
         // it and no list is kept.
         let targets: Option<Vec<Vec<usize>>> = (self.journals.len() > 1)
-            .then(|| changes.iter().map(|(c, _)| self.route(c, files)).collect());
+            .then(|| changes.iter().map(|c| self.route(c, files)).collect());
         let to = |i: usize| -> &[usize] {
             match &targets {
                 Some(t) => &t[i],
@@ -1649,7 +1649,14 @@ impl AnnotationStore {
         for &j in &involved {
             self.journals[j].pending.reserve(changes.len());
         }
-        for (i, ((c, kind), carried_from)) in changes.into_iter().zip(origins).enumerate() {
+        let mut kinds = kinds.map(Vec::into_iter);
+        let mut origins = origins.map(Vec::into_iter);
+        for (i, c) in changes.into_iter().enumerate() {
+            let kind = kinds
+                .as_mut()
+                .and_then(Iterator::next)
+                .unwrap_or(Kind::Decision);
+            let carried_from = origins.as_mut().and_then(Iterator::next);
             let to = to(i);
             let resolution = matches!(kind, Kind::Resolution(_));
             let resolves = match kind {
