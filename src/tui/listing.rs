@@ -253,35 +253,88 @@ pub fn sort_rows_with(
 /// Sort `keys` on their bytes `from..8` (least significant first), stably:
 /// a least-significant-digit radix sort, one pass per byte that is not the
 /// same in every key. With `from = 0` this is a full sort of the integers;
-/// with `from = 4`, keys equal in their high half keep their order.
+/// with `from = 4`, keys equal in their high half keep their order. A large
+/// input is sorted on every core: each pass, each core moves its own part.
 fn radix_sort(keys: &mut Vec<u64>, from: usize) {
-    if keys.len() < 2 {
+    let parts = if keys.len() >= PAR_MIN {
+        rayon::current_num_threads().max(1)
+    } else {
+        1
+    };
+    radix_sort_in(keys, from, parts);
+}
+
+/// [`radix_sort`] in `parts` parts. Each pass counts the byte's values in
+/// each part, then each part's keys go to their own stretch of each
+/// value's place, after the stretches of the parts before it: the order of
+/// equal bytes stays the order of the keys, and no two parts write to the
+/// same place.
+fn radix_sort_in(keys: &mut Vec<u64>, from: usize, parts: usize) {
+    let n = keys.len();
+    if n < 2 {
         return;
     }
-    let mut counts = [[0usize; 256]; 8];
-    for &k in keys.iter() {
-        for (b, c) in counts.iter_mut().enumerate().skip(from) {
-            c[((k >> (8 * b)) & 0xff) as usize] += 1;
-        }
-    }
-    let n = keys.len();
+    let size = n.div_ceil(parts.max(1));
+    let byte = |k: u64, b: usize| ((k >> (8 * b)) & 0xff) as usize;
+    // Which bytes vary, from one count of them all.
+    let total = keys
+        .par_chunks(size)
+        .map(|part| {
+            let mut counts = [[0usize; 256]; 8];
+            for &k in part {
+                for (b, c) in counts.iter_mut().enumerate().skip(from) {
+                    c[byte(k, b)] += 1;
+                }
+            }
+            counts
+        })
+        .reduce(
+            || [[0usize; 256]; 8],
+            |mut a, b| {
+                for (x, y) in a.iter_mut().flatten().zip(b.iter().flatten()) {
+                    *x += y;
+                }
+                a
+            },
+        );
     let mut buf = vec![0u64; n];
-    for (b, c) in counts.iter().enumerate().skip(from) {
-        if c.contains(&n) {
+    for b in from..8 {
+        if total[b].contains(&n) {
             // Every key has the same byte here: nothing to move.
             continue;
         }
-        let mut pos = [0usize; 256];
-        let mut sum = 0;
-        for (p, &x) in pos.iter_mut().zip(c.iter()) {
-            *p = sum;
-            sum += x;
+        let counts: Vec<[usize; 256]> = if parts == 1 {
+            vec![total[b]]
+        } else {
+            keys.par_chunks(size)
+                .map(|part| {
+                    let mut c = [0usize; 256];
+                    for &k in part {
+                        c[byte(k, b)] += 1;
+                    }
+                    c
+                })
+                .collect()
+        };
+        // Each part's stretch of each value's place, in the order of the output.
+        let mut outs: Vec<Vec<&mut [u64]>> =
+            counts.iter().map(|_| Vec::with_capacity(256)).collect();
+        let mut rest: &mut [u64] = &mut buf;
+        for d in 0..256 {
+            for (out, c) in outs.iter_mut().zip(&counts) {
+                let (stretch, tail) = std::mem::take(&mut rest).split_at_mut(c[d]);
+                out.push(stretch);
+                rest = tail;
+            }
         }
-        for &k in keys.iter() {
-            let d = ((k >> (8 * b)) & 0xff) as usize;
-            buf[pos[d]] = k;
-            pos[d] += 1;
-        }
+        keys.par_chunks(size).zip(outs).for_each(|(part, mut out)| {
+            let mut at = [0usize; 256];
+            for &k in part {
+                let d = byte(k, b);
+                out[d][at[d]] = k;
+                at[d] += 1;
+            }
+        });
         std::mem::swap(keys, &mut buf);
     }
 }
@@ -507,6 +560,12 @@ mod tests {
             }
             let mut want = keys.clone();
             want.sort_unstable();
+            // In one part, and in parts as on several cores.
+            for parts in [1, 2, 3, 7] {
+                let mut got = keys.clone();
+                radix_sort_in(&mut got, 0, parts);
+                proptest::prop_assert_eq!(&got, &want, "{} parts", parts);
+            }
             radix_sort(&mut keys, 0);
             proptest::prop_assert_eq!(keys, want);
         }
@@ -514,9 +573,19 @@ mod tests {
         #[test]
         fn radix_sort_on_the_high_half_is_stable(
             mut keys in proptest::collection::vec(proptest::prelude::any::<u64>(), 0..600),
+            narrow in proptest::prelude::any::<bool>(),
         ) {
+            if narrow {
+                // Many keys equal in their high half.
+                keys.iter_mut().for_each(|k| *k &= 0x0000_0301_ffff_ffff);
+            }
             let mut want = keys.clone();
             want.sort_by_key(|k| k >> 32);
+            for parts in [1, 2, 3, 7] {
+                let mut got = keys.clone();
+                radix_sort_in(&mut got, 4, parts);
+                proptest::prop_assert_eq!(&got, &want, "{} parts", parts);
+            }
             radix_sort(&mut keys, 4);
             proptest::prop_assert_eq!(keys, want);
         }
