@@ -367,12 +367,12 @@ fn fast_row(buf: &[u8], body: &str) -> Option<RowData> {
 
 fn read_row(reader: &mut LineReader, buf: &[u8], body: &str) -> Option<RowData> {
     let mut f = reader.parse(body)?;
-    // The reader leaves ids out of the record; a row that names no
-    // transformation may have it inferred from its variant id.
+    // The reader leaves ids out of the record; the derivation may infer a
+    // transformation from the variant id, and the suggestion the family of
+    // a pair that records neither side's question or state, whatever
+    // transformation it records.
     f.record.variant_id.clear();
-    if f.record.transformation.is_none() {
-        f.record.variant_id.push_str(&f.variant_id);
-    }
+    f.record.variant_id.push_str(&f.variant_id);
     // Two states that differ are diffed only if the derivation reads it.
     let failed = std::cell::Cell::new(false);
     let d = match f.diff {

@@ -859,3 +859,33 @@ fn a_converted_record_has_no_inputs_digest() {
     assert!(assert_agrees(&line(r#""format":"context-probe","#)));
     assert_eq!(inputs_of(&line(r#""format":null,"#)), native);
 }
+
+/// A failed pair that records a transformation but neither side's
+/// question or state: its family comes from the variant id, so the fast
+/// path must keep the id in the record it suggests from (the fuzz target
+/// `lines` found it without: no suggestion, where the slow path gives the
+/// family's).
+#[test]
+fn a_bare_pair_with_a_recorded_transformation_is_suggested_from_its_variant_id() {
+    for (variant, transformation, family) in [
+        ("question-typo", "typo", r#""family":"questi[on","#),
+        ("question-typo", "typo", ""),
+        (
+            "state-noise-extra-field",
+            "extra-field",
+            r#""family":"unknown","#,
+        ),
+    ] {
+        let line = format!(
+            r#"{{"case_id":"c","variant_id":"{variant}",{family}"transformation":"{transformation}","siant":{{"question":"q"}},"passed":false}}"#
+        );
+        assert!(assert_agrees(&line), "the fast path reads {line}");
+    }
+    let (fast, _) = both_ways_unkeyed(
+        r#"{"case_id":"c","variant_id":"question-typo","transformation":"typo","passed":false}"#,
+    );
+    assert!(
+        fast.is_some_and(|f| f.contains(r#"suggestion Some("ambiguous-contract")"#)),
+        "the variant id names a question transformation"
+    );
+}
