@@ -276,39 +276,43 @@ fn radix_sort_in(keys: &mut Vec<u64>, from: usize, parts: usize) {
     }
     let size = n.div_ceil(parts.max(1));
     let byte = |k: u64, b: usize| ((k >> (8 * b)) & 0xff) as usize;
-    // Which bytes vary, from one count of them all.
-    let total = keys
-        .par_chunks(size)
-        .map(|part| {
-            let mut counts = [[0usize; 256]; 8];
-            for &k in part {
-                for (b, c) in counts.iter_mut().enumerate().skip(from) {
-                    c[byte(k, b)] += 1;
-                }
+    // Which bytes vary, from one count of them all. (Counts live on the
+    // heap: rayon's jobs pass what they return along their stack frames,
+    // and a debug build's frames hold each 16 KB table several times.)
+    let count_all = |part: &[u64]| -> Vec<[usize; 256]> {
+        let mut counts = vec![[0usize; 256]; 8];
+        for &k in part {
+            for (b, c) in counts.iter_mut().enumerate().skip(from) {
+                c[byte(k, b)] += 1;
             }
-            counts
-        })
-        .reduce(
-            || [[0usize; 256]; 8],
+        }
+        counts
+    };
+    let total = if parts == 1 {
+        count_all(keys)
+    } else {
+        keys.par_chunks(size).map(count_all).reduce(
+            || vec![[0usize; 256]; 8],
             |mut a, b| {
                 for (x, y) in a.iter_mut().flatten().zip(b.iter().flatten()) {
                     *x += y;
                 }
                 a
             },
-        );
+        )
+    };
     let mut buf = vec![0u64; n];
     for b in from..8 {
         if total[b].contains(&n) {
             // Every key has the same byte here: nothing to move.
             continue;
         }
-        let counts: Vec<[usize; 256]> = if parts == 1 {
-            vec![total[b]]
+        let counts: Vec<Box<[usize; 256]>> = if parts == 1 {
+            vec![Box::new(total[b])]
         } else {
             keys.par_chunks(size)
                 .map(|part| {
-                    let mut c = [0usize; 256];
+                    let mut c = Box::new([0usize; 256]);
                     for &k in part {
                         c[byte(k, b)] += 1;
                     }
@@ -327,14 +331,19 @@ fn radix_sort_in(keys: &mut Vec<u64>, from: usize, parts: usize) {
                 rest = tail;
             }
         }
-        keys.par_chunks(size).zip(outs).for_each(|(part, mut out)| {
+        let scatter = |(part, mut out): (&[u64], Vec<&mut [u64]>)| {
             let mut at = [0usize; 256];
             for &k in part {
                 let d = byte(k, b);
                 out[d][at[d]] = k;
                 at[d] += 1;
             }
-        });
+        };
+        if parts == 1 {
+            keys.chunks(size).zip(outs).for_each(scatter);
+        } else {
+            keys.par_chunks(size).zip(outs).for_each(scatter);
+        }
         std::mem::swap(keys, &mut buf);
     }
 }
