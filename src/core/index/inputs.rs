@@ -130,7 +130,7 @@ pub(crate) struct CaseSet {
 }
 
 impl CaseSet {
-    fn insert(&mut self, case: Sym) {
+    pub(crate) fn insert(&mut self, case: Sym) {
         let (word, bit) = (case as usize / 64, case % 64);
         if word >= self.bits.len() {
             self.bits.resize(word + 1, 0);
@@ -138,7 +138,7 @@ impl CaseSet {
         self.bits[word] |= 1 << bit;
     }
 
-    fn contains(&self, case: Sym) -> bool {
+    pub(crate) fn contains(&self, case: Sym) -> bool {
         self.bits
             .get(case as usize / 64)
             .is_some_and(|w| w & (1 << (case % 64)) != 0)

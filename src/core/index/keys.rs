@@ -147,13 +147,9 @@ impl RunIndex {
         use rustc_hash::FxHashSet;
         let mut ids: FxHashSet<(u32, u32)> = FxHashSet::default();
         // A bit per case id first: most rows are ruled out by one load.
-        let mut cases: Vec<u64> = Vec::new();
+        let mut cases = super::inputs::CaseSet::default();
         for r in rows.iter().filter_map(|&i| self.rows.get(i as usize)) {
-            let (word, bit) = (r.case as usize / 64, r.case % 64);
-            if word >= cases.len() {
-                cases.resize(word + 1, 0);
-            }
-            cases[word] |= 1 << bit;
+            cases.insert(r.case);
             ids.insert((r.case, r.variant));
         }
         if ids.is_empty() {
@@ -161,10 +157,7 @@ impl RunIndex {
         }
         let same = |i: usize| {
             let r = &self.rows[i];
-            cases
-                .get(r.case as usize / 64)
-                .is_some_and(|w| w & (1 << (r.case % 64)) != 0)
-                && ids.contains(&(r.case, r.variant))
+            cases.contains(r.case) && ids.contains(&(r.case, r.variant))
         };
         (0..self.rows.len())
             .into_par_iter()

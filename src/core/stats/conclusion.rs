@@ -38,6 +38,22 @@ pub(super) struct Flips {
     pub(super) margins: Vec<u64>,
 }
 
+impl Flips {
+    /// Add what `o` counted.
+    fn add(&mut self, o: Flips) {
+        self.n += o.n;
+        self.failed += o.failed;
+        self.passed += o.passed;
+        self.margins.extend(o.margins);
+    }
+}
+
+/// Add `(pairs, failing or flipped pairs)` to `into`.
+fn add_pairs(into: &mut (u64, u64), (n, bad): (u64, u64)) {
+    into.0 += n;
+    into.1 += bad;
+}
+
 /// The clause about how near the flipping sources sat to a threshold, if the margins support one.
 pub(super) fn margin_clause(f: &Flips) -> Option<String> {
     let all_known = f.margins.len() as u64 == f.n;
@@ -253,16 +269,10 @@ impl TallyById {
     /// Add what `other` counted.
     fn merge(mut self, other: TallyById) -> TallyById {
         for (id, f) in other.flips {
-            let into = self.flips.entry(id).or_default();
-            into.n += f.n;
-            into.failed += f.failed;
-            into.passed += f.passed;
-            into.margins.extend(f.margins);
+            self.flips.entry(id).or_default().add(f);
         }
-        for (id, (n, bad)) in other.per {
-            let into = self.per.entry(id).or_default();
-            into.0 += n;
-            into.1 += bad;
+        for (id, p) in other.per {
+            add_pairs(self.per.entry(id).or_default(), p);
         }
         self
     }
@@ -285,17 +295,14 @@ fn tally_transformations<'a>(index: &'a RunIndex, rows: &[u32]) -> Tally<'a> {
         .reduce(TallyById::default, TallyById::merge);
     let mut flips: FxHashMap<&str, Flips> = FxHashMap::default();
     for (id, f) in flips_by_id {
-        let into = flips.entry(sym_name(index, id)).or_default();
-        into.n += f.n;
-        into.failed += f.failed;
-        into.passed += f.passed;
-        into.margins.extend(f.margins);
+        flips.entry(sym_name(index, id)).or_default().add(f);
     }
     let mut per_transformation: FxHashMap<&str, (u64, u64)> = FxHashMap::default();
-    for (id, (n, bad)) in per_id {
-        let into = per_transformation.entry(sym_name(index, id)).or_default();
-        into.0 += n;
-        into.1 += bad;
+    for (id, p) in per_id {
+        add_pairs(
+            per_transformation.entry(sym_name(index, id)).or_default(),
+            p,
+        );
     }
     Tally {
         flips,

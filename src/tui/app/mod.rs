@@ -1262,12 +1262,7 @@ impl App {
             .index
             .with_same_ids(rows)
             .into_iter()
-            .filter(|&i| {
-                self.index
-                    .rows
-                    .get(i as usize)
-                    .is_some_and(|r| self.index.key(r).is_none())
-            })
+            .filter(unknown)
             .collect();
         (!missing.is_empty()).then_some(Effect::LearnKeys {
             rows: missing,
