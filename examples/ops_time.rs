@@ -36,7 +36,7 @@ use ratatui::backend::TestBackend;
 use triage::tui::action::Action;
 use triage::tui::app;
 use triage::tui::keymap::Keymap;
-use triage::tui::listing::{Ranks, Sort, SortKey, sort_rows_with};
+use triage::tui::listing::{Sort, SortCache, SortKey, sort_rows_with};
 use triage::tui::style::Theme;
 use triage::tui::{testing, ui};
 
@@ -210,11 +210,12 @@ fn main() {
     }
 
     if ops.wants("sort") {
-        // Sorting every pair on each key. The string ranks are kept between
-        // sorts as the app keeps them; the first sort on a string column after
-        // loading ranks every interned string, and is reported on its own.
+        // Sorting every pair on each key. The string ranks and the sort's
+        // buffers are kept between sorts as the app keeps them (the first
+        // sort maps the buffers' pages); the first sort on a string column
+        // after loading ranks every interned string, and is reported on its own.
         let all: Vec<u32> = (0..app.index.rows.len() as u32).collect();
-        let mut ranks = Ranks::default();
+        let mut cache = SortCache::default();
         let mut sorts = Vec::new();
         let mut sorts_cpu = Vec::new();
         for key in [
@@ -228,10 +229,10 @@ fn main() {
         ] {
             for descending in [false, true] {
                 let mut view = all.clone();
-                let first = ranks.is_empty();
+                let first = !cache.is_ranked();
                 let (t, cpu) = (Instant::now(), cpu_ms());
                 sort_rows_with(
-                    &mut ranks,
+                    &mut cache,
                     &app.index,
                     &app.store,
                     &mut view,
@@ -240,7 +241,7 @@ fn main() {
                 let d = ms(t.elapsed());
                 let d_cpu = cpu_ms() - cpu;
                 let dir = if descending { "desc" } else { "asc" };
-                if first && !ranks.is_empty() {
+                if first && cache.is_ranked() {
                     println!("sort_first_with_ranking_{key:?}_ms {d:.1}");
                 } else {
                     println!("sort_{key:?}_{dir}_ms {d:.1} (cpu {d_cpu:.1})");

@@ -94,20 +94,15 @@ pub enum Item {
 /// only when the index has new strings: a sort on a string column costs one
 /// ranking per new batch of strings, then integer sorts.
 #[derive(Debug, Clone, Default)]
-pub struct Ranks {
+struct Ranks {
     /// How many strings the ranks cover.
     len: usize,
     rank: Vec<u32>,
 }
 
 impl Ranks {
-    /// Whether nothing has been ranked yet.
-    pub fn is_empty(&self) -> bool {
-        self.rank.is_empty()
-    }
-
     /// The ranks for every string of `index` (computed again if it has new ones).
-    pub fn of(&mut self, index: &RunIndex) -> &[u32] {
+    fn of(&mut self, index: &RunIndex) -> &[u32] {
         let strings = index.strings();
         if self.len != strings.len() || self.rank.len() != strings.len() {
             let mut order: Vec<u32> = (0..strings.len() as u32).collect();
@@ -123,11 +118,35 @@ impl Ranks {
     }
 }
 
+/// What sorting keeps from one sort to the next: the string ranks, and the
+/// two buffers of keys the radix sort moves between.
+///
+/// The buffers are 8 bytes a row each. Allocated afresh for every sort of
+/// ten million rows, their pages were mapped and zeroed by the kernel each
+/// time, which took as long as a pass of the sort; kept, a sort after the
+/// first touches only memory it already has. They stay as large as the
+/// largest view sorted (16 bytes a pair at most, a tenth of a second of
+/// sorting at ten million pairs saved each time).
+#[derive(Debug, Clone, Default)]
+pub struct SortCache {
+    ranks: Ranks,
+    keys: Vec<u64>,
+    spare: Vec<u64>,
+}
+
+impl SortCache {
+    /// Whether the interned strings have been ranked yet (by a sort on a
+    /// string column).
+    pub fn is_ranked(&self) -> bool {
+        !self.ranks.rank.is_empty()
+    }
+}
+
 /// Order `view` by `sort`; ties keep file order.
 ///
 /// Ranks the interned strings afresh; [`sort_rows_with`] keeps them between sorts.
 pub fn sort_rows(index: &RunIndex, store: &AnnotationStore, view: &mut [u32], sort: Sort) {
-    sort_rows_with(&mut Ranks::default(), index, store, view, sort);
+    sort_rows_with(&mut SortCache::default(), index, store, view, sort);
 }
 
 /// Below this many rows a sort stays on the calling thread.
@@ -141,7 +160,7 @@ const PAR_MIN: usize = 50_000;
 /// The keys are computed once (in parallel on large views), radix-sorted as
 /// plain integers (linear time), and the row numbers read back.
 pub fn sort_rows_with(
-    ranks: &mut Ranks,
+    cache: &mut SortCache,
     index: &RunIndex,
     store: &AnnotationStore,
     view: &mut [u32],
@@ -159,7 +178,12 @@ pub fn sort_rows_with(
         return;
     }
     let rows = &index.rows;
-    let mut keys: Vec<u64> = if sort.key == SortKey::Category {
+    let SortCache { ranks, keys, spare } = cache;
+    keys.clear();
+    // Each "not recorded" value is one past the largest recorded one (not
+    // `u32::MAX`), so that a key's high bytes do not all vary only because
+    // some rows lack the value: a byte the same in every key costs no pass.
+    if sort.key == SortKey::Category {
         // Categories live in the store, not the index: rank their ids once.
         let mut ids: Vec<String> = view
             .iter()
@@ -176,28 +200,28 @@ pub fn sort_rows_with(
             .enumerate()
             .map(|(i, s)| (s.as_str(), i as u32))
             .collect();
-        view.iter()
-            .map(|&r| {
-                let c = rows
-                    .get(r as usize)
-                    .and_then(|row| index.annotation(Some(store), row))
-                    .and_then(|a| a.category.as_deref())
-                    .and_then(|c| pos.get(c).copied())
-                    .unwrap_or(u32::MAX);
-                (u64::from(c) << 32) | u64::from(r)
-            })
-            .collect()
+        let none = ids.len() as u32;
+        keys.extend(view.iter().map(|&r| {
+            let c = rows
+                .get(r as usize)
+                .and_then(|row| index.annotation(Some(store), row))
+                .and_then(|a| a.category.as_deref())
+                .and_then(|c| pos.get(c).copied())
+                .unwrap_or(none);
+            (u64::from(c) << 32) | u64::from(r)
+        }));
     } else {
         let needs_ranks = matches!(
             sort.key,
             SortKey::Case | SortKey::Variant | SortKey::Transformation
         );
         let rank: &[u32] = if needs_ranks { ranks.of(index) } else { &[] };
+        let no_rank = rank.len() as u32;
         let sym_rank = |s: Sym| {
             if s == NO_SYM {
-                u32::MAX
+                no_rank
             } else {
-                rank.get(s as usize).copied().unwrap_or(u32::MAX)
+                rank.get(s as usize).copied().unwrap_or(no_rank)
             }
         };
         let statuses = index.statuses();
@@ -216,9 +240,10 @@ pub fn sort_rows_with(
                 SortKey::Case => sym_rank(row.case),
                 SortKey::Variant => sym_rank(row.variant),
                 SortKey::Transformation => sym_rank(index.transformation(r as usize)),
+                // Nine pairs of routes (3 × 3), then "not recorded".
                 SortKey::Route => match (row.source_route(), row.variant_route()) {
                     (Some(a), Some(b)) => u32::from(a.rank()) * 3 + u32::from(b.rank()),
-                    _ => u32::MAX,
+                    _ => 9,
                 },
                 SortKey::Drift => float_key(row.dp.abs()),
                 SortKey::Margin => float_key(row.margin),
@@ -226,17 +251,17 @@ pub fn sort_rows_with(
             (u64::from(primary) << 32) | u64::from(r)
         };
         if view.len() >= PAR_MIN {
-            view.par_iter().with_min_len(PAR_MIN / 4).map(key).collect()
+            keys.par_extend(view.par_iter().with_min_len(PAR_MIN / 4).map(key));
         } else {
-            view.iter().map(key).collect()
+            keys.extend(view.iter().map(key));
         }
-    };
+    }
     // The row number in the low half makes every key distinct, so there is
     // one order only. A view already in file order (as rebuilt from a
     // query) needs only the primary half sorted, stably.
     let in_file_order = view.is_sorted();
-    radix_sort(&mut keys, if in_file_order { 4 } else { 0 });
-    for (v, k) in view.iter_mut().zip(&keys) {
+    radix_sort(keys, spare, if in_file_order { 4 } else { 0 });
+    for (v, k) in view.iter_mut().zip(keys.iter()) {
         *v = *k as u32;
     }
     if sort.descending {
@@ -255,13 +280,15 @@ pub fn sort_rows_with(
 /// same in every key. With `from = 0` this is a full sort of the integers;
 /// with `from = 4`, keys equal in their high half keep their order. A large
 /// input is sorted on every core: each pass, each core moves its own part.
-fn radix_sort(keys: &mut Vec<u64>, from: usize) {
+/// `spare` is the buffer the keys move to and back; it is reused, and
+/// whichever of the two holds the sorted keys at the end is left in `keys`.
+fn radix_sort(keys: &mut Vec<u64>, spare: &mut Vec<u64>, from: usize) {
     let parts = if keys.len() >= PAR_MIN {
         rayon::current_num_threads().max(1)
     } else {
         1
     };
-    radix_sort_in(keys, from, parts);
+    radix_sort_in(keys, spare, from, parts);
 }
 
 /// [`radix_sort`] in `parts` parts. Each pass counts the byte's values in
@@ -269,7 +296,7 @@ fn radix_sort(keys: &mut Vec<u64>, from: usize) {
 /// value's place, after the stretches of the parts before it: the order of
 /// equal bytes stays the order of the keys, and no two parts write to the
 /// same place.
-fn radix_sort_in(keys: &mut Vec<u64>, from: usize, parts: usize) {
+fn radix_sort_in(keys: &mut Vec<u64>, spare: &mut Vec<u64>, from: usize, parts: usize) {
     let n = keys.len();
     if n < 2 {
         return;
@@ -301,7 +328,9 @@ fn radix_sort_in(keys: &mut Vec<u64>, from: usize, parts: usize) {
             },
         )
     };
-    let mut buf = vec![0u64; n];
+    // Every place of `spare` is written in each pass before it is read:
+    // its old contents do not matter, only its length.
+    spare.resize(n, 0);
     for b in from..8 {
         if total[b].contains(&n) {
             // Every key has the same byte here: nothing to move.
@@ -323,7 +352,7 @@ fn radix_sort_in(keys: &mut Vec<u64>, from: usize, parts: usize) {
         // Each part's stretch of each value's place, in the order of the output.
         let mut outs: Vec<Vec<&mut [u64]>> =
             counts.iter().map(|_| Vec::with_capacity(256)).collect();
-        let mut rest: &mut [u64] = &mut buf;
+        let mut rest: &mut [u64] = spare.as_mut_slice();
         for d in 0..256 {
             for (out, c) in outs.iter_mut().zip(&counts) {
                 let (stretch, tail) = std::mem::take(&mut rest).split_at_mut(c[d]);
@@ -344,7 +373,7 @@ fn radix_sort_in(keys: &mut Vec<u64>, from: usize, parts: usize) {
         } else {
             keys.par_chunks(size).zip(outs).for_each(scatter);
         }
-        std::mem::swap(keys, &mut buf);
+        std::mem::swap(keys, spare);
     }
 }
 
@@ -535,7 +564,7 @@ mod tests {
         // Above PAR_MIN the keys are built and sorted on every core.
         for n in [500, PAR_MIN * 2 + 3] {
             let index = synthetic(n);
-            let mut ranks = Ranks::default();
+            let mut ranks = SortCache::default();
             // Every other row, out of order (a view sorted before) and in file order.
             let shuffled: Vec<u32> = (0..n as u32).rev().step_by(2).collect();
             let mut in_order = shuffled.clone();
@@ -557,6 +586,38 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_cache_kept_between_sorts_of_views_of_any_size_sorts_each_alike() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store =
+            AnnotationStore::open(&dir.path().join("j.triage.jsonl"), "tester").expect("journal");
+        let n = PAR_MIN * 2 + 3;
+        let index = synthetic(n);
+        let all: Vec<u32> = (0..n as u32).collect();
+        let few: Vec<u32> = (0..n as u32).rev().step_by(997).collect();
+        let most: Vec<u32> = (0..n as u32).filter(|r| r % 3 != 0).collect();
+        // The buffers grow, shrink and grow again, holding the last sort's keys.
+        let mut cache = SortCache::default();
+        for (view, key, descending) in [
+            (&all, SortKey::Drift, false),
+            (&few, SortKey::Route, true),
+            (&most, SortKey::Case, false),
+            (&few, SortKey::Margin, false),
+            (&all, SortKey::Transformation, true),
+            (&most, SortKey::Status, true),
+        ] {
+            let sort = Sort { key, descending };
+            let mut got = view.clone();
+            sort_rows_with(&mut cache, &index, &store, &mut got, sort);
+            assert_eq!(
+                got,
+                reference(&index, view, sort),
+                "{} rows, {sort:?}",
+                view.len()
+            );
+        }
+    }
+
     proptest::proptest! {
         #[test]
         fn radix_sort_sorts_like_the_standard_sort(
@@ -572,10 +633,10 @@ mod tests {
             // In one part, and in parts as on several cores.
             for parts in [1, 2, 3, 7] {
                 let mut got = keys.clone();
-                radix_sort_in(&mut got, 0, parts);
+                radix_sort_in(&mut got, &mut Vec::new(), 0, parts);
                 proptest::prop_assert_eq!(&got, &want, "{} parts", parts);
             }
-            radix_sort(&mut keys, 0);
+            radix_sort(&mut keys, &mut vec![7; 3], 0);
             proptest::prop_assert_eq!(keys, want);
         }
 
@@ -592,10 +653,10 @@ mod tests {
             want.sort_by_key(|k| k >> 32);
             for parts in [1, 2, 3, 7] {
                 let mut got = keys.clone();
-                radix_sort_in(&mut got, 4, parts);
+                radix_sort_in(&mut got, &mut Vec::new(), 4, parts);
                 proptest::prop_assert_eq!(&got, &want, "{} parts", parts);
             }
-            radix_sort(&mut keys, 4);
+            radix_sort(&mut keys, &mut vec![7; 900], 4);
             proptest::prop_assert_eq!(keys, want);
         }
     }
@@ -606,7 +667,7 @@ mod tests {
         let store =
             AnnotationStore::open(&dir.path().join("j.triage.jsonl"), "tester").expect("journal");
         let mut index = synthetic(50);
-        let mut ranks = Ranks::default();
+        let mut ranks = SortCache::default();
         let mut view: Vec<u32> = (0..50).collect();
         let by_case = Sort {
             key: SortKey::Case,

@@ -44,7 +44,7 @@ use super::action::Action;
 pub use super::doc::DetailMode;
 use super::doc::{DetailDoc, wrap};
 use super::input::{Jump, JumpTarget};
-use super::listing::{Item, Ranks, Sort, build_items, sort_rows_with};
+use super::listing::{Item, Sort, SortCache, build_items, sort_rows_with};
 use super::note::NoteEditor;
 use crate::core::query::{self, Query, QueryError};
 
@@ -341,8 +341,9 @@ pub struct App {
     /// Cases whose variants are hidden under their header.
     pub folded: HashSet<crate::core::row::Sym>,
     pub sort: Sort,
-    /// The rank of every interned string, kept between sorts.
-    ranks: Ranks,
+    /// The rank of every interned string and the sort's buffers, kept
+    /// between sorts.
+    sorting: SortCache,
     /// When the view was last rebuilt while the loader was still adding rows.
     last_rebuild: std::time::Instant,
     /// How many index rows the view has considered (for incremental growth).
@@ -414,7 +415,7 @@ impl App {
             grouped: false,
             folded: HashSet::new(),
             sort: Sort::default(),
-            ranks: Ranks::default(),
+            sorting: SortCache::default(),
             last_rebuild: std::time::Instant::now(),
             seen_rows: 0,
             show_all: false,
@@ -926,7 +927,7 @@ impl App {
         }
         self.seen_rows = self.index.rows.len();
         sort_rows_with(
-            &mut self.ranks,
+            &mut self.sorting,
             &self.index,
             &self.store,
             &mut self.view,
