@@ -137,6 +137,46 @@ impl RunIndex {
         (self.statuses.len() == self.rows.len()).then_some(&self.statuses)
     }
 
+    /// The rows whose status `admits` says yes to, in row order, into `out`
+    /// (cleared first): one byte a row read, on every core. `false`, with
+    /// `out` untouched, when there is no status column ([`RunIndex::statuses`]).
+    pub fn rows_with_status(&self, admits: impl Fn(Status) -> bool, out: &mut Vec<u32>) -> bool {
+        use rayon::prelude::*;
+        let Some(col) = self.statuses() else {
+            return false;
+        };
+        let mut table = [false; Status::ALL.len()];
+        for s in Status::ALL {
+            table[s as usize] = admits(s);
+        }
+        // Each index is written, and the count moves on only for a kept
+        // one: no branch on the status, whose order is random.
+        const BLOCK: usize = 1024;
+        let parts: Vec<Vec<u32>> = col
+            .par_slices()
+            .map(|(first, slice)| {
+                let mut kept = Vec::new();
+                let mut block = [0u32; BLOCK];
+                for (k, stretch) in slice.chunks(BLOCK).enumerate() {
+                    let start = first + k * BLOCK;
+                    let mut n = 0;
+                    for (j, &s) in stretch.iter().enumerate() {
+                        block[n] = (start + j) as u32;
+                        n += usize::from(table[s as usize]);
+                    }
+                    kept.extend_from_slice(&block[..n]);
+                }
+                kept
+            })
+            .collect();
+        out.clear();
+        out.reserve(parts.iter().map(Vec::len).sum());
+        for p in &parts {
+            out.extend_from_slice(p);
+        }
+        true
+    }
+
     /// Each row's labels as a code (see [`LabelSets`]).
     pub fn label_sets(&self) -> &LabelSets {
         &self.labels
@@ -665,6 +705,47 @@ mod tests {
             ..OpenOptions::default()
         };
         load_run(&[p], &opts).unwrap()
+    }
+
+    /// Rows picked by status from the one-byte column, across its chunks
+    /// and the blocks within them, are the rows of those statuses.
+    #[test]
+    fn rows_picked_by_status_are_those_of_the_status_across_chunk_edges() {
+        let base = sample::sample();
+        let n = (1 << crate::core::column::CHUNK_BITS) * 2 + 1029;
+        let mut idx = RunIndex::default();
+        idx.apply(Batch {
+            strings: base.strings().to_vec(),
+            rows: (0..n)
+                .map(|i| base.rows[(i * 7) % base.rows.len()])
+                .collect(),
+            labels: (0..n)
+                .map(|i| base.labels((i * 7) % base.rows.len()))
+                .collect(),
+            ..Batch::default()
+        });
+        assert!(idx.statuses().is_some());
+        for wanted in [
+            vec![Status::Fail],
+            vec![Status::Pass, Status::Boundary],
+            Status::ALL.to_vec(),
+            vec![],
+        ] {
+            let mut got = vec![7, 7, 7];
+            assert!(idx.rows_with_status(|s| wanted.contains(&s), &mut got));
+            let want: Vec<u32> = (0..n as u32)
+                .filter(|&i| wanted.contains(&idx.rows[i as usize].status()))
+                .collect();
+            assert_eq!(got, want, "{wanted:?}");
+        }
+        // Without a column of statuses, nothing is picked and `out` is left.
+        let bare = RunIndex {
+            rows: idx.rows.iter().copied().collect(),
+            ..RunIndex::default()
+        };
+        let mut out = vec![1];
+        assert!(!bare.rows_with_status(|_| true, &mut out));
+        assert_eq!(out, [1]);
     }
 
     const GOOD: &str = r#"{"case_id":"c1","variant_id":"v1","passed":false,"reasons":["x"]}"#;

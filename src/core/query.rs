@@ -342,6 +342,22 @@ impl Query {
         self.terms.is_empty()
     }
 
+    /// The statuses a matching row can have, when a term is on the status
+    /// (`None` otherwise): a row whose status a term rules out matches
+    /// nothing, whatever the other terms say. Lets a caller pick its
+    /// candidates from one byte a row ([`RunIndex::rows_with_status`])
+    /// before [`Query::retain`] tests every term.
+    pub fn statuses(&self) -> Option<StatusMask> {
+        let mut mask = None;
+        for t in &self.terms {
+            if let Cond::Status(m) = compile_term(&t.kind, 0) {
+                let m = if t.negated { !m } else { m };
+                mask = Some(mask.unwrap_or(u8::MAX) & m);
+            }
+        }
+        mask.map(StatusMask)
+    }
+
     /// Whether evaluating needs each row's line read from disk (bare words or phrases).
     pub fn needs_text(&self) -> bool {
         self.terms
@@ -848,6 +864,17 @@ const TEXT_COST: u8 = 4;
 struct Needle {
     ascii: bool,
     finder: memmem::Finder<'static>,
+}
+
+/// A set of statuses ([`Query::statuses`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StatusMask(u8);
+
+impl StatusMask {
+    /// Whether `s` is in the set.
+    pub fn admits(self, s: Status) -> bool {
+        self.0 & (1 << status_bit(s)) != 0
+    }
 }
 
 fn status_bit(s: Status) -> u8 {

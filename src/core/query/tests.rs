@@ -31,7 +31,51 @@ fn select(ctx: &Context, q: &str) -> Vec<u32> {
         parts, one_by_one,
         "filter in parts and matches disagree on {q}"
     );
+    // Candidates picked by the statuses the query allows (one byte a row,
+    // as the viewer picks them) lose no match.
+    if let Some(allowed) = query.statuses() {
+        let mut picked = Vec::new();
+        if ctx
+            .index
+            .rows_with_status(|s| allowed.admits(s), &mut picked)
+        {
+            assert!(picked.windows(2).all(|w| w[0] < w[1]), "{q}: out of order");
+            assert_eq!(
+                query.filter(ctx, &picked),
+                one_by_one,
+                "candidates by status lose matches of {q}"
+            );
+        }
+    }
     got
+}
+
+#[test]
+fn the_statuses_a_query_allows_follow_its_status_terms() {
+    let allowed = |q: &str| {
+        parse(q).unwrap().statuses().map(|m| {
+            Status::ALL
+                .into_iter()
+                .filter(|&s| m.admits(s))
+                .collect::<Vec<_>>()
+        })
+    };
+    assert_eq!(allowed("dp<0 family:question"), None);
+    assert_eq!(allowed("status:fail"), Some(vec![Status::Fail]));
+    assert_eq!(
+        allowed("status:failure -status:boundary dp<0"),
+        Some(vec![Status::Invalid, Status::ServiceError, Status::Fail])
+    );
+    assert_eq!(
+        allowed("-status:pass"),
+        Some(
+            Status::ALL
+                .into_iter()
+                .filter(|&s| s != Status::Pass)
+                .collect()
+        )
+    );
+    assert_eq!(allowed("status:pass status:fail"), Some(vec![]));
 }
 
 fn count(ctx: &Context, q: &str) -> usize {

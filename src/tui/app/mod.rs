@@ -900,12 +900,22 @@ impl App {
     fn candidates_into(&self, candidates: &mut Vec<u32>) {
         let n = self.index.rows.len() as u32;
         let every_status = self.show_all || self.query_picks_status();
+        // The statuses the query allows, when it has a term on them: rows of
+        // any other status are not candidates (the query would drop them).
+        let picked = self.query.as_ref().and_then(|q| q.statuses());
+        if !self.unclassified_only
+            && (!every_status || picked.is_some())
+            && self.index.rows_with_status(
+                |s| (every_status || s.is_failure()) && picked.is_none_or(|m| m.admits(s)),
+                candidates,
+            )
+        {
+            // One byte per row to look at.
+            return;
+        }
         candidates.clear();
         if every_status && !self.unclassified_only {
             candidates.extend(0..n);
-        } else if let (Some(col), false) = (self.index.statuses(), self.unclassified_only) {
-            // Failures only: one byte per row to look at.
-            candidates.extend((0..n).filter(|&i| col[i as usize].is_failure()));
         } else {
             candidates.extend(
                 (0..n).filter(|&i| self.in_view_with(every_status, &self.index.rows[i as usize])),
