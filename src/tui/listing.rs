@@ -11,6 +11,7 @@ use std::collections::{HashMap, HashSet};
 use rayon::prelude::*;
 
 use crate::core::annotations::AnnotationStore;
+use crate::core::derive::Status;
 use crate::core::index::RunIndex;
 use crate::core::row::{NO_SYM, Sym};
 
@@ -180,9 +181,23 @@ pub fn sort_rows_with(
     let rows = &index.rows;
     let SortCache { ranks, keys, spare } = cache;
     keys.clear();
+    let desc = sort.descending;
+    // A descending sort sorts its keys ascending too: each recorded value
+    // is turned over (`top - 1 - value`) and so is the row number, while
+    // "not recorded" stays `top`, last. The keys are made from the view
+    // read backwards, so that a sort on the primary half alone keeps ties
+    // in the reverse of the view's order, as the full sort does.
+    let key_of = move |primary: Option<u32>, top: u32, r: u32| -> u64 {
+        let p = match primary {
+            None => top,
+            Some(p) if desc => top - 1 - p,
+            Some(p) => p,
+        };
+        (u64::from(p) << 32) | u64::from(if desc { !r } else { r })
+    };
     // Each "not recorded" value is one past the largest recorded one (not
-    // `u32::MAX`), so that a key's high bytes do not all vary only because
-    // some rows lack the value: a byte the same in every key costs no pass.
+    // `u32::MAX`), so that a key's high digits do not all vary only because
+    // some rows lack the value: a digit the same in every key costs no pass.
     if sort.key == SortKey::Category {
         // Categories live in the store, not the index: rank their ids once.
         let mut ids: Vec<String> = view
@@ -200,150 +215,174 @@ pub fn sort_rows_with(
             .enumerate()
             .map(|(i, s)| (s.as_str(), i as u32))
             .collect();
-        let none = ids.len() as u32;
-        keys.extend(view.iter().map(|&r| {
+        let top = ids.len() as u32;
+        let key = |&r: &u32| {
             let c = rows
                 .get(r as usize)
                 .and_then(|row| index.annotation(Some(store), row))
                 .and_then(|a| a.category.as_deref())
-                .and_then(|c| pos.get(c).copied())
-                .unwrap_or(none);
-            (u64::from(c) << 32) | u64::from(r)
-        }));
+                .and_then(|c| pos.get(c).copied());
+            key_of(c, top, r)
+        };
+        if desc {
+            keys.extend(view.iter().rev().map(key));
+        } else {
+            keys.extend(view.iter().map(key));
+        }
     } else {
         let needs_ranks = matches!(
             sort.key,
             SortKey::Case | SortKey::Variant | SortKey::Transformation
         );
         let rank: &[u32] = if needs_ranks { ranks.of(index) } else { &[] };
-        let no_rank = rank.len() as u32;
         let sym_rank = |s: Sym| {
             if s == NO_SYM {
-                no_rank
+                None
             } else {
-                rank.get(s as usize).copied().unwrap_or(no_rank)
+                rank.get(s as usize).copied()
             }
+        };
+        let top = match sort.key {
+            SortKey::File | SortKey::Category => 1,
+            SortKey::Status => Status::ALL.len() as u32,
+            SortKey::Case | SortKey::Variant | SortKey::Transformation => rank.len() as u32,
+            // Nine pairs of routes (3 × 3).
+            SortKey::Route => 9,
+            SortKey::Drift | SortKey::Margin => u32::MAX,
         };
         let statuses = index.statuses();
         let key = |&r: &u32| -> u64 {
             let Some(row) = rows.get(r as usize) else {
-                return (u64::from(u32::MAX) << 32) | u64::from(r);
+                return key_of(None, top, r);
             };
-            let primary: u32 = match sort.key {
-                SortKey::File | SortKey::Category => 0,
+            let primary: Option<u32> = match sort.key {
+                SortKey::File | SortKey::Category => Some(0),
                 // A column of one byte a row, not the row: at ten million
                 // pairs the rows do not fit the CPU's caches.
-                SortKey::Status => match statuses {
+                SortKey::Status => Some(match statuses {
                     Some(col) => col[r as usize] as u32,
                     None => row.status() as u32,
-                },
+                }),
                 SortKey::Case => sym_rank(row.case),
                 SortKey::Variant => sym_rank(row.variant),
                 SortKey::Transformation => sym_rank(index.transformation(r as usize)),
-                // Nine pairs of routes (3 × 3), then "not recorded".
                 SortKey::Route => match (row.source_route(), row.variant_route()) {
-                    (Some(a), Some(b)) => u32::from(a.rank()) * 3 + u32::from(b.rank()),
-                    _ => 9,
+                    (Some(a), Some(b)) => Some(u32::from(a.rank()) * 3 + u32::from(b.rank())),
+                    _ => None,
                 },
                 SortKey::Drift => float_key(row.dp.abs()),
                 SortKey::Margin => float_key(row.margin),
             };
-            (u64::from(primary) << 32) | u64::from(r)
+            key_of(primary, top, r)
         };
-        if view.len() >= PAR_MIN {
-            keys.par_extend(view.par_iter().with_min_len(PAR_MIN / 4).map(key));
-        } else {
-            keys.extend(view.iter().map(key));
+        match (view.len() >= PAR_MIN, desc) {
+            (true, false) => {
+                keys.par_extend(view.par_iter().with_min_len(PAR_MIN / 4).map(key));
+            }
+            (true, true) => {
+                keys.par_extend(view.par_iter().rev().with_min_len(PAR_MIN / 4).map(key));
+            }
+            (false, false) => keys.extend(view.iter().map(key)),
+            (false, true) => keys.extend(view.iter().rev().map(key)),
         }
     }
     // The row number in the low half makes every key distinct, so there is
     // one order only. A view already in file order (as rebuilt from a
     // query) needs only the primary half sorted, stably.
     let in_file_order = view.is_sorted();
-    radix_sort(keys, spare, if in_file_order { 4 } else { 0 });
+    radix_sort(keys, spare, if in_file_order { 32 } else { 0 });
     for (v, k) in view.iter_mut().zip(keys.iter()) {
-        *v = *k as u32;
-    }
-    if sort.descending {
-        // Keep "not recorded" last either way.
-        view.reverse();
-        let missing = view
-            .iter()
-            .take_while(|&&r| is_missing(index, store, r, sort.key))
-            .count();
-        view.rotate_left(missing);
+        *v = if desc { !(*k as u32) } else { *k as u32 };
     }
 }
 
-/// Sort `keys` on their bytes `from..8` (least significant first), stably:
-/// a least-significant-digit radix sort, one pass per byte that is not the
-/// same in every key. With `from = 0` this is a full sort of the integers;
-/// with `from = 4`, keys equal in their high half keep their order. A large
-/// input is sorted on every core: each pass, each core moves its own part.
+/// Bits of the key each pass of the radix sort sorts on: 2,048 places a
+/// pass. A 32-bit primary key takes three passes, not the four of bytes;
+/// a part's counts for a pass (16 KB) stay in the core's first cache.
+const DIGIT_BITS: u32 = 11;
+const PLACES: usize = 1 << DIGIT_BITS;
+
+/// One count per place of a digit (on the heap: rayon's jobs pass what
+/// they return along their stack frames, and a debug build's frames hold
+/// a table several times).
+type Counts = Box<[usize; PLACES]>;
+
+fn no_counts() -> Counts {
+    Box::new([0; PLACES])
+}
+
+/// Sort `keys` on their bits `from_bit..64` (least significant digit
+/// first), stably: a least-significant-digit radix sort, one pass per
+/// digit that is not the same in every key. With `from_bit = 0` this is
+/// a full sort of the integers; with `from_bit = 32`, keys equal in their
+/// high half keep their order. A large input is sorted on every core:
+/// each pass, each core moves its own part.
+///
 /// `spare` is the buffer the keys move to and back; it is reused, and
 /// whichever of the two holds the sorted keys at the end is left in `keys`.
-fn radix_sort(keys: &mut Vec<u64>, spare: &mut Vec<u64>, from: usize) {
+fn radix_sort(keys: &mut Vec<u64>, spare: &mut Vec<u64>, from_bit: u32) {
     let parts = if keys.len() >= PAR_MIN {
         rayon::current_num_threads().max(1)
     } else {
         1
     };
-    radix_sort_in(keys, spare, from, parts);
+    radix_sort_in(keys, spare, from_bit, parts);
 }
 
-/// [`radix_sort`] in `parts` parts. Each pass counts the byte's values in
+/// [`radix_sort`] in `parts` parts. Each pass counts the digit's values in
 /// each part, then each part's keys go to their own stretch of each
 /// value's place, after the stretches of the parts before it: the order of
-/// equal bytes stays the order of the keys, and no two parts write to the
+/// equal digits stays the order of the keys, and no two parts write to the
 /// same place.
-fn radix_sort_in(keys: &mut Vec<u64>, spare: &mut Vec<u64>, from: usize, parts: usize) {
+fn radix_sort_in(keys: &mut Vec<u64>, spare: &mut Vec<u64>, from_bit: u32, parts: usize) {
     let n = keys.len();
     if n < 2 {
         return;
     }
     let size = n.div_ceil(parts.max(1));
-    let byte = |k: u64, b: usize| ((k >> (8 * b)) & 0xff) as usize;
-    // Which bytes vary, from one count of them all. (Counts live on the
-    // heap: rayon's jobs pass what they return along their stack frames,
-    // and a debug build's frames hold each 16 KB table several times.)
-    let count_all = |part: &[u64]| -> Vec<[usize; 256]> {
-        let mut counts = vec![[0usize; 256]; 8];
+    let shifts: Vec<u32> = (from_bit..64).step_by(DIGIT_BITS as usize).collect();
+    let digit = |k: u64, shift: u32| ((k >> shift) as usize) & (PLACES - 1);
+    // Which digits vary, from one count of them all.
+    let count_all = |part: &[u64]| -> Vec<Counts> {
+        let mut counts: Vec<Counts> = shifts.iter().map(|_| no_counts()).collect();
         for &k in part {
-            for (b, c) in counts.iter_mut().enumerate().skip(from) {
-                c[byte(k, b)] += 1;
+            for (c, &shift) in counts.iter_mut().zip(&shifts) {
+                c[digit(k, shift)] += 1;
             }
         }
         counts
     };
+    let add = |mut a: Vec<Counts>, b: Vec<Counts>| {
+        for (x, y) in a.iter_mut().zip(&b) {
+            for (x, y) in x.iter_mut().zip(y.iter()) {
+                *x += y;
+            }
+        }
+        a
+    };
     let total = if parts == 1 {
         count_all(keys)
     } else {
-        keys.par_chunks(size).map(count_all).reduce(
-            || vec![[0usize; 256]; 8],
-            |mut a, b| {
-                for (x, y) in a.iter_mut().flatten().zip(b.iter().flatten()) {
-                    *x += y;
-                }
-                a
-            },
-        )
+        keys.par_chunks(size)
+            .map(count_all)
+            .reduce(|| shifts.iter().map(|_| no_counts()).collect(), add)
     };
     // Every place of `spare` is written in each pass before it is read:
     // its old contents do not matter, only its length.
     spare.resize(n, 0);
-    for b in from..8 {
-        if total[b].contains(&n) {
-            // Every key has the same byte here: nothing to move.
+    for (&shift, all) in shifts.iter().zip(&total) {
+        if all.contains(&n) {
+            // Every key has the same digit here: nothing to move.
             continue;
         }
-        let counts: Vec<Box<[usize; 256]>> = if parts == 1 {
-            vec![Box::new(total[b])]
+        let counts: Vec<Counts> = if parts == 1 {
+            vec![all.clone()]
         } else {
             keys.par_chunks(size)
                 .map(|part| {
-                    let mut c = Box::new([0usize; 256]);
+                    let mut c = no_counts();
                     for &k in part {
-                        c[byte(k, b)] += 1;
+                        c[digit(k, shift)] += 1;
                     }
                     c
                 })
@@ -351,9 +390,9 @@ fn radix_sort_in(keys: &mut Vec<u64>, spare: &mut Vec<u64>, from: usize, parts: 
         };
         // Each part's stretch of each value's place, in the order of the output.
         let mut outs: Vec<Vec<&mut [u64]>> =
-            counts.iter().map(|_| Vec::with_capacity(256)).collect();
+            counts.iter().map(|_| Vec::with_capacity(PLACES)).collect();
         let mut rest: &mut [u64] = spare.as_mut_slice();
-        for d in 0..256 {
+        for d in 0..PLACES {
             for (out, c) in outs.iter_mut().zip(&counts) {
                 let (stretch, tail) = std::mem::take(&mut rest).split_at_mut(c[d]);
                 out.push(stretch);
@@ -361,9 +400,9 @@ fn radix_sort_in(keys: &mut Vec<u64>, spare: &mut Vec<u64>, from: usize, parts: 
             }
         }
         let scatter = |(part, mut out): (&[u64], Vec<&mut [u64]>)| {
-            let mut at = [0usize; 256];
+            let mut at = vec![0usize; PLACES];
             for &k in part {
-                let d = byte(k, b);
+                let d = digit(k, shift);
                 out[d][at[d]] = k;
                 at[d] += 1;
             }
@@ -377,29 +416,11 @@ fn radix_sort_in(keys: &mut Vec<u64>, spare: &mut Vec<u64>, from: usize, parts: 
     }
 }
 
-fn is_missing(index: &RunIndex, store: &AnnotationStore, r: u32, key: SortKey) -> bool {
-    let row = &index.rows[r as usize];
-    match key {
-        SortKey::Drift => row.dp.is_nan(),
-        SortKey::Margin => row.margin.is_nan(),
-        SortKey::Route => row.source_route().is_none() || row.variant_route().is_none(),
-        SortKey::Category => index
-            .annotation(Some(store), row)
-            .and_then(|a| a.category.as_ref())
-            .is_none(),
-        SortKey::Transformation => index.transformation(r as usize) == NO_SYM,
-        _ => false,
-    }
-}
-
-/// An order-preserving integer for a non-negative float; NaN sorts last.
-fn float_key(x: f32) -> u32 {
-    if x.is_nan() {
-        u32::MAX
-    } else {
-        // Non-negative floats order like their bit patterns.
-        x.max(0.0).to_bits().min(u32::MAX - 1)
-    }
+/// An order-preserving integer for a non-negative float, below
+/// `u32::MAX`; `None` for NaN (not recorded).
+fn float_key(x: f32) -> Option<u32> {
+    // Non-negative floats order like their bit patterns.
+    (!x.is_nan()).then(|| x.max(0.0).to_bits().min(u32::MAX - 1))
 }
 
 /// The lines of the list (into `items`, whose allocation is reused): pairs,
@@ -653,10 +674,10 @@ mod tests {
             want.sort_by_key(|k| k >> 32);
             for parts in [1, 2, 3, 7] {
                 let mut got = keys.clone();
-                radix_sort_in(&mut got, &mut Vec::new(), 4, parts);
+                radix_sort_in(&mut got, &mut Vec::new(), 32, parts);
                 proptest::prop_assert_eq!(&got, &want, "{} parts", parts);
             }
-            radix_sort(&mut keys, &mut vec![7; 900], 4);
+            radix_sort(&mut keys, &mut vec![7; 900], 32);
             proptest::prop_assert_eq!(keys, want);
         }
     }
@@ -690,11 +711,15 @@ mod tests {
     }
 
     #[test]
-    fn float_keys_order_and_nan_last() {
-        let mut v = [0.3f32, f32::NAN, 0.0, 0.12, 1.5];
+    fn float_keys_order_below_the_top_and_nan_is_not_recorded() {
+        let mut v = [0.3f32, f32::INFINITY, 0.0, 0.12, 1.5];
         v.sort_by_key(|x| float_key(*x));
-        assert_eq!(&v[..4], &[0.0, 0.12, 0.3, 1.5]);
-        assert!(v[4].is_nan());
+        assert_eq!(v, [0.0, 0.12, 0.3, 1.5, f32::INFINITY]);
+        assert!(
+            v.iter()
+                .all(|x| float_key(*x).is_some_and(|k| k < u32::MAX))
+        );
+        assert_eq!(float_key(f32::NAN), None);
     }
 
     #[test]
