@@ -290,9 +290,16 @@ pub fn sort_rows_with(
     // one order only. A view already in file order (as rebuilt from a
     // query) needs only the primary half sorted, stably.
     let in_file_order = view.is_sorted();
-    radix_sort(keys, spare, if in_file_order { 32 } else { 0 });
-    for (v, k) in view.iter_mut().zip(keys.iter()) {
-        *v = if desc { !(*k as u32) } else { *k as u32 };
+    let mask = if desc { u32::MAX } else { 0 };
+    if !radix_sort(
+        keys,
+        spare,
+        if in_file_order { 32 } else { 0 },
+        Some((view, mask)),
+    ) {
+        for (v, k) in view.iter_mut().zip(keys.iter()) {
+            *v = (*k as u32) ^ mask;
+        }
     }
 }
 
@@ -320,13 +327,18 @@ fn no_counts() -> Counts {
 ///
 /// `spare` is the buffer the keys move to and back; it is reused, and
 /// whichever of the two holds the sorted keys at the end is left in `keys`.
-fn radix_sort(keys: &mut Vec<u64>, spare: &mut Vec<u64>, from_bit: u32) {
+fn radix_sort(
+    keys: &mut Vec<u64>,
+    spare: &mut Vec<u64>,
+    from_bit: u32,
+    rows: Option<(&mut [u32], u32)>,
+) -> bool {
     let parts = if keys.len() >= PAR_MIN {
         rayon::current_num_threads().max(1)
     } else {
         1
     };
-    radix_sort_in(keys, spare, from_bit, parts);
+    radix_sort_in(keys, spare, from_bit, parts, rows)
 }
 
 /// [`radix_sort`] in `parts` parts. Each pass counts the digit's values in
@@ -334,14 +346,25 @@ fn radix_sort(keys: &mut Vec<u64>, spare: &mut Vec<u64>, from_bit: u32) {
 /// value's place, after the stretches of the parts before it: the order of
 /// equal digits stays the order of the keys, and no two parts write to the
 /// same place.
-fn radix_sort_in(keys: &mut Vec<u64>, spare: &mut Vec<u64>, from_bit: u32, parts: usize) {
+///
+/// With `rows`, the last pass that moves keys writes each key's low half
+/// (exclusive-or the mask given) to `rows` instead, in the sorted order,
+/// and `keys` is left as it was before that pass: the view is written
+/// once, and the keys not read again. Returns whether it did (not when
+/// no digit varies: the keys are then already in order).
+fn radix_sort_in(
+    keys: &mut Vec<u64>,
+    spare: &mut Vec<u64>,
+    from_bit: u32,
+    parts: usize,
+    rows: Option<(&mut [u32], u32)>,
+) -> bool {
     let n = keys.len();
     if n < 2 {
-        return;
+        return false;
     }
     let size = n.div_ceil(parts.max(1));
     let shifts: Vec<u32> = (from_bit..64).step_by(DIGIT_BITS as usize).collect();
-    let digit = |k: u64, shift: u32| ((k >> shift) as usize) & (PLACES - 1);
     // Which digits vary, from one count of them all.
     let count_all = |part: &[u64]| -> Vec<Counts> {
         let mut counts: Vec<Counts> = shifts.iter().map(|_| no_counts()).collect();
@@ -367,14 +390,18 @@ fn radix_sort_in(keys: &mut Vec<u64>, spare: &mut Vec<u64>, from_bit: u32, parts
             .map(count_all)
             .reduce(|| shifts.iter().map(|_| no_counts()).collect(), add)
     };
+    // Every digit the same in every key needs no pass.
+    let passes: Vec<(u32, &Counts)> = shifts
+        .iter()
+        .copied()
+        .zip(&total)
+        .filter(|(_, all)| !all.contains(&n))
+        .collect();
     // Every place of `spare` is written in each pass before it is read:
     // its old contents do not matter, only its length.
     spare.resize(n, 0);
-    for (&shift, all) in shifts.iter().zip(&total) {
-        if all.contains(&n) {
-            // Every key has the same digit here: nothing to move.
-            continue;
-        }
+    let mut rows = rows;
+    for (p, &(shift, all)) in passes.iter().enumerate() {
         let counts: Vec<Counts> = if parts == 1 {
             vec![all.clone()]
         } else {
@@ -388,31 +415,57 @@ fn radix_sort_in(keys: &mut Vec<u64>, spare: &mut Vec<u64>, from_bit: u32, parts
                 })
                 .collect()
         };
-        // Each part's stretch of each value's place, in the order of the output.
-        let mut outs: Vec<Vec<&mut [u64]>> =
-            counts.iter().map(|_| Vec::with_capacity(PLACES)).collect();
-        let mut rest: &mut [u64] = spare.as_mut_slice();
-        for d in 0..PLACES {
-            for (out, c) in outs.iter_mut().zip(&counts) {
-                let (stretch, tail) = std::mem::take(&mut rest).split_at_mut(c[d]);
-                out.push(stretch);
-                rest = tail;
-            }
+        if p + 1 == passes.len()
+            && let Some((rows, mask)) = rows.take()
+        {
+            scatter(keys, size, &counts, shift, rows, |k| (k as u32) ^ mask);
+            return true;
         }
-        let scatter = |(part, mut out): (&[u64], Vec<&mut [u64]>)| {
-            let mut at = vec![0usize; PLACES];
-            for &k in part {
-                let d = digit(k, shift);
-                out[d][at[d]] = k;
-                at[d] += 1;
-            }
-        };
-        if parts == 1 {
-            keys.chunks(size).zip(outs).for_each(scatter);
-        } else {
-            keys.par_chunks(size).zip(outs).for_each(scatter);
-        }
+        scatter(keys, size, &counts, shift, spare, |k| k);
         std::mem::swap(keys, spare);
+    }
+    false
+}
+
+/// The value of the digit of `k` at bit `shift`.
+fn digit(k: u64, shift: u32) -> usize {
+    ((k >> shift) as usize) & (PLACES - 1)
+}
+
+/// One pass of the radix sort: `keys` (in parts of `size`, whose counts
+/// of each value of the digit at `shift` are `counts`) to their places in
+/// `dst`, as `f` makes them. Each part's keys go to their own stretch of
+/// each value's place, after the stretches of the parts before it.
+fn scatter<T: Send>(
+    keys: &[u64],
+    size: usize,
+    counts: &[Counts],
+    shift: u32,
+    dst: &mut [T],
+    f: impl Fn(u64) -> T + Sync,
+) {
+    // Each part's stretch of each value's place, in the order of the output.
+    let mut outs: Vec<Vec<&mut [T]>> = counts.iter().map(|_| Vec::with_capacity(PLACES)).collect();
+    let mut rest: &mut [T] = dst;
+    for d in 0..PLACES {
+        for (out, c) in outs.iter_mut().zip(counts) {
+            let (stretch, tail) = std::mem::take(&mut rest).split_at_mut(c[d]);
+            out.push(stretch);
+            rest = tail;
+        }
+    }
+    let one = |(part, mut out): (&[u64], Vec<&mut [T]>)| {
+        let mut at = vec![0usize; PLACES];
+        for &k in part {
+            let d = digit(k, shift);
+            out[d][at[d]] = f(k);
+            at[d] += 1;
+        }
+    };
+    if counts.len() == 1 {
+        keys.chunks(size).zip(outs).for_each(one);
+    } else {
+        keys.par_chunks(size).zip(outs).for_each(one);
     }
 }
 
@@ -639,6 +692,24 @@ mod tests {
         }
     }
 
+    /// The rows (low halves, turned over) of `keys` sorted from `from_bit`
+    /// in `parts`, as a descending sort reads them back.
+    fn rows_of(mut keys: Vec<u64>, from_bit: u32, parts: usize) -> Vec<u32> {
+        let mut rows = vec![7u32; keys.len()];
+        let written = radix_sort_in(
+            &mut keys,
+            &mut Vec::new(),
+            from_bit,
+            parts,
+            Some((&mut rows, u32::MAX)),
+        );
+        if !written {
+            // No pass moved a key: the keys are in their order already.
+            rows = keys.iter().map(|&k| !(k as u32)).collect();
+        }
+        rows
+    }
+
     proptest::proptest! {
         #[test]
         fn radix_sort_sorts_like_the_standard_sort(
@@ -654,10 +725,16 @@ mod tests {
             // In one part, and in parts as on several cores.
             for parts in [1, 2, 3, 7] {
                 let mut got = keys.clone();
-                radix_sort_in(&mut got, &mut Vec::new(), 0, parts);
+                proptest::prop_assert!(!radix_sort_in(&mut got, &mut Vec::new(), 0, parts, None));
                 proptest::prop_assert_eq!(&got, &want, "{} parts", parts);
+                // The last pass writes the rows out instead, turned over.
+                proptest::prop_assert_eq!(
+                    rows_of(keys.clone(), 0, parts),
+                    want.iter().map(|&k| !(k as u32)).collect::<Vec<_>>(),
+                    "{} parts, rows", parts
+                );
             }
-            radix_sort(&mut keys, &mut vec![7; 3], 0);
+            radix_sort(&mut keys, &mut vec![7; 3], 0, None);
             proptest::prop_assert_eq!(keys, want);
         }
 
@@ -674,10 +751,16 @@ mod tests {
             want.sort_by_key(|k| k >> 32);
             for parts in [1, 2, 3, 7] {
                 let mut got = keys.clone();
-                radix_sort_in(&mut got, &mut Vec::new(), 32, parts);
+                proptest::prop_assert!(!radix_sort_in(&mut got, &mut Vec::new(), 32, parts, None));
                 proptest::prop_assert_eq!(&got, &want, "{} parts", parts);
+                // The last pass writes the rows out instead, turned over.
+                proptest::prop_assert_eq!(
+                    rows_of(keys.clone(), 32, parts),
+                    want.iter().map(|&k| !(k as u32)).collect::<Vec<_>>(),
+                    "{} parts, rows", parts
+                );
             }
-            radix_sort(&mut keys, &mut vec![7; 900], 32);
+            radix_sort(&mut keys, &mut vec![7; 900], 32, None);
             proptest::prop_assert_eq!(keys, want);
         }
     }
