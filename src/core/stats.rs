@@ -854,24 +854,38 @@ fn summarize_on(
     } else {
         (rest(), case_level())
     };
-    let unsafe_approvals = unsafe_approvals(index, rows);
-    // One list of warnings for each summary: the last one takes it, the
-    // others a copy (at ten million pairs it can hold hundreds of thousands).
-    let input_warnings = std::iter::repeat_n(index.input_warnings(rows), bys.len());
     // (No rows to count leaves no groups: each grouping has none.)
     rest.groupings.resize_with(bys.len(), Grouping::default);
     let groupings = std::mem::take(&mut rest.groupings);
-    // Each group's medians selected on its own thread, with the whole's.
-    let (shared, groupings) = rayon::join(
-        || rest.finish(),
+    // Each group's medians selected on its own thread, with the whole's,
+    // beside the unsafe approvals and the input warnings (a pass each over
+    // the rows, and hundreds of thousands of warnings put in words at ten
+    // million pairs), rather than after them on one core.
+    let ((shared, groupings), (unsafe_approvals, input_warnings)) = maybe_join(
+        parallel,
         || {
-            use rayon::prelude::*;
-            groupings
-                .into_par_iter()
-                .map(|g| g.finish(index))
-                .collect::<Vec<_>>()
+            rayon::join(
+                || rest.finish(),
+                || {
+                    use rayon::prelude::*;
+                    groupings
+                        .into_par_iter()
+                        .map(|g| g.finish(index))
+                        .collect::<Vec<_>>()
+                },
+            )
+        },
+        || {
+            maybe_join(
+                parallel,
+                || unsafe_approvals(index, rows),
+                || index.input_warnings(rows),
+            )
         },
     );
+    // One list of warnings for each summary: the last one takes it, the
+    // others a copy (at ten million pairs it can hold hundreds of thousands).
+    let input_warnings = std::iter::repeat_n(input_warnings, bys.len());
     bys.iter()
         .zip(groupings)
         .zip(input_warnings)
@@ -888,6 +902,19 @@ fn summarize_on(
             )
         })
         .collect()
+}
+
+/// `a` and `b`, on rayon's threads when `parallel`.
+fn maybe_join<A: Send, B: Send>(
+    parallel: bool,
+    a: impl FnOnce() -> A + Send,
+    b: impl FnOnce() -> B + Send,
+) -> (A, B) {
+    if parallel {
+        rayon::join(a, b)
+    } else {
+        (a(), b())
+    }
 }
 
 /// The summary under grouping `by` from its groups' counts and what every
