@@ -350,7 +350,16 @@ impl Query {
     pub fn statuses(&self) -> Option<StatusMask> {
         let mut mask = None;
         for t in &self.terms {
-            if let Cond::Status(m) = compile_term(&t.kind, 0) {
+            // Only status terms are compiled here: the others may build
+            // needles and globs that [`Query::retain`] builds anyway.
+            if matches!(
+                &t.kind,
+                TermKind::Match {
+                    field: Field::Status,
+                    ..
+                }
+            ) && let Cond::Status(m) = compile_term(&t.kind, 0)
+            {
                 let m = if t.negated { !m } else { m };
                 mask = Some(mask.unwrap_or(u8::MAX) & m);
             }

@@ -849,11 +849,7 @@ fn summarize_on(
             rest
         }
     };
-    let (mut rest, (cases, trials)) = if parallel {
-        rayon::join(rest, case_level)
-    } else {
-        (rest(), case_level())
-    };
+    let (mut rest, (cases, trials)) = maybe_join(parallel, rest, case_level);
     // (No rows to count leaves no groups: each grouping has none.)
     rest.groupings.resize_with(bys.len(), Grouping::default);
     let groupings = std::mem::take(&mut rest.groupings);

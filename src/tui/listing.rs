@@ -158,8 +158,9 @@ const PAR_MIN: usize = 50_000;
 ///
 /// Each row gets one `u64`: its primary key (an integer: a rank, a code, or
 /// a float's bits) in the high half and its row number in the low half.
-/// The keys are computed once (in parallel on large views), radix-sorted as
-/// plain integers (linear time), and the row numbers read back.
+/// The keys are computed once (in parallel on large views) and
+/// radix-sorted as plain integers (linear time), the last pass writing the
+/// row numbers to the view.
 pub fn sort_rows_with(
     cache: &mut SortCache,
     index: &RunIndex,

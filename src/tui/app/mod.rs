@@ -724,11 +724,12 @@ impl App {
     /// Whether the active query says which statuses it wants; then it, not
     /// the failures-only default, decides.
     fn query_picks_status(&self) -> bool {
-        self.query.as_ref().is_some_and(|q| {
-            q.terms().iter().any(|t| {
-                matches!(&t.kind, query::TermKind::Match { field, .. } if *field == query::Field::Status)
-            })
-        })
+        self.query_statuses().is_some()
+    }
+
+    /// The statuses the active query allows, when it has a term on them.
+    fn query_statuses(&self) -> Option<query::StatusMask> {
+        self.query.as_ref().and_then(|q| q.statuses())
     }
 
     /// Whether a row belongs in the view (before the query), with "every
@@ -899,10 +900,10 @@ impl App {
     /// [`App::candidates`] into `candidates` (cleared first).
     fn candidates_into(&self, candidates: &mut Vec<u32>) {
         let n = self.index.rows.len() as u32;
-        let every_status = self.show_all || self.query_picks_status();
         // The statuses the query allows, when it has a term on them: rows of
         // any other status are not candidates (the query would drop them).
-        let picked = self.query.as_ref().and_then(|q| q.statuses());
+        let picked = self.query_statuses();
+        let every_status = self.show_all || picked.is_some();
         if !self.unclassified_only
             && (!every_status || picked.is_some())
             && self.index.rows_with_status(
