@@ -319,12 +319,19 @@ fn no_counts() -> Counts {
     Box::new([0; PLACES])
 }
 
-/// Sort `keys` on their bits `from_bit..64` (least significant digit
-/// first), stably: a least-significant-digit radix sort, one pass per
-/// digit that is not the same in every key. With `from_bit = 0` this is
-/// a full sort of the integers; with `from_bit = 32`, keys equal in their
-/// high half keep their order. A large input is sorted on every core:
-/// each pass, each core moves its own part.
+/// Below this many keys a sort is least-significant-digit first
+/// throughout; from it, the most significant digit that varies goes first
+/// ([`radix_sort_in`]). (About where the keys and their spare, 16 bytes a
+/// key, stop fitting a core's second-level cache; measured with
+/// `OPS=sort examples/ops_time` at one and ten million pairs, the split
+/// is the faster from a quarter of a million keys at either size.)
+const SPLIT_MIN: usize = 1 << 18;
+
+/// Sort `keys` on their bits `from_bit..64`, stably: a radix sort, one
+/// pass per digit that is not the same in every key. With `from_bit = 0`
+/// this is a full sort of the integers; with `from_bit = 32`, keys equal
+/// in their high half keep their order. A large input is sorted on every
+/// core: each pass, each core moves its own part.
 ///
 /// `spare` is the buffer the keys move to and back; it is reused, and
 /// whichever of the two holds the sorted keys at the end is left in `keys`.
@@ -339,7 +346,7 @@ fn radix_sort(
     } else {
         1
     };
-    radix_sort_in(keys, spare, from_bit, parts, rows)
+    radix_sort_in(keys, spare, from_bit, parts, rows, SPLIT_MIN)
 }
 
 /// [`radix_sort`] in `parts` parts. Each pass counts the digit's values in
@@ -348,9 +355,17 @@ fn radix_sort(
 /// equal digits stays the order of the keys, and no two parts write to the
 /// same place.
 ///
+/// From `split_min` keys, when more than one digit varies, the most
+/// significant one is sorted on first, which splits the keys into up to
+/// 2,048 runs, one per value of that digit. Each run is then sorted on
+/// the other digits by itself (the runs shared among the cores), least
+/// significant first, or split again if it holds `split_min / 2` keys or
+/// more: a run is small enough to stay in the CPU's caches while it is
+/// sorted, where the whole would go to memory and back each pass.
+///
 /// With `rows`, the last pass that moves keys writes each key's low half
 /// (exclusive-or the mask given) to `rows` instead, in the sorted order,
-/// and `keys` is left as it was before that pass: the view is written
+/// and `keys` is left in no particular order: the view is written
 /// once, and the keys not read again. Returns whether it did (not when
 /// no digit varies: the keys are then already in order).
 fn radix_sort_in(
@@ -359,23 +374,51 @@ fn radix_sort_in(
     from_bit: u32,
     parts: usize,
     rows: Option<(&mut [u32], u32)>,
+    split_min: usize,
 ) -> bool {
     let n = keys.len();
     if n < 2 {
         return false;
     }
-    let size = n.div_ceil(parts.max(1));
+    // Every place of `spare` is written in each pass before it is read:
+    // its old contents do not matter, only its length.
+    spare.resize(n, 0);
     let shifts: Vec<u32> = (from_bit..64).step_by(DIGIT_BITS as usize).collect();
-    // Which digits vary, from one count of them all.
+    let total = count_digits(keys, &shifts, parts);
+    // Every digit the same in every key needs no pass.
+    let passes: Vec<(u32, &Counts)> = shifts
+        .iter()
+        .copied()
+        .zip(&total)
+        .filter(|(_, all)| !all.contains(&n))
+        .collect();
+    let (written, in_spare) = match passes.split_last() {
+        Some((&(top, all), lower)) if !lower.is_empty() && n >= split_min => {
+            let lower: Vec<u32> = lower.iter().map(|&(shift, _)| shift).collect();
+            split_then_sort(keys, spare, (top, all), &lower, parts, rows, split_min / 2)
+        }
+        _ => lsd(keys, spare, &passes, parts, rows),
+    };
+    if in_spare {
+        std::mem::swap(keys, spare);
+    }
+    written
+}
+
+/// The counts of each digit at `shifts` in `keys`, counted in `parts`.
+fn count_digits(keys: &[u64], shifts: &[u32], parts: usize) -> Vec<Counts> {
     let count_all = |part: &[u64]| -> Vec<Counts> {
         let mut counts: Vec<Counts> = shifts.iter().map(|_| no_counts()).collect();
         for &k in part {
-            for (c, &shift) in counts.iter_mut().zip(&shifts) {
+            for (c, &shift) in counts.iter_mut().zip(shifts) {
                 c[digit(k, shift)] += 1;
             }
         }
         counts
     };
+    if parts <= 1 {
+        return count_all(keys);
+    }
     let add = |mut a: Vec<Counts>, b: Vec<Counts>| {
         for (x, y) in a.iter_mut().zip(&b) {
             for (x, y) in x.iter_mut().zip(y.iter()) {
@@ -384,49 +427,135 @@ fn radix_sort_in(
         }
         a
     };
-    let total = if parts == 1 {
-        count_all(keys)
-    } else {
-        keys.par_chunks(size)
-            .map(count_all)
-            .reduce(|| shifts.iter().map(|_| no_counts()).collect(), add)
-    };
-    // Every digit the same in every key needs no pass.
-    let passes: Vec<(u32, &Counts)> = shifts
-        .iter()
-        .copied()
-        .zip(&total)
-        .filter(|(_, all)| !all.contains(&n))
-        .collect();
-    // Every place of `spare` is written in each pass before it is read:
-    // its old contents do not matter, only its length.
-    spare.resize(n, 0);
+    keys.par_chunks(keys.len().div_ceil(parts))
+        .map(count_all)
+        .reduce(|| shifts.iter().map(|_| no_counts()).collect(), add)
+}
+
+/// The counts of the digit at `shift` in each part of `keys`.
+fn part_counts(keys: &[u64], shift: u32, parts: usize, all: &Counts) -> Vec<Counts> {
+    if parts <= 1 {
+        return vec![all.clone()];
+    }
+    keys.par_chunks(keys.len().div_ceil(parts))
+        .map(|part| {
+            let mut c = no_counts();
+            for &k in part {
+                c[digit(k, shift)] += 1;
+            }
+            c
+        })
+        .collect()
+}
+
+/// Least significant digit first: one pass per `passes` (each digit's
+/// shift and counts over all of `a`), from `a` to `b` and back, the last
+/// one to `rows` if given. Returns whether it wrote the rows, and whether
+/// the keys ended in `b`.
+fn lsd(
+    a: &mut [u64],
+    b: &mut [u64],
+    passes: &[(u32, &Counts)],
+    parts: usize,
+    rows: Option<(&mut [u32], u32)>,
+) -> (bool, bool) {
+    let size = a.len().div_ceil(parts.max(1));
+    let (mut src, mut dst) = (a, b);
+    let mut in_b = false;
     let mut rows = rows;
     for (p, &(shift, all)) in passes.iter().enumerate() {
-        let counts: Vec<Counts> = if parts == 1 {
-            vec![all.clone()]
-        } else {
-            keys.par_chunks(size)
-                .map(|part| {
-                    let mut c = no_counts();
-                    for &k in part {
-                        c[digit(k, shift)] += 1;
-                    }
-                    c
-                })
-                .collect()
-        };
+        let counts = part_counts(src, shift, parts, all);
         if p + 1 == passes.len()
             && let Some((rows, mask)) = rows.take()
         {
-            scatter(keys, size, &counts, shift, rows, |k| (k as u32) ^ mask);
-            return true;
+            scatter(src, size, &counts, shift, rows, |k| (k as u32) ^ mask);
+            return (true, in_b);
         }
-        scatter(keys, size, &counts, shift, spare, |k| k);
-        std::mem::swap(keys, spare);
+        scatter(src, size, &counts, shift, dst, |k| k);
+        std::mem::swap(&mut src, &mut dst);
+        in_b = !in_b;
     }
-    false
+    (false, in_b)
 }
+
+/// Most significant digit first: `a` to `b` on the digit at `top` (whose
+/// counts over all of `a` are `all`), then each run of one value of it
+/// sorted on the `lower` digits by itself, and left in `b`, or written to
+/// `rows`. A run of `run_split_min` keys or more is split the same way
+/// again. Returns (whether it wrote the rows, `true`: the keys are in `b`).
+fn split_then_sort(
+    a: &mut [u64],
+    b: &mut [u64],
+    (top, all): (u32, &Counts),
+    lower: &[u32],
+    parts: usize,
+    rows: Option<(&mut [u32], u32)>,
+    run_split_min: usize,
+) -> (bool, bool) {
+    let size = a.len().div_ceil(parts.max(1));
+    let counts = part_counts(a, top, parts, all);
+    scatter(a, size, &counts, top, b, |k| k);
+    // One run per value of the top digit: its keys (now in `b`), the same
+    // stretch of `a` to move them through, and of the rows.
+    let written = rows.is_some();
+    let mask = rows.as_ref().map_or(0, |(_, mask)| *mask);
+    let mut runs: Vec<Run<'_>> = Vec::new();
+    let (mut rest_b, mut rest_a) = (b, a);
+    let mut rest_rows = rows.map(|(rows, _)| rows);
+    for &len in all.iter().filter(|&&len| len > 0) {
+        let (run_b, tail_b) = std::mem::take(&mut rest_b).split_at_mut(len);
+        let (run_a, tail_a) = std::mem::take(&mut rest_a).split_at_mut(len);
+        let run_rows = rest_rows.take().map(|r| {
+            let (run, tail) = r.split_at_mut(len);
+            rest_rows = Some(tail);
+            run
+        });
+        runs.push((run_b, run_a, run_rows));
+        rest_b = tail_b;
+        rest_a = tail_a;
+    }
+    let sort_run = |(run_b, run_a, run_rows): Run<'_>| {
+        let n = run_b.len();
+        let counts = count_digits(run_b, lower, 1);
+        let passes: Vec<(u32, &Counts)> = lower
+            .iter()
+            .copied()
+            .zip(&counts)
+            .filter(|(_, all)| !all.contains(&n))
+            .collect();
+        if passes.is_empty() {
+            // A run no pass moves is in order already.
+            if let Some(run_rows) = run_rows {
+                for (r, &k) in run_rows.iter_mut().zip(run_b.iter()) {
+                    *r = (k as u32) ^ mask;
+                }
+            }
+            return;
+        }
+        let rows = run_rows.map(|r| (r, mask));
+        let (_, in_a) = match passes.split_last() {
+            // A run still too large for the caches is split again.
+            Some((&(top, all), below)) if !below.is_empty() && n >= run_split_min => {
+                let below: Vec<u32> = below.iter().map(|&(shift, _)| shift).collect();
+                split_then_sort(run_b, run_a, (top, all), &below, 1, rows, run_split_min)
+            }
+            _ => lsd(run_b, run_a, &passes, 1, rows),
+        };
+        if !written && in_a {
+            run_b.copy_from_slice(run_a);
+        }
+    };
+    if parts > 1 {
+        runs.into_par_iter().for_each(sort_run);
+    } else {
+        runs.into_iter().for_each(sort_run);
+    }
+    (written, true)
+}
+
+/// One run of [`split_then_sort`]: its keys, the stretch to move them
+/// through, and its rows.
+type Run<'a> = (&'a mut [u64], &'a mut [u64], Option<&'a mut [u32]>);
 
 /// The value of the digit of `k` at bit `shift`.
 fn digit(k: u64, shift: u32) -> usize {
@@ -636,17 +765,24 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let store =
             AnnotationStore::open(&dir.path().join("j.triage.jsonl"), "tester").expect("journal");
-        // Above PAR_MIN the keys are built and sorted on every core.
-        for n in [500, PAR_MIN * 2 + 3] {
+        // Above PAR_MIN the keys are built and sorted on every core; from
+        // SPLIT_MIN, the most significant digit first.
+        for n in [500, PAR_MIN * 2 + 3, SPLIT_MIN * 2 + 5] {
             let index = synthetic(n);
             let mut ranks = SortCache::default();
             // Every other row, out of order (a view sorted before) and in file order.
             let shuffled: Vec<u32> = (0..n as u32).rev().step_by(2).collect();
             let mut in_order = shuffled.clone();
             in_order.reverse();
-            for (view, key) in [&shuffled, &in_order]
+            // (At the largest size, the keys of more than one digit.)
+            let keys: &[SortKey] = if n > SPLIT_MIN {
+                &[SortKey::Case, SortKey::Drift]
+            } else {
+                &SortKey::ALL
+            };
+            for (view, &key) in [&shuffled, &in_order]
                 .into_iter()
-                .flat_map(|v| SortKey::ALL.into_iter().map(move |k| (v, k)))
+                .flat_map(|v| keys.iter().map(move |k| (v, k)))
             {
                 if key == SortKey::Category {
                     continue;
@@ -695,7 +831,7 @@ mod tests {
 
     /// The rows (low halves, turned over) of `keys` sorted from `from_bit`
     /// in `parts`, as a descending sort reads them back.
-    fn rows_of(mut keys: Vec<u64>, from_bit: u32, parts: usize) -> Vec<u32> {
+    fn rows_of(mut keys: Vec<u64>, from_bit: u32, parts: usize, split_min: usize) -> Vec<u32> {
         let mut rows = vec![7u32; keys.len()];
         let written = radix_sort_in(
             &mut keys,
@@ -703,6 +839,7 @@ mod tests {
             from_bit,
             parts,
             Some((&mut rows, u32::MAX)),
+            split_min,
         );
         if !written {
             // No pass moved a key: the keys are in their order already.
@@ -711,28 +848,41 @@ mod tests {
         rows
     }
 
+    /// The two lowest bits of each digit sorted from `from_bit`.
+    fn two_bits_a_digit(from_bit: u32) -> u64 {
+        (from_bit..64)
+            .step_by(DIGIT_BITS as usize)
+            .map(|shift| 3u64 << shift)
+            .sum()
+    }
+
     proptest::proptest! {
         #[test]
         fn radix_sort_sorts_like_the_standard_sort(
             mut keys in proptest::collection::vec(proptest::prelude::any::<u64>(), 0..600),
-            narrow in proptest::prelude::any::<bool>(),
+            shape in 0..3u8,
         ) {
-            if narrow {
+            match shape {
                 // Few distinct bytes: most passes are skipped.
-                keys.iter_mut().for_each(|k| *k &= 0x0300_0000_0000_00ff);
+                1 => keys.iter_mut().for_each(|k| *k &= 0x0300_0000_0000_00ff),
+                // Every digit varies a little: long runs, split again and again.
+                2 => keys.iter_mut().for_each(|k| *k &= two_bits_a_digit(0)),
+                _ => {}
             }
             let mut want = keys.clone();
             want.sort_unstable();
             // In one part, and in parts as on several cores.
-            for parts in [1, 2, 3, 7] {
+            // Least significant digit first throughout, or split on the
+            // most significant first (from two keys on, or a few hundred).
+            for (parts, split_min) in [1, 2, 3, 7].into_iter().flat_map(|p| [(p, usize::MAX), (p, 2), (p, 300)]) {
                 let mut got = keys.clone();
-                proptest::prop_assert!(!radix_sort_in(&mut got, &mut Vec::new(), 0, parts, None));
-                proptest::prop_assert_eq!(&got, &want, "{} parts", parts);
+                proptest::prop_assert!(!radix_sort_in(&mut got, &mut Vec::new(), 0, parts, None, split_min));
+                proptest::prop_assert_eq!(&got, &want, "{} parts, split from {}", parts, split_min);
                 // The last pass writes the rows out instead, turned over.
                 proptest::prop_assert_eq!(
-                    rows_of(keys.clone(), 0, parts),
+                    rows_of(keys.clone(), 0, parts, split_min),
                     want.iter().map(|&k| !(k as u32)).collect::<Vec<_>>(),
-                    "{} parts, rows", parts
+                    "{} parts, split from {}, rows", parts, split_min
                 );
             }
             radix_sort(&mut keys, &mut vec![7; 3], 0, None);
@@ -742,23 +892,28 @@ mod tests {
         #[test]
         fn radix_sort_on_the_high_half_is_stable(
             mut keys in proptest::collection::vec(proptest::prelude::any::<u64>(), 0..600),
-            narrow in proptest::prelude::any::<bool>(),
+            shape in 0..3u8,
         ) {
-            if narrow {
+            match shape {
                 // Many keys equal in their high half.
-                keys.iter_mut().for_each(|k| *k &= 0x0000_0301_ffff_ffff);
+                1 => keys.iter_mut().for_each(|k| *k &= 0x0000_0301_ffff_ffff),
+                // Every digit of the high half varies a little.
+                2 => keys.iter_mut().for_each(|k| *k &= two_bits_a_digit(32) | 0xffff_ffff),
+                _ => {}
             }
             let mut want = keys.clone();
             want.sort_by_key(|k| k >> 32);
-            for parts in [1, 2, 3, 7] {
+            // Least significant digit first throughout, or split on the
+            // most significant first (from two keys on, or a few hundred).
+            for (parts, split_min) in [1, 2, 3, 7].into_iter().flat_map(|p| [(p, usize::MAX), (p, 2), (p, 300)]) {
                 let mut got = keys.clone();
-                proptest::prop_assert!(!radix_sort_in(&mut got, &mut Vec::new(), 32, parts, None));
-                proptest::prop_assert_eq!(&got, &want, "{} parts", parts);
+                proptest::prop_assert!(!radix_sort_in(&mut got, &mut Vec::new(), 32, parts, None, split_min));
+                proptest::prop_assert_eq!(&got, &want, "{} parts, split from {}", parts, split_min);
                 // The last pass writes the rows out instead, turned over.
                 proptest::prop_assert_eq!(
-                    rows_of(keys.clone(), 32, parts),
+                    rows_of(keys.clone(), 32, parts, split_min),
                     want.iter().map(|&k| !(k as u32)).collect::<Vec<_>>(),
-                    "{} parts, rows", parts
+                    "{} parts, split from {}, rows", parts, split_min
                 );
             }
             radix_sort(&mut keys, &mut vec![7; 900], 32, None);
