@@ -29,6 +29,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
@@ -80,7 +81,22 @@ pub struct Provenance {
 /// each a per-process random key over a counter, the time and the process
 /// id; never 0. The time and the process id are read once per save (a
 /// system call each), the counter tells the save's events apart.
-fn fresh_nonces() -> impl FnMut() -> u64 {
+/// From this many plain decisions a save builds their events on every core.
+const PREPARE_PAR_MIN: usize = 50_000;
+
+/// Whether no two changes are on the same pair (then what each replaces
+/// can be looked up before any is staged). Tells from the first 8 bytes
+/// of the keys, digests: keys that share them count as the same pair.
+fn distinct_pairs(changes: &[Change]) -> bool {
+    let mut heads: Vec<u64> = changes
+        .par_iter()
+        .map(|c| u64::from_le_bytes(c.key.0[..8].try_into().expect("8 of 16 bytes")))
+        .collect();
+    heads.par_sort_unstable();
+    !heads.windows(2).any(|w| w[0] == w[1])
+}
+
+fn fresh_nonces() -> impl Fn() -> u64 + Sync {
     use std::hash::{BuildHasher, Hasher};
     static SEED: std::sync::OnceLock<std::collections::hash_map::RandomState> =
         std::sync::OnceLock::new();
@@ -1640,7 +1656,7 @@ impl AnnotationStore {
             }
         }
         let at = now_rfc3339();
-        let mut nonce = fresh_nonces();
+        let nonce = fresh_nonces();
         let mut previous = Vec::with_capacity(changes.len());
         // Which pairs this save writes, per journal: only needed when
         // others' decisions arrived.
@@ -1649,33 +1665,13 @@ impl AnnotationStore {
         for &j in &involved {
             self.journals[j].pending.reserve(changes.len());
         }
-        let mut kinds = kinds.map(Vec::into_iter);
-        let mut origins = origins.map(Vec::into_iter);
-        for (i, c) in changes.into_iter().enumerate() {
-            let kind = kinds
-                .as_mut()
-                .and_then(Iterator::next)
-                .unwrap_or(Kind::Decision);
-            let carried_from = origins.as_mut().and_then(Iterator::next);
-            let to = to(i);
-            let resolution = matches!(kind, Kind::Resolution(_));
-            let resolves = match kind {
-                Kind::Decision => None,
-                // A withdrawal settles nothing.
-                Kind::Resolution(_) if non_empty(c.category.clone()).is_none() => Some(Vec::new()),
-                Kind::Resolution(Some(given)) => Some(given),
-                Kind::Resolution(None) => Some(self.priors(&c.key)),
-            };
-            let old = match resolution {
-                true => self
-                    .live()
-                    .pairs
-                    .get(&c.key)
-                    .and_then(|p| p.resolution.as_ref())
-                    .map(|r| r.ann.clone()),
-                false => self.decision_shared(&c.key, &self.reviewer).cloned(),
-            };
-            let prev = old.as_ref().filter(|_| !resolution).map(|a| {
+        let reviewer = self.reviewer.clone();
+        // A change's event, given what it replaces.
+        let event = |c: Change,
+                     old: Option<&Arc<Annotation>>,
+                     carried_from: Option<Provenance>|
+         -> (Arc<Annotation>, Option<Arc<Prev>>) {
+            let prev = old.map(|a| {
                 Arc::new(Prev {
                     category: a.category.clone(),
                     note: a.note.clone(),
@@ -1687,12 +1683,21 @@ impl AnnotationStore {
                 variant_id: c.variant_id,
                 category: non_empty(c.category),
                 note: non_empty(c.note),
-                reviewer: self.reviewer.clone(),
+                reviewer: reviewer.clone(),
                 at: at.clone(),
                 source: c.source,
                 carried_from: carried_from.map(Box::new),
                 nonce: nonce(),
             });
+            (ann, prev)
+        };
+        // The event staged in each of its journals.
+        let mut stage = |journals: &mut [Journal],
+                         i: usize,
+                         ann: Arc<Annotation>,
+                         prev: Option<Arc<Prev>>,
+                         resolves: Option<Vec<Prior>>| {
+            let to = to(i);
             if count_staged {
                 for &j in to {
                     staged.entry(j).or_default().insert(ann.key);
@@ -1700,11 +1705,66 @@ impl AnnotationStore {
             }
             if let Some((&last, others)) = to.split_last() {
                 for &j in others {
-                    self.journals[j].stage(ann.clone(), prev.clone(), resolves.clone());
+                    journals[j].stage(ann.clone(), prev.clone(), resolves.clone());
                 }
-                self.journals[last].stage(ann, prev, resolves);
+                journals[last].stage(ann, prev, resolves);
             }
-            previous.push(old);
+        };
+        if kinds.is_none()
+            && origins.is_none()
+            && changes.len() >= PREPARE_PAR_MIN
+            && distinct_pairs(&changes)
+        {
+            // Plain decisions, each on its own pair (accepting every
+            // suggestion, an undo): what each replaces is looked up, and
+            // its event built, on every core. At millions of decisions
+            // these look-ups miss the CPU's caches, and wait for memory
+            // side by side instead of one after another.
+            let this = &*self;
+            let events: Vec<_> = changes
+                .into_par_iter()
+                .map(|c| {
+                    let old = this.decision_shared(&c.key, &reviewer).cloned();
+                    let (ann, prev) = event(c, old.as_ref(), None);
+                    (ann, prev, old)
+                })
+                .collect();
+            for (i, (ann, prev, old)) in events.into_iter().enumerate() {
+                stage(&mut self.journals, i, ann, prev, None);
+                previous.push(old);
+            }
+        } else {
+            let mut kinds = kinds.map(Vec::into_iter);
+            let mut origins = origins.map(Vec::into_iter);
+            for (i, c) in changes.into_iter().enumerate() {
+                let kind = kinds
+                    .as_mut()
+                    .and_then(Iterator::next)
+                    .unwrap_or(Kind::Decision);
+                let carried_from = origins.as_mut().and_then(Iterator::next);
+                let resolution = matches!(kind, Kind::Resolution(_));
+                let resolves = match kind {
+                    Kind::Decision => None,
+                    // A withdrawal settles nothing.
+                    Kind::Resolution(_) if non_empty(c.category.clone()).is_none() => {
+                        Some(Vec::new())
+                    }
+                    Kind::Resolution(Some(given)) => Some(given),
+                    Kind::Resolution(None) => Some(self.priors(&c.key)),
+                };
+                let old = match resolution {
+                    true => self
+                        .live()
+                        .pairs
+                        .get(&c.key)
+                        .and_then(|p| p.resolution.as_ref())
+                        .map(|r| r.ann.clone()),
+                    false => self.decision_shared(&c.key, &reviewer).cloned(),
+                };
+                let (ann, prev) = event(c, old.as_ref().filter(|_| !resolution), carried_from);
+                stage(&mut self.journals, i, ann, prev, resolves);
+                previous.push(old);
+            }
         }
         // Another triage's decision that this save replaces at once is
         // nothing the reviewer needs to hear about.
@@ -1780,8 +1840,11 @@ impl AnnotationStore {
 
     /// The pairs of `expect` whose decision by this store's reviewer now differs from it.
     fn conflicts(&self, expect: &[Change]) -> Vec<Conflict> {
+        // (On every core: an undo of a million decisions looks up a
+        // million pairs.)
         expect
-            .iter()
+            .par_iter()
+            .with_min_len(4096)
             .filter_map(|c| {
                 let now = self.mine(&c.key);
                 fn given(s: &Option<String>) -> Option<&str> {

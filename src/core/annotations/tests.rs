@@ -2262,3 +2262,84 @@ proptest! {
         );
     }
 }
+
+/// A change on the pair numbered `i` (its key's first 8 bytes), in case `c{i}`.
+fn numbered(i: usize, cat: &str) -> Change {
+    let mut k = [0u8; 16];
+    k[..8].copy_from_slice(&(i as u64).to_le_bytes());
+    k[8] = 0xab;
+    Change {
+        key: RecordKey(k),
+        case_id: format!("c{i}"),
+        variant_id: "v1".to_string(),
+        category: Some(cat.to_string()),
+        note: None,
+        source: AnnotationSource::Suggestion,
+    }
+}
+
+#[test]
+fn a_step_of_many_decisions_records_what_each_replaced_as_one_at_a_time_would() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut store = AnnotationStore::open(&path, "ann").unwrap();
+    // Enough for the events to be built on every core.
+    let n = PREPARE_PAR_MIN + 7;
+    let first: Vec<Change> = (0..n)
+        .map(|i| numbered(i, &format!("a{}", i % 5)))
+        .collect();
+    assert!(distinct_pairs(&first));
+    let previous = store.apply(first.clone()).unwrap();
+    assert!(previous.iter().all(Option::is_none));
+    let second: Vec<Change> = (0..n).map(|i| numbered(i, "b")).collect();
+    let previous = store.apply(second).unwrap();
+    assert_eq!(previous.len(), n);
+    for (i, p) in previous.iter().enumerate() {
+        assert_eq!(
+            p.as_ref().and_then(|a| a.category.as_deref()),
+            Some(format!("a{}", i % 5).as_str()),
+            "pair {i}"
+        );
+    }
+    // Each event of the second step names what it replaced, in order.
+    let written = lines(&path);
+    assert_eq!(written.len(), 2 * n);
+    for (i, line) in written[n..].iter().enumerate() {
+        let Line::Event(ann, prev, _) = parse_line(line.as_bytes()) else {
+            panic!("line {i} is not an event: {line}");
+        };
+        assert_eq!(ann.case_id, format!("c{i}"));
+        assert_eq!(ann.category.as_deref(), Some("b"));
+        assert_eq!(ann.reviewer, "ann");
+        assert_eq!(
+            prev.and_then(|p| p.category),
+            Some(format!("a{}", i % 5)),
+            "line {i}"
+        );
+    }
+    // Every nonce is its own.
+    let nonces: BTreeSet<u64> = written[n..]
+        .iter()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["n"].to_string())
+        .map(|n| u64::from_str_radix(n.trim_matches('"'), 16).unwrap())
+        .collect();
+    assert_eq!(nonces.len(), n);
+
+    // A pair twice in one step: the second change replaces the first.
+    let mut third: Vec<Change> = (0..n).map(|i| numbered(i, "c")).collect();
+    third.push(numbered(0, "d"));
+    assert!(!distinct_pairs(&third));
+    let previous = store.apply(third).unwrap();
+    assert_eq!(previous[0].as_ref().unwrap().category.as_deref(), Some("b"));
+    assert_eq!(previous[n].as_ref().unwrap().category.as_deref(), Some("c"));
+    let last = lines(&path).pop().unwrap();
+    let Line::Event(ann, prev, _) = parse_line(last.as_bytes()) else {
+        panic!("not an event: {last}");
+    };
+    assert_eq!(ann.category.as_deref(), Some("d"));
+    assert_eq!(prev.and_then(|p| p.category).as_deref(), Some("c"));
+    assert_eq!(
+        store.get(&numbered(0, "").key).unwrap().category.as_deref(),
+        Some("d")
+    );
+}
