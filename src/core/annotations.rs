@@ -18,6 +18,7 @@
 //! triage's lost decisions written again. A store may hold several journals
 //! (one per run, [`journal_specs`]). The run file itself is never written.
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -1371,7 +1372,7 @@ impl AnnotationStore {
     /// as [`AnnotationStore::apply`].
     pub fn resolve(&mut self, resolutions: Vec<Change>) -> Result<(), SaveError> {
         let kinds = resolutions.iter().map(|_| Kind::Resolution(None)).collect();
-        self.save_events(resolutions, Some(kinds), None, &|_| Vec::new(), None)
+        self.save_events(resolutions.into(), Some(kinds), None, &|_| Vec::new(), None)
             .map(|saved| drop(saved.unguarded()))
     }
 
@@ -1393,7 +1394,7 @@ impl AnnotationStore {
             .map(|r| (r.change, Kind::Resolution(Some(r.resolves))))
             .unzip();
         self.save_events(
-            changes,
+            changes.into(),
             Some(kinds),
             None,
             files,
@@ -1550,13 +1551,23 @@ impl AnnotationStore {
     /// first; then, with `expect`, every pair is compared with it and on any
     /// difference nothing is written and [`Saved::Conflict`] names the pairs.
     /// Otherwise as [`AnnotationStore::apply`].
-    pub fn save(
+    ///
+    /// The changes may be lent (`&[Change]`): a step the caller keeps (for
+    /// undo) is then not copied whole to be saved, only each change as its
+    /// event is built.
+    pub fn save<'c>(
         &mut self,
-        changes: Vec<Change>,
+        changes: impl Into<Cow<'c, [Change]>>,
         files: &dyn Fn(&RecordKey) -> Vec<u16>,
         expect: Option<&[Change]>,
     ) -> Result<Saved, SaveError> {
-        self.save_events(changes, None, None, files, expect.map(Expect::Decisions))
+        self.save_events(
+            changes.into(),
+            None,
+            None,
+            files,
+            expect.map(Expect::Decisions),
+        )
     }
 
     /// Write decisions carried forward from an earlier run, each with its
@@ -1570,7 +1581,7 @@ impl AnnotationStore {
         files: &dyn Fn(&RecordKey) -> Vec<u16>,
     ) -> Result<Vec<Option<Arc<Annotation>>>, SaveError> {
         let (changes, origins): (Vec<Change>, Vec<Provenance>) = carried.into_iter().unzip();
-        self.save_events(changes, None, Some(origins), files, None)
+        self.save_events(changes.into(), None, Some(origins), files, None)
             .map(Saved::unguarded)
     }
 
@@ -1582,7 +1593,7 @@ impl AnnotationStore {
     /// memory the kernel must map, for nothing.)
     fn save_events(
         &mut self,
-        changes: Vec<Change>,
+        changes: Cow<'_, [Change]>,
         kinds: Option<Vec<Kind>>,
         origins: Option<Vec<Provenance>>,
         files: &dyn Fn(&RecordKey) -> Vec<u16>,
@@ -1721,14 +1732,15 @@ impl AnnotationStore {
             // these look-ups miss the CPU's caches, and wait for memory
             // side by side instead of one after another.
             let this = &*self;
-            let events: Vec<_> = changes
-                .into_par_iter()
-                .map(|c| {
-                    let old = this.decision_shared(&c.key, &reviewer).cloned();
-                    let (ann, prev) = event(c, old.as_ref(), None);
-                    (ann, prev, old)
-                })
-                .collect();
+            let one = |c: Change| {
+                let old = this.decision_shared(&c.key, &reviewer).cloned();
+                let (ann, prev) = event(c, old.as_ref(), None);
+                (ann, prev, old)
+            };
+            let events: Vec<_> = match changes {
+                Cow::Owned(changes) => changes.into_par_iter().map(one).collect(),
+                Cow::Borrowed(changes) => changes.par_iter().cloned().map(one).collect(),
+            };
             for (i, (ann, prev, old)) in events.into_iter().enumerate() {
                 stage(&mut self.journals, i, ann, prev, None);
                 previous.push(old);
@@ -1736,7 +1748,11 @@ impl AnnotationStore {
         } else {
             let mut kinds = kinds.map(Vec::into_iter);
             let mut origins = origins.map(Vec::into_iter);
-            for (i, c) in changes.into_iter().enumerate() {
+            let changes: Box<dyn Iterator<Item = Change>> = match changes {
+                Cow::Owned(changes) => Box::new(changes.into_iter()),
+                Cow::Borrowed(changes) => Box::new(changes.iter().cloned()),
+            };
+            for (i, c) in changes.enumerate() {
                 let kind = kinds
                     .as_mut()
                     .and_then(Iterator::next)

@@ -382,15 +382,15 @@ fn files_of(
 /// reviewer told who changed what.
 fn save(app: &mut App, changes: Arc<Vec<Change>>, label: &str, guard: Guard) {
     let n = changes.len();
-    // (Shared with the undo step, which keeps its own.)
-    let changes = Arc::unwrap_or_clone(changes);
+    // (Shared with the undo step, which keeps them: lent to the store, not
+    // copied whole.)
     let files = files_of(app, changes.iter().map(|c| c.key));
     let route = |k: &RecordKey| files.get(k).cloned().unwrap_or_default();
     let expect = match &guard {
         Guard::None => None,
         Guard::Undo(e) | Guard::Redo(e) => Some(e.as_slice()),
     };
-    match app.store.save(changes, &route, expect) {
+    match app.store.save(changes.as_slice(), &route, expect) {
         Ok(Saved::Done(_)) => {
             let text = if n > 1 && !label.contains(&n.to_string()) {
                 format!("saved: {label} ({n} pairs)")

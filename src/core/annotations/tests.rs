@@ -2342,4 +2342,18 @@ fn a_step_of_many_decisions_records_what_each_replaced_as_one_at_a_time_would() 
         store.get(&numbered(0, "").key).unwrap().category.as_deref(),
         Some("d")
     );
+
+    // Lent rather than given (a step the app keeps for undo): the same.
+    let fourth: Vec<Change> = (0..n).map(|i| numbered(i, "e")).collect();
+    let Saved::Done(previous) = store
+        .save(fourth.as_slice(), &|_| Vec::new(), None)
+        .unwrap()
+    else {
+        panic!("no conflict without an expectation");
+    };
+    let held = |i: usize| previous[i].as_ref().and_then(|a| a.category.clone());
+    assert_eq!(held(0).as_deref(), Some("d"));
+    assert!((1..n).all(|i| held(i).as_deref() == Some("c")));
+    assert_eq!(lines(&path).len(), 4 * n + 1);
+    assert!((0..n).all(|i| store.get(&fourth[i].key).unwrap().category.as_deref() == Some("e")));
 }
