@@ -78,10 +78,15 @@ pub struct Provenance {
     pub run: String,
 }
 
-/// Nonces for the new events of one save (see [`Annotation::nonce`]):
-/// each a per-process random key over a counter, the time and the process
-/// id; never 0. The time and the process id are read once per save (a
-/// system call each), the counter tells the save's events apart.
+/// A change's event made ready to stage ([`AnnotationStore::save`]): the
+/// event, its `prev`, what it settles, and the annotation it replaces.
+type Prepared = (
+    Arc<Annotation>,
+    Option<Arc<Prev>>,
+    Option<Vec<Prior>>,
+    Option<Arc<Annotation>>,
+);
+
 /// From this many plain decisions a save builds their events on every core.
 const PREPARE_PAR_MIN: usize = 50_000;
 
@@ -97,6 +102,11 @@ fn distinct_pairs(changes: &[Change]) -> bool {
     !heads.windows(2).any(|w| w[0] == w[1])
 }
 
+/// Nonces for the new events of one save (see [`Annotation::nonce`]):
+/// each a per-process random key over a counter, the time and the process
+/// id; never 0. The time and the process id are read once per save (a
+/// system call each), the counter (shared, so that events built on
+/// several threads differ too) tells the save's events apart.
 fn fresh_nonces() -> impl Fn() -> u64 + Sync {
     use std::hash::{BuildHasher, Hasher};
     static SEED: std::sync::OnceLock<std::collections::hash_map::RandomState> =
@@ -1677,31 +1687,50 @@ impl AnnotationStore {
             self.journals[j].pending.reserve(changes.len());
         }
         let reviewer = self.reviewer.clone();
-        // A change's event, given what it replaces.
-        let event = |c: Change,
-                     old: Option<&Arc<Annotation>>,
-                     carried_from: Option<Provenance>|
-         -> (Arc<Annotation>, Option<Arc<Prev>>) {
-            let prev = old.map(|a| {
-                Arc::new(Prev {
-                    category: a.category.clone(),
-                    note: a.note.clone(),
-                })
-            });
-            let ann = Arc::new(Annotation {
-                key: c.key,
-                case_id: c.case_id,
-                variant_id: c.variant_id,
-                category: non_empty(c.category),
-                note: non_empty(c.note),
-                reviewer: reviewer.clone(),
-                at: at.clone(),
-                source: c.source,
-                carried_from: carried_from.map(Box::new),
-                nonce: nonce(),
-            });
-            (ann, prev)
-        };
+        // A change's event, read off the store as it stands: the event,
+        // what it replaces (as its `prev`, for a decision), what it settles
+        // (a resolution) and the annotation it replaces.
+        let prepare =
+            |this: &Self, c: Change, kind: Kind, carried_from: Option<Provenance>| -> Prepared {
+                let resolution = matches!(kind, Kind::Resolution(_));
+                let resolves = match kind {
+                    Kind::Decision => None,
+                    // A withdrawal settles nothing.
+                    Kind::Resolution(_) if non_empty(c.category.clone()).is_none() => {
+                        Some(Vec::new())
+                    }
+                    Kind::Resolution(Some(given)) => Some(given),
+                    Kind::Resolution(None) => Some(this.priors(&c.key)),
+                };
+                let old = match resolution {
+                    true => this
+                        .live()
+                        .pairs
+                        .get(&c.key)
+                        .and_then(|p| p.resolution.as_ref())
+                        .map(|r| r.ann.clone()),
+                    false => this.decision_shared(&c.key, &reviewer).cloned(),
+                };
+                let prev = old.as_ref().filter(|_| !resolution).map(|a| {
+                    Arc::new(Prev {
+                        category: a.category.clone(),
+                        note: a.note.clone(),
+                    })
+                });
+                let ann = Arc::new(Annotation {
+                    key: c.key,
+                    case_id: c.case_id,
+                    variant_id: c.variant_id,
+                    category: non_empty(c.category),
+                    note: non_empty(c.note),
+                    reviewer: reviewer.clone(),
+                    at: at.clone(),
+                    source: c.source,
+                    carried_from: carried_from.map(Box::new),
+                    nonce: nonce(),
+                });
+                (ann, prev, resolves, old)
+            };
         // The event staged in each of its journals.
         let mut stage = |journals: &mut [Journal],
                          i: usize,
@@ -1732,17 +1761,13 @@ impl AnnotationStore {
             // these look-ups miss the CPU's caches, and wait for memory
             // side by side instead of one after another.
             let this = &*self;
-            let one = |c: Change| {
-                let old = this.decision_shared(&c.key, &reviewer).cloned();
-                let (ann, prev) = event(c, old.as_ref(), None);
-                (ann, prev, old)
-            };
-            let events: Vec<_> = match changes {
+            let one = |c| prepare(this, c, Kind::Decision, None);
+            let events: Vec<Prepared> = match changes {
                 Cow::Owned(changes) => changes.into_par_iter().map(one).collect(),
                 Cow::Borrowed(changes) => changes.par_iter().cloned().map(one).collect(),
             };
-            for (i, (ann, prev, old)) in events.into_iter().enumerate() {
-                stage(&mut self.journals, i, ann, prev, None);
+            for (i, (ann, prev, resolves, old)) in events.into_iter().enumerate() {
+                stage(&mut self.journals, i, ann, prev, resolves);
                 previous.push(old);
             }
         } else {
@@ -1752,32 +1777,14 @@ impl AnnotationStore {
                 Cow::Owned(changes) => Box::new(changes.into_iter()),
                 Cow::Borrowed(changes) => Box::new(changes.iter().cloned()),
             };
+            // One at a time: a pair changed twice in the step replaces its first change.
             for (i, c) in changes.enumerate() {
                 let kind = kinds
                     .as_mut()
                     .and_then(Iterator::next)
                     .unwrap_or(Kind::Decision);
                 let carried_from = origins.as_mut().and_then(Iterator::next);
-                let resolution = matches!(kind, Kind::Resolution(_));
-                let resolves = match kind {
-                    Kind::Decision => None,
-                    // A withdrawal settles nothing.
-                    Kind::Resolution(_) if non_empty(c.category.clone()).is_none() => {
-                        Some(Vec::new())
-                    }
-                    Kind::Resolution(Some(given)) => Some(given),
-                    Kind::Resolution(None) => Some(self.priors(&c.key)),
-                };
-                let old = match resolution {
-                    true => self
-                        .live()
-                        .pairs
-                        .get(&c.key)
-                        .and_then(|p| p.resolution.as_ref())
-                        .map(|r| r.ann.clone()),
-                    false => self.decision_shared(&c.key, &reviewer).cloned(),
-                };
-                let (ann, prev) = event(c, old.as_ref().filter(|_| !resolution), carried_from);
+                let (ann, prev, resolves, old) = prepare(self, c, kind, carried_from);
                 stage(&mut self.journals, i, ann, prev, resolves);
                 previous.push(old);
             }

@@ -385,24 +385,52 @@ fn radix_sort_in(
     spare.resize(n, 0);
     let shifts: Vec<u32> = (from_bit..64).step_by(DIGIT_BITS as usize).collect();
     let total = count_digits(keys, &shifts, parts);
-    // Every digit the same in every key needs no pass.
-    let passes: Vec<(u32, &Counts)> = shifts
-        .iter()
-        .copied()
-        .zip(&total)
-        .filter(|(_, all)| !all.contains(&n))
-        .collect();
-    let (written, in_spare) = match passes.split_last() {
-        Some((&(top, all), lower)) if !lower.is_empty() && n >= split_min => {
-            let lower: Vec<u32> = lower.iter().map(|&(shift, _)| shift).collect();
-            split_then_sort(keys, spare, (top, all), &lower, parts, rows, split_min / 2)
-        }
-        _ => lsd(keys, spare, &passes, parts, rows),
-    };
+    let passes = varying(&shifts, &total, n);
+    let (written, in_spare) = sort_on(
+        keys,
+        spare,
+        &passes,
+        parts,
+        rows,
+        (split_min, split_min / 2),
+    );
     if in_spare {
         std::mem::swap(keys, spare);
     }
     written
+}
+
+/// The digits at `shifts` that are not the same in all `n` keys (whose
+/// counts are `counts`), with their counts: a digit the same in every key
+/// needs no pass.
+fn varying<'c>(shifts: &[u32], counts: &'c [Counts], n: usize) -> Vec<(u32, &'c Counts)> {
+    shifts
+        .iter()
+        .copied()
+        .zip(counts)
+        .filter(|(_, all)| !all.contains(&n))
+        .collect()
+}
+
+/// Sort `a` (through `b`) on the digits of `passes`: split on the top one
+/// first if more than one varies and there are `split_min` keys or more
+/// (the runs split again from `run_split_min`), else least significant
+/// first. Returns whether it wrote `rows`, and whether the keys ended in `b`.
+fn sort_on(
+    a: &mut [u64],
+    b: &mut [u64],
+    passes: &[(u32, &Counts)],
+    parts: usize,
+    rows: Option<(&mut [u32], u32)>,
+    (split_min, run_split_min): (usize, usize),
+) -> (bool, bool) {
+    match passes.split_last() {
+        Some((&top, lower)) if !lower.is_empty() && a.len() >= split_min => {
+            let lower: Vec<u32> = lower.iter().map(|&(shift, _)| shift).collect();
+            split_then_sort(a, b, top, &lower, parts, rows, run_split_min)
+        }
+        _ => lsd(a, b, passes, parts, rows),
+    }
 }
 
 /// The counts of each digit at `shifts` in `keys`, counted in `parts`.
@@ -515,14 +543,8 @@ fn split_then_sort(
         rest_a = tail_a;
     }
     let sort_run = |(run_b, run_a, run_rows): Run<'_>| {
-        let n = run_b.len();
         let counts = count_digits(run_b, lower, 1);
-        let passes: Vec<(u32, &Counts)> = lower
-            .iter()
-            .copied()
-            .zip(&counts)
-            .filter(|(_, all)| !all.contains(&n))
-            .collect();
+        let passes = varying(lower, &counts, run_b.len());
         if passes.is_empty() {
             // A run no pass moves is in order already.
             if let Some(run_rows) = run_rows {
@@ -533,14 +555,9 @@ fn split_then_sort(
             return;
         }
         let rows = run_rows.map(|r| (r, mask));
-        let (_, in_a) = match passes.split_last() {
-            // A run still too large for the caches is split again.
-            Some((&(top, all), below)) if !below.is_empty() && n >= run_split_min => {
-                let below: Vec<u32> = below.iter().map(|&(shift, _)| shift).collect();
-                split_then_sort(run_b, run_a, (top, all), &below, 1, rows, run_split_min)
-            }
-            _ => lsd(run_b, run_a, &passes, 1, rows),
-        };
+        // (A run still too large for the caches is split again.)
+        let splits = (run_split_min, run_split_min);
+        let (_, in_a) = sort_on(run_b, run_a, &passes, 1, rows, splits);
         if !written && in_a {
             run_b.copy_from_slice(run_a);
         }
@@ -856,6 +873,39 @@ mod tests {
             .sum()
     }
 
+    /// `keys` sorted from `from_bit` give `want`, and their rows its rows
+    /// turned over: in one part and in parts as on several cores, least
+    /// significant digit first throughout or split on the most
+    /// significant first (from two keys on, or a few hundred).
+    fn sorts_in_every_way(
+        keys: &[u64],
+        from_bit: u32,
+        want: &[u64],
+    ) -> Result<(), proptest::test_runner::TestCaseError> {
+        let splits = |p| [(p, usize::MAX), (p, 2), (p, 300)];
+        for (parts, split_min) in [1, 2, 3, 7].into_iter().flat_map(splits) {
+            let mut got = keys.to_vec();
+            proptest::prop_assert!(!radix_sort_in(
+                &mut got,
+                &mut Vec::new(),
+                from_bit,
+                parts,
+                None,
+                split_min
+            ));
+            proptest::prop_assert_eq!(&got, want, "{} parts, split from {}", parts, split_min);
+            // The last pass writes the rows out instead, turned over.
+            proptest::prop_assert_eq!(
+                rows_of(keys.to_vec(), from_bit, parts, split_min),
+                want.iter().map(|&k| !(k as u32)).collect::<Vec<_>>(),
+                "{} parts, split from {}, rows",
+                parts,
+                split_min
+            );
+        }
+        Ok(())
+    }
+
     proptest::proptest! {
         #[test]
         fn radix_sort_sorts_like_the_standard_sort(
@@ -871,20 +921,7 @@ mod tests {
             }
             let mut want = keys.clone();
             want.sort_unstable();
-            // In one part, and in parts as on several cores.
-            // Least significant digit first throughout, or split on the
-            // most significant first (from two keys on, or a few hundred).
-            for (parts, split_min) in [1, 2, 3, 7].into_iter().flat_map(|p| [(p, usize::MAX), (p, 2), (p, 300)]) {
-                let mut got = keys.clone();
-                proptest::prop_assert!(!radix_sort_in(&mut got, &mut Vec::new(), 0, parts, None, split_min));
-                proptest::prop_assert_eq!(&got, &want, "{} parts, split from {}", parts, split_min);
-                // The last pass writes the rows out instead, turned over.
-                proptest::prop_assert_eq!(
-                    rows_of(keys.clone(), 0, parts, split_min),
-                    want.iter().map(|&k| !(k as u32)).collect::<Vec<_>>(),
-                    "{} parts, split from {}, rows", parts, split_min
-                );
-            }
+            sorts_in_every_way(&keys, 0, &want)?;
             radix_sort(&mut keys, &mut vec![7; 3], 0, None);
             proptest::prop_assert_eq!(keys, want);
         }
@@ -903,19 +940,7 @@ mod tests {
             }
             let mut want = keys.clone();
             want.sort_by_key(|k| k >> 32);
-            // Least significant digit first throughout, or split on the
-            // most significant first (from two keys on, or a few hundred).
-            for (parts, split_min) in [1, 2, 3, 7].into_iter().flat_map(|p| [(p, usize::MAX), (p, 2), (p, 300)]) {
-                let mut got = keys.clone();
-                proptest::prop_assert!(!radix_sort_in(&mut got, &mut Vec::new(), 32, parts, None, split_min));
-                proptest::prop_assert_eq!(&got, &want, "{} parts, split from {}", parts, split_min);
-                // The last pass writes the rows out instead, turned over.
-                proptest::prop_assert_eq!(
-                    rows_of(keys.clone(), 32, parts, split_min),
-                    want.iter().map(|&k| !(k as u32)).collect::<Vec<_>>(),
-                    "{} parts, split from {}, rows", parts, split_min
-                );
-            }
+            sorts_in_every_way(&keys, 32, &want)?;
             radix_sort(&mut keys, &mut vec![7; 900], 32, None);
             proptest::prop_assert_eq!(keys, want);
         }
