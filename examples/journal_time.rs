@@ -110,7 +110,7 @@ fn change(key: RecordKey, case_id: String, variant_id: String, i: usize) -> Chan
         key,
         case_id,
         variant_id,
-        category: Some(CATEGORIES[i % CATEGORIES.len()].to_string()),
+        category: Some(CATEGORIES[i % CATEGORIES.len()].into()),
         note: None,
         source: AnnotationSource::Suggestion,
     }
@@ -204,7 +204,7 @@ fn measure(n: usize, run: Option<&str>) -> Result<(), String> {
         .iter()
         .zip(&previous)
         .map(|(c, p)| Change {
-            category: p.as_ref().and_then(|a| a.category.clone()),
+            category: p.as_ref().and_then(|a| a.category),
             note: p.as_ref().and_then(|a| a.note.clone()),
             source: AnnotationSource::Manual,
             ..c.clone()

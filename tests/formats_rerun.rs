@@ -136,7 +136,7 @@ fn decisions_made_on_one_run_are_found_on_the_other() {
                 key: idx.key_of(i).expect("key"),
                 case_id: idx.str(r.case).to_string(),
                 variant_id: idx.str(r.variant).to_string(),
-                category: Some("model-error".to_string()),
+                category: Some("model-error".into()),
                 note: Some(format!("seen on {a}")),
                 source: AnnotationSource::Manual,
             });

@@ -216,10 +216,7 @@ fn resolving_records_a_resolution_event_and_the_pair_leaves_the_queue() {
     let r = f.app.index.rows[row as usize];
     assert!(!f.app.disagrees(&r));
     assert_eq!(
-        f.app
-            .annotation(&r)
-            .and_then(|a| a.category.clone())
-            .as_deref(),
+        f.app.annotation(&r).and_then(|a| a.category).as_deref(),
         Some("boundary")
     );
     f.act(Action::NextDisagreement);
@@ -652,10 +649,7 @@ fn u_undoes_a_resolution_and_the_disagreement_comes_back() {
     assert_eq!(fs::read_to_string(&f.journal).unwrap(), before);
     assert!(f.app.redo.is_empty(), "the refused step is dropped");
     assert_eq!(
-        f.app
-            .annotation(&r)
-            .and_then(|a| a.category.clone())
-            .as_deref(),
+        f.app.annotation(&r).and_then(|a| a.category).as_deref(),
         Some("missing-evidence")
     );
 }

@@ -70,7 +70,7 @@ impl Fixture {
         self.app
             .store
             .get(&self.key(row))
-            .and_then(|a| a.category.clone())
+            .and_then(|a| a.category.map(String::from))
     }
 
     fn note_of(&self, row: u32) -> Option<String> {
@@ -499,7 +499,7 @@ fn accept_all_suggestions_asks_first() {
     assert_eq!(f.app.overlay, Overlay::None);
     for (r, cat) in &expected {
         let ann = f.app.store.get(&f.key(*r)).unwrap();
-        assert_eq!(ann.category.as_ref(), Some(cat));
+        assert_eq!(ann.category.map(String::from).as_ref(), Some(cat));
         assert_eq!(ann.source, AnnotationSource::Suggestion);
     }
     assert_eq!(f.app.classified, expected.len());
@@ -516,7 +516,7 @@ fn accept_all_suggestions_asks_first() {
     assert_eq!(only_save(&effects).len(), expected.len());
     assert!(f.app.undo.is_empty());
     for (r, _) in &expected {
-        let category = f.app.store.get(&f.key(*r)).and_then(|a| a.category.clone());
+        let category = f.app.store.get(&f.key(*r)).and_then(|a| a.category);
         assert_eq!(category, None, "row {r} after the undo");
     }
     assert_eq!(f.app.classified, 0);
@@ -1280,7 +1280,7 @@ fn bobs_change(f: &Fixture, row: u32, category: &str) -> Change {
         key: f.key(row),
         case_id: f.app.index.str(r.case).to_string(),
         variant_id: f.app.index.str(r.variant).to_string(),
-        category: Some(category.to_string()),
+        category: Some(category.into()),
         note: None,
         source: AnnotationSource::Manual,
     }
@@ -1333,9 +1333,7 @@ fn an_undo_does_not_wipe_a_later_decision_of_another_triage() {
     );
     bob.refresh().unwrap();
     assert_eq!(
-        bob.get(&f.key(row))
-            .and_then(|a| a.category.clone())
-            .as_deref(),
+        bob.get(&f.key(row)).and_then(|a| a.category).as_deref(),
         Some("boundary")
     );
     // The step cannot be undone any more, nor redone.
@@ -1383,7 +1381,7 @@ fn an_undo_leaves_another_reviewers_later_decision_alone() {
     assert_eq!(
         store
             .decision_of(&f.key(row), "bob")
-            .and_then(|a| a.category.clone())
+            .and_then(|a| a.category)
             .as_deref(),
         Some("boundary")
     );

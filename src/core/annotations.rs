@@ -50,10 +50,10 @@ pub struct Annotation {
     pub key: RecordKey,
     pub case_id: String,
     pub variant_id: String,
-    pub category: Option<String>,
+    pub category: Option<Name>,
     pub note: Option<String>,
-    pub reviewer: String,
-    pub at: String,
+    pub reviewer: Name,
+    pub at: Name,
     pub source: AnnotationSource,
     /// Where a decision carried forward from an earlier run came from
     /// (`None` for a decision made on this run).
@@ -141,7 +141,7 @@ pub struct Change {
     pub key: RecordKey,
     pub case_id: String,
     pub variant_id: String,
-    pub category: Option<String>,
+    pub category: Option<Name>,
     pub note: Option<String>,
     pub source: AnnotationSource,
 }
@@ -291,7 +291,7 @@ impl std::error::Error for SaveError {
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Deserialize)]
 struct Prev {
     #[serde(default)]
-    category: Option<String>,
+    category: Option<Name>,
     #[serde(default)]
     note: Option<String>,
 }
@@ -323,13 +323,13 @@ struct Event {
     #[serde(default)]
     variant_id: String,
     #[serde(default)]
-    category: Option<String>,
+    category: Option<Name>,
     #[serde(default)]
     note: Option<String>,
     #[serde(default)]
-    reviewer: String,
+    reviewer: Name,
     #[serde(default)]
-    at: String,
+    at: Name,
     #[serde(default = "manual")]
     source: AnnotationSource,
     #[serde(default)]
@@ -551,8 +551,8 @@ fn event_id(ann: &Annotation, prev: Option<&Prev>, resolves: Option<&[Prior]>) -
 }
 
 /// An empty string means "none", so clearing a note by emptying it clears it.
-fn non_empty(s: Option<String>) -> Option<String> {
-    s.filter(|s| !s.is_empty())
+fn non_empty<S: AsRef<str>>(s: Option<S>) -> Option<S> {
+    s.filter(|s| !s.as_ref().is_empty())
 }
 
 impl Annotation {
@@ -573,7 +573,7 @@ fn tick() -> u64 {
 /// Where an event lands: a pair's decision by one reviewer
 /// (`Some(reviewer)`), or the pair's resolution (`None`). Each slot keeps
 /// its newest event.
-type Slot = (RecordKey, Option<String>);
+type Slot = (RecordKey, Option<Name>);
 
 /// A slot's newest event.
 ///
@@ -595,7 +595,7 @@ impl Entry {
     fn slot(&self) -> Slot {
         let who = match self.resolves {
             Some(_) => None,
-            None => Some(self.ann.reviewer.clone()),
+            None => Some(self.ann.reviewer),
         };
         (self.ann.key, who)
     }
@@ -604,8 +604,8 @@ impl Entry {
 /// One reviewer's category at the moment a resolution was recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Prior {
-    pub reviewer: String,
-    pub category: Option<String>,
+    pub reviewer: Name,
+    pub category: Option<Name>,
 }
 
 /// A resolution to record on a pair: the category it settles on, and the
@@ -747,8 +747,8 @@ impl Pair {
             .iter()
             .filter(|e| e.ann.category.is_some())
             .map(|e| Prior {
-                reviewer: e.ann.reviewer.clone(),
-                category: e.ann.category.clone(),
+                reviewer: e.ann.reviewer,
+                category: e.ann.category,
             })
             .collect()
     }
@@ -767,7 +767,7 @@ impl Pair {
             .flatten()
             .filter(|p| p.category.is_some())
             .collect();
-        then.sort_by(|a, b| a.reviewer.cmp(&b.reviewer));
+        then.sort_by_key(|a| a.reviewer);
         let now = self.decisions.iter().filter(|e| e.ann.category.is_some());
         then.len() == now.clone().count()
             && then
@@ -791,11 +791,11 @@ impl Pair {
             .filter(|e| e.ann.note.is_some())
             .max_by_key(|e| e.seq)
             .and_then(|e| e.ann.note.clone());
-        let mut categories: Vec<&str> = shown().filter_map(|e| e.ann.category.as_deref()).collect();
+        let mut categories: Vec<Name> = shown().filter_map(|e| e.ann.category).collect();
         categories.sort_unstable();
         categories.dedup();
         if categories.len() <= 1
-            && categories.first().copied() == newest.ann.category.as_deref()
+            && categories.first().copied() == newest.ann.category
             && note == newest.ann.note
         {
             // The reviewers agree and the newest decision shows as it is:
@@ -808,13 +808,13 @@ impl Pair {
             ..Annotation::clone(&newest.ann)
         };
         let agreement = if categories.len() <= 1 {
-            view.category = categories.first().map(|c| c.to_string());
+            view.category = categories.first().copied();
             Agreement::Agreed
         } else if self.resolution_holds() {
             let r = &self.resolution.as_ref().expect("a resolution holds").ann;
-            view.category = r.category.clone();
-            view.reviewer = r.reviewer.clone();
-            view.at = r.at.clone();
+            view.category = r.category;
+            view.reviewer = r.reviewer;
+            view.at = r.at;
             view.source = AnnotationSource::Manual;
             Agreement::Resolved
         } else {
@@ -831,7 +831,7 @@ impl Pair {
 }
 
 /// What a pair holds, every slot of it, to tell whether a merge changed it.
-pub(super) type Snapshot = Vec<(Option<String>, Option<String>, Option<String>)>;
+pub(super) type Snapshot = Vec<(Option<Name>, Option<Name>, Option<String>)>;
 
 /// The newest event of every slot, and the look-ups the screen needs.
 ///
@@ -962,7 +962,7 @@ impl Live {
             .filter(|e| !e.ann.is_empty())
             .map(|e| {
                 let who = e.slot().1;
-                (who, e.ann.category.clone(), e.ann.note.clone())
+                (who, e.ann.category, e.ann.note.clone())
             })
             .collect();
         (!snap.is_empty()).then_some(snap)
@@ -1441,7 +1441,7 @@ impl AnnotationStore {
                 key: *key,
                 case_id: case_id.to_string(),
                 variant_id: variant_id.to_string(),
-                category: current.and_then(|r| r.ann.category.clone()),
+                category: current.and_then(|r| r.ann.category),
                 note: None,
                 source: AnnotationSource::Manual,
             },
@@ -1676,7 +1676,7 @@ impl AnnotationStore {
                 return Ok(Saved::Conflict(conflicts));
             }
         }
-        let at = now_rfc3339();
+        let at = Name::new(&now_rfc3339());
         let nonce = fresh_nonces();
         let mut previous = Vec::with_capacity(changes.len());
         // Which pairs this save writes, per journal: only needed when
@@ -1686,7 +1686,7 @@ impl AnnotationStore {
         for &j in &involved {
             self.journals[j].pending.reserve(changes.len());
         }
-        let reviewer = self.reviewer.clone();
+        let reviewer = Name::new(&self.reviewer);
         // A change's event, read off the store as it stands: the event,
         // what it replaces (as its `prev`, for a decision), what it settles
         // (a resolution) and the annotation it replaces.
@@ -1696,9 +1696,7 @@ impl AnnotationStore {
                 let resolves = match kind {
                     Kind::Decision => None,
                     // A withdrawal settles nothing.
-                    Kind::Resolution(_) if non_empty(c.category.clone()).is_none() => {
-                        Some(Vec::new())
-                    }
+                    Kind::Resolution(_) if non_empty(c.category).is_none() => Some(Vec::new()),
                     Kind::Resolution(Some(given)) => Some(given),
                     Kind::Resolution(None) => Some(this.priors(&c.key)),
                 };
@@ -1713,7 +1711,7 @@ impl AnnotationStore {
                 };
                 let prev = old.as_ref().filter(|_| !resolution).map(|a| {
                     Arc::new(Prev {
-                        category: a.category.clone(),
+                        category: a.category,
                         note: a.note.clone(),
                     })
                 });
@@ -1723,8 +1721,8 @@ impl AnnotationStore {
                     variant_id: c.variant_id,
                     category: non_empty(c.category),
                     note: non_empty(c.note),
-                    reviewer: reviewer.clone(),
-                    at: at.clone(),
+                    reviewer,
+                    at,
                     source: c.source,
                     carried_from: carried_from.map(Box::new),
                     nonce: nonce(),
@@ -1870,8 +1868,8 @@ impl AnnotationStore {
             .with_min_len(4096)
             .filter_map(|c| {
                 let now = self.mine(&c.key);
-                fn given(s: &Option<String>) -> Option<&str> {
-                    s.as_deref().filter(|s| !s.is_empty())
+                fn given<S: AsRef<str>>(s: &Option<S>) -> Option<&str> {
+                    s.as_ref().map(AsRef::as_ref).filter(|s| !s.is_empty())
                 }
                 let (category, note) = (given(&c.category), given(&c.note));
                 let same = match now {
@@ -1892,7 +1890,7 @@ impl AnnotationStore {
     fn resolution_conflicts(&self, expect: &[ResolutionChange]) -> Vec<Conflict> {
         let sorted = |v: &[Prior]| {
             let mut v = v.to_vec();
-            v.sort_by(|a, b| a.reviewer.cmp(&b.reviewer));
+            v.sort_by_key(|a| a.reviewer);
             v
         };
         expect
@@ -1900,7 +1898,7 @@ impl AnnotationStore {
             .filter_map(|e| {
                 let c = &e.change;
                 let now = self.resolution_change(&c.key, &c.case_id, &c.variant_id);
-                let want = non_empty(c.category.clone());
+                let want = non_empty(c.category);
                 let same = now.change.category == want
                     && (want.is_none() || sorted(&now.resolves) == sorted(&e.resolves));
                 (!same).then(|| Conflict {
@@ -2302,9 +2300,9 @@ pub struct Merged {
 /// read (or come from a newer triage) are kept when either side added
 /// them, or both kept them.
 pub fn merge_journals(base: &[u8], ours: &[u8], theirs: &[u8]) -> Merged {
-    type Side = (HashMap<Slot, (String, String)>, Vec<Vec<u8>>);
+    type Side = (HashMap<Slot, (String, Name)>, Vec<Vec<u8>>);
     fn read(bytes: &[u8]) -> Side {
-        let mut slots: HashMap<Slot, (String, String)> = HashMap::new();
+        let mut slots: HashMap<Slot, (String, Name)> = HashMap::new();
         let mut raw = Vec::new();
         for line in bytes.split(|&b| b == b'\n') {
             let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -2321,7 +2319,7 @@ pub fn merge_journals(base: &[u8], ours: &[u8], theirs: &[u8]) -> Merged {
                         seq: 0,
                     };
                     let text = encode(&entry.ann, entry.prev.as_deref(), entry.resolves.as_deref());
-                    slots.insert(entry.slot(), (text, entry.ann.at.clone()));
+                    slots.insert(entry.slot(), (text, entry.ann.at));
                 }
                 Line::Newer | Line::Bad(_) => raw.push(line.to_vec()),
             }
@@ -2350,7 +2348,7 @@ pub fn merge_journals(base: &[u8], ours: &[u8], theirs: &[u8]) -> Merged {
             (None, Some(y)) => (y, 1),
             (None, None) => continue,
         };
-        chosen.push((pick.0.1.clone(), pick.0.0.clone(), pick.1));
+        chosen.push((pick.0.1.into(), pick.0.0.clone(), pick.1));
     }
     // Oldest first, as a compaction writes them; ties keep a stable order.
     chosen.sort();
@@ -2547,6 +2545,8 @@ mod key_hex {
 }
 
 mod journal;
+mod name;
+pub use name::Name;
 
 #[cfg(test)]
 mod tests;

@@ -23,7 +23,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
-use super::annotations::{Annotation, AnnotationStore, Change, Provenance};
+use super::annotations::{Annotation, AnnotationStore, Change, Name, Provenance};
 use super::derive::Status;
 use super::index::RunIndex;
 use super::row::{NO_SYM, Sym};
@@ -366,7 +366,7 @@ pub struct Runs<'a> {
 #[derive(Debug, Clone, PartialEq)]
 pub struct CarryItem {
     pub new_row: u32,
-    pub category: Option<String>,
+    pub category: Option<Name>,
     pub note: Option<String>,
     pub source: super::annotations::AnnotationSource,
     pub provenance: Provenance,
@@ -471,13 +471,13 @@ impl Comparison {
                 Decision::Carried(a) => {
                     Some(CarryItem {
                         new_row: e.new_row?,
-                        category: a.category.clone(),
+                        category: a.category,
                         note: a.note.clone(),
                         source: a.source,
                         provenance: a.carried_from.as_deref().cloned().unwrap_or_else(|| {
                             Provenance {
-                                reviewer: a.reviewer.clone(),
-                                at: a.at.clone(),
+                                reviewer: a.reviewer.into(),
+                                at: a.at.into(),
                                 run: self.old_name.clone(),
                             }
                         }),
@@ -505,7 +505,7 @@ impl Comparison {
                         key,
                         case_id: new.str(row.case).to_string(),
                         variant_id: new.str(row.variant).to_string(),
-                        category: c.category.clone(),
+                        category: c.category,
                         note: c.note.clone(),
                         source: c.source,
                     },

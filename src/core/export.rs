@@ -503,11 +503,11 @@ fn pair_json(p: &Pair) -> Value {
         "why": d.why,
         "reasons": r.reasons,
         "warnings": d.warnings,
-        "category": p.ann.and_then(|a| a.category.clone()),
+        "category": p.ann.and_then(|a| a.category),
         "category_source": p.ann.filter(|a| a.category.is_some()).map(|a| source_name(a.source)),
         "note": p.ann.and_then(|a| a.note.clone()),
-        "reviewer": p.ann.map(|a| a.reviewer.clone()),
-        "annotated_at": p.ann.map(|a| a.at.clone()),
+        "reviewer": p.ann.map(|a| a.reviewer),
+        "annotated_at": p.ann.map(|a| a.at),
         "agreement": p.agreement.map(|a| a.as_str()),
         "decisions": p.decisions.iter().map(|a| json!({
             "reviewer": a.reviewer,
@@ -714,7 +714,7 @@ fn fixture_json(p: &Pair) -> Value {
         "variant": side_fixture(&r.variant),
         "expected": {"passed": r.passed, "reasons": r.reasons},
         "triage": {
-            "category": p.ann.and_then(|a| a.category.clone()),
+            "category": p.ann.and_then(|a| a.category),
             "note": p.ann.and_then(|a| a.note.clone()),
         },
     })

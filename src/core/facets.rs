@@ -321,7 +321,7 @@ pub fn term(field: &str, value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::annotations::{AnnotationSource, Change};
+    use crate::core::annotations::{AnnotationSource, Change, Name};
 
     /// The facets as first written: each row's five values as text, counted
     /// in one map per field.
@@ -354,8 +354,8 @@ mod tests {
     ) -> [String; 5] {
         let category = index
             .annotation(store, row)
-            .and_then(|a| a.category.clone())
-            .unwrap_or_else(|| "none".to_string());
+            .and_then(|a| a.category)
+            .map_or_else(|| "none".to_string(), String::from);
         let outcome = match (row.source_outcome(), row.variant_outcome()) {
             (OutcomeCode::Ok, OutcomeCode::Ok) => "ok",
             (_, b) if b != OutcomeCode::Ok && b != OutcomeCode::NotRecorded => b.name(),
@@ -398,7 +398,7 @@ mod tests {
                     key,
                     case_id: idx.str(row.case).to_string(),
                     variant_id: idx.str(row.variant).to_string(),
-                    category: categories[i as usize % 4].map(str::to_string),
+                    category: categories[i as usize % 4].map(Name::new),
                     note: None,
                     source: AnnotationSource::Manual,
                 })

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::path::Path;
 
-use super::annotations::{AnnotationSource, Change};
+use super::annotations::{AnnotationSource, Change, Name};
 use super::index::RunIndex;
 use super::taxonomy::Taxonomy;
 use super::text::inert_line;
@@ -411,7 +411,7 @@ pub fn plan(
                 key,
                 case_id: row.case_id.clone(),
                 variant_id: row.variant_id.clone(),
-                category: Some(row.category.clone()),
+                category: Some(Name::new(&row.category)),
                 note: row.note.clone(),
                 source: AnnotationSource::Manual,
             }),

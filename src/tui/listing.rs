@@ -10,7 +10,7 @@ use std::collections::{HashMap, HashSet};
 
 use rayon::prelude::*;
 
-use crate::core::annotations::AnnotationStore;
+use crate::core::annotations::{AnnotationStore, Name};
 use crate::core::derive::Status;
 use crate::core::index::RunIndex;
 use crate::core::row::{NO_SYM, Sym};
@@ -201,12 +201,12 @@ pub fn sort_rows_with(
     // some rows lack the value: a digit the same in every key costs no pass.
     if sort.key == SortKey::Category {
         // Categories live in the store, not the index: rank their ids once.
-        let mut ids: Vec<String> = view
+        let mut ids: Vec<Name> = view
             .iter()
             .filter_map(|&r| {
                 rows.get(r as usize)
                     .and_then(|row| index.annotation(Some(store), row))
-                    .and_then(|a| a.category.clone())
+                    .and_then(|a| a.category)
             })
             .collect();
         ids.sort();

@@ -56,7 +56,7 @@ impl PendingEvent {
     fn slot(&self) -> Slot {
         let who = match self.resolves {
             Some(_) => None,
-            None => Some(self.ann.reviewer.clone()),
+            None => Some(self.ann.reviewer),
         };
         (self.ann.key, who)
     }
@@ -689,7 +689,7 @@ impl Journal {
                     Some(_) => None,
                     None => self.live.slot(slot).map(|f| {
                         Arc::new(Prev {
-                            category: f.ann.category.clone(),
+                            category: f.ann.category,
                             note: f.ann.note.clone(),
                         })
                     }),

@@ -14,7 +14,7 @@ fn change(n: u8, case: &str, cat: Option<&str>, note: Option<&str>) -> Change {
         key: key(n),
         case_id: case.to_string(),
         variant_id: "v1".to_string(),
-        category: cat.map(str::to_string),
+        category: cat.map(Name::new),
         note: note.map(str::to_string),
         source: AnnotationSource::Manual,
     }
@@ -37,10 +37,10 @@ fn event(n: u8, case: &str, cat: Option<&str>, note: Option<&str>) -> String {
         key: key(n),
         case_id: case.to_string(),
         variant_id: "v1".to_string(),
-        category: cat.map(str::to_string),
+        category: cat.map(Name::new),
         note: note.map(str::to_string),
-        reviewer: "ann".to_string(),
-        at: "2026-01-01T00:00:00Z".to_string(),
+        reviewer: "ann".into(),
+        at: "2026-01-01T00:00:00Z".into(),
         source: AnnotationSource::Manual,
         nonce: 0,
         carried_from: None,
@@ -449,7 +449,7 @@ fn two_instances_share_one_journal_and_merge_each_others_decisions() {
         let said: Vec<_> = store
             .decisions(&key(3))
             .iter()
-            .map(|a| (a.reviewer.clone(), a.category.clone().unwrap()))
+            .map(|a| (a.reviewer.to_string(), a.category.unwrap().to_string()))
             .collect();
         assert_eq!(
             said,
@@ -480,7 +480,13 @@ fn two_instances_share_one_journal_and_merge_each_others_decisions() {
     let cats: Vec<_> = third
         .all()
         .iter()
-        .map(|a| (a.case_id.clone(), a.category.clone(), a.note.clone()))
+        .map(|a| {
+            (
+                a.case_id.clone(),
+                a.category.map(String::from),
+                a.note.clone(),
+            )
+        })
         .collect();
     assert_eq!(
         cats,
@@ -710,13 +716,13 @@ fn timestamps_are_rfc3339_utc_seconds() {
     assert!(now.ends_with('Z') && now.as_bytes()[10] == b'T');
 }
 
-type Model = HashMap<RecordKey, (Option<String>, Option<String>, AnnotationSource)>;
+type Model = HashMap<RecordKey, (Option<Name>, Option<String>, AnnotationSource)>;
 
 fn state(store: &AnnotationStore) -> Model {
     store
         .all()
         .into_iter()
-        .map(|a| (a.key, (a.category.clone(), a.note.clone(), a.source)))
+        .map(|a| (a.key, (a.category, a.note.clone(), a.source)))
         .collect()
 }
 
@@ -757,7 +763,8 @@ proptest! {
                         AnnotationSource::Manual
                     };
                     seen.insert(key(n));
-                    let (c, nt) = (non_empty(category.clone()), non_empty(note.clone()));
+                    let category = category.map(Name::from);
+                    let (c, nt) = (non_empty(category), non_empty(note.clone()));
                     if c.is_none() && nt.is_none() {
                         model.remove(&key(n));
                     } else {
@@ -813,9 +820,9 @@ proptest! {
                     *store = AnnotationStore::open(&path, &reviewer).unwrap();
                 }
                 _ => {
-                    let category = Some(format!("cat{op}"));
+                    let category = Some(Name::new(&format!("cat{op}")));
                     let note = non_empty(note);
-                    model.insert(key(n), (category.clone(), note.clone(), AnnotationSource::Manual));
+                    model.insert(key(n), (category, note.clone(), AnnotationSource::Manual));
                     store.apply(vec![Change {
                         key: key(n),
                         case_id: format!("c{n}"),
@@ -1498,7 +1505,7 @@ proptest! {
         for n in 0u8..4 {
             for name in names {
                 if let Some(a) = store.decision_of(&key(n), name) {
-                    got.insert((key(n), name), a.category.clone().unwrap());
+                    got.insert((key(n), name), a.category.unwrap().to_string());
                 }
             }
         }
@@ -1514,10 +1521,10 @@ fn a_three_way_merge_keeps_each_sides_changes_and_the_later_of_a_slot_both_chang
             key: key(n),
             case_id: format!("c{n}"),
             variant_id: "v1".to_string(),
-            category: Some(cat.to_string()),
+            category: Some(cat.into()),
             note: None,
-            reviewer: reviewer.to_string(),
-            at: at.to_string(),
+            reviewer: reviewer.into(),
+            at: at.into(),
             source: AnnotationSource::Manual,
             carried_from: None,
             nonce: 0,
@@ -1561,11 +1568,7 @@ fn a_three_way_merge_keeps_each_sides_changes_and_the_later_of_a_slot_both_chang
     );
     assert!(text.contains("the future"), "theirs added it:\n{text}");
     let store = AnnotationStore::read(&path).unwrap();
-    let cat = |n: u8, who: &str| {
-        store
-            .decision_of(&key(n), who)
-            .and_then(|a| a.category.clone())
-    };
+    let cat = |n: u8, who: &str| store.decision_of(&key(n), who).and_then(|a| a.category);
     assert_eq!(
         cat(1, "ann").as_deref(),
         Some("b"),
@@ -1608,8 +1611,8 @@ fn the_same_decision_twice_in_one_second_is_two_events() {
                     *store = AnnotationStore::open(&path, "ann").unwrap();
                 }
                 _ => {
-                    let category = Some(format!("cat{op}"));
-                    want = category.clone();
+                    let category = Some(Name::new(&format!("cat{op}")));
+                    want = category;
                     store
                         .apply(vec![Change {
                             key: key(n),
@@ -1625,7 +1628,7 @@ fn the_same_decision_twice_in_one_second_is_two_events() {
         }
         for (i, store) in stores.iter_mut().enumerate() {
             store.refresh().unwrap();
-            let got = state(store).get(&key(2)).and_then(|s| s.0.clone());
+            let got = state(store).get(&key(2)).and_then(|s| s.0);
             if got != want {
                 panic!(
                     "round {round} store {i}: {got:?}\n{}",
@@ -1923,10 +1926,10 @@ fn any_event() -> impl Strategy<Value = (Annotation, Option<Prev>, Option<Vec<Pr
                     key: RecordKey(key),
                     case_id,
                     variant_id,
-                    category,
+                    category: category.map(Name::from),
                     note,
-                    reviewer,
-                    at,
+                    reviewer: reviewer.into(),
+                    at: at.into(),
                     source: if manual {
                         AnnotationSource::Manual
                     } else {
@@ -1939,12 +1942,18 @@ fn any_event() -> impl Strategy<Value = (Annotation, Option<Prev>, Option<Vec<Pr
             },
         );
     let prev = prop::option::of(
-        (prop::option::of(any_text()), prop::option::of(any_text()))
-            .prop_map(|(category, note)| Prev { category, note }),
+        (prop::option::of(any_text()), prop::option::of(any_text())).prop_map(
+            |(category, note)| Prev {
+                category: category.map(Name::from),
+                note,
+            },
+        ),
     );
     let resolves = prop::option::of(prop::collection::vec(
-        (any_text(), prop::option::of(any_text()))
-            .prop_map(|(reviewer, category)| Prior { reviewer, category }),
+        (any_text(), prop::option::of(any_text())).prop_map(|(reviewer, category)| Prior {
+            reviewer: reviewer.into(),
+            category: category.map(Name::from),
+        }),
         0..3,
     ));
     (ann, prev, resolves)
@@ -1972,7 +1981,7 @@ proptest! {
                 // provenance nor what it replaced.
                 let resolution = resolves.is_some();
                 let want = Annotation {
-                    category: non_empty(ann.category.clone()),
+                    category: non_empty(ann.category),
                     note: non_empty(ann.note.clone()),
                     carried_from: ann.carried_from.clone().filter(|_| !resolution),
                     ..ann.clone()
@@ -1998,16 +2007,16 @@ fn many_events_are_encoded_in_order_on_several_threads() {
                 key: RecordKey(k),
                 case_id: format!("case-{}", i / 3),
                 variant_id: format!("v-{i}"),
-                category: (i % 4 != 0).then(|| format!("cat-{}", i % 5)),
+                category: (i % 4 != 0).then(|| Name::new(&format!("cat-{}", i % 5))),
                 note: (i % 7 == 0).then(|| "a \"note\"\n".to_string()),
-                reviewer: "ann".to_string(),
-                at: now_rfc3339(),
+                reviewer: "ann".into(),
+                at: now_rfc3339().into(),
                 source: AnnotationSource::Suggestion,
                 carried_from: None,
                 nonce: i as u64 + 1,
             };
             let prev = (i % 2 == 0).then(|| Prev {
-                category: Some("was".to_string()),
+                category: Some("was".into()),
                 note: None,
             });
             (ann, prev)
@@ -2034,10 +2043,10 @@ fn events_encoded_in_rounds_are_the_lines_in_order_and_stop_at_the_first_error()
                 key: RecordKey(k),
                 case_id: format!("case-{}", i / 3),
                 variant_id: format!("v-{i}"),
-                category: (i % 4 != 0).then(|| format!("cat-{}", i % 5)),
+                category: (i % 4 != 0).then(|| Name::new(&format!("cat-{}", i % 5))),
                 note: (i % 11 == 0).then(|| "a \"note\"\n".to_string()),
-                reviewer: "ann".to_string(),
-                at: now_rfc3339(),
+                reviewer: "ann".into(),
+                at: now_rfc3339().into(),
                 source: AnnotationSource::Manual,
                 carried_from: None,
                 nonce: i as u64 + 1,
@@ -2092,7 +2101,7 @@ fn a_save_of_many_decisions_appends_their_lines_in_order_and_replays_to_the_same
                 key: RecordKey(k),
                 case_id: format!("case-{}", i / 4),
                 variant_id: format!("v-{i}"),
-                category: Some(["a", "b", "c"][i % 3].to_string()),
+                category: Some(["a", "b", "c"][i % 3].into()),
                 note: (i % 9 == 0).then(|| format!("note {i}")),
                 source: AnnotationSource::Suggestion,
             }
@@ -2125,7 +2134,7 @@ fn a_staged_decision_and_its_pending_event_share_one_annotation() {
     let mut store = AnnotationStore::read(&path).unwrap();
     assert!(store.apply(vec![change(2, "c2", Some("b"), None)]).is_err());
     let j = &store.journals[0];
-    let entry = j.live.slot(&(key(2), Some(String::new()))).unwrap();
+    let entry = j.live.slot(&(key(2), Some(Name::new("")))).unwrap();
     assert_eq!(entry.ann.category.as_deref(), Some("b"));
     assert_eq!(j.pending.len(), 1);
     assert!(Arc::ptr_eq(&entry.ann, &j.pending[0].ann));
@@ -2182,10 +2191,10 @@ proptest! {
                 key: key(k),
                 case_id: format!("c{case}"),
                 variant_id: format!("v{variant}"),
-                category: cat.map(|c| format!("cat{c}")),
+                category: cat.map(|c| Name::new(&format!("cat{c}"))),
                 note: noted.then(|| "n".to_string()),
-                reviewer: ["ann", "bob", "cy"][reviewer as usize].to_string(),
-                at: now_rfc3339(),
+                reviewer: ["ann", "bob", "cy"][reviewer as usize].into(),
+                at: now_rfc3339().into(),
                 source: AnnotationSource::Manual,
                 carried_from: None,
                 nonce: seq as u64 + 1,
@@ -2272,7 +2281,7 @@ fn numbered(i: usize, cat: &str) -> Change {
         key: RecordKey(k),
         case_id: format!("c{i}"),
         variant_id: "v1".to_string(),
-        category: Some(cat.to_string()),
+        category: Some(cat.into()),
         note: None,
         source: AnnotationSource::Suggestion,
     }
@@ -2313,7 +2322,7 @@ fn a_step_of_many_decisions_records_what_each_replaced_as_one_at_a_time_would() 
         assert_eq!(ann.reviewer, "ann");
         assert_eq!(
             prev.and_then(|p| p.category),
-            Some(format!("a{}", i % 5)),
+            Some(Name::new(&format!("a{}", i % 5))),
             "line {i}"
         );
     }
@@ -2351,7 +2360,7 @@ fn a_step_of_many_decisions_records_what_each_replaced_as_one_at_a_time_would() 
     else {
         panic!("no conflict without an expectation");
     };
-    let held = |i: usize| previous[i].as_ref().and_then(|a| a.category.clone());
+    let held = |i: usize| previous[i].as_ref().and_then(|a| a.category);
     assert_eq!(held(0).as_deref(), Some("d"));
     assert!((1..n).all(|i| held(i).as_deref() == Some("c")));
     assert_eq!(lines(&path).len(), 4 * n + 1);

@@ -88,7 +88,7 @@ fn facts(cmp: &Comparison, runs: Runs<'_>, e: Entry) -> Option<PairFacts> {
         new_status: new.map(|n| n.status().name()),
         dp_old: old.and_then(|o| round6(o.dp)),
         dp_new: new.and_then(|n| round6(n.dp)),
-        category: decision.and_then(|d| d.annotation().category.clone()),
+        category: decision.and_then(|d| d.annotation().category.map(String::from)),
         category_stale: decision.is_some_and(|d| d.is_stale()),
         category_from: decision.map(|d| d.from()),
     })

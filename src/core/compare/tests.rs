@@ -334,7 +334,7 @@ fn decide(store: &mut AnnotationStore, index: &mut RunIndex, row: u32, category:
             key,
             case_id: index.str(r.case).to_string(),
             variant_id: index.str(r.variant).to_string(),
-            category: Some(category.to_string()),
+            category: Some(category.into()),
             note: Some(format!("note on {category}")),
             source: AnnotationSource::Manual,
         }])

@@ -355,7 +355,7 @@ mod tests {
             key,
             case_id: index.str(r.case).to_string(),
             variant_id: index.str(r.variant).to_string(),
-            category: Some(category.to_string()),
+            category: Some(category.into()),
             note: None,
             source: AnnotationSource::Manual,
         }

@@ -1,5 +1,5 @@
 use super::*;
-use crate::core::annotations::Change;
+use crate::core::annotations::{Change, Name};
 use crate::core::index::{OpenOptions, load_run};
 use crate::core::load::batch::Batch;
 use crate::core::row::{Pos, RowLabels};
@@ -439,7 +439,7 @@ fn triage_fields_follow_the_annotation_store() {
         key,
         case_id: ids(i).0,
         variant_id: ids(i).1,
-        category: cat.map(str::to_string),
+        category: cat.map(Name::new),
         note: note.map(str::to_string),
         source: AnnotationSource::Manual,
     };
@@ -852,7 +852,7 @@ fn bench_filter() {
                 },
                 case_id: index.str(r.case).to_string(),
                 variant_id: index.str(r.variant).to_string(),
-                category: Some("boundary".to_string()),
+                category: Some("boundary".into()),
                 note: None,
                 source: AnnotationSource::Manual,
             }
@@ -966,7 +966,7 @@ fn disagree_selects_the_pairs_reviewers_differ_on_until_resolved() {
         key: keys[i],
         case_id: ids[i].0.clone(),
         variant_id: ids[i].1.clone(),
-        category: Some(cat.to_string()),
+        category: Some(cat.into()),
         note: None,
         source: AnnotationSource::Manual,
     };

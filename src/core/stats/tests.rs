@@ -1,6 +1,6 @@
 use super::conclusion::{Flips, margin_clause, verdict_clause, warning_sentences};
 use super::*;
-use crate::core::annotations::{AnnotationSource, Change};
+use crate::core::annotations::{AnnotationSource, Change, Name};
 use crate::core::index::{OpenOptions, load_run};
 use crate::core::model::Route;
 use serde_json::{Value, json};
@@ -329,7 +329,7 @@ fn fixture() -> Fixture {
             key: keys[i],
             case_id: index.str(r.case).to_string(),
             variant_id: index.str(r.variant).to_string(),
-            category: category.map(str::to_string),
+            category: category.map(Name::new),
             note: note.map(str::to_string),
             source: AnnotationSource::Manual,
         }

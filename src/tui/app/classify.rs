@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 
-use crate::core::annotations::{AnnotationSource, Change};
+use crate::core::annotations::{AnnotationSource, Change, Name};
 use crate::tui::action::Action;
 
 use super::overlay::confirm::{Confirm, OnYes};
@@ -28,9 +28,10 @@ pub(super) fn classify(app: &mut App, key: char, keys: KeyUse) -> Vec<Effect> {
     if let Some(learn) = app.keys_needed(&targets, keys, Action::Classify(key)) {
         return vec![learn];
     }
+    let category = Name::new(&cat.id);
     let changes: Vec<Change> = targets
         .iter()
-        .filter_map(|&r| app.change_for(r, Some(cat.id.clone()), AnnotationSource::Manual))
+        .filter_map(|&r| app.change_for(r, Some(category), AnnotationSource::Manual))
         .collect();
     let label = if changes.len() == 1 {
         format!("classified as {}", cat.id)
@@ -101,7 +102,7 @@ pub(super) fn accept_suggestion(app: &mut App, keys: KeyUse) -> Vec<Effect> {
             let row = &app.index.rows[r as usize];
             let id = row.suggestion()?;
             app.taxonomy.by_id(id)?;
-            app.change_for(r, Some(id.to_string()), AnnotationSource::Suggestion)
+            app.change_for(r, Some(Name::new(id)), AnnotationSource::Suggestion)
         })
         .collect();
     if changes.is_empty() {
@@ -144,11 +145,21 @@ pub(super) fn accept_all_suggestions(app: &mut App, keys: KeyUse) -> Vec<Effect>
     if let Some(learn) = app.keys_needed(&candidates, keys, Action::AcceptAllSuggestions) {
         return vec![learn];
     }
+    // The suggestions are a handful of ids: each is named once.
+    let mut named: Vec<(&'static str, Name)> = Vec::new();
     let changes: Vec<Change> = candidates
         .iter()
         .filter_map(|&r| {
             let id = app.index.rows[r as usize].suggestion()?;
-            app.change_for(r, Some(id.to_string()), AnnotationSource::Suggestion)
+            let name = match named.iter().find(|(s, _)| std::ptr::eq(*s, id)) {
+                Some(&(_, name)) => name,
+                None => {
+                    let name = Name::new(id);
+                    named.push((id, name));
+                    name
+                }
+            };
+            app.change_for(r, Some(name), AnnotationSource::Suggestion)
         })
         .collect();
     if changes.is_empty() {

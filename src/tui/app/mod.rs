@@ -30,7 +30,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::core::annotations::{
-    Annotation, AnnotationSource, AnnotationStore, Change, ResolutionChange,
+    Annotation, AnnotationSource, AnnotationStore, Change, Name, ResolutionChange,
 };
 use crate::core::index::LoadedPair;
 use crate::core::index::RunIndex;
@@ -1105,7 +1105,7 @@ impl App {
                     key: c.key,
                     case_id: c.case_id.clone(),
                     variant_id: c.variant_id.clone(),
-                    category: a.category.clone(),
+                    category: a.category,
                     note: a.note.clone(),
                     source: a.source,
                 },
@@ -1287,7 +1287,7 @@ impl App {
     fn change_for(
         &self,
         row: u32,
-        category: Option<String>,
+        category: Option<Name>,
         source: AnnotationSource,
     ) -> Option<Change> {
         let r = self.index.rows.get(row as usize)?;

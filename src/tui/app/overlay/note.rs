@@ -47,7 +47,7 @@ pub fn handle(app: &mut App, action: Action, keys: KeyUse) -> Vec<Effect> {
                         key: app.index.key(row)?,
                         case_id: app.index.str(row.case).to_string(),
                         variant_id: app.index.str(row.variant).to_string(),
-                        category: prev.and_then(|a| a.category.clone()),
+                        category: prev.and_then(|a| a.category),
                         note: note.clone(),
                         source: prev.map(|a| a.source).unwrap_or(AnnotationSource::Manual),
                     })

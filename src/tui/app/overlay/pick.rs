@@ -6,7 +6,7 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
-use crate::core::annotations::{AnnotationSource, Change};
+use crate::core::annotations::{AnnotationSource, Change, Name};
 use crate::tui::action::Action;
 use crate::tui::app::{App, Effect, KeyUse, MessageKind, Overlay};
 use crate::tui::popup::{centered, frame};
@@ -32,7 +32,7 @@ pub fn handle(app: &mut App, action: Action, keys: KeyUse) -> Vec<Effect> {
                 let changes: Vec<Change> = rows
                     .iter()
                     .filter_map(|&r| {
-                        app.change_for(r, Some(cat.id.clone()), AnnotationSource::Manual)
+                        app.change_for(r, Some(Name::new(&cat.id)), AnnotationSource::Manual)
                     })
                     .collect();
                 return vec![app.resolve(changes, format!("resolved as {}", cat.id))];
@@ -42,7 +42,9 @@ pub fn handle(app: &mut App, action: Action, keys: KeyUse) -> Vec<Effect> {
             }
             let changes: Vec<Change> = rows
                 .iter()
-                .filter_map(|&r| app.change_for(r, Some(cat.id.clone()), AnnotationSource::Manual))
+                .filter_map(|&r| {
+                    app.change_for(r, Some(Name::new(&cat.id)), AnnotationSource::Manual)
+                })
                 .collect();
             app.overlay = Overlay::Confirm(Confirm {
                 question: format!(
