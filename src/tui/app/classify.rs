@@ -145,21 +145,11 @@ pub(super) fn accept_all_suggestions(app: &mut App, keys: KeyUse) -> Vec<Effect>
     if let Some(learn) = app.keys_needed(&candidates, keys, Action::AcceptAllSuggestions) {
         return vec![learn];
     }
-    // The suggestions are a handful of ids: each is named once.
-    let mut named: Vec<(&'static str, Name)> = Vec::new();
     let changes: Vec<Change> = candidates
         .iter()
         .filter_map(|&r| {
             let id = app.index.rows[r as usize].suggestion()?;
-            let name = match named.iter().find(|(s, _)| std::ptr::eq(*s, id)) {
-                Some(&(_, name)) => name,
-                None => {
-                    let name = Name::new(id);
-                    named.push((id, name));
-                    name
-                }
-            };
-            app.change_for(r, Some(name), AnnotationSource::Suggestion)
+            app.change_for(r, Some(Name::new(id)), AnnotationSource::Suggestion)
         })
         .collect();
     if changes.is_empty() {

@@ -27,13 +27,12 @@ pub fn handle(app: &mut App, action: Action, keys: KeyUse) -> Vec<Effect> {
                 return vec![];
             };
             let rows = rows.clone();
+            let category = Some(Name::new(&cat.id));
             if resolve {
                 app.overlay = Overlay::None;
                 let changes: Vec<Change> = rows
                     .iter()
-                    .filter_map(|&r| {
-                        app.change_for(r, Some(Name::new(&cat.id)), AnnotationSource::Manual)
-                    })
+                    .filter_map(|&r| app.change_for(r, category, AnnotationSource::Manual))
                     .collect();
                 return vec![app.resolve(changes, format!("resolved as {}", cat.id))];
             }
@@ -42,9 +41,7 @@ pub fn handle(app: &mut App, action: Action, keys: KeyUse) -> Vec<Effect> {
             }
             let changes: Vec<Change> = rows
                 .iter()
-                .filter_map(|&r| {
-                    app.change_for(r, Some(Name::new(&cat.id)), AnnotationSource::Manual)
-                })
+                .filter_map(|&r| app.change_for(r, category, AnnotationSource::Manual))
                 .collect();
             app.overlay = Overlay::Confirm(Confirm {
                 question: format!(
