@@ -8,7 +8,7 @@
 mod common;
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use common::Tui;
 use serde_json::{Value, json};
@@ -412,6 +412,41 @@ fn frame_cells(t: &Tui) -> Vec<(u16, u16, String, vt100::Color, vt100::Color)> {
     })
 }
 
+/// The frame once it is fully drawn: the last cell of the bottom bar has
+/// its colour and two reads 100 ms apart agree (a frame read halfway through
+/// a redraw would otherwise differ in its last cells).
+fn drawn_frame(t: &Tui) -> Vec<(u16, u16, String, vt100::Color, vt100::Color)> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut last = frame_cells(t);
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = frame_cells(t);
+        let bar_drawn = now
+            .last()
+            .is_some_and(|cell| cell.4 != vt100::Color::Default);
+        if (bar_drawn && now == last) || Instant::now() >= deadline {
+            return now;
+        }
+        last = now;
+    }
+}
+
+/// Waits (up to 10 s) until the frame equals `want`, and returns the frame
+/// last read: a frame that a control really moved never comes right.
+fn frame_when_equal(
+    t: &Tui,
+    want: &[(u16, u16, String, vt100::Color, vt100::Color)],
+) -> Vec<(u16, u16, String, vt100::Color, vt100::Color)> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let now = frame_cells(t);
+        if now == want || Instant::now() >= deadline {
+            return now;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// The same two pairs, once with `payload` in every string field.
 fn two_pairs(dir: &Path, payload: &str) {
     let text = jsonl(&[
@@ -432,7 +467,7 @@ fn every_control_and_sequence_leaves_frame_title_modes_and_colours_alone() {
     let want_modes = modes(&plain);
     // Wait for the detail of the first pair in the plain run.
     plain.wait_for("label<plain>");
-    let want_frame = frame_cells(&plain);
+    let want_frame = drawn_frame(&plain);
     plain.send("q");
     assert_eq!(plain.wait_exit(), 0);
 
@@ -464,7 +499,7 @@ fn every_control_and_sequence_leaves_frame_title_modes_and_colours_alone() {
         "the file's text changed a terminal mode"
     );
     assert_eq!(
-        frame_cells(&t),
+        frame_when_equal(&t, &want_frame),
         want_frame,
         "the frame moved or changed colour"
     );
