@@ -106,13 +106,7 @@ impl Ranks {
     fn of(&mut self, index: &RunIndex) -> &[u32] {
         let strings = index.strings();
         if self.len != strings.len() || self.rank.len() != strings.len() {
-            let mut order: Vec<u32> = (0..strings.len() as u32).collect();
-            order.par_sort_unstable_by(|a, b| strings[*a as usize].cmp(&strings[*b as usize]));
-            let mut rank = vec![0u32; strings.len()];
-            for (r, s) in order.into_iter().enumerate() {
-                rank[s as usize] = r as u32;
-            }
-            self.rank = rank;
+            self.rank = strings.ranks();
             self.len = strings.len();
         }
         &self.rank

@@ -197,6 +197,129 @@ impl Strings {
     }
 }
 
+/// Bytes of a string [`Strings::ranks`] compares at once, as one integer.
+const WINDOW: usize = 8;
+
+/// From this many strings a stretch of [`Strings::ranks`] is sorted on
+/// every core.
+const RANK_PAR_MIN: usize = 1 << 14;
+
+/// A stretch of the order [`Strings::ranks`] builds whose strings agree
+/// on every byte before `depth`: its start, its end and that depth.
+type Tied = (usize, usize, usize);
+
+/// The [`WINDOW`] bytes of `s` from `depth` as a big-endian integer, zeros
+/// past its end: two windows order as the bytes do, except that a string
+/// ending inside the window ties with one that has zero bytes there.
+#[inline]
+fn window(s: &[u8], depth: usize) -> u64 {
+    let mut w = [0u8; WINDOW];
+    if let Some(tail) = s.get(depth..) {
+        let k = tail.len().min(WINDOW);
+        w[..k].copy_from_slice(&tail[..k]);
+    }
+    u64::from_be_bytes(w)
+}
+
+impl Strings {
+    /// The byte-order rank of every string, by id: the number of strings
+    /// that sort before it (equal strings, which only a chunk's filler
+    /// makes, in id order). A sort on a string column sorts these integers.
+    ///
+    /// The strings are sorted eight bytes at a time, as integers: each gets
+    /// its first eight bytes as one integer, the integers are sorted with
+    /// the ids, and only the strings still tied get the eight bytes after
+    /// what they all share (run ids share long prefixes, such as
+    /// `feature-request-0000`) and are sorted again among themselves. The
+    /// sorts move integers held side by side instead of comparing text
+    /// through pointers across the heap, and within a tied stretch the
+    /// strings are read in id order, the order they are stored in.
+    pub fn ranks(&self) -> Vec<u32> {
+        use rayon::prelude::*;
+        let n = self.len();
+        let mut order: Vec<(u64, u32)> = (0..n as u32)
+            .into_par_iter()
+            .map(|id| (window(self.bytes(id), 0), id))
+            .collect();
+        let mut tied: Vec<Tied> = vec![(0, n, 0)];
+        while !tied.is_empty() {
+            // The tied stretches, apart, to be settled side by side.
+            let mut parts = Vec::with_capacity(tied.len());
+            let mut rest: &mut [(u64, u32)] = &mut order;
+            let mut at = 0;
+            for &(start, end, depth) in &tied {
+                let (_, tail) = std::mem::take(&mut rest).split_at_mut(start - at);
+                let (part, tail) = tail.split_at_mut(end - start);
+                parts.push((start, part, depth));
+                rest = tail;
+                at = end;
+            }
+            tied = parts
+                .into_par_iter()
+                .with_max_len(64)
+                .flat_map_iter(|(start, part, depth)| self.settle(start, part, depth))
+                .collect();
+        }
+        let mut rank = vec![0u32; n];
+        for (r, &(_, id)) in order.iter().enumerate() {
+            rank[id as usize] = r as u32;
+        }
+        rank
+    }
+
+    /// Sort `part` (which starts at `start` of the order) on each string's
+    /// window at `depth` (made already at depth 0), and return its
+    /// stretches still tied, one window deeper.
+    fn settle(&self, start: usize, part: &mut [(u64, u32)], mut depth: usize) -> Vec<Tied> {
+        if depth > 0 {
+            // Past what every string of the stretch shares (a family's
+            // `feature-request-0000`): one sort instead of one a window.
+            let first = self.bytes(part[0].1);
+            let shared = part.iter().fold(first.len(), |n, e| {
+                let s = self.bytes(e.1);
+                let n = n.min(s.len());
+                first[depth..n]
+                    .iter()
+                    .zip(&s[depth..n])
+                    .position(|(a, b)| a != b)
+                    .map_or(n, |k| depth + k)
+            });
+            depth = shared.max(depth);
+            for e in part.iter_mut() {
+                e.0 = window(self.bytes(e.1), depth);
+            }
+        }
+        if part.len() >= RANK_PAR_MIN {
+            use rayon::prelude::*;
+            part.par_sort_unstable();
+        } else {
+            part.sort_unstable();
+        }
+        let mut deeper = Vec::new();
+        let mut i = 0;
+        while i < part.len() {
+            let w = part[i].0;
+            let j = i + part[i..].iter().take_while(|e| e.0 == w).count();
+            let run = &mut part[i..j];
+            if run.len() > 1 {
+                if run.iter().all(|e| self.bytes(e.1).len() > depth + WINDOW) {
+                    // Equal on these eight bytes, and each has more.
+                    deeper.push((start + i, start + j, depth + WINDOW));
+                } else {
+                    // A string that ends in the window: its zero padding
+                    // may tie with real zero bytes, so compare the rests.
+                    run.sort_unstable_by(|a, b| {
+                        let rest = |id: u32| self.bytes(id).get(depth..).unwrap_or_default();
+                        rest(a.1).cmp(rest(b.1)).then(a.1.cmp(&b.1))
+                    });
+                }
+            }
+            i = j;
+        }
+        deeper
+    }
+}
+
 impl Index<usize> for Strings {
     type Output = str;
 
@@ -277,7 +400,67 @@ mod tests {
         assert_eq!(chunk.text.capacity(), chunk.text.len());
     }
 
+    /// The ranks by comparing the strings whole.
+    fn ranks_compared(s: &Strings) -> Vec<u32> {
+        let mut order: Vec<u32> = (0..s.len() as u32).collect();
+        order.sort_by(|&a, &b| s.bytes(a).cmp(s.bytes(b)).then(a.cmp(&b)));
+        let mut rank = vec![0; s.len()];
+        for (r, id) in order.into_iter().enumerate() {
+            rank[id as usize] = r as u32;
+        }
+        rank
+    }
+
+    #[test]
+    fn ranks_order_long_shared_prefixes_zero_bytes_and_filler() {
+        let mut s = Strings::default();
+        s.extend([
+            "feature-request-000010",
+            "feature-request-000002",
+            "feature-request-00001",
+            "feature-request-000001",
+            "feature-",
+            "feature-request-",
+            "",
+            "a\0",
+            "a",
+            "a\0\0",
+            "a\0b",
+            "b",
+            "ab",
+            "été",
+            "ét",
+            "z",
+            // Equal strings (a chunk's filler is empty strings) keep id order.
+            "",
+            "feature-request-000002",
+        ]);
+        let r = s.ranks();
+        assert_eq!(r, ranks_compared(&s));
+        assert_eq!(r[6], 0, "the empty string first");
+        assert_eq!(
+            r[8], 2,
+            "a after both empty strings, before a and a zero byte"
+        );
+        assert!(r[6] < r[16] && r[1] < r[17], "equal strings in id order");
+        // More than a chunk, sorted on every core.
+        let mut big = Strings::default();
+        for i in 0..(CHUNK + 100) as u32 {
+            big.push(&format!("case-{:07}", (i * 7919) % 100_003));
+        }
+        assert_eq!(big.ranks(), ranks_compared(&big));
+    }
+
     proptest! {
+        #[test]
+        fn ranks_are_the_order_of_the_bytes(
+            v in prop::collection::vec("(case-0{0,12}[0-9]{0,3}|[a\\x00é]{0,10})", 0..200)
+        ) {
+            let mut s = Strings::default();
+            s.extend(&v);
+            prop_assert_eq!(s.ranks(), ranks_compared(&s));
+        }
+
         #[test]
         fn strings_read_back_as_a_vec(v in prop::collection::vec(".{0,6}", 0..30)) {
             let mut s = Strings::default();
