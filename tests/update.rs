@@ -1493,6 +1493,7 @@ fn slow_work_is_said_on_the_status_line_before_it_starts() {
     f.app.busy_at = app::BusyAt {
         pairs: 1,
         changes: 2,
+        ..app::BusyAt::default()
     };
     let work = app::update(&mut f.app, Action::ShowFacets);
     assert_eq!(work, vec![Effect::ShowFacets], "left to the runner");
@@ -1535,6 +1536,51 @@ fn slow_work_is_said_on_the_status_line_before_it_starts() {
     f.app.busy_at.changes = 10_000;
     let work = app::update(&mut f.app, Action::Undo);
     assert_eq!(said_before_drawing(&mut f, work), Vec::<String>::new());
+}
+
+#[test]
+fn a_sort_of_millions_is_said_before_it_starts_and_sorts_as_inside_update() {
+    // Under the threshold the view is sorted inside update.
+    let mut quick = Fixture::new();
+    assert!(
+        !app::update(&mut quick.app, Action::CycleSort)
+            .iter()
+            .any(|e| matches!(e, Effect::Sort { .. }))
+    );
+    let (said, _) = quick.app.message.clone().expect("the sort is said");
+    assert!(said.starts_with("sorted by status"), "{said}");
+
+    // Stand in for millions of pairs: every view counts as large.
+    let mut f = Fixture::new();
+    f.app.busy_at.sort = 1;
+    let shown = f.app.view.len();
+    let before = f.app.view.clone();
+    let work = app::update(&mut f.app, Action::CycleSort);
+    assert_eq!(
+        work,
+        vec![Effect::Sort {
+            message: "sorted by status (ascending)".into()
+        }],
+        "left to the runner"
+    );
+    assert_eq!(f.app.view, before, "not sorted yet");
+    assert_eq!(
+        said_before_drawing(&mut f, work),
+        vec![format!("sorting {shown} pairs by status…")]
+    );
+    assert_eq!(f.app.view, quick.app.view, "sorted as inside update");
+    assert_eq!(f.app.items, quick.app.items);
+    let (after, _) = f.app.message.clone().expect("the sort says what it did");
+    assert_eq!(after, "sorted by status (ascending)");
+
+    // Reversing is a sort too.
+    let work = app::update(&mut f.app, Action::ReverseSort);
+    assert_eq!(
+        said_before_drawing(&mut f, work),
+        vec![format!("sorting {shown} pairs by status…")]
+    );
+    app::update(&mut quick.app, Action::ReverseSort);
+    assert_eq!(f.app.view, quick.app.view);
 }
 
 #[test]

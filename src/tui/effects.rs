@@ -116,6 +116,7 @@ pub fn run(app: &mut App, effect: Effect, theme: &Theme) -> Vec<Effect> {
         }
         Effect::ShowFacets => app.show_facets(),
         Effect::ShowSummary => app.show_summary(),
+        Effect::Sort { message } => return app::sorted(app, message),
         Effect::Resolve {
             changes,
             label,

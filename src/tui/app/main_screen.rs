@@ -205,6 +205,10 @@ fn view(app: &mut App, action: Action) -> Vec<Effect> {
                     "ascending"
                 }
             );
+            if app.view.len() >= app.busy_at.sort {
+                // Millions of pairs: the runner says so, then sorts.
+                return vec![Effect::Sort { message }];
+            }
             rebuilt(app, message)
         }
         Action::ToggleGroup => {
@@ -493,6 +497,11 @@ fn open_overlay(app: &mut App, action: Action) -> Vec<Effect> {
 
 /// After a change of what the view shows or how: build the view again, say
 /// what changed, and load the selected pair's detail.
+/// The work of [`Effect::Sort`]: the view sorted again, `message` said.
+pub fn sorted(app: &mut App, message: String) -> Vec<Effect> {
+    rebuilt(app, message)
+}
+
 fn rebuilt(app: &mut App, message: impl Into<String>) -> Vec<Effect> {
     app.rebuild_view();
     app.say(message, MessageKind::Info);
