@@ -40,14 +40,16 @@ pub enum OnYes {
 
 /// Apply an action while the prompt is open: yes does it, no cancels.
 pub fn handle(app: &mut App, action: Action) -> Vec<Effect> {
-    let Overlay::Confirm(c) = &mut app.overlay else {
+    if !matches!(app.overlay, Overlay::Confirm(_)) {
         return vec![];
-    };
+    }
     match action {
         Action::Confirm => {
-            let on_yes = c.on_yes.clone();
-            app.overlay = Overlay::None;
-            match on_yes {
+            // Taken, not copied: a bulk change can hold millions of changes.
+            let Overlay::Confirm(c) = std::mem::replace(&mut app.overlay, Overlay::None) else {
+                return vec![];
+            };
+            match c.on_yes {
                 OnYes::Save { changes, label } => {
                     app.marks.clear();
                     return vec![app.save(changes, label)];
