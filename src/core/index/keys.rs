@@ -181,6 +181,8 @@ impl RunIndex {
             })
             .collect();
         let (keys, failed) = self.read_keys(&missing);
+        // (`extend` would make room for half, then grow again.)
+        self.keys.by_loc.reserve(keys.len());
         self.keys.by_loc.extend(keys);
         failed
     }
@@ -248,6 +250,7 @@ impl RunIndex {
     /// before reading any line. A line that cannot be read again keeps no
     /// key (its row shows no annotation; opening it says the file changed).
     pub fn resolve_keys(&mut self, store: &AnnotationStore) {
+        use rayon::prelude::*;
         if self.keys.revision != Some(store.revision()) {
             self.keys.revision = Some(store.revision());
             self.keys.checked = 0;
@@ -263,11 +266,13 @@ impl RunIndex {
         if self.keys.flags.len() < self.strings().len() {
             let variants = store.named_variants();
             let from = self.keys.flags.len();
-            let new: Vec<u8> = self
-                .strings()
-                .iter()
-                .skip(from)
-                .map(|s| {
+            // (On every core: at ten million pairs, millions of strings.)
+            let strings = self.strings();
+            let new: Vec<u8> = (from..strings.len())
+                .into_par_iter()
+                .with_min_len(1 << 14)
+                .map(|i| {
+                    let s = &strings[i];
                     let mut f = 0;
                     if store.names_case(s) {
                         f |= CASE;
@@ -284,6 +289,8 @@ impl RunIndex {
         // The rows to read, found with two byte look-ups each; then their
         // lines read in spans (after `Y y` on a large run, millions).
         let wanted: Vec<u32> = (self.keys.checked..self.rows.len())
+            .into_par_iter()
+            .with_min_len(1 << 16)
             .filter(|&i| {
                 let row = &self.rows[i];
                 flag(&self.keys.flags, row.case) & CASE != 0
@@ -294,6 +301,7 @@ impl RunIndex {
             .map(|i| i as u32)
             .collect();
         let (found, _) = self.read_keys(&wanted);
+        self.keys.by_loc.reserve(found.len());
         self.keys.by_loc.extend(found);
         self.keys.checked = self.rows.len();
     }

@@ -145,13 +145,7 @@ pub(super) fn accept_all_suggestions(app: &mut App, keys: KeyUse) -> Vec<Effect>
     if let Some(learn) = app.keys_needed(&candidates, keys, Action::AcceptAllSuggestions) {
         return vec![learn];
     }
-    let changes: Vec<Change> = candidates
-        .iter()
-        .filter_map(|&r| {
-            let id = app.index.rows[r as usize].suggestion()?;
-            app.change_for(r, Some(Name::new(id)), AnnotationSource::Suggestion)
-        })
-        .collect();
+    let changes = app.suggestion_changes(&candidates);
     if changes.is_empty() {
         app.say(
             "no unclassified pair in view has a suggestion",

@@ -733,7 +733,7 @@ impl App {
 
     /// Whether the row has a category.
     pub fn is_classified(&self, row: &PairRow) -> bool {
-        self.annotation(row).is_some_and(|a| a.category.is_some())
+        classified(&self.index, &self.store, row)
     }
 
     /// Whether the active query says which statuses it wants; then it, not
@@ -1092,11 +1092,17 @@ impl App {
 
     /// Count classified failures again.
     pub fn recount(&mut self) {
-        self.classified = self
-            .index
-            .rows
-            .iter()
-            .filter(|r| r.status().is_failure() && self.is_classified(r))
+        use rayon::prelude::*;
+        // On both cores: after `Y y` on a large run, millions of look-ups
+        // that miss the caches wait for memory side by side.
+        let (index, store) = (&self.index, &self.store);
+        self.classified = (0..index.rows.len())
+            .into_par_iter()
+            .with_min_len(1 << 16)
+            .filter(|&i| {
+                let r = &index.rows[i];
+                r.status().is_failure() && classified(index, store, r)
+            })
             .count();
     }
 
@@ -1113,9 +1119,13 @@ impl App {
 
     /// Record an undo step for `changes` and return the effect that writes them.
     pub fn save(&mut self, changes: Vec<Change>, label: String) -> Effect {
+        use rayon::prelude::*;
+        // (On every core: a bulk change can hold millions.)
+        let store = &self.store;
         let before = changes
-            .iter()
-            .map(|c| match self.store.mine(&c.key) {
+            .par_iter()
+            .with_min_len(1 << 14)
+            .map(|c| match store.mine(&c.key) {
                 Some(a) => Change {
                     key: c.key,
                     case_id: c.case_id.clone(),
@@ -1305,16 +1315,28 @@ impl App {
         category: Option<Name>,
         source: AnnotationSource,
     ) -> Option<Change> {
-        let r = self.index.rows.get(row as usize)?;
-        let note = self.mine(r).and_then(|a| a.note.clone());
-        Some(Change {
-            key: self.index.key(r)?,
-            case_id: self.index.str(r.case).to_string(),
-            variant_id: self.index.str(r.variant).to_string(),
-            category,
-            note,
-            source,
-        })
+        change_of(&self.index, &self.store, row, category, source)
+    }
+
+    /// [`App::change_for`] each of `rows` with its suggested category,
+    /// on every core (after the keys of millions of failures are read, the
+    /// look-ups of their keys and notes miss the caches).
+    fn suggestion_changes(&self, rows: &[u32]) -> Vec<Change> {
+        use rayon::prelude::*;
+        let (index, store) = (&self.index, &self.store);
+        rows.par_iter()
+            .with_min_len(1 << 14)
+            .filter_map(|&r| {
+                let id = index.rows.get(r as usize)?.suggestion()?;
+                change_of(
+                    index,
+                    store,
+                    r,
+                    Some(Name::new(id)),
+                    AnnotationSource::Suggestion,
+                )
+            })
+            .collect()
     }
 
     /// Move the cursor to the next pair in view whose reviewers disagree,
@@ -1456,4 +1478,36 @@ impl App {
             ),
         }
     }
+}
+
+/// Whether the pair of `row` shows a category ([`App::is_classified`]; blind
+/// review counts only the reviewer's own decisions).
+fn classified(index: &RunIndex, store: &AnnotationStore, row: &PairRow) -> bool {
+    !index.hides(Some(store), row)
+        && index
+            .annotation(Some(store), row)
+            .is_some_and(|a| a.category.is_some())
+}
+
+/// [`App::change_for`], from the index and the store alone.
+fn change_of(
+    index: &RunIndex,
+    store: &AnnotationStore,
+    row: u32,
+    category: Option<Name>,
+    source: AnnotationSource,
+) -> Option<Change> {
+    let r = index.rows.get(row as usize)?;
+    let note = index
+        .current_key(store, r)
+        .and_then(|k| store.mine(&k))
+        .and_then(|a| a.note.clone());
+    Some(Change {
+        key: index.key(r)?,
+        case_id: index.str(r.case).to_string(),
+        variant_id: index.str(r.variant).to_string(),
+        category,
+        note,
+        source,
+    })
 }
