@@ -854,6 +854,11 @@ struct Live {
 }
 
 impl Live {
+    /// Room for `additional` more pairs.
+    fn reserve(&mut self, additional: usize) {
+        self.pairs.reserve(additional);
+    }
+
     fn put(
         &mut self,
         ann: Arc<Annotation>,
@@ -1470,7 +1475,7 @@ impl AnnotationStore {
     }
 
     /// The variant ids of the pairs annotations are on.
-    pub fn named_variants(&self) -> HashSet<&str> {
+    pub fn named_variants(&self) -> FxHashSet<&str> {
         self.live()
             .by_ids
             .values()
@@ -1764,6 +1769,13 @@ impl AnnotationStore {
                 Cow::Owned(changes) => changes.into_par_iter().map(one).collect(),
                 Cow::Borrowed(changes) => changes.par_iter().cloned().map(one).collect(),
             };
+            // Room for the pairs decided for the first time, made once: a
+            // table grown by doubling touches twice the memory, and at
+            // millions of pairs every fresh page costs.
+            let first = events.iter().filter(|e| e.3.is_none()).count();
+            for &j in &involved {
+                self.journals[j].reserve(first);
+            }
             for (i, (ann, prev, resolves, old)) in events.into_iter().enumerate() {
                 stage(&mut self.journals, i, ann, prev, resolves);
                 previous.push(old);

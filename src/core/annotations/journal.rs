@@ -273,6 +273,13 @@ impl Journal {
         self.files.as_ref().is_none_or(|f| f.contains(&file))
     }
 
+    /// Room for `additional` more pairs in memory (decisions about to be
+    /// staged on pairs this journal has none for).
+    pub(super) fn reserve(&mut self, additional: usize) {
+        self.live.reserve(additional);
+        self.own.reserve(additional);
+    }
+
     /// Apply a decision in memory and queue its event (the two share it).
     pub(super) fn stage(
         &mut self,
