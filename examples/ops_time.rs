@@ -349,6 +349,7 @@ fn main() {
         cpu_ms() - cpu,
         app.classified - before
     );
+    println!("# rss_anon_after_accept {}", proc_status("RssAnon:"));
     let (t, cpu) = (Instant::now(), cpu_ms());
     let work = app::update(&mut app, Action::Undo);
     testing::run_effects(&mut app, work, &theme);
@@ -358,4 +359,5 @@ fn main() {
         cpu_ms() - cpu,
         app.classified - before
     );
+    println!("# rss_anon_after_undo {}", proc_status("RssAnon:"));
 }
