@@ -35,6 +35,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use super::key::RecordKey;
+use ids::IdIndex;
 use journal::{Journal, LOCK_WAIT, lock_within};
 
 /// The journal format of a decision event.
@@ -847,8 +848,8 @@ struct Live {
     slots: usize,
     /// How many pairs have a shown annotation.
     shown: usize,
-    /// case_id → variant_id → keys of shown pairs, for stale look-ups without a scan.
-    by_ids: FxHashMap<String, FxHashMap<String, Vec<RecordKey>>>,
+    /// The shown pairs by their ids, for stale look-ups without a scan.
+    ids: IdIndex,
     /// Bumped whenever an annotation is set or removed.
     revision: u64,
 }
@@ -900,44 +901,36 @@ impl Live {
         }
         if let Some(old) = old {
             self.shown -= 1;
-            self.unindex(key, &old.case_id, &old.variant_id);
+            self.ids.remove(key, &old.case_id, &old.variant_id);
         }
         if let Some(new) = new {
             self.shown += 1;
-            let variants = match self.by_ids.get_mut(new.case_id.as_str()) {
-                Some(variants) => variants,
-                None => self.by_ids.entry(new.case_id.clone()).or_default(),
-            };
-            let keys = match variants.get_mut(new.variant_id.as_str()) {
-                Some(keys) => keys,
-                None => variants.entry(new.variant_id.clone()).or_default(),
-            };
-            // Most ids name one key: a vector's first growth would hold four.
-            keys.reserve_exact(1);
-            keys.push(key);
+            self.ids.insert(key, &new.case_id, &new.variant_id);
         }
     }
 
     fn clear(&mut self) {
         self.pairs.clear();
-        self.by_ids.clear();
+        self.ids.clear();
         self.shown = 0;
         self.slots = 0;
         self.revision += 1;
     }
 
-    fn unindex(&mut self, key: RecordKey, case_id: &str, variant_id: &str) {
-        if let Some(variants) = self.by_ids.get_mut(case_id) {
-            if let Some(keys) = variants.get_mut(variant_id) {
-                keys.retain(|k| *k != key);
-                if keys.is_empty() {
-                    variants.remove(variant_id);
-                }
-            }
-            if variants.is_empty() {
-                self.by_ids.remove(case_id);
-            }
-        }
+    /// The shown pairs with these ids, by key.
+    fn with_ids<'a, 's>(
+        &'a self,
+        case_id: &'s str,
+        variant_id: &'s str,
+    ) -> impl Iterator<Item = (&'a RecordKey, &'a Pair)> + use<'a, 's> {
+        self.ids
+            .candidates(case_id, variant_id)
+            .iter()
+            .filter_map(|k| Some((k, self.pairs.get(k)?)))
+            .filter(move |(_, p)| {
+                p.shown()
+                    .is_some_and(|a| a.case_id == case_id && a.variant_id == variant_id)
+            })
     }
 
     /// The annotation the pair shows.
@@ -1463,24 +1456,20 @@ impl AnnotationStore {
 
     /// Whether some annotation (current or stale) is on a pair with these ids.
     pub fn names(&self, case_id: &str, variant_id: &str) -> bool {
-        self.live()
-            .by_ids
-            .get(case_id)
-            .is_some_and(|v| v.contains_key(variant_id))
+        self.live().with_ids(case_id, variant_id).next().is_some()
     }
 
-    /// Whether some annotation is on a pair with this case id.
-    pub fn names_case(&self, case_id: &str) -> bool {
-        self.live().by_ids.contains_key(case_id)
+    /// Whether some annotation may be on a pair with this case id: never
+    /// false when one is, seldom true when none is (a filter before
+    /// [`AnnotationStore::names`]).
+    pub fn may_name_case(&self, case_id: &str) -> bool {
+        self.live().ids.may_name_case(case_id)
     }
 
-    /// The variant ids of the pairs annotations are on.
-    pub fn named_variants(&self) -> FxHashSet<&str> {
-        self.live()
-            .by_ids
-            .values()
-            .flat_map(|v| v.keys().map(String::as_str))
-            .collect()
+    /// Whether some annotation may be on a pair with this variant id, as
+    /// [`AnnotationStore::may_name_case`].
+    pub fn may_name_variant(&self, variant_id: &str) -> bool {
+        self.live().ids.may_name_variant(variant_id)
     }
 
     /// Whether the store holds no annotation.
@@ -1498,14 +1487,10 @@ impl AnnotationStore {
         if self.hides(current) {
             return None;
         }
-        let live = self.live();
-        live.by_ids
-            .get(case_id)?
-            .get(variant_id)?
-            .iter()
-            .filter(|k| *k != current)
-            .filter_map(|k| live.pairs.get(k))
-            .filter(|p| p.shown().is_some())
+        self.live()
+            .with_ids(case_id, variant_id)
+            .filter(|(k, _)| *k != current)
+            .map(|(_, p)| p)
             .max_by_key(|p| p.newest)
             .and_then(Pair::shown)
     }
@@ -2556,6 +2541,7 @@ mod key_hex {
     }
 }
 
+mod ids;
 mod journal;
 mod name;
 pub use name::Name;

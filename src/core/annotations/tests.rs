@@ -2153,18 +2153,28 @@ fn ids_rebuilt(live: &Live) -> BTreeSet<(String, String, RecordKey)> {
 
 fn ids_indexed(live: &Live) -> BTreeSet<(String, String, RecordKey)> {
     let mut out = BTreeSet::new();
-    for (case, variants) in &live.by_ids {
-        assert!(!variants.is_empty(), "an empty case is left in the index");
-        for (variant, keys) in variants {
-            assert!(!keys.is_empty(), "an empty variant is left in the index");
-            for k in keys {
-                assert!(
-                    out.insert((case.clone(), variant.clone(), *k)),
-                    "a key indexed twice"
-                );
-            }
-        }
+    for (hash, k) in live.ids.filed() {
+        let a = live
+            .pairs
+            .get(k)
+            .and_then(Pair::shown)
+            .expect("a key filed in the id index shows an annotation");
+        assert_eq!(
+            hash,
+            IdIndex::hash_of(&a.case_id, &a.variant_id),
+            "a key filed under ids it does not show"
+        );
+        assert!(
+            out.insert((a.case_id.clone(), a.variant_id.clone(), *k)),
+            "a key indexed twice"
+        );
     }
+    let shown = live.pairs.values().filter_map(Pair::shown);
+    assert!(
+        live.ids
+            .counts_match(shown.map(|a| (a.case_id.as_str(), a.variant_id.as_str()))),
+        "the counts by case and by variant are not those of the shown pairs"
+    );
     out
 }
 

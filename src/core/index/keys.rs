@@ -32,8 +32,10 @@ pub struct RowKeys {
     /// Rows `0..checked` were looked at for the store revision `revision`.
     checked: usize,
     revision: Option<u64>,
-    /// Per interned string: bit 0, some annotation's case id; bit 1, some
-    /// annotation's variant id (for strings `0..flags.len()`).
+    /// Per interned string: bit 0, perhaps some annotation's case id; bit
+    /// 1, perhaps some annotation's variant id (for strings
+    /// `0..flags.len()`; never unset when one is, seldom set when none is:
+    /// see [`AnnotationStore::may_name_case`]).
     flags: Vec<u8>,
 }
 
@@ -264,7 +266,6 @@ impl RunIndex {
             return;
         }
         if self.keys.flags.len() < self.strings().len() {
-            let variants = store.named_variants();
             let from = self.keys.flags.len();
             // (On every core: at ten million pairs, millions of strings.)
             let strings = self.strings();
@@ -274,10 +275,10 @@ impl RunIndex {
                 .map(|i| {
                     let s = &strings[i];
                     let mut f = 0;
-                    if store.names_case(s) {
+                    if store.may_name_case(s) {
                         f |= CASE;
                     }
-                    if variants.contains(s) {
+                    if store.may_name_variant(s) {
                         f |= VARIANT;
                     }
                     f

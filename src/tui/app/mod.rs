@@ -623,14 +623,13 @@ impl App {
     pub fn find_orphans(&mut self) {
         // Every row an annotation could be on has a known key by now.
         let keys: HashSet<_> = self.index.known_key_set().copied().collect();
-        let named = self.store.named_variants();
         let ids: HashSet<(String, String)> = self
             .index
             .rows
             .iter()
             .filter(|r| {
-                self.store.names_case(self.index.str(r.case))
-                    && named.contains(self.index.str(r.variant))
+                self.store.may_name_case(self.index.str(r.case))
+                    && self.store.may_name_variant(self.index.str(r.variant))
             })
             .map(|r| {
                 (
