@@ -108,8 +108,8 @@ fn synthetic(n: usize) -> Vec<Change> {
 fn change(key: RecordKey, case_id: String, variant_id: String, i: usize) -> Change {
     Change {
         key,
-        case_id,
-        variant_id,
+        case_id: case_id.into(),
+        variant_id: variant_id.into(),
         category: Some(CATEGORIES[i % CATEGORIES.len()].into()),
         note: None,
         source: AnnotationSource::Suggestion,

@@ -24,7 +24,7 @@ fn main() {
         k[..4].copy_from_slice(&i.to_le_bytes());
         s.apply(vec![Change {
             key: RecordKey(k),
-            case_id: format!("c{i}"),
+            case_id: format!("c{i}").into(),
             variant_id: "v".into(),
             category: Some("boundary".into()),
             note: None,
@@ -49,7 +49,7 @@ fn main() {
         k[..4].copy_from_slice(&i.to_le_bytes());
         b.apply(vec![Change {
             key: RecordKey(k),
-            case_id: format!("c{i}"),
+            case_id: format!("c{i}").into(),
             variant_id: "v".into(),
             category: Some("boundary".into()),
             note: None,
@@ -66,7 +66,7 @@ fn main() {
             k[..4].copy_from_slice(&i.to_le_bytes());
             s.apply(vec![Change {
                 key: RecordKey(k),
-                case_id: format!("c{i}"),
+                case_id: format!("c{i}").into(),
                 variant_id: "v".into(),
                 category: Some("boundary".into()),
                 note: None,

@@ -233,7 +233,7 @@ fn resolving_records_a_resolution_event_and_the_pair_leaves_the_queue() {
     let resolved = other
         .all()
         .into_iter()
-        .find(|a| a.variant_id == "remove-scope-evidence")
+        .find(|a| &*a.variant_id == "remove-scope-evidence")
         .unwrap();
     assert_eq!(resolved.category.as_deref(), Some("boundary"));
     assert_eq!(other.agreement(&resolved.key), Some(Agreement::Resolved));

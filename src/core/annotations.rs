@@ -36,6 +36,9 @@ use sha2::{Digest, Sha256};
 
 use super::key::RecordKey;
 use ids::IdIndex;
+/// A case or variant id held by a decision: shared, not copied, between
+/// the change, its event, the journal and the undo step.
+pub type Id = Arc<str>;
 use journal::{Journal, LOCK_WAIT, lock_within};
 
 /// The journal format of a decision event.
@@ -49,8 +52,8 @@ const RESOLUTION_VERSION: u64 = 2;
 pub struct Annotation {
     #[serde(with = "key_hex")]
     pub key: RecordKey,
-    pub case_id: String,
-    pub variant_id: String,
+    pub case_id: Id,
+    pub variant_id: Id,
     pub category: Option<Name>,
     pub note: Option<String>,
     pub reviewer: Name,
@@ -140,8 +143,8 @@ pub enum AnnotationSource {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
     pub key: RecordKey,
-    pub case_id: String,
-    pub variant_id: String,
+    pub case_id: Id,
+    pub variant_id: Id,
     pub category: Option<Name>,
     pub note: Option<String>,
     pub source: AnnotationSource,
@@ -420,8 +423,8 @@ fn event_line(ev: Event, resolution: bool) -> Line {
     };
     let ann = Annotation {
         key,
-        case_id: ev.case_id,
-        variant_id: ev.variant_id,
+        case_id: ev.case_id.into(),
+        variant_id: ev.variant_id.into(),
         category: non_empty(ev.category),
         note: non_empty(ev.note),
         reviewer: ev.reviewer,
@@ -929,7 +932,7 @@ impl Live {
             .filter_map(|k| Some((k, self.pairs.get(k)?)))
             .filter(move |(_, p)| {
                 p.shown()
-                    .is_some_and(|a| a.case_id == case_id && a.variant_id == variant_id)
+                    .is_some_and(|a| &*a.case_id == case_id && &*a.variant_id == variant_id)
             })
     }
 
@@ -1437,8 +1440,8 @@ impl AnnotationStore {
         ResolutionChange {
             change: Change {
                 key: *key,
-                case_id: case_id.to_string(),
-                variant_id: variant_id.to_string(),
+                case_id: case_id.into(),
+                variant_id: variant_id.into(),
                 category: current.and_then(|r| r.ann.category),
                 note: None,
                 source: AnnotationSource::Manual,
@@ -1520,7 +1523,7 @@ impl AnnotationStore {
             .into_iter()
             .filter(|a| {
                 !present.contains(&a.key)
-                    && !present_ids.contains(&(a.case_id.clone(), a.variant_id.clone()))
+                    && !present_ids.contains(&(a.case_id.to_string(), a.variant_id.to_string()))
             })
             .collect()
     }
@@ -1875,8 +1878,8 @@ impl AnnotationStore {
                 };
                 (!same).then(|| Conflict {
                     key: c.key,
-                    case_id: c.case_id.clone(),
-                    variant_id: c.variant_id.clone(),
+                    case_id: c.case_id.to_string(),
+                    variant_id: c.variant_id.to_string(),
                     now: now.cloned(),
                 })
             })
@@ -1900,8 +1903,8 @@ impl AnnotationStore {
                     && (want.is_none() || sorted(&now.resolves) == sorted(&e.resolves));
                 (!same).then(|| Conflict {
                     key: c.key,
-                    case_id: c.case_id.clone(),
-                    variant_id: c.variant_id.clone(),
+                    case_id: c.case_id.to_string(),
+                    variant_id: c.variant_id.to_string(),
                     now: self
                         .live()
                         .pairs

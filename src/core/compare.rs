@@ -503,8 +503,8 @@ impl Comparison {
                 Ok((
                     Change {
                         key,
-                        case_id: new.str(row.case).to_string(),
-                        variant_id: new.str(row.variant).to_string(),
+                        case_id: new.str(row.case).into(),
+                        variant_id: new.str(row.variant).into(),
                         category: c.category,
                         note: c.note.clone(),
                         source: c.source,

@@ -409,8 +409,8 @@ pub fn plan(
         match index.key(&pair) {
             Some(key) => changes.push(Change {
                 key,
-                case_id: row.case_id.clone(),
-                variant_id: row.variant_id.clone(),
+                case_id: row.case_id.as_str().into(),
+                variant_id: row.variant_id.as_str().into(),
                 category: Some(Name::new(&row.category)),
                 note: row.note.clone(),
                 source: AnnotationSource::Manual,

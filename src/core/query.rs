@@ -538,7 +538,7 @@ impl<'a> AnnEnv<'a> {
                 }
             )
         });
-        let cases = stale.then(|| map.values().map(|a| a.case_id.as_str()).collect());
+        let cases = stale.then(|| map.values().map(|a| &*a.case_id).collect());
         let mut seen = vec![0u64; 1 << 10];
         for k in map.keys() {
             let b = key_bucket(k);

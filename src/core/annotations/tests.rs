@@ -12,8 +12,8 @@ fn key(n: u8) -> RecordKey {
 fn change(n: u8, case: &str, cat: Option<&str>, note: Option<&str>) -> Change {
     Change {
         key: key(n),
-        case_id: case.to_string(),
-        variant_id: "v1".to_string(),
+        case_id: case.to_string().into(),
+        variant_id: "v1".to_string().into(),
         category: cat.map(Name::new),
         note: note.map(str::to_string),
         source: AnnotationSource::Manual,
@@ -35,8 +35,8 @@ fn lines(path: &Path) -> Vec<String> {
 fn event(n: u8, case: &str, cat: Option<&str>, note: Option<&str>) -> String {
     let ann = Annotation {
         key: key(n),
-        case_id: case.to_string(),
-        variant_id: "v1".to_string(),
+        case_id: case.to_string().into(),
+        variant_id: "v1".to_string().into(),
         category: cat.map(Name::new),
         note: note.map(str::to_string),
         reviewer: "ann".into(),
@@ -482,7 +482,7 @@ fn two_instances_share_one_journal_and_merge_each_others_decisions() {
         .iter()
         .map(|a| {
             (
-                a.case_id.clone(),
+                a.case_id.to_string(),
                 a.category.map(String::from),
                 a.note.clone(),
             )
@@ -772,8 +772,8 @@ proptest! {
                     }
                     Change {
                         key: key(n),
-                        case_id: format!("c{}", n % 3),
-                        variant_id: "v".to_string(),
+                        case_id: format!("c{}", n % 3).into(),
+                        variant_id: "v".to_string().into(),
                         category,
                         note,
                         source,
@@ -825,8 +825,8 @@ proptest! {
                     model.insert(key(n), (category, note.clone(), AnnotationSource::Manual));
                     store.apply(vec![Change {
                         key: key(n),
-                        case_id: format!("c{n}"),
-                        variant_id: "v".to_string(),
+                        case_id: format!("c{n}").into(),
+                        variant_id: "v".to_string().into(),
                         category,
                         note,
                         source: AnnotationSource::Manual,
@@ -1519,8 +1519,8 @@ fn a_three_way_merge_keeps_each_sides_changes_and_the_later_of_a_slot_both_chang
     let ev = |n: u8, reviewer: &str, cat: &str, at: &str| {
         let ann = Annotation {
             key: key(n),
-            case_id: format!("c{n}"),
-            variant_id: "v1".to_string(),
+            case_id: format!("c{n}").into(),
+            variant_id: "v1".to_string().into(),
             category: Some(cat.into()),
             note: None,
             reviewer: reviewer.into(),
@@ -1616,8 +1616,8 @@ fn the_same_decision_twice_in_one_second_is_two_events() {
                     store
                         .apply(vec![Change {
                             key: key(n),
-                            case_id: format!("c{n}"),
-                            variant_id: "v".to_string(),
+                            case_id: format!("c{n}").into(),
+                            variant_id: "v".to_string().into(),
                             category,
                             note: None,
                             source: AnnotationSource::Manual,
@@ -1924,8 +1924,8 @@ fn any_event() -> impl Strategy<Value = (Annotation, Option<Prev>, Option<Vec<Pr
             |(key, (case_id, variant_id, reviewer, at), (category, note), manual, from, nonce)| {
                 Annotation {
                     key: RecordKey(key),
-                    case_id,
-                    variant_id,
+                    case_id: case_id.into(),
+                    variant_id: variant_id.into(),
                     category: category.map(Name::from),
                     note,
                     reviewer: reviewer.into(),
@@ -2005,8 +2005,8 @@ fn many_events_are_encoded_in_order_on_several_threads() {
             k[..8].copy_from_slice(&(i as u64).to_le_bytes());
             let ann = Annotation {
                 key: RecordKey(k),
-                case_id: format!("case-{}", i / 3),
-                variant_id: format!("v-{i}"),
+                case_id: format!("case-{}", i / 3).into(),
+                variant_id: format!("v-{i}").into(),
                 category: (i % 4 != 0).then(|| Name::new(&format!("cat-{}", i % 5))),
                 note: (i % 7 == 0).then(|| "a \"note\"\n".to_string()),
                 reviewer: "ann".into(),
@@ -2041,8 +2041,8 @@ fn events_encoded_in_rounds_are_the_lines_in_order_and_stop_at_the_first_error()
             k[..8].copy_from_slice(&(i as u64).to_le_bytes());
             Annotation {
                 key: RecordKey(k),
-                case_id: format!("case-{}", i / 3),
-                variant_id: format!("v-{i}"),
+                case_id: format!("case-{}", i / 3).into(),
+                variant_id: format!("v-{i}").into(),
                 category: (i % 4 != 0).then(|| Name::new(&format!("cat-{}", i % 5))),
                 note: (i % 11 == 0).then(|| "a \"note\"\n".to_string()),
                 reviewer: "ann".into(),
@@ -2099,8 +2099,8 @@ fn a_save_of_many_decisions_appends_their_lines_in_order_and_replays_to_the_same
             k[..8].copy_from_slice(&(i as u64 + 1000).to_le_bytes());
             Change {
                 key: RecordKey(k),
-                case_id: format!("case-{}", i / 4),
-                variant_id: format!("v-{i}"),
+                case_id: format!("case-{}", i / 4).into(),
+                variant_id: format!("v-{i}").into(),
                 category: Some(["a", "b", "c"][i % 3].into()),
                 note: (i % 9 == 0).then(|| format!("note {i}")),
                 source: AnnotationSource::Suggestion,
@@ -2146,7 +2146,7 @@ fn ids_rebuilt(live: &Live) -> BTreeSet<(String, String, RecordKey)> {
         .iter()
         .filter_map(|(k, p)| {
             p.shown()
-                .map(|a| (a.case_id.clone(), a.variant_id.clone(), *k))
+                .map(|a| (a.case_id.to_string(), a.variant_id.to_string(), *k))
         })
         .collect()
 }
@@ -2165,14 +2165,14 @@ fn ids_indexed(live: &Live) -> BTreeSet<(String, String, RecordKey)> {
             "a key filed under ids it does not show"
         );
         assert!(
-            out.insert((a.case_id.clone(), a.variant_id.clone(), *k)),
+            out.insert((a.case_id.to_string(), a.variant_id.to_string(), *k)),
             "a key indexed twice"
         );
     }
     let shown = live.pairs.values().filter_map(Pair::shown);
     assert!(
         live.ids
-            .counts_match(shown.map(|a| (a.case_id.as_str(), a.variant_id.as_str()))),
+            .counts_match(shown.map(|a| (&*a.case_id, &*a.variant_id))),
         "the counts by case and by variant are not those of the shown pairs"
     );
     out
@@ -2199,8 +2199,8 @@ proptest! {
         for (seq, (k, reviewer, case, variant, cat, noted, kind)) in events.into_iter().enumerate() {
             let ann = Annotation {
                 key: key(k),
-                case_id: format!("c{case}"),
-                variant_id: format!("v{variant}"),
+                case_id: format!("c{case}").into(),
+                variant_id: format!("v{variant}").into(),
                 category: cat.map(|c| Name::new(&format!("cat{c}"))),
                 note: noted.then(|| "n".to_string()),
                 reviewer: ["ann", "bob", "cy"][reviewer as usize].into(),
@@ -2289,8 +2289,8 @@ fn numbered(i: usize, cat: &str) -> Change {
     k[8] = 0xab;
     Change {
         key: RecordKey(k),
-        case_id: format!("c{i}"),
-        variant_id: "v1".to_string(),
+        case_id: format!("c{i}").into(),
+        variant_id: "v1".to_string().into(),
         category: Some(cat.into()),
         note: None,
         source: AnnotationSource::Suggestion,
@@ -2327,7 +2327,7 @@ fn a_step_of_many_decisions_records_what_each_replaced_as_one_at_a_time_would() 
         let Line::Event(ann, prev, _) = parse_line(line.as_bytes()) else {
             panic!("line {i} is not an event: {line}");
         };
-        assert_eq!(ann.case_id, format!("c{i}"));
+        assert_eq!(&*ann.case_id, format!("c{i}"));
         assert_eq!(ann.category.as_deref(), Some("b"));
         assert_eq!(ann.reviewer, "ann");
         assert_eq!(

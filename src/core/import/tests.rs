@@ -144,7 +144,7 @@ fn rows_are_matched_to_the_runs_pairs_and_every_mismatch_is_a_problem() {
     assert_eq!(
         changes
             .iter()
-            .map(|c| (c.case_id.as_str(), c.category.as_deref(), c.note.as_deref()))
+            .map(|c| (&*c.case_id, c.category.as_deref(), c.note.as_deref()))
             .collect::<Vec<_>>(),
         vec![
             ("login-failures-002", Some("boundary"), Some("on the line")),

@@ -437,8 +437,8 @@ fn triage_fields_follow_the_annotation_store() {
     let ids = |i: usize| id_list[i].clone();
     let change = |key: RecordKey, i: usize, cat: Option<&str>, note: Option<&str>| Change {
         key,
-        case_id: ids(i).0,
-        variant_id: ids(i).1,
+        case_id: ids(i).0.into(),
+        variant_id: ids(i).1.into(),
         category: cat.map(Name::new),
         note: note.map(str::to_string),
         source: AnnotationSource::Manual,
@@ -850,8 +850,8 @@ fn bench_filter() {
                     Some(k) if i % 4 != 0 => k,
                     _ => RecordKey([i as u8; 16]),
                 },
-                case_id: index.str(r.case).to_string(),
-                variant_id: index.str(r.variant).to_string(),
+                case_id: index.str(r.case).to_string().into(),
+                variant_id: index.str(r.variant).to_string().into(),
                 category: Some("boundary".into()),
                 note: None,
                 source: AnnotationSource::Manual,
@@ -964,8 +964,8 @@ fn disagree_selects_the_pairs_reviewers_differ_on_until_resolved() {
         .collect();
     let change = |i: usize, cat: &str| Change {
         key: keys[i],
-        case_id: ids[i].0.clone(),
-        variant_id: ids[i].1.clone(),
+        case_id: ids[i].0.clone().into(),
+        variant_id: ids[i].1.clone().into(),
         category: Some(cat.into()),
         note: None,
         source: AnnotationSource::Manual,

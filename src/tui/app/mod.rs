@@ -1503,8 +1503,8 @@ fn change_of(
         .and_then(|a| a.note.clone());
     Some(Change {
         key: index.key(r)?,
-        case_id: index.str(r.case).to_string(),
-        variant_id: index.str(r.variant).to_string(),
+        case_id: index.str(r.case).into(),
+        variant_id: index.str(r.variant).into(),
         category,
         note,
         source,

@@ -45,8 +45,8 @@ pub fn handle(app: &mut App, action: Action, keys: KeyUse) -> Vec<Effect> {
                     let prev = app.mine(row);
                     Some(Change {
                         key: app.index.key(row)?,
-                        case_id: app.index.str(row.case).to_string(),
-                        variant_id: app.index.str(row.variant).to_string(),
+                        case_id: app.index.str(row.case).into(),
+                        variant_id: app.index.str(row.variant).into(),
                         category: prev.and_then(|a| a.category),
                         note: note.clone(),
                         source: prev.map(|a| a.source).unwrap_or(AnnotationSource::Manual),
