@@ -134,8 +134,8 @@ fn decisions_made_on_one_run_are_found_on_the_other() {
             }
             changes.push(Change {
                 key: idx.key_of(i).expect("key"),
-                case_id: idx.str(r.case).to_string().into(),
-                variant_id: idx.str(r.variant).to_string().into(),
+                case_id: idx.str(r.case).into(),
+                variant_id: idx.str(r.variant).into(),
                 category: Some("model-error".into()),
                 note: Some(format!("seen on {a}")),
                 source: AnnotationSource::Manual,

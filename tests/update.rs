@@ -1278,8 +1278,8 @@ fn bobs_change(f: &Fixture, row: u32, category: &str) -> Change {
     let r = &f.app.index.rows[row as usize];
     Change {
         key: f.key(row),
-        case_id: f.app.index.str(r.case).to_string().into(),
-        variant_id: f.app.index.str(r.variant).to_string().into(),
+        case_id: f.app.index.str(r.case).into(),
+        variant_id: f.app.index.str(r.variant).into(),
         category: Some(category.into()),
         note: None,
         source: AnnotationSource::Manual,

@@ -36,10 +36,11 @@ use sha2::{Digest, Sha256};
 
 use super::key::RecordKey;
 use ids::IdIndex;
+use journal::{Journal, LOCK_WAIT, lock_within};
+
 /// A case or variant id held by a decision: shared, not copied, between
 /// the change, its event, the journal and the undo step.
 pub type Id = Arc<str>;
-use journal::{Journal, LOCK_WAIT, lock_within};
 
 /// The journal format of a decision event.
 const FORMAT_VERSION: u64 = 1;
@@ -1517,13 +1518,12 @@ impl AnnotationStore {
     pub fn orphans(
         &self,
         present: &HashSet<RecordKey>,
-        present_ids: &HashSet<(String, String)>,
+        present_ids: &HashSet<(&str, &str)>,
     ) -> Vec<&Annotation> {
         self.all()
             .into_iter()
             .filter(|a| {
-                !present.contains(&a.key)
-                    && !present_ids.contains(&(a.case_id.to_string(), a.variant_id.to_string()))
+                !present.contains(&a.key) && !present_ids.contains(&(&*a.case_id, &*a.variant_id))
             })
             .collect()
     }

@@ -396,8 +396,8 @@ mod tests {
                 let row = idx.rows[i as usize];
                 Some(Change {
                     key,
-                    case_id: idx.str(row.case).to_string().into(),
-                    variant_id: idx.str(row.variant).to_string().into(),
+                    case_id: idx.str(row.case).into(),
+                    variant_id: idx.str(row.variant).into(),
                     category: categories[i as usize % 4].map(Name::new),
                     note: None,
                     source: AnnotationSource::Manual,

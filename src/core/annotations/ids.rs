@@ -16,6 +16,7 @@
 //! variant alone may say yes for an id no pair has (they are filters,
 //! always followed by an exact look-up).
 
+use std::collections::hash_map::Entry;
 use std::hash::BuildHasher;
 
 use rustc_hash::{FxBuildHasher, FxHashMap};
@@ -76,10 +77,10 @@ impl IdIndex {
     /// File the shown pair `key` under its ids.
     pub(super) fn insert(&mut self, key: RecordKey, case_id: &str, variant_id: &str) {
         match self.pairs.entry(pair_hash(case_id, variant_id)) {
-            std::collections::hash_map::Entry::Vacant(e) => {
+            Entry::Vacant(e) => {
                 e.insert(Keys::One(key));
             }
-            std::collections::hash_map::Entry::Occupied(mut e) => {
+            Entry::Occupied(mut e) => {
                 let keys = e.get_mut();
                 match keys {
                     Keys::One(k) => *keys = Keys::Many(vec![*k, key]),

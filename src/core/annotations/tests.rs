@@ -12,8 +12,8 @@ fn key(n: u8) -> RecordKey {
 fn change(n: u8, case: &str, cat: Option<&str>, note: Option<&str>) -> Change {
     Change {
         key: key(n),
-        case_id: case.to_string().into(),
-        variant_id: "v1".to_string().into(),
+        case_id: case.into(),
+        variant_id: "v1".into(),
         category: cat.map(Name::new),
         note: note.map(str::to_string),
         source: AnnotationSource::Manual,
@@ -35,8 +35,8 @@ fn lines(path: &Path) -> Vec<String> {
 fn event(n: u8, case: &str, cat: Option<&str>, note: Option<&str>) -> String {
     let ann = Annotation {
         key: key(n),
-        case_id: case.to_string().into(),
-        variant_id: "v1".to_string().into(),
+        case_id: case.into(),
+        variant_id: "v1".into(),
         category: cat.map(Name::new),
         note: note.map(str::to_string),
         reviewer: "ann".into(),
@@ -215,7 +215,7 @@ fn stale_and_orphans() {
     assert!(store.stale_for("zz", "v1", &key(2)).is_none());
 
     let present: HashSet<RecordKey> = [key(4)].into();
-    let ids: HashSet<(String, String)> = [("c1".to_string(), "v1".to_string())].into();
+    let ids: HashSet<(&str, &str)> = [("c1", "v1")].into();
     let orphans: Vec<RecordKey> = store
         .orphans(&present, &ids)
         .iter()
@@ -773,7 +773,7 @@ proptest! {
                     Change {
                         key: key(n),
                         case_id: format!("c{}", n % 3).into(),
-                        variant_id: "v".to_string().into(),
+                        variant_id: "v".into(),
                         category,
                         note,
                         source,
@@ -826,7 +826,7 @@ proptest! {
                     store.apply(vec![Change {
                         key: key(n),
                         case_id: format!("c{n}").into(),
-                        variant_id: "v".to_string().into(),
+                        variant_id: "v".into(),
                         category,
                         note,
                         source: AnnotationSource::Manual,
@@ -1520,7 +1520,7 @@ fn a_three_way_merge_keeps_each_sides_changes_and_the_later_of_a_slot_both_chang
         let ann = Annotation {
             key: key(n),
             case_id: format!("c{n}").into(),
-            variant_id: "v1".to_string().into(),
+            variant_id: "v1".into(),
             category: Some(cat.into()),
             note: None,
             reviewer: reviewer.into(),
@@ -1617,7 +1617,7 @@ fn the_same_decision_twice_in_one_second_is_two_events() {
                         .apply(vec![Change {
                             key: key(n),
                             case_id: format!("c{n}").into(),
-                            variant_id: "v".to_string().into(),
+                            variant_id: "v".into(),
                             category,
                             note: None,
                             source: AnnotationSource::Manual,
@@ -2290,7 +2290,7 @@ fn numbered(i: usize, cat: &str) -> Change {
     Change {
         key: RecordKey(k),
         case_id: format!("c{i}").into(),
-        variant_id: "v1".to_string().into(),
+        variant_id: "v1".into(),
         category: Some(cat.into()),
         note: None,
         source: AnnotationSource::Suggestion,

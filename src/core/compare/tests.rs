@@ -332,8 +332,8 @@ fn decide(store: &mut AnnotationStore, index: &mut RunIndex, row: u32, category:
     store
         .apply(vec![Change {
             key,
-            case_id: index.str(r.case).to_string().into(),
-            variant_id: index.str(r.variant).to_string().into(),
+            case_id: index.str(r.case).into(),
+            variant_id: index.str(r.variant).into(),
             category: Some(category.into()),
             note: Some(format!("note on {category}")),
             source: AnnotationSource::Manual,

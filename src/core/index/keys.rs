@@ -362,8 +362,8 @@ mod tests {
         let r = &index.rows[i];
         Change {
             key,
-            case_id: index.str(r.case).to_string().into(),
-            variant_id: index.str(r.variant).to_string().into(),
+            case_id: index.str(r.case).into(),
+            variant_id: index.str(r.variant).into(),
             category: Some(category.into()),
             note: None,
             source: AnnotationSource::Manual,

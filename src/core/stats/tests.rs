@@ -327,8 +327,8 @@ fn fixture() -> Fixture {
         let r = &index.rows[i];
         Change {
             key: keys[i],
-            case_id: index.str(r.case).to_string().into(),
-            variant_id: index.str(r.variant).to_string().into(),
+            case_id: index.str(r.case).into(),
+            variant_id: index.str(r.variant).into(),
             category: category.map(Name::new),
             note: note.map(str::to_string),
             source: AnnotationSource::Manual,

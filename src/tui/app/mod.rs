@@ -623,20 +623,12 @@ impl App {
     pub fn find_orphans(&mut self) {
         // Every row an annotation could be on has a known key by now.
         let keys: HashSet<_> = self.index.known_key_set().copied().collect();
-        let ids: HashSet<(String, String)> = self
-            .index
+        let (index, store) = (&self.index, &self.store);
+        let ids: HashSet<(&str, &str)> = index
             .rows
             .iter()
-            .filter(|r| {
-                self.store.may_name_case(self.index.str(r.case))
-                    && self.store.may_name_variant(self.index.str(r.variant))
-            })
-            .map(|r| {
-                (
-                    self.index.str(r.case).to_string(),
-                    self.index.str(r.variant).to_string(),
-                )
-            })
+            .map(|r| (index.str(r.case), index.str(r.variant)))
+            .filter(|(case, variant)| store.may_name_case(case) && store.may_name_variant(variant))
             .collect();
         self.orphans = self
             .store
@@ -713,8 +705,7 @@ impl App {
 
     /// This reviewer's own decision on a row, under its current key.
     pub fn mine(&self, row: &PairRow) -> Option<&Annotation> {
-        let key = self.index.current_key(&self.store, row)?;
-        self.store.mine(&key)
+        mine_of(&self.index, &self.store, row)
     }
 
     /// An annotation made on an earlier version of this pair.
@@ -1488,6 +1479,15 @@ fn classified(index: &RunIndex, store: &AnnotationStore, row: &PairRow) -> bool 
             .is_some_and(|a| a.category.is_some())
 }
 
+/// [`App::mine`], from the index and the store alone.
+fn mine_of<'s>(
+    index: &RunIndex,
+    store: &'s AnnotationStore,
+    row: &PairRow,
+) -> Option<&'s Annotation> {
+    store.mine(&index.current_key(store, row)?)
+}
+
 /// [`App::change_for`], from the index and the store alone.
 fn change_of(
     index: &RunIndex,
@@ -1497,10 +1497,7 @@ fn change_of(
     source: AnnotationSource,
 ) -> Option<Change> {
     let r = index.rows.get(row as usize)?;
-    let note = index
-        .current_key(store, r)
-        .and_then(|k| store.mine(&k))
-        .and_then(|a| a.note.clone());
+    let note = mine_of(index, store, r).and_then(|a| a.note.clone());
     Some(Change {
         key: index.key(r)?,
         case_id: index.str(r.case).into(),
