@@ -16,6 +16,7 @@
 //! allocated per row unless a text term has to read the row's line.
 
 use std::fmt;
+use std::io;
 
 use memchr::memmem;
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -465,9 +466,13 @@ impl Query {
         }
         let size = rows.len().div_ceil(parts);
         let env = &env;
+        // The terms that read no line, a part of the rows on each core; the
+        // text terms then on what passed, a stretch of the run on each core
+        // (parts of the rows in view order could each span the whole run,
+        // and read it twice).
         let kept: Vec<usize> = rows
             .par_chunks_mut(size)
-            .map_init(|| compiled.clone(), |c, part| c.run(index, env, part))
+            .map_init(|| compiled.clone(), |c, part| c.sweep(index, env, part))
             .collect();
         let mut end = 0;
         for (p, k) in kept.into_iter().enumerate() {
@@ -476,6 +481,8 @@ impl Query {
             end += k;
         }
         rows.truncate(end);
+        let kept = compiled.par_search(index, env, rows);
+        rows.truncate(kept);
     }
 }
 
@@ -1169,6 +1176,16 @@ fn outcome_in(m: u64, r: &PairRow) -> bool {
     m & (1 << (outcome_bit(r.source_outcome()) * 6 + outcome_bit(r.variant_outcome()))) != 0
 }
 
+/// Move the rows whose `hits` are set to the front of `rows`, in order; how many.
+fn keep_hits(rows: &mut [u32], hits: &[bool]) -> usize {
+    let mut n = 0;
+    for k in 0..rows.len() {
+        rows[n] = rows[k];
+        n += usize::from(hits[k]);
+    }
+    n
+}
+
 /// Keep the indices in `sel` whose row satisfies `keep` (indices past the end go).
 ///
 /// Written to be branch-free on the verdict: every index is stored and the
@@ -1335,15 +1352,17 @@ impl Compiled {
 
     /// Filter `rows`, a block at a time: one tight pass per term over the
     /// block (its rows stay in cache between passes); then the text terms
-    /// row by row on what is left, each line read once, in spans in file
-    /// order ([`RunIndex::for_each_line`]).
+    /// row by row on what is left ([`Compiled::search`]).
     fn run(&mut self, index: &RunIndex, env: &AnnEnv, rows: &mut [u32]) -> usize {
+        let kept = self.sweep(index, env, rows);
+        self.search(index, env, &mut rows[..kept])
+    }
+
+    /// The terms that read no line ([`Compiled::run`]): the rows that pass
+    /// them are moved to the front of `rows`, in order; how many.
+    fn sweep(&mut self, index: &RunIndex, env: &AnnEnv, rows: &mut [u32]) -> usize {
         const BLOCK: usize = 1024;
-        let slow = self
-            .conds
-            .iter()
-            .position(|(_, c)| c.cost() >= TEXT_COST)
-            .unwrap_or(self.conds.len());
+        let slow = self.slow();
         // Matches are written back over the rows already read: `kept`
         // never passes the start of the block being read.
         let mut kept = 0;
@@ -1365,25 +1384,74 @@ impl Compiled {
             rows[kept..kept + sel.len()].copy_from_slice(&sel);
             kept += sel.len();
         }
-        if slow < self.conds.len() && kept > 0 {
-            // The lines of what is left, read in spans in file order (the
-            // disk reading the next span while one is searched).
-            let mut hits = vec![false; kept];
-            index.for_each_line(&rows[..kept], |k, line| {
-                let i = rows[k] as usize;
-                hits[k] = match (line, index.rows.get(i)) {
-                    (Ok(line), Some(r)) => self.eval(index, env, i, r, slow, Some(line)),
-                    _ => false,
-                };
-            });
-            let mut n = 0;
-            for k in 0..kept {
-                rows[n] = rows[k];
-                n += usize::from(hits[k]);
-            }
-            kept = n;
-        }
         kept
+    }
+
+    /// Where the terms that read lines begin (text terms go last).
+    fn slow(&self) -> usize {
+        self.conds
+            .iter()
+            .position(|(_, c)| c.cost() >= TEXT_COST)
+            .unwrap_or(self.conds.len())
+    }
+
+    /// The terms from [`Compiled::slow`] on, on `rows` that passed the
+    /// others: each line read once, in spans in file order
+    /// ([`RunIndex::for_each_line`]); the matches are moved to the front,
+    /// in order; how many.
+    fn search(&mut self, index: &RunIndex, env: &AnnEnv, rows: &mut [u32]) -> usize {
+        let slow = self.slow();
+        if slow == self.conds.len() || rows.is_empty() {
+            return rows.len();
+        }
+        let mut hits = vec![false; rows.len()];
+        index.for_each_line(rows, |k, line| {
+            hits[k] = self.eval_line(index, env, rows[k] as usize, slow, line);
+        });
+        keep_hits(rows, &hits)
+    }
+
+    /// [`Compiled::search`] on every core, each reading its own stretch of
+    /// the run ([`RunIndex::par_for_each_line`]).
+    fn par_search(&self, index: &RunIndex, env: &AnnEnv, rows: &mut [u32]) -> usize {
+        let slow = self.slow();
+        if slow == self.conds.len() || rows.is_empty() {
+            return rows.len();
+        }
+        let rows_read: &[u32] = rows;
+        let parts = index.par_for_each_line(
+            rows_read,
+            PART_ROWS_TEXT,
+            || (self.clone(), Vec::new()),
+            |(c, hits): &mut (Compiled, Vec<usize>), k, line| {
+                if c.eval_line(index, env, rows_read[k] as usize, slow, line) {
+                    hits.push(k);
+                }
+            },
+        );
+        let mut hits = vec![false; rows.len()];
+        for (_, part) in parts {
+            for k in part {
+                hits[k] = true;
+            }
+        }
+        keep_hits(rows, &hits)
+    }
+
+    /// Whether row number `i`, whose line was read as `line`, passes the
+    /// terms from `from` on.
+    fn eval_line(
+        &mut self,
+        index: &RunIndex,
+        env: &AnnEnv,
+        i: usize,
+        from: usize,
+        line: io::Result<&[u8]>,
+    ) -> bool {
+        match (line, index.rows.get(i)) {
+            (Ok(line), Some(r)) => self.eval(index, env, i, r, from, Some(line)),
+            _ => false,
+        }
     }
 
     /// Evaluate row number `i`, `row`, against the terms from `from` on;

@@ -189,34 +189,26 @@ impl RunIndex {
         failed
     }
 
-    /// The keys of rows `rows` read from their lines in spans, a part on
-    /// each core, by position; and how many could not be read again.
+    /// The keys of rows `rows` read from their lines in spans, a stretch of
+    /// the file on each core, by position; and how many could not be read again.
     fn read_keys(&self, rows: &[u32]) -> (Vec<(u64, RecordKey)>, usize) {
-        use rayon::prelude::*;
         /// Fewer rows than this are read on one core.
         const PART_MIN: usize = 4096;
-        let part = rows
-            .len()
-            .div_ceil(rayon::current_num_threads())
-            .max(PART_MIN);
-        let read: Vec<(Vec<(u64, RecordKey)>, usize)> = rows
-            .par_chunks(part)
-            .map(|part| {
-                let mut keys = Vec::with_capacity(part.len());
-                let mut failed = 0;
-                self.for_each_line(part, |k, line| {
-                    let key = line.ok().and_then(line_key);
-                    match (key, self.rows.get(part[k] as usize)) {
-                        (Some(key), Some(row)) => keys.push((row.pos.id(), key)),
-                        _ => failed += 1,
-                    }
-                });
-                (keys, failed)
-            })
-            .collect();
-        let failed = read.iter().map(|(_, f)| f).sum();
+        let parts = self.par_for_each_line(
+            rows,
+            PART_MIN,
+            || (Vec::new(), 0),
+            |(keys, failed): &mut (Vec<(u64, RecordKey)>, usize), k, line| {
+                let key = line.ok().and_then(line_key);
+                match (key, self.rows.get(rows[k] as usize)) {
+                    (Some(key), Some(row)) => keys.push((row.pos.id(), key)),
+                    _ => *failed += 1,
+                }
+            },
+        );
+        let failed = parts.iter().map(|(_, f)| f).sum();
         let mut keys = Vec::with_capacity(rows.len() - failed);
-        for (k, _) in read {
+        for (k, _) in parts {
             keys.extend(k);
         }
         (keys, failed)

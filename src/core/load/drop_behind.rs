@@ -86,7 +86,7 @@ pub(crate) fn read_ahead(file: &File, offset: u64, len: u64) {
     }
 }
 
-fn larger_than_memory(file: &File) -> bool {
+pub(super) fn larger_than_memory(file: &File) -> bool {
     file.metadata()
         .is_ok_and(|m| m.is_file() && physical_memory().is_some_and(|mem| m.len() > mem))
 }

@@ -24,6 +24,7 @@
 
 pub mod batch;
 pub mod chunks;
+pub mod direct;
 mod drop_behind;
 pub mod fast;
 pub mod follow;

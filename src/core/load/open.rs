@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use super::direct::SpanBuf;
 use crate::core::formats::{self, ConvertOptions, Format};
 use crate::core::problem::{Problem, ProblemKind};
 
@@ -26,6 +27,9 @@ pub struct RunFile {
     pub path: PathBuf,
     pub size: u64,
     reader: File,
+    /// How spans of the file are read again (around the page cache when
+    /// it is larger than memory).
+    direct: super::direct::Direct,
     /// Keeps a copy of standard input (or a decompressed input) alive for as
     /// long as the index is.
     _temp: Option<tempfile::TempPath>,
@@ -67,6 +71,25 @@ impl RunFile {
     /// reads; fewer only at its end.
     pub(crate) fn read_some_at(&self, buf: &mut [u8], offset: u64) -> io::Result<usize> {
         read_some_at(&self.reader, buf, offset)
+    }
+
+    /// Read `len` bytes at `offset` into `buf` ([`SpanBuf::bytes`]), for a
+    /// pass over many lines: around the page cache when the file is larger
+    /// than memory ([`super::direct`]).
+    pub(crate) fn read_span(&self, buf: &mut SpanBuf, offset: u64, len: usize) -> io::Result<()> {
+        self.direct.read(&self.reader, buf, offset, len)
+    }
+
+    /// Whether [`RunFile::read_span`] reads around the page cache: then
+    /// the kernel neither reads ahead nor keeps pages for it.
+    pub(crate) fn reads_spans_direct(&self) -> bool {
+        self.direct.active(&self.reader)
+    }
+
+    /// Read spans directly whatever the file's size (tests).
+    #[cfg(test)]
+    pub(crate) fn read_spans_direct(&self) {
+        self.direct.always();
     }
 
     /// After `len` bytes from `offset` were read in one pass over many
@@ -298,6 +321,7 @@ fn open_gzip(file: File, display: String, compressed: u64) -> Result<RunFile, Op
         display,
         size: isize.max(compressed),
         reader,
+        direct: Default::default(),
         _temp: Some(temp_path),
         growing: Some(growing),
         format: Format::Native,
@@ -406,6 +430,7 @@ fn open_any(p: &str, want: Option<Format>, convert: &ConvertOptions) -> Result<R
             path: path.to_path_buf(),
             size: meta.len(),
             reader: file,
+            direct: Default::default(),
             _temp: None,
             growing: None,
             format: Format::Native,
@@ -521,6 +546,7 @@ fn open_converted(
         path: path.to_path_buf(),
         size,
         reader,
+        direct: Default::default(),
         _temp: Some(tmp.into_temp_path()),
         growing: None,
         format,
@@ -601,6 +627,7 @@ fn copy_to_temp(mut input: impl Read, display: String) -> Result<RunFile, OpenEr
         display,
         size,
         reader,
+        direct: Default::default(),
         _temp: Some(temp_path),
         growing: None,
         format: Format::Native,
