@@ -199,12 +199,16 @@ fn main() {
         // Typed, then Enter: the effect runner searches, a stretch at a
         // time on a large run, as the viewer does.
         let _ = app.set_query("");
-        let t = Instant::now();
+        let (t, cpu) = (Instant::now(), cpu_ms());
         let _ = app::update(&mut app, Action::StartQuery);
         app::type_text(&mut app, "timeout");
         let work = app::update(&mut app, Action::InputSubmit);
         testing::run_effects(&mut app, work, &theme);
-        println!("text_search_ms {:.0}", ms(t.elapsed()));
+        println!(
+            "text_search_ms {:.0} (cpu {:.0})",
+            ms(t.elapsed()),
+            cpu_ms() - cpu
+        );
         println!("text_search_matches {}", app.view.len());
         let _ = app.set_query("");
     }
