@@ -33,6 +33,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use smallvec::SmallVec;
 
 use super::key::RecordKey;
 use ids::IdIndex;
@@ -681,9 +682,10 @@ pub struct Resolution<'a> {
 /// resolution, and how they stand.
 #[derive(Debug, Default, Clone)]
 struct Pair {
-    /// Each reviewer's newest decision, sorted by reviewer (a vector: most
-    /// pairs have one or two).
-    decisions: Vec<Entry>,
+    /// Each reviewer's newest decision, sorted by reviewer: the first in
+    /// the pair itself (most pairs have one reviewer; at millions of
+    /// decisions, a look-up that reads no second block of memory).
+    decisions: SmallVec<[Entry; 1]>,
     resolution: Option<Box<Entry>>,
     /// With several reviewers, what the pair shows: the resolved category
     /// (none while they disagree), the newest note and the newest decider
@@ -715,8 +717,7 @@ impl Pair {
                 true
             }
             Err(i) => {
-                // One slot at a time: most pairs have one reviewer, and a
-                // vector's first growth would hold four.
+                // One slot at a time: a vector's first growth would hold four.
                 self.decisions.reserve_exact(1);
                 self.decisions.insert(i, entry);
                 false

@@ -2376,3 +2376,41 @@ fn a_step_of_many_decisions_records_what_each_replaced_as_one_at_a_time_would() 
     assert_eq!(lines(&path).len(), 4 * n + 1);
     assert!((0..n).all(|i| store.get(&fourth[i].key).unwrap().category.as_deref() == Some("e")));
 }
+
+/// What a decided pair costs in the store's map: its first decision lives
+/// in the pair, not in a second allocation.
+#[test]
+fn a_pair_holds_its_first_decision_inline() {
+    let mut pair = Pair::default();
+    assert!(!pair.decisions.spilled());
+    let ann = Arc::new(Annotation {
+        key: RecordKey([1; 16]),
+        case_id: "c".into(),
+        variant_id: "v".into(),
+        category: Some(Name::new("x")),
+        note: None,
+        reviewer: Name::new("ana"),
+        at: Name::new("2026-12-03T00:00:00Z"),
+        source: AnnotationSource::Manual,
+        carried_from: None,
+        nonce: 1,
+    });
+    let entry = |ann: Arc<Annotation>| Entry {
+        ann,
+        prev: None,
+        resolves: None,
+        seq: 1,
+    };
+    assert!(!pair.put_decision(entry(ann.clone())));
+    assert!(!pair.decisions.spilled(), "one reviewer: inline");
+    let other = Arc::new(Annotation {
+        reviewer: Name::new("bo"),
+        ..Annotation::clone(&ann)
+    });
+    assert!(!pair.put_decision(entry(other)));
+    assert_eq!(pair.decisions.len(), 2);
+    assert!(pair.put_decision(entry(ann)), "the same reviewer replaces");
+    // (88 bytes on 64-bit targets: the entry, the resolution, the view,
+    // the agreement and the newest tick.)
+    assert!(std::mem::size_of::<Pair>() <= 96);
+}
