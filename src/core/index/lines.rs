@@ -31,8 +31,8 @@ const GAP: u64 = if cfg!(test) { 16 } else { 64 << 10 };
 /// The most bytes read in one span; a longer line is read alone, whole.
 const SPAN: u64 = if cfg!(test) { 256 } else { 4 << 20 };
 
-/// Buffers a pass reads spans into: one being read, one waiting, one searched.
-const BUFFERS: usize = 3;
+/// Buffers a pass reads spans into: one being read while the other is searched.
+const BUFFERS: usize = 2;
 
 thread_local! {
     /// Span buffers kept between passes on this thread (a search of ten
