@@ -23,6 +23,10 @@
 //! OPS=sort,summary cargo run --release --example ops_time -- bench/data/run-1m.jsonl
 //! ```
 //!
+//! `WARM=N` touches N GiB of new memory and frees it just before `Y`, so
+//! that the save allocates memory the machine has just used (see
+//! `warm_memory`).
+//!
 //! `COLD=1` drops the run's pages from the page cache before loading, the
 //! text search and `Y`, so that each reads the run from disk, as they must on a
 //! run larger than memory: `bench/compare.sh` compares a ten-million-pair
@@ -119,9 +123,33 @@ fn drop_pages(run: &str) {
     assert_eq!(rc, 0, "posix_fadvise");
 }
 
+/// Touch `gb` GiB of new memory, a write a page, and give it back: the
+/// memory `Y y` allocates next is then memory the machine has just used. On
+/// a virtual machine whose host takes idle memory back, a page touched for
+/// the first time in a while costs far more than one just freed (1.9 s per
+/// GiB against 0.25 s on the machine `docs/performance.md` describes), and
+/// `COLD=1` frees the run's pages right before `Y`: this tells that cost
+/// from triage's own.
+fn warm_memory(gb: usize) {
+    let t = Instant::now();
+    let n = gb << 30;
+    let mut block = vec![0u8; n];
+    for i in (0..n).step_by(4096) {
+        block[i] = 1;
+    }
+    drop(std::hint::black_box(block));
+    println!(
+        "# warm_ms {:.0} ({gb} GiB touched and freed)",
+        ms(t.elapsed())
+    );
+}
+
 fn main() {
     let ops = Ops::from_env();
     let cold = std::env::var_os("COLD").is_some_and(|v| v == "1");
+    let warm = std::env::var("WARM")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok());
     let Some(run) = std::env::args().nth(1) else {
         eprintln!("usage: ops_time RUN");
         std::process::exit(2);
@@ -335,6 +363,9 @@ fn main() {
     let before = app.classified;
     if cold {
         drop_pages(&run);
+    }
+    if let Some(gb) = warm {
+        warm_memory(gb);
     }
     let (t, cpu) = (Instant::now(), cpu_ms());
     let work = app::update(&mut app, Action::AcceptAllSuggestions);
