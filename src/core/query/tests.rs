@@ -369,6 +369,51 @@ fn text_terms_search_the_raw_line() {
     assert!(parse("status:fail dp<0").is_ok_and(|q| !q.needs_text()));
 }
 
+/// A text search on rows named out of file order (a sorted view), some
+/// twice, some past the end, split in parts, through the page cache or
+/// around it: the rows that match, in the order they were named.
+#[test]
+fn a_text_search_keeps_the_order_of_the_view() {
+    for direct in [false, true] {
+        // (A fresh index: how its spans are read is settled at the first.)
+        let index = sample();
+        if direct {
+            for file in &index.files {
+                file.read_spans_direct();
+            }
+        }
+        let ctx = Context {
+            index: &index,
+            store: None,
+            changes: None,
+        };
+        let n = index.rows.len() as u32;
+        let mut rows: Vec<u32> = (0..n).map(|i| (i * 37) % n).rev().collect();
+        rows.extend([3, n + 5, 3, 0]);
+        for q in [
+            "payment",
+            "-payment",
+            "status:fail \"payment step\"",
+            "attention",
+        ] {
+            let query = parse(q).unwrap();
+            let want: Vec<u32> = rows
+                .iter()
+                .copied()
+                .filter(|&i| i < n && query.matches(&ctx, i))
+                .collect();
+            assert!(!want.is_empty(), "{q} matches something");
+            for parts in [1, 2, 4] {
+                assert_eq!(
+                    query.filter_on(&ctx, &rows, parts),
+                    want,
+                    "{q}, {parts} parts, direct {direct}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn unicode_text_and_unreadable_lines() {
     let mut f = tempfile::NamedTempFile::new().expect("temp file");
