@@ -458,30 +458,31 @@ impl Query {
             PART_ROWS
         };
         let parts = parts.min(rows.len() / per_part).max(1);
-        if parts == 1 {
-            let mut c = compiled;
-            let kept = c.run(index, &env, rows);
-            rows.truncate(kept);
-            return;
-        }
-        let size = rows.len().div_ceil(parts);
-        let env = &env;
+        let mut compiled = compiled;
         // The terms that read no line, a part of the rows on each core; the
         // text terms then on what passed, a stretch of the run on each core
         // (parts of the rows in view order could each span the whole run,
         // and read it twice).
-        let kept: Vec<usize> = rows
-            .par_chunks_mut(size)
-            .map_init(|| compiled.clone(), |c, part| c.sweep(index, env, part))
-            .collect();
-        let mut end = 0;
-        for (p, k) in kept.into_iter().enumerate() {
-            let start = p * size;
-            rows.copy_within(start..start + k, end);
-            end += k;
+        if parts == 1 {
+            let kept = compiled.sweep(index, &env, rows);
+            rows.truncate(kept);
+        } else {
+            let size = rows.len().div_ceil(parts);
+            let env = &env;
+            let kept: Vec<usize> = rows
+                .par_chunks_mut(size)
+                .map_init(|| compiled.clone(), |c, part| c.sweep(index, env, part))
+                .collect();
+            let mut end = 0;
+            for (p, k) in kept.into_iter().enumerate() {
+                let start = p * size;
+                rows.copy_within(start..start + k, end);
+                end += k;
+            }
+            rows.truncate(end);
         }
-        rows.truncate(end);
-        let kept = compiled.par_search(index, env, rows);
+        let min = if parts == 1 { usize::MAX } else { per_part };
+        let kept = compiled.search(index, &env, rows, min);
         rows.truncate(kept);
     }
 }
@@ -872,7 +873,7 @@ impl Cond {
     }
 }
 
-/// The cost of a text term: the only kind evaluated row by row in [`Compiled::run`].
+/// The cost of a text term: the only kind evaluated row by row, in [`Compiled::search`].
 const TEXT_COST: u8 = 4;
 
 /// A text needle, lowercased.
@@ -1350,16 +1351,9 @@ impl Compiled {
         }
     }
 
-    /// Filter `rows`, a block at a time: one tight pass per term over the
-    /// block (its rows stay in cache between passes); then the text terms
-    /// row by row on what is left ([`Compiled::search`]).
-    fn run(&mut self, index: &RunIndex, env: &AnnEnv, rows: &mut [u32]) -> usize {
-        let kept = self.sweep(index, env, rows);
-        self.search(index, env, &mut rows[..kept])
-    }
-
-    /// The terms that read no line ([`Compiled::run`]): the rows that pass
-    /// them are moved to the front of `rows`, in order; how many.
+    /// The terms that read no line, a block at a time: one tight pass per
+    /// term over the block (its rows stay in cache between passes). The
+    /// rows that pass are moved to the front of `rows`, in order; how many.
     fn sweep(&mut self, index: &RunIndex, env: &AnnEnv, rows: &mut [u32]) -> usize {
         const BLOCK: usize = 1024;
         let slow = self.slow();
@@ -1396,24 +1390,11 @@ impl Compiled {
     }
 
     /// The terms from [`Compiled::slow`] on, on `rows` that passed the
-    /// others: each line read once, in spans in file order
-    /// ([`RunIndex::for_each_line`]); the matches are moved to the front,
-    /// in order; how many.
-    fn search(&mut self, index: &RunIndex, env: &AnnEnv, rows: &mut [u32]) -> usize {
-        let slow = self.slow();
-        if slow == self.conds.len() || rows.is_empty() {
-            return rows.len();
-        }
-        let mut hits = vec![false; rows.len()];
-        index.for_each_line(rows, |k, line| {
-            hits[k] = self.eval_line(index, env, rows[k] as usize, slow, line);
-        });
-        keep_hits(rows, &hits)
-    }
-
-    /// [`Compiled::search`] on every core, each reading its own stretch of
-    /// the run ([`RunIndex::par_for_each_line`]).
-    fn par_search(&self, index: &RunIndex, env: &AnnEnv, rows: &mut [u32]) -> usize {
+    /// others: each line read once, in spans in file order, a stretch of
+    /// the run on each core, none of fewer than `min` lines
+    /// ([`RunIndex::par_for_each_line`]). The matches are moved to the
+    /// front, in order; how many.
+    fn search(&self, index: &RunIndex, env: &AnnEnv, rows: &mut [u32], min: usize) -> usize {
         let slow = self.slow();
         if slow == self.conds.len() || rows.is_empty() {
             return rows.len();
@@ -1421,7 +1402,7 @@ impl Compiled {
         let rows_read: &[u32] = rows;
         let parts = index.par_for_each_line(
             rows_read,
-            PART_ROWS_TEXT,
+            min,
             || (self.clone(), Vec::new()),
             |(c, hits): &mut (Compiled, Vec<usize>), k, line| {
                 if c.eval_line(index, env, rows_read[k] as usize, slow, line) {

@@ -166,9 +166,8 @@ impl RunIndex {
         POOL.with_borrow_mut(|p| *p = pool);
     }
 
-    /// Read one span's bytes into `buf`. Through the page cache, the kernel
-    /// is told to read the `next` span now, and this one's pages are given
-    /// back once read (on a file larger than memory).
+    /// Read one span's bytes into `buf`, having the kernel start on the
+    /// `next` span (when the file is read through the page cache).
     fn read_span(
         &self,
         span: &Span,
@@ -177,19 +176,13 @@ impl RunIndex {
         locs: &[(Loc, usize)],
     ) -> io::Result<()> {
         let file_of = |s: usize| self.files.get(locs[s].0.file() as usize);
-        let file = file_of(span.s).ok_or_else(|| io::Error::other("no such input file"))?;
-        let direct = file.reads_spans_direct();
-        if !direct
-            && let Some(next) = next
+        if let Some(next) = next
             && let Some(next_file) = file_of(next.s)
         {
             next_file.read_ahead(next.start, next.end - next.start);
         }
-        file.read_span(buf, span.start, (span.end - span.start) as usize)?;
-        if !direct {
-            file.give_back_range(span.start, span.end - span.start);
-        }
-        Ok(())
+        let file = file_of(span.s).ok_or_else(|| io::Error::other("no such input file"))?;
+        file.read_span(buf, span.start, (span.end - span.start) as usize)
     }
 
     /// The lines of one span to `f`: from the span's bytes when they were

@@ -40,7 +40,9 @@ struct Block([u8; ALIGN]);
 pub struct SpanBuf {
     plain: Vec<u8>,
     blocks: Vec<Block>,
-    /// Where the last span read begins in the buffer, and its length.
+    /// Which of the two holds the last span read, where it begins there,
+    /// and its length.
+    direct: bool,
     at: usize,
     len: usize,
 }
@@ -48,11 +50,12 @@ pub struct SpanBuf {
 impl SpanBuf {
     /// The span last read into this buffer ([`super::open::RunFile::read_span`]).
     pub fn bytes(&self) -> &[u8] {
-        if self.blocks.is_empty() {
-            &self.plain[self.at..self.at + self.len]
+        let held = if self.direct {
+            self.aligned()
         } else {
-            &self.aligned()[self.at..self.at + self.len]
-        }
+            &self.plain
+        };
+        &held[self.at..self.at + self.len]
     }
 
     /// The bytes this buffer holds on to.
@@ -85,10 +88,9 @@ impl SpanBuf {
 
     /// Read `len` bytes at `offset` of `file` through the page cache.
     pub(super) fn read_plain(&mut self, file: &File, offset: u64, len: usize) -> io::Result<()> {
-        self.blocks = Vec::new();
         self.plain.resize(len, 0);
         super::open::read_exact_at(file, &mut self.plain, offset)?;
-        (self.at, self.len) = (0, len);
+        (self.direct, self.at, self.len) = (false, 0, len);
         Ok(())
     }
 
@@ -108,8 +110,7 @@ impl SpanBuf {
                 "the file ends before the lines it had",
             ));
         }
-        self.plain = Vec::new();
-        (self.at, self.len) = (skip, len);
+        (self.direct, self.at, self.len) = (true, skip, len);
         Ok(())
     }
 }
@@ -162,24 +163,24 @@ impl Direct {
 
     /// Read `len` bytes at `offset` into `buf`: directly when the file's
     /// spans are read so, else (or when the system refuses it, from then
-    /// on) through the page cache.
+    /// on) through the page cache. Whether the read was direct.
     pub(crate) fn read(
         &self,
         reader: &File,
         buf: &mut SpanBuf,
         offset: u64,
         len: usize,
-    ) -> io::Result<()> {
+    ) -> io::Result<bool> {
         if let Some(direct) = self.handle(reader) {
             match buf.read_direct(direct, offset, len) {
                 Err(e) if e.kind() == io::ErrorKind::InvalidInput => {
                     // An alignment this filesystem does not take: never again.
                     self.mode.store(NEVER, Ordering::Relaxed);
                 }
-                done => return done,
+                done => return done.map(|()| true),
             }
         }
-        buf.read_plain(reader, offset, len)
+        buf.read_plain(reader, offset, len).map(|()| false)
     }
 }
 
@@ -241,7 +242,8 @@ mod tests {
             for (offset, len) in picks {
                 let offset = offset % size;
                 let len = len.min(size - offset);
-                direct.read(f.as_file(), &mut buf, offset as u64, len).unwrap();
+                let read_direct = direct.read(f.as_file(), &mut buf, offset as u64, len).unwrap();
+                prop_assert_eq!(read_direct, direct_here());
                 prop_assert_eq!(buf.bytes(), &data[offset..offset + len]);
             }
         }

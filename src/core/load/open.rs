@@ -75,15 +75,14 @@ impl RunFile {
 
     /// Read `len` bytes at `offset` into `buf` ([`SpanBuf::bytes`]), for a
     /// pass over many lines: around the page cache when the file is larger
-    /// than memory ([`super::direct`]).
+    /// than memory ([`super::direct`]), else through it, the span's pages
+    /// given back once read when the file is larger than memory all the
+    /// same (see [`super::drop_behind`]; a file that fits keeps them).
     pub(crate) fn read_span(&self, buf: &mut SpanBuf, offset: u64, len: usize) -> io::Result<()> {
-        self.direct.read(&self.reader, buf, offset, len)
-    }
-
-    /// Whether [`RunFile::read_span`] reads around the page cache: then
-    /// the kernel neither reads ahead nor keeps pages for it.
-    pub(crate) fn reads_spans_direct(&self) -> bool {
-        self.direct.active(&self.reader)
+        if !self.direct.read(&self.reader, buf, offset, len)? {
+            super::drop_behind::give_back_range(&self.reader, offset, len as u64);
+        }
+        Ok(())
     }
 
     /// Read spans directly whatever the file's size (tests).
@@ -92,17 +91,13 @@ impl RunFile {
         self.direct.always();
     }
 
-    /// After `len` bytes from `offset` were read in one pass over many
-    /// lines: give their pages back to the kernel when the file is larger
-    /// than memory (see [`super::drop_behind`]); a file that fits keeps them.
-    pub(crate) fn give_back_range(&self, offset: u64, len: u64) {
-        super::drop_behind::give_back_range(&self.reader, offset, len);
-    }
-
-    /// Before `len` bytes from `offset` are read: have the kernel start
-    /// reading them now (see [`super::drop_behind::read_ahead`]).
+    /// Before the span of `len` bytes from `offset` is read: have the
+    /// kernel start reading it now, unless spans are read around the page
+    /// cache (see [`super::drop_behind::read_ahead`]).
     pub(crate) fn read_ahead(&self, offset: u64, len: u64) {
-        super::drop_behind::read_ahead(&self.reader, offset, len);
+        if !self.direct.active(&self.reader) {
+            super::drop_behind::read_ahead(&self.reader, offset, len);
+        }
     }
 
     /// A new handle on the file the index reads.
