@@ -1723,9 +1723,12 @@ impl AnnotationStore {
                 });
                 (ann, prev, resolves, old)
             };
-        // The event staged in each of its journals.
+        // The event staged in each of its journals (`bulk`: a decision on
+        // a pair no other change of the step touches, queued to be applied
+        // while it is written).
         let mut stage = |journals: &mut [Journal],
                          i: usize,
+                         bulk: bool,
                          ann: Arc<Annotation>,
                          prev: Option<Arc<Prev>>,
                          resolves: Option<Vec<Prior>>| {
@@ -1737,9 +1740,15 @@ impl AnnotationStore {
             }
             if let Some((&last, others)) = to.split_last() {
                 for &j in others {
-                    journals[j].stage(ann.clone(), prev.clone(), resolves.clone());
+                    match bulk {
+                        true => journals[j].queue(ann.clone(), prev.clone()),
+                        false => journals[j].stage(ann.clone(), prev.clone(), resolves.clone()),
+                    }
                 }
-                journals[last].stage(ann, prev, resolves);
+                match bulk {
+                    true => journals[last].queue(ann, prev),
+                    false => journals[last].stage(ann, prev, resolves),
+                }
             }
         };
         if kinds.is_none()
@@ -1766,7 +1775,7 @@ impl AnnotationStore {
                 self.journals[j].reserve(first);
             }
             for (i, (ann, prev, resolves, old)) in events.into_iter().enumerate() {
-                stage(&mut self.journals, i, ann, prev, resolves);
+                stage(&mut self.journals, i, true, ann, prev, resolves);
                 previous.push(old);
             }
         } else {
@@ -1784,7 +1793,7 @@ impl AnnotationStore {
                     .unwrap_or(Kind::Decision);
                 let carried_from = origins.as_mut().and_then(Iterator::next);
                 let (ann, prev, resolves, old) = prepare(self, c, kind, carried_from);
-                stage(&mut self.journals, i, ann, prev, resolves);
+                stage(&mut self.journals, i, false, ann, prev, resolves);
                 previous.push(old);
             }
         }
@@ -1812,6 +1821,11 @@ impl AnnotationStore {
             }
         }
         unlock_all(&held);
+        // What was queued and not written (a read-only journal, an error)
+        // takes effect in memory all the same.
+        for &j in &involved {
+            self.journals[j].apply_unapplied();
+        }
         self.sync_union();
         if let Some((j, e)) = error {
             return Err(self.with_total_pending(self.journals[j].save_error(e)));

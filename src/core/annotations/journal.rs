@@ -120,18 +120,30 @@ pub(super) struct Journal {
     pub(super) files: Option<Vec<u16>>,
     /// Events not yet durable, oldest first.
     pub(super) pending: Vec<PendingEvent>,
+    /// How many of the newest pending events are not yet applied in
+    /// memory: a bulk save queues its events, and they are applied while
+    /// they are written ([`Journal::queue`]).
+    unapplied: usize,
     /// The newest event this triage made durable here, per slot: written
     /// again if the file is replaced by a copy that lacks it.
     own: FxHashMap<OwnSlot, PendingEvent>,
     /// The reviewers of the events in `own`, numbered by their place here
     /// (this triage writes one reviewer's events, so one name).
     own_reviewers: Vec<String>,
-    /// The [`event_id`] of every event this journal has held, with the
-    /// order in which this triage first saw it: an event seen before this
+    /// The [`event_id`] of every event read from the file, with the order
+    /// in which this triage first saw it: an event seen before this
     /// triage's own is older than it. (One map for every event, not a
     /// vector per pair: a pair's events are told apart by their ids, which
     /// hash the key.)
     seen: FxHashMap<u64, u64>,
+    /// The [`event_id`] of every event this triage wrote here, with its
+    /// place in the same order, oldest first. A list, not more of `seen`:
+    /// a save of a million decisions adds to it in one sweep, where a map
+    /// would be looked into a million times at random. Only a journal put
+    /// back from a copy asks for it ([`Journal::queue_lost_own_events`]).
+    written: Vec<(u64, u64)>,
+    /// The next place in that order.
+    seen_next: u64,
     /// Unreadable lines of the file (and those already moved out of it).
     pub(super) bad: Vec<BadLine>,
     /// How many lines could not be read (newer ones included), listed or not.
@@ -170,9 +182,12 @@ impl Journal {
             live: Live::default(),
             files,
             pending: Vec::new(),
+            unapplied: 0,
             own: FxHashMap::default(),
             own_reviewers: Vec::new(),
             seen: FxHashMap::default(),
+            written: Vec::new(),
+            seen_next: 0,
             bad: Vec::new(),
             skipped: 0,
             bad_bytes: 0,
@@ -292,6 +307,21 @@ impl Journal {
         self.pending.push(PendingEvent::new(ann, prev, resolves));
     }
 
+    /// Queue a decision whose event is applied in memory while the events
+    /// are written ([`Journal::write_pending_locked`]), or by
+    /// [`Journal::apply_unapplied`]: a bulk save of decisions on distinct
+    /// pairs, so that the order in which they are applied changes nothing.
+    pub(super) fn queue(&mut self, ann: Arc<Annotation>, prev: Option<Arc<Prev>>) {
+        self.pending.push(PendingEvent::new(ann, prev, None));
+        self.unapplied += 1;
+    }
+
+    /// Apply in memory the queued events not yet applied.
+    pub(super) fn apply_unapplied(&mut self) {
+        let from = self.pending.len() - std::mem::take(&mut self.unapplied);
+        apply(&mut self.live, &self.pending[from..]);
+    }
+
     /// Create the journal and its lock file if this is the first save.
     pub(super) fn ensure_created(&mut self) -> io::Result<()> {
         if self.lock.is_some() || !self.writable() {
@@ -356,7 +386,8 @@ impl Journal {
         }
     }
 
-    /// Append the pending events, with the lock held and the journal caught up.
+    /// Append the pending events, with the lock held and the journal caught
+    /// up; the queued ones are applied in memory meanwhile, on another core.
     pub(super) fn write_pending_locked(&mut self) -> io::Result<()> {
         if self.pending.is_empty() {
             return Ok(());
@@ -366,31 +397,56 @@ impl Journal {
             Err(e) if e.kind() == ErrorKind::NotFound
         );
         // If the journal was deleted under us, appending would keep only the
-        // newest events: write everything this journal knows instead.
-        let result = if journal_gone {
-            self.write_snapshot()
-        } else {
-            let events = self
-                .pending
+        // newest events: write everything this journal knows instead (what
+        // is queued included).
+        if journal_gone {
+            self.apply_unapplied();
+            let result = self.write_snapshot();
+            if result.is_ok() {
+                let pending = std::mem::take(&mut self.pending);
+                self.own_written(&pending);
+            }
+            return result.inspect_err(|_| self.dirty = true);
+        }
+        let from = self.pending.len() - std::mem::take(&mut self.unapplied);
+        let Journal {
+            path,
+            pending,
+            live,
+            own,
+            own_reviewers,
+            written,
+            seen_next,
+            read_pos,
+            ..
+        } = self;
+        let pending: &[PendingEvent] = pending;
+        let mut append = || {
+            let events = pending
                 .iter()
                 .map(|p| (&*p.ann, p.prev.as_deref(), p.resolves.as_deref()));
-            append_durably(&self.path, events, self.read_pos).map(|(end, file)| {
+            let appended = append_durably(path, events, *read_pos);
+            if appended.is_ok() {
+                remember_own(pending, own, own_reviewers, written, seen_next);
+            }
+            appended
+        };
+        // (At millions of decisions, applying them and writing them each
+        // take seconds, and share no memory but the events.)
+        let appended = if from < pending.len() {
+            rayon::join(append, || apply(live, &pending[from..])).0
+        } else {
+            append()
+        };
+        match appended {
+            Ok((end, file)) => {
                 self.file_lines += self.pending.len();
                 self.read_lines += self.pending.len() as u64;
                 self.read_pos = end;
                 self.file_id = file.metadata().ok().map(|m| file_id(&m));
                 self.held = Some(file);
-            })
-        };
-        match result {
-            Ok(()) => {
-                // Most events are new to this journal (their nonces set them apart).
-                self.seen.reserve(self.pending.len());
-                for ev in std::mem::take(&mut self.pending) {
-                    self.note_seen(&ev.ann, ev.prev.as_deref(), ev.resolves.as_deref());
-                    let slot = self.own_slot(&ev);
-                    self.own.insert(slot, ev);
-                }
+                // (Its room given back too: at millions of events, 100 MB.)
+                self.pending = Vec::new();
                 Ok(())
             }
             Err(e) => {
@@ -398,6 +454,17 @@ impl Journal {
                 Err(e)
             }
         }
+    }
+
+    /// Record these events as this triage's own, durable here.
+    fn own_written(&mut self, events: &[PendingEvent]) {
+        remember_own(
+            events,
+            &mut self.own,
+            &mut self.own_reviewers,
+            &mut self.written,
+            &mut self.seen_next,
+        );
     }
 
     /// Merge what others appended (or a replaced file) and write this
@@ -637,10 +704,9 @@ impl Journal {
         if restart {
             self.queue_lost_own_events();
         }
-        let mine: Vec<PendingEvent> = self.pending.clone();
-        for ev in mine {
-            self.live.put(ev.ann, ev.prev, ev.resolves, tick());
-        }
+        // (Every pending event, those queued and not applied yet included.)
+        self.unapplied = 0;
+        apply(&mut self.live, &self.pending);
         let now = |s: &Self, k: &RecordKey| s.live.snapshot(k);
         let mut changed: FxHashSet<RecordKey> = replay
             .touched
@@ -673,12 +739,22 @@ impl Journal {
     /// was a clear.
     fn queue_lost_own_events(&mut self) {
         let mut lost: Vec<PendingEvent> = Vec::new();
+        // Where this triage first saw an event: read from the file, or
+        // written by this triage (then the earlier of the two).
+        let mut written: FxHashMap<u64, u64> = FxHashMap::default();
+        for &(id, at) in &self.written {
+            written.entry(id).or_insert(at);
+        }
         for ev in self.own.values() {
             let slot = &ev.slot();
             if self.pending.iter().any(|p| p.slot() == *slot) {
                 continue;
             }
-            let pos = |id: u64| self.seen.get(&id).copied();
+            let pos = |id: u64| {
+                let read = self.seen.get(&id).copied();
+                let wrote = written.get(&id).copied();
+                read.into_iter().chain(wrote).min()
+            };
             let held = match self.live.slot(slot) {
                 None => ev.ann.is_empty(),
                 Some(f) => {
@@ -709,30 +785,13 @@ impl Journal {
         self.pending.extend(lost);
     }
 
-    /// Where this triage's event goes in [`Journal::own`].
-    fn own_slot(&mut self, ev: &PendingEvent) -> OwnSlot {
-        let who = match ev.resolves {
-            Some(_) => None,
-            None => {
-                let name = ev.ann.reviewer.as_str();
-                let at = match self.own_reviewers.iter().position(|r| r == name) {
-                    Some(at) => at,
-                    None => {
-                        self.own_reviewers.push(name.to_string());
-                        self.own_reviewers.len() - 1
-                    }
-                };
-                Some(OwnReviewer(at))
-            }
-        };
-        (ev.ann.key, who)
-    }
-
-    /// Remember that this journal held this event.
+    /// Remember that this journal held this event, read from its file.
     fn note_seen(&mut self, ann: &Annotation, prev: Option<&Prev>, resolves: Option<&[Prior]>) {
         let id = event_id(ann, prev, resolves);
-        let next = self.seen.len() as u64;
-        self.seen.entry(id).or_insert(next);
+        if let std::collections::hash_map::Entry::Vacant(e) = self.seen.entry(id) {
+            e.insert(self.seen_next);
+            self.seen_next += 1;
+        }
     }
 
     /// Replay `file` from `read_pos` to its end; `count` records the keys touched.
@@ -1119,5 +1178,46 @@ fn sync_dir(file: &Path) -> io::Result<()> {
         // Other platforms cannot open a folder as a file; NTFS journals renames itself.
         let _ = file;
         Ok(())
+    }
+}
+
+/// Apply these events in memory, oldest first.
+fn apply(live: &mut Live, events: &[PendingEvent]) {
+    for ev in events {
+        live.put(ev.ann.clone(), ev.prev.clone(), ev.resolves.clone(), tick());
+    }
+}
+
+/// Record durable events as this triage's own: each the newest of its
+/// slot in `own`, and its id in `written`, in order.
+fn remember_own(
+    events: &[PendingEvent],
+    own: &mut FxHashMap<OwnSlot, PendingEvent>,
+    own_reviewers: &mut Vec<String>,
+    written: &mut Vec<(u64, u64)>,
+    seen_next: &mut u64,
+) {
+    written.reserve(events.len());
+    for ev in events {
+        written.push((
+            event_id(&ev.ann, ev.prev.as_deref(), ev.resolves.as_deref()),
+            *seen_next,
+        ));
+        *seen_next += 1;
+        let who = match ev.resolves {
+            Some(_) => None,
+            None => {
+                let name = ev.ann.reviewer.as_str();
+                let at = match own_reviewers.iter().position(|r| r == name) {
+                    Some(at) => at,
+                    None => {
+                        own_reviewers.push(name.to_string());
+                        own_reviewers.len() - 1
+                    }
+                };
+                Some(OwnReviewer(at))
+            }
+        };
+        own.insert((ev.ann.key, who), ev.clone());
     }
 }

@@ -2414,3 +2414,109 @@ fn a_pair_holds_its_first_decision_inline() {
     // the agreement and the newest tick.)
     assert!(std::mem::size_of::<Pair>() <= 96);
 }
+
+/// A step of many decisions, each on its own pair: applied in memory
+/// while its events are written. Whatever the write meets, every decision
+/// takes effect, and a failed write keeps them all pending.
+#[test]
+fn a_step_of_many_decisions_takes_effect_when_its_write_fails_and_is_retried() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut store = AnnotationStore::open(&path, "ann").unwrap();
+    store.apply(vec![numbered(0, "a")]).unwrap();
+    // Root can write anything, so break the journal by making it a folder.
+    fs::remove_file(&path).unwrap();
+    fs::create_dir(&path).unwrap();
+    let n = PREPARE_PAR_MIN + 3;
+    let step: Vec<Change> = (1..=n).map(|i| numbered(i, "b")).collect();
+    assert!(distinct_pairs(&step));
+    let err = store.apply(step.clone()).unwrap_err();
+    assert!(matches!(err, SaveError::Io { pending, .. } if pending == n));
+    assert_eq!(store.pending(), n);
+    assert!(
+        step.iter()
+            .all(|c| store.get(&c.key).unwrap().category.as_deref() == Some("b")),
+        "in memory all the same"
+    );
+    assert_eq!(store.all().len(), n + 1);
+    // An undo of it while the journal is still broken: applied, pending.
+    let undo: Vec<Change> = (1..=n).map(|i| numbered(i, "")).collect();
+    let guarded = store.save(undo.as_slice(), &|_| Vec::new(), Some(&step));
+    assert!(guarded.is_err());
+    assert_eq!(store.all().len(), 1);
+    // The journal is gone now: the retry writes everything known, the
+    // clears included.
+    fs::remove_dir(&path).unwrap();
+    store.retry_pending().unwrap();
+    assert_eq!(store.pending(), 0);
+    drop(store);
+    let read = AnnotationStore::read(&path).unwrap();
+    assert_eq!(read.all().len(), 1);
+    assert_eq!(
+        read.get(&numbered(0, "").key).unwrap().category.as_deref(),
+        Some("a")
+    );
+    assert!(read.get(&numbered(1, "").key).is_none());
+}
+
+/// The same step when the journal was deleted under the store: written
+/// whole from memory, with every decision of the step in it.
+#[test]
+fn a_step_of_many_decisions_on_a_deleted_journal_writes_them_all() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut store = AnnotationStore::open(&path, "ann").unwrap();
+    store.apply(vec![numbered(0, "a")]).unwrap();
+    fs::remove_file(&path).unwrap();
+    let n = PREPARE_PAR_MIN + 5;
+    let step: Vec<Change> = (1..=n).map(|i| numbered(i, "b")).collect();
+    store.apply(step.clone()).unwrap();
+    assert_eq!(store.pending(), 0);
+    assert_eq!(lines(&path).len(), n + 1);
+    drop(store);
+    let read = AnnotationStore::read(&path).unwrap();
+    assert_eq!(read.all().len(), n + 1);
+    assert!(
+        step.iter()
+            .all(|c| read.get(&c.key).unwrap().category.as_deref() == Some("b"))
+    );
+}
+
+/// This triage's decisions of a big step are remembered as its own, and
+/// in the order it made them: a journal put back from a copy that holds
+/// only its earlier decisions gets the later ones again. (A decision
+/// another triage made since, in a compacted file, is no loss and stays.)
+#[test]
+fn a_step_of_many_decisions_is_written_again_after_a_put_back_of_an_earlier_copy() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut a = AnnotationStore::open(&path, "ann").unwrap();
+    let n = PREPARE_PAR_MIN + 11;
+    a.apply((0..n).map(|i| numbered(i, "a")).collect()).unwrap();
+    let older = fs::read(&path).unwrap();
+    a.apply((0..n).map(|i| numbered(i, "b")).collect()).unwrap();
+    // Another triage decides pair 7 since, and compacts (a new file).
+    let mut b = AnnotationStore::open(&path, "bo").unwrap();
+    b.apply(vec![numbered(7, "z")]).unwrap();
+    b.compact().unwrap();
+    drop(b);
+    assert_eq!(a.refresh().unwrap(), 1);
+    assert_eq!(a.restored(), 0, "the compacted file holds every decision");
+    assert_eq!(a.decisions(&numbered(7, "").key).len(), 2);
+    // As `git checkout` does: a new file with the first step only.
+    let copy = dir.path().join("copy");
+    fs::write(&copy, &older).unwrap();
+    fs::rename(&copy, &path).unwrap();
+    a.refresh().unwrap();
+    assert_eq!(a.restored(), n, "every decision of the second step");
+    drop(a);
+    let read = AnnotationStore::read(&path).unwrap();
+    for i in 0..n {
+        assert_eq!(
+            read.decision_of(&numbered(i, "").key, "ann")
+                .and_then(|d| d.category.as_deref()),
+            Some("b"),
+            "pair {i}"
+        );
+    }
+}
