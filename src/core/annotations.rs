@@ -1660,9 +1660,22 @@ impl AnnotationStore {
             }
         }
         self.sync_union();
+        // This reviewer's decision on each pair of a guarded step as it
+        // stands, when the step's changes are on the same pairs in the same
+        // order (an undo, a redo): looked up once, for the check and for
+        // what each event replaces.
+        let mut now: Option<Vec<Option<Arc<Annotation>>>> = None;
         if let Some(expect) = expect {
             let conflicts = match expect {
-                Expect::Decisions(e) => self.conflicts(e),
+                Expect::Decisions(e) => {
+                    let (conflicts, held) = self.conflicts(e);
+                    let aligned = e.len() == changes.len()
+                        && e.par_iter()
+                            .zip(changes.par_iter())
+                            .all(|(e, c)| e.key == c.key);
+                    now = aligned.then_some(held);
+                    conflicts
+                }
                 Expect::Resolutions(e) => self.resolution_conflicts(e),
             };
             if !conflicts.is_empty() {
@@ -1684,45 +1697,53 @@ impl AnnotationStore {
         // A change's event, read off the store as it stands: the event,
         // what it replaces (as its `prev`, for a decision), what it settles
         // (a resolution) and the annotation it replaces.
-        let prepare =
-            |this: &Self, c: Change, kind: Kind, carried_from: Option<Provenance>| -> Prepared {
-                let resolution = matches!(kind, Kind::Resolution(_));
-                let resolves = match kind {
-                    Kind::Decision => None,
-                    // A withdrawal settles nothing.
-                    Kind::Resolution(_) if non_empty(c.category).is_none() => Some(Vec::new()),
-                    Kind::Resolution(Some(given)) => Some(given),
-                    Kind::Resolution(None) => Some(this.priors(&c.key)),
-                };
-                let old = match resolution {
-                    true => this
-                        .live()
-                        .pairs
-                        .get(&c.key)
-                        .and_then(|p| p.resolution.as_ref())
-                        .map(|r| r.ann.clone()),
-                    false => this.decision_shared(&c.key, &reviewer).cloned(),
-                };
-                let prev = old.as_ref().filter(|_| !resolution).map(|a| {
-                    Arc::new(Prev {
-                        category: a.category,
-                        note: a.note.clone(),
-                    })
-                });
-                let ann = Arc::new(Annotation {
-                    key: c.key,
-                    case_id: c.case_id,
-                    variant_id: c.variant_id,
-                    category: non_empty(c.category),
-                    note: non_empty(c.note),
-                    reviewer,
-                    at,
-                    source: c.source,
-                    carried_from: carried_from.map(Box::new),
-                    nonce: nonce(),
-                });
-                (ann, prev, resolves, old)
+        // (`known`: the pair's decision by this reviewer, already looked up.)
+        let prepare = |this: &Self,
+                       c: Change,
+                       kind: Kind,
+                       carried_from: Option<Provenance>,
+                       known: Option<Option<Arc<Annotation>>>|
+         -> Prepared {
+            let resolution = matches!(kind, Kind::Resolution(_));
+            let resolves = match kind {
+                Kind::Decision => None,
+                // A withdrawal settles nothing.
+                Kind::Resolution(_) if non_empty(c.category).is_none() => Some(Vec::new()),
+                Kind::Resolution(Some(given)) => Some(given),
+                Kind::Resolution(None) => Some(this.priors(&c.key)),
             };
+            let old = match resolution {
+                true => this
+                    .live()
+                    .pairs
+                    .get(&c.key)
+                    .and_then(|p| p.resolution.as_ref())
+                    .map(|r| r.ann.clone()),
+                false => match known {
+                    Some(known) => known,
+                    None => this.decision_shared(&c.key, &reviewer).cloned(),
+                },
+            };
+            let prev = old.as_ref().filter(|_| !resolution).map(|a| {
+                Arc::new(Prev {
+                    category: a.category,
+                    note: a.note.clone(),
+                })
+            });
+            let ann = Arc::new(Annotation {
+                key: c.key,
+                case_id: c.case_id,
+                variant_id: c.variant_id,
+                category: non_empty(c.category),
+                note: non_empty(c.note),
+                reviewer,
+                at,
+                source: c.source,
+                carried_from: carried_from.map(Box::new),
+                nonce: nonce(),
+            });
+            (ann, prev, resolves, old)
+        };
         // The event staged in each of its journals (`bulk`: a decision on
         // a pair no other change of the step touches, queued to be applied
         // while it is written).
@@ -1762,10 +1783,21 @@ impl AnnotationStore {
             // these look-ups miss the CPU's caches, and wait for memory
             // side by side instead of one after another.
             let this = &*self;
-            let one = |c| prepare(this, c, Kind::Decision, None);
+            let one = |(c, known)| prepare(this, c, Kind::Decision, None, known);
+            let known = |i: usize| now.as_ref().map(|now| now[i].clone());
             let events: Vec<Prepared> = match changes {
-                Cow::Owned(changes) => changes.into_par_iter().map(one).collect(),
-                Cow::Borrowed(changes) => changes.par_iter().cloned().map(one).collect(),
+                Cow::Owned(changes) => changes
+                    .into_par_iter()
+                    .enumerate()
+                    .map(|(i, c)| (c, known(i)))
+                    .map(one)
+                    .collect(),
+                Cow::Borrowed(changes) => changes
+                    .par_iter()
+                    .enumerate()
+                    .map(|(i, c)| (c.clone(), known(i)))
+                    .map(one)
+                    .collect(),
             };
             // Room for the pairs decided for the first time, made once: a
             // table grown by doubling touches twice the memory, and at
@@ -1792,7 +1824,7 @@ impl AnnotationStore {
                     .and_then(Iterator::next)
                     .unwrap_or(Kind::Decision);
                 let carried_from = origins.as_mut().and_then(Iterator::next);
-                let (ann, prev, resolves, old) = prepare(self, c, kind, carried_from);
+                let (ann, prev, resolves, old) = prepare(self, c, kind, carried_from, None);
                 stage(&mut self.journals, i, false, ann, prev, resolves);
                 previous.push(old);
             }
@@ -1874,15 +1906,21 @@ impl AnnotationStore {
         to
     }
 
-    /// The pairs of `expect` whose decision by this store's reviewer now differs from it.
-    fn conflicts(&self, expect: &[Change]) -> Vec<Conflict> {
+    /// The pairs of `expect` whose decision by this store's reviewer now
+    /// differs from it; and that decision on each pair of `expect`, in order.
+    fn conflicts(&self, expect: &[Change]) -> (Vec<Conflict>, Vec<Option<Arc<Annotation>>>) {
         // (On every core: an undo of a million decisions looks up a
         // million pairs.)
-        expect
+        let now: Vec<Option<Arc<Annotation>>> = expect
             .par_iter()
             .with_min_len(4096)
-            .filter_map(|c| {
-                let now = self.mine(&c.key);
+            .map(|c| self.decision_shared(&c.key, &self.reviewer).cloned())
+            .collect();
+        let conflicts = expect
+            .par_iter()
+            .zip(now.par_iter())
+            .with_min_len(4096)
+            .filter_map(|(c, now)| {
                 fn given<S: AsRef<str>>(s: &Option<S>) -> Option<&str> {
                     s.as_ref().map(AsRef::as_ref).filter(|s| !s.is_empty())
                 }
@@ -1895,10 +1933,11 @@ impl AnnotationStore {
                     key: c.key,
                     case_id: c.case_id.to_string(),
                     variant_id: c.variant_id.to_string(),
-                    now: now.cloned(),
+                    now: now.as_deref().cloned(),
                 })
             })
-            .collect()
+            .collect();
+        (conflicts, now)
     }
 
     /// The pairs of `expect` whose resolution now differs from it.

@@ -2520,3 +2520,91 @@ fn a_step_of_many_decisions_is_written_again_after_a_put_back_of_an_earlier_copy
         );
     }
 }
+
+/// An undo of a big step: each pair's decision is looked up once, for the
+/// check against what the step wrote and for what the undo replaces. One
+/// pair decided since by another triage stops it all; otherwise every
+/// event names what it replaced, whether or not the step and the check
+/// list the pairs in the same order.
+#[test]
+fn an_undo_of_many_decisions_checks_each_pair_and_names_what_it_replaces() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut a = AnnotationStore::open(&path, "ann").unwrap();
+    let n = PREPARE_PAR_MIN + 9;
+    let before: Vec<Change> = (0..n).map(|i| numbered(i, "")).collect();
+    let after: Vec<Change> = (0..n)
+        .map(|i| numbered(i, &format!("b{}", i % 3)))
+        .collect();
+    a.apply(after.clone()).unwrap();
+    // The same reviewer in another triage changes pair 42 since.
+    let mut b = AnnotationStore::open(&path, "ann").unwrap();
+    b.apply(vec![numbered(42, "z")]).unwrap();
+    drop(b);
+    let lines_before = lines(&path).len();
+    let Saved::Conflict(conflicts) = a
+        .save(before.as_slice(), &|_| Vec::new(), Some(&after))
+        .unwrap()
+    else {
+        panic!("pair 42 changed since");
+    };
+    assert_eq!(conflicts.len(), 1);
+    assert_eq!(conflicts[0].key, numbered(42, "").key);
+    assert_eq!(
+        conflicts[0]
+            .now
+            .as_ref()
+            .and_then(|a| a.category.as_deref()),
+        Some("z")
+    );
+    assert_eq!(lines(&path).len(), lines_before, "nothing written");
+    assert_eq!(
+        a.get(&numbered(0, "").key).unwrap().category.as_deref(),
+        Some("b0")
+    );
+
+    // Pair 42 back as the step left it: the undo goes through.
+    a.apply(vec![after[42].clone()]).unwrap();
+    let Saved::Done(previous) = a
+        .save(before.as_slice(), &|_| Vec::new(), Some(&after))
+        .unwrap()
+    else {
+        panic!("no pair changed since");
+    };
+    for (i, p) in previous.iter().enumerate() {
+        let was = p.as_ref().and_then(|a| a.category.as_deref());
+        assert_eq!(was, Some(format!("b{}", i % 3).as_str()), "pair {i}");
+    }
+    assert_eq!(a.all().len(), 0);
+    let written = lines(&path);
+    for (i, line) in written[written.len() - n..].iter().enumerate() {
+        let Line::Event(ann, prev, _) = parse_line(line.as_bytes()) else {
+            panic!("not an event: {line}");
+        };
+        assert!(ann.is_empty());
+        let was = prev.and_then(|p| p.category);
+        assert_eq!(
+            was.as_deref(),
+            Some(format!("b{}", i % 3).as_str()),
+            "{line}"
+        );
+    }
+    // A redo whose check lists the pairs the other way round.
+    let reversed: Vec<Change> = before.iter().rev().cloned().collect();
+    let Saved::Done(previous) = a
+        .save(after.as_slice(), &|_| Vec::new(), Some(&reversed))
+        .unwrap()
+    else {
+        panic!("no pair changed since");
+    };
+    assert!(previous.iter().all(Option::is_none));
+    assert_eq!(a.all().len(), n);
+    let written = lines(&path);
+    for line in &written[written.len() - n..] {
+        let Line::Event(ann, prev, _) = parse_line(line.as_bytes()) else {
+            panic!("not an event: {line}");
+        };
+        assert!(ann.category.is_some_and(|c| c.starts_with('b')));
+        assert_eq!(prev.and_then(|p| p.category), None, "{line}");
+    }
+}
