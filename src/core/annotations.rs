@@ -1668,12 +1668,12 @@ impl AnnotationStore {
         if let Some(expect) = expect {
             let conflicts = match expect {
                 Expect::Decisions(e) => {
-                    let (conflicts, held) = self.conflicts(e);
+                    let (conflicts, found) = self.conflicts(e);
                     let aligned = e.len() == changes.len()
                         && e.par_iter()
                             .zip(changes.par_iter())
                             .all(|(e, c)| e.key == c.key);
-                    now = aligned.then_some(held);
+                    now = aligned.then_some(found);
                     conflicts
                 }
                 Expect::Resolutions(e) => self.resolution_conflicts(e),
@@ -1778,8 +1778,9 @@ impl AnnotationStore {
             && distinct_pairs(&changes)
         {
             // Plain decisions, each on its own pair (accepting every
-            // suggestion, an undo): what each replaces is looked up, and
-            // its event built, on every core. At millions of decisions
+            // suggestion, an undo): what each replaces is looked up (or
+            // taken from the undo's check), and its event built, on every
+            // core. At millions of decisions
             // these look-ups miss the CPU's caches, and wait for memory
             // side by side instead of one after another.
             let this = &*self;
