@@ -86,6 +86,10 @@ pub struct Provenance {
 
 /// A change's event made ready to stage ([`AnnotationStore::save`]): the
 /// event, its `prev`, what it settles, and the annotation it replaces.
+/// What the events of one save replaced without a note, one per category,
+/// shared by the events.
+type Prevs = FxHashMap<Option<Name>, Arc<Prev>>;
+
 type Prepared = (
     Arc<Annotation>,
     Option<Arc<Prev>>,
@@ -1697,12 +1701,14 @@ impl AnnotationStore {
         // A change's event, read off the store as it stands: the event,
         // what it replaces (as its `prev`, for a decision), what it settles
         // (a resolution) and the annotation it replaces.
-        // (`known`: the pair's decision by this reviewer, already looked up.)
+        // (`known`: the pair's decision by this reviewer, already looked up;
+        // `prevs`: what the events replaced so far, to share.)
         let prepare = |this: &Self,
                        c: Change,
                        kind: Kind,
                        carried_from: Option<Provenance>,
-                       known: Option<Option<Arc<Annotation>>>|
+                       known: Option<Option<Arc<Annotation>>>,
+                       prevs: &mut Prevs|
          -> Prepared {
             let resolution = matches!(kind, Kind::Resolution(_));
             let resolves = match kind {
@@ -1724,11 +1730,22 @@ impl AnnotationStore {
                     None => this.decision_shared(&c.key, &reviewer).cloned(),
                 },
             };
-            let prev = old.as_ref().filter(|_| !resolution).map(|a| {
-                Arc::new(Prev {
+            let prev = old.as_ref().filter(|_| !resolution).map(|a| match &a.note {
+                // Without a note, one per category: an undo of a million
+                // decisions replaces a handful of categories.
+                None => prevs
+                    .entry(a.category)
+                    .or_insert_with(|| {
+                        Arc::new(Prev {
+                            category: a.category,
+                            note: None,
+                        })
+                    })
+                    .clone(),
+                Some(note) => Arc::new(Prev {
                     category: a.category,
-                    note: a.note.clone(),
-                })
+                    note: Some(note.clone()),
+                }),
             });
             let ann = Arc::new(Annotation {
                 key: c.key,
@@ -1784,20 +1801,22 @@ impl AnnotationStore {
             // these look-ups miss the CPU's caches, and wait for memory
             // side by side instead of one after another.
             let this = &*self;
-            let one = |(c, known)| prepare(this, c, Kind::Decision, None, known);
+            let one = |prevs: &mut Prevs, (c, known)| {
+                prepare(this, c, Kind::Decision, None, known, prevs)
+            };
             let known = |i: usize| now.as_ref().map(|now| now[i].clone());
             let events: Vec<Prepared> = match changes {
                 Cow::Owned(changes) => changes
                     .into_par_iter()
                     .enumerate()
                     .map(|(i, c)| (c, known(i)))
-                    .map(one)
+                    .map_init(Prevs::default, one)
                     .collect(),
                 Cow::Borrowed(changes) => changes
                     .par_iter()
                     .enumerate()
                     .map(|(i, c)| (c.clone(), known(i)))
-                    .map(one)
+                    .map_init(Prevs::default, one)
                     .collect(),
             };
             // Room for the pairs decided for the first time, made once: a
@@ -1818,6 +1837,7 @@ impl AnnotationStore {
                 Cow::Owned(changes) => Box::new(changes.into_iter()),
                 Cow::Borrowed(changes) => Box::new(changes.iter().cloned()),
             };
+            let mut prevs = Prevs::default();
             // One at a time: a pair changed twice in the step replaces its first change.
             for (i, c) in changes.enumerate() {
                 let kind = kinds
@@ -1825,7 +1845,8 @@ impl AnnotationStore {
                     .and_then(Iterator::next)
                     .unwrap_or(Kind::Decision);
                 let carried_from = origins.as_mut().and_then(Iterator::next);
-                let (ann, prev, resolves, old) = prepare(self, c, kind, carried_from, None);
+                let (ann, prev, resolves, old) =
+                    prepare(self, c, kind, carried_from, None, &mut prevs);
                 stage(&mut self.journals, i, false, ann, prev, resolves);
                 previous.push(old);
             }

@@ -2608,3 +2608,40 @@ fn an_undo_of_many_decisions_checks_each_pair_and_names_what_it_replaces() {
         assert_eq!(prev.and_then(|p| p.category), None, "{line}");
     }
 }
+
+/// What an undo's events replaced is shared among them, one per category
+/// when there is no note (a million alike would each be an allocation);
+/// a note keeps its own.
+#[test]
+fn an_undo_of_many_decisions_shares_what_they_replaced() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut a = AnnotationStore::open(&path, "ann").unwrap();
+    let n = PREPARE_PAR_MIN + 13;
+    let mut after: Vec<Change> = (0..n)
+        .map(|i| numbered(i, &format!("b{}", i % 3)))
+        .collect();
+    after[5].note = Some("kept".to_string());
+    a.apply(after.clone()).unwrap();
+    let before: Vec<Change> = (0..n).map(|i| numbered(i, "")).collect();
+    let saved = a.save(before.as_slice(), &|_| Vec::new(), Some(&after));
+    assert!(matches!(saved, Ok(Saved::Done(_))));
+    let prevs: Vec<&Arc<Prev>> = a.journals[0]
+        .live
+        .pairs
+        .values()
+        .flat_map(|p| p.decisions.iter())
+        .filter_map(|e| e.prev.as_ref())
+        .collect();
+    assert_eq!(prevs.len(), n);
+    let distinct: BTreeSet<*const Prev> = prevs.iter().map(|p| Arc::as_ptr(p)).collect();
+    assert!(
+        distinct.len() < n / 100,
+        "{} distinct of {n}",
+        distinct.len()
+    );
+    let with_note: Vec<_> = prevs.iter().filter(|p| p.note.is_some()).collect();
+    assert_eq!(with_note.len(), 1);
+    assert_eq!(with_note[0].note.as_deref(), Some("kept"));
+    assert_eq!(with_note[0].category.as_deref(), Some("b2"));
+}
