@@ -8,7 +8,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use std::fs::{self, File, Metadata, OpenOptions, TryLockError};
 use std::io::{self, BufRead, BufReader, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::{
@@ -125,7 +125,9 @@ pub(super) struct Journal {
     /// they are written ([`Journal::queue`]).
     unapplied: usize,
     /// The newest event this triage made durable here, per slot: written
-    /// again if the file is replaced by a copy that lacks it.
+    /// again if the file is replaced by a copy that lacks it. (Or one
+    /// still pending, whose write failed: its slot is restored by writing
+    /// it, not from here.)
     own: FxHashMap<OwnSlot, PendingEvent>,
     /// The reviewers of the events in `own`, numbered by their place here
     /// (this triage writes one reviewer's events, so one name).
@@ -421,23 +423,54 @@ impl Journal {
             ..
         } = self;
         let pending: &[PendingEvent] = pending;
-        let mut append = || {
+        let append = || {
             let events = pending
                 .iter()
                 .map(|p| (&*p.ann, p.prev.as_deref(), p.resolves.as_deref()));
-            let appended = append_durably(path, events, *read_pos);
-            if appended.is_ok() {
-                remember_own(pending, own, own_reviewers, written, seen_next);
-            }
+            append_durably(path, events, *read_pos)
+        };
+        // While the events are written, they are applied (those queued):
+        // at millions of decisions each takes seconds, and they share no
+        // memory but the events. Whichever is done first records them as
+        // this triage's own, which takes seconds too (which one is longer
+        // depends on the step: an undo applies faster than it writes).
+        // Recorded before they are durable: if the write fails, they stay
+        // pending, and a pending event's slot is never restored from `own`
+        // ([`Journal::queue_lost_own_events`]); their ids are taken back
+        // from `written`, which must list only events the file got.
+        let wrote_before = written.len();
+        let appended = {
+            let remember = Mutex::new(Some((
+                &mut *own,
+                &mut *own_reviewers,
+                &mut *written,
+                &mut *seen_next,
+            )));
+            let remember_once = || {
+                let taken = remember
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .take();
+                if let Some((own, own_reviewers, written, seen_next)) = taken {
+                    remember_own(pending, own, own_reviewers, written, seen_next);
+                }
+            };
+            let (appended, ()) = rayon::join(
+                || {
+                    let appended = append();
+                    remember_once();
+                    appended
+                },
+                || {
+                    apply(live, &pending[from..]);
+                    remember_once();
+                },
+            );
             appended
         };
-        // (At millions of decisions, applying them and writing them each
-        // take seconds, and share no memory but the events.)
-        let appended = if from < pending.len() {
-            rayon::join(append, || apply(live, &pending[from..])).0
-        } else {
-            append()
-        };
+        if appended.is_err() {
+            written.truncate(wrote_before);
+        }
         match appended {
             Ok((end, file)) => {
                 self.file_lines += self.pending.len();
@@ -745,9 +778,12 @@ impl Journal {
         for &(id, at) in &self.written {
             written.entry(id).or_insert(at);
         }
+        // A pending event's slot gets it when it is written. (A set: after
+        // a failed save of a million decisions, a million are pending.)
+        let pending: FxHashSet<Slot> = self.pending.iter().map(PendingEvent::slot).collect();
         for ev in self.own.values() {
             let slot = &ev.slot();
-            if self.pending.iter().any(|p| p.slot() == *slot) {
+            if pending.contains(slot) {
                 continue;
             }
             let pos = |id: u64| {
@@ -1188,8 +1224,8 @@ fn apply(live: &mut Live, events: &[PendingEvent]) {
     }
 }
 
-/// Record durable events as this triage's own: each the newest of its
-/// slot in `own`, and its id in `written`, in order.
+/// Record events written (or being written) as this triage's own: each
+/// the newest of its slot in `own`, and its id in `written`, in order.
 fn remember_own(
     events: &[PendingEvent],
     own: &mut FxHashMap<OwnSlot, PendingEvent>,
@@ -1197,13 +1233,21 @@ fn remember_own(
     written: &mut Vec<(u64, u64)>,
     seen_next: &mut u64,
 ) {
-    written.reserve(events.len());
+    use rayon::prelude::*;
+    // (Each id hashes a whole event: on every core free for it.)
+    let first = *seen_next;
+    written.par_extend(
+        events
+            .par_iter()
+            .with_min_len(1 << 12)
+            .enumerate()
+            .map(|(i, ev)| {
+                let id = event_id(&ev.ann, ev.prev.as_deref(), ev.resolves.as_deref());
+                (id, first + i as u64)
+            }),
+    );
+    *seen_next += events.len() as u64;
     for ev in events {
-        written.push((
-            event_id(&ev.ann, ev.prev.as_deref(), ev.resolves.as_deref()),
-            *seen_next,
-        ));
-        *seen_next += 1;
         let who = match ev.resolves {
             Some(_) => None,
             None => {

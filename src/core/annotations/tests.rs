@@ -2645,3 +2645,47 @@ fn an_undo_of_many_decisions_shares_what_they_replaced() {
     assert_eq!(with_note[0].note.as_deref(), Some("kept"));
     assert_eq!(with_note[0].category.as_deref(), Some("b2"));
 }
+
+/// A write that fails (a full disk) leaves its events pending, and no trace
+/// of them in the order of what the file holds: once written after another
+/// triage's decision on the pair, this triage's is the newer one, and a
+/// copy put back with only the other's gets it again. (Listed from the
+/// failed write, it would seem the older one and be lost.)
+#[cfg(target_os = "linux")]
+#[test]
+fn a_decision_whose_write_failed_counts_as_written_when_it_is_written() {
+    let dev_full = Path::new("/dev/full");
+    if !dev_full.exists() {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    fs::write(&path, "").unwrap();
+    let mut a = AnnotationStore::open(&path, "ann").unwrap();
+    fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink(dev_full, &path).unwrap();
+    assert!(a.apply(vec![numbered(1, "ours")]).is_err());
+    assert_eq!(a.pending(), 1);
+    fs::remove_file(&path).unwrap();
+    fs::write(&path, "").unwrap();
+    // The same reviewer in a second triage decides the pair meanwhile.
+    let mut b = AnnotationStore::open(&path, "ann").unwrap();
+    b.apply(vec![numbered(1, "theirs")]).unwrap();
+    drop(b);
+    let theirs_only = fs::read(&path).unwrap();
+    a.retry_pending().unwrap();
+    assert_eq!(lines(&path).len(), 2, "theirs, then ours");
+    // As `git checkout` does: a new file with their decision only.
+    let copy = dir.path().join("copy");
+    fs::write(&copy, &theirs_only).unwrap();
+    fs::rename(&copy, &path).unwrap();
+    a.refresh().unwrap();
+    assert_eq!(a.restored(), 1, "ours came after theirs");
+    drop(a);
+    let read = AnnotationStore::read(&path).unwrap();
+    assert_eq!(
+        read.get(&numbered(1, "").key)
+            .and_then(|d| d.category.as_deref()),
+        Some("ours")
+    );
+}
