@@ -30,6 +30,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use rayon::iter::Either;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
@@ -37,7 +38,7 @@ use smallvec::SmallVec;
 
 use super::key::RecordKey;
 use ids::IdIndex;
-use journal::{Journal, LOCK_WAIT, lock_within};
+use journal::{Journal, LOCK_WAIT, PendingEvent, lock_within};
 
 /// A case or variant id held by a decision: shared, not copied, between
 /// the change, its event, the journal and the undo step.
@@ -1689,13 +1690,28 @@ impl AnnotationStore {
         }
         let at = Name::new(&now_rfc3339());
         let nonce = fresh_nonces();
-        let mut previous = Vec::with_capacity(changes.len());
+        let mut previous = Vec::new();
         // Which pairs this save writes, per journal: only needed when
         // others' decisions arrived.
         let count_staged = arrived.iter().any(|(_, keys)| !keys.is_empty());
         let mut staged: HashMap<usize, FxHashSet<RecordKey>> = HashMap::new();
-        for &j in &involved {
-            self.journals[j].pending.reserve(changes.len());
+        // Plain decisions, each on its own pair (accepting every
+        // suggestion, an undo): built on every core, and applied while
+        // they are written.
+        let bulk = kinds.is_none()
+            && origins.is_none()
+            && changes.len() >= PREPARE_PAR_MIN
+            && distinct_pairs(&changes);
+        // Of those, the ones all bound for one journal are built straight
+        // into its queue.
+        let straight = bulk && targets.is_none();
+        if !straight {
+            previous.reserve(changes.len());
+            for &j in &involved {
+                self.journals[j].pending.reserve(changes.len());
+            }
+        } else if count_staged {
+            staged.insert(0, changes.iter().map(|c| c.key).collect());
         }
         let reviewer = Name::new(&self.reviewer);
         // A change's event, read off the store as it stands: the event,
@@ -1789,46 +1805,57 @@ impl AnnotationStore {
                 }
             }
         };
-        if kinds.is_none()
-            && origins.is_none()
-            && changes.len() >= PREPARE_PAR_MIN
-            && distinct_pairs(&changes)
-        {
-            // Plain decisions, each on its own pair (accepting every
-            // suggestion, an undo): what each replaces is looked up (or
-            // taken from the undo's check), and its event built, on every
-            // core. At millions of decisions
-            // these look-ups miss the CPU's caches, and wait for memory
-            // side by side instead of one after another.
+        if bulk {
+            // What each replaces is looked up (or taken from the undo's
+            // check), and its event built, on every core. At millions of
+            // decisions these look-ups miss the CPU's caches, and wait for
+            // memory side by side instead of one after another.
             let this = &*self;
             let one = |prevs: &mut Prevs, (c, known)| {
                 prepare(this, c, Kind::Decision, None, known, prevs)
             };
             let known = |i: usize| now.as_ref().map(|now| now[i].clone());
-            let events: Vec<Prepared> = match changes {
-                Cow::Owned(changes) => changes
-                    .into_par_iter()
-                    .enumerate()
-                    .map(|(i, c)| (c, known(i)))
-                    .map_init(Prevs::default, one)
-                    .collect(),
-                Cow::Borrowed(changes) => changes
-                    .par_iter()
-                    .enumerate()
-                    .map(|(i, c)| (c.clone(), known(i)))
-                    .map_init(Prevs::default, one)
-                    .collect(),
-            };
+            let events = match changes {
+                Cow::Owned(changes) => Either::Left(
+                    changes
+                        .into_par_iter()
+                        .enumerate()
+                        .map(|(i, c)| (c, known(i))),
+                ),
+                Cow::Borrowed(changes) => Either::Right(
+                    changes
+                        .par_iter()
+                        .enumerate()
+                        .map(|(i, c)| (c.clone(), known(i))),
+                ),
+            }
+            .map_init(Prevs::default, one);
             // Room for the pairs decided for the first time, made once: a
             // table grown by doubling touches twice the memory, and at
             // millions of pairs every fresh page costs.
-            let first = events.iter().filter(|e| e.3.is_none()).count();
-            for &j in &involved {
-                self.journals[j].reserve(first);
-            }
-            for (i, (ann, prev, resolves, old)) in events.into_iter().enumerate() {
-                stage(&mut self.journals, i, true, ann, prev, resolves);
-                previous.push(old);
+            let first = |olds: &mut dyn Iterator<Item = &Option<Arc<Annotation>>>| {
+                olds.filter(|old| old.is_none()).count()
+            };
+            if straight {
+                // (No list of them between: at millions of decisions, a
+                // list is hundreds of megabytes of fresh memory.)
+                let queued: Vec<PendingEvent>;
+                (queued, previous) = events
+                    .map(|(ann, prev, _, old)| (PendingEvent::new(ann, prev, None), old))
+                    .unzip();
+                let journal = &mut self.journals[0];
+                journal.reserve(first(&mut previous.iter()));
+                journal.queue_all(queued);
+            } else {
+                let events: Vec<Prepared> = events.collect();
+                let first = first(&mut events.iter().map(|e| &e.3));
+                for &j in &involved {
+                    self.journals[j].reserve(first);
+                }
+                for (i, (ann, prev, resolves, old)) in events.into_iter().enumerate() {
+                    stage(&mut self.journals, i, true, ann, prev, resolves);
+                    previous.push(old);
+                }
             }
         } else {
             let mut kinds = kinds.map(Vec::into_iter);

@@ -318,6 +318,17 @@ impl Journal {
         self.unapplied += 1;
     }
 
+    /// [`Journal::queue`] of many events at once, built elsewhere: taken
+    /// as they are when nothing else is pending.
+    pub(super) fn queue_all(&mut self, events: Vec<PendingEvent>) {
+        self.unapplied += events.len();
+        if self.pending.is_empty() {
+            self.pending = events;
+        } else {
+            self.pending.extend(events);
+        }
+    }
+
     /// Apply in memory the queued events not yet applied.
     pub(super) fn apply_unapplied(&mut self) {
         let from = self.pending.len() - std::mem::take(&mut self.unapplied);

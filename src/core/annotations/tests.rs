@@ -2689,3 +2689,28 @@ fn a_decision_whose_write_failed_counts_as_written_when_it_is_written() {
         Some("ours")
     );
 }
+
+/// Decisions another triage wrote just before a big step on the same pairs
+/// are replaced by it at once: nothing to tell the reviewer about. One on
+/// a pair the step leaves alone is.
+#[test]
+fn a_step_of_many_decisions_replaces_what_arrived_just_before_it_silently() {
+    let dir = TempDir::new().unwrap();
+    let path = journal(&dir);
+    let mut a = AnnotationStore::open(&path, "ann").unwrap();
+    a.apply(vec![numbered(0, "a")]).unwrap();
+    let mut b = AnnotationStore::open(&path, "ann").unwrap();
+    let n = PREPARE_PAR_MIN + 7;
+    b.apply(vec![numbered(3, "theirs"), numbered(n + 1, "theirs")])
+        .unwrap();
+    drop(b);
+    let step: Vec<Change> = (1..=n).map(|i| numbered(i, "b")).collect();
+    assert!(distinct_pairs(&step));
+    a.apply(step).unwrap();
+    assert_eq!(a.refresh().unwrap(), 1, "only the pair the step left alone");
+    assert_eq!(
+        a.get(&numbered(3, "").key)
+            .and_then(|d| d.category.as_deref()),
+        Some("b")
+    );
+}
