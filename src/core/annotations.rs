@@ -85,12 +85,12 @@ pub struct Provenance {
     pub run: String,
 }
 
-/// A change's event made ready to stage ([`AnnotationStore::save`]): the
-/// event, its `prev`, what it settles, and the annotation it replaces.
 /// What the events of one save replaced without a note, one per category,
 /// shared by the events.
 type Prevs = FxHashMap<Option<Name>, Arc<Prev>>;
 
+/// A change's event made ready to stage ([`AnnotationStore::save`]): the
+/// event, its `prev`, what it settles, and the annotation it replaces.
 type Prepared = (
     Arc<Annotation>,
     Option<Arc<Prev>>,
@@ -1792,17 +1792,20 @@ impl AnnotationStore {
                     staged.entry(j).or_default().insert(ann.key);
                 }
             }
+            let put = |journal: &mut Journal, ann, prev, resolves| match bulk {
+                true => journal.queue(ann, prev),
+                false => journal.stage(ann, prev, resolves),
+            };
             if let Some((&last, others)) = to.split_last() {
                 for &j in others {
-                    match bulk {
-                        true => journals[j].queue(ann.clone(), prev.clone()),
-                        false => journals[j].stage(ann.clone(), prev.clone(), resolves.clone()),
-                    }
+                    put(
+                        &mut journals[j],
+                        ann.clone(),
+                        prev.clone(),
+                        resolves.clone(),
+                    );
                 }
-                match bulk {
-                    true => journals[last].queue(ann, prev),
-                    false => journals[last].stage(ann, prev, resolves),
-                }
+                put(&mut journals[last], ann, prev, resolves);
             }
         };
         if bulk {
@@ -1833,9 +1836,6 @@ impl AnnotationStore {
             // Room for the pairs decided for the first time, made once: a
             // table grown by doubling touches twice the memory, and at
             // millions of pairs every fresh page costs.
-            let first = |olds: &mut dyn Iterator<Item = &Option<Arc<Annotation>>>| {
-                olds.filter(|old| old.is_none()).count()
-            };
             if straight {
                 // (No list of them between: at millions of decisions, a
                 // list is hundreds of megabytes of fresh memory.)
@@ -1844,11 +1844,11 @@ impl AnnotationStore {
                     .map(|(ann, prev, _, old)| (PendingEvent::new(ann, prev, None), old))
                     .unzip();
                 let journal = &mut self.journals[0];
-                journal.reserve(first(&mut previous.iter()));
+                journal.reserve(previous.iter().filter(|old| old.is_none()).count());
                 journal.queue_all(queued);
             } else {
                 let events: Vec<Prepared> = events.collect();
-                let first = first(&mut events.iter().map(|e| &e.3));
+                let first = events.iter().filter(|e| e.3.is_none()).count();
                 for &j in &involved {
                     self.journals[j].reserve(first);
                 }

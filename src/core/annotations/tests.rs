@@ -619,19 +619,29 @@ fn failed_write_keeps_pending_and_a_retry_recovers() {
     assert_eq!(store.all().len(), 3);
 }
 
+/// A store of reviewer "ann" whose empty journal became, once opened, a
+/// full disk (a symlink to /dev/full); `None` where there is no /dev/full.
+#[cfg(target_os = "linux")]
+fn store_on_a_full_disk(dir: &TempDir) -> Option<(PathBuf, AnnotationStore)> {
+    let dev_full = Path::new("/dev/full");
+    if !dev_full.exists() {
+        return None;
+    }
+    let path = journal(dir);
+    fs::write(&path, "").unwrap();
+    let store = AnnotationStore::open(&path, "ann").unwrap();
+    fs::remove_file(&path).unwrap();
+    std::os::unix::fs::symlink(dev_full, &path).unwrap();
+    Some((path, store))
+}
+
 #[cfg(target_os = "linux")]
 #[test]
 fn full_disk_keeps_pending_with_a_clear_message() {
-    let dev_full = Path::new("/dev/full");
-    if !dev_full.exists() {
-        return;
-    }
     let dir = TempDir::new().unwrap();
-    let path = journal(&dir);
-    fs::write(&path, "").unwrap();
-    let mut store = AnnotationStore::open(&path, "ann").unwrap();
-    fs::remove_file(&path).unwrap();
-    std::os::unix::fs::symlink(dev_full, &path).unwrap();
+    let Some((path, mut store)) = store_on_a_full_disk(&dir) else {
+        return;
+    };
     let err = store
         .apply(vec![change(1, "c1", Some("a"), None)])
         .unwrap_err();
@@ -2654,16 +2664,10 @@ fn an_undo_of_many_decisions_shares_what_they_replaced() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_decision_whose_write_failed_counts_as_written_when_it_is_written() {
-    let dev_full = Path::new("/dev/full");
-    if !dev_full.exists() {
-        return;
-    }
     let dir = TempDir::new().unwrap();
-    let path = journal(&dir);
-    fs::write(&path, "").unwrap();
-    let mut a = AnnotationStore::open(&path, "ann").unwrap();
-    fs::remove_file(&path).unwrap();
-    std::os::unix::fs::symlink(dev_full, &path).unwrap();
+    let Some((path, mut a)) = store_on_a_full_disk(&dir) else {
+        return;
+    };
     assert!(a.apply(vec![numbered(1, "ours")]).is_err());
     assert_eq!(a.pending(), 1);
     fs::remove_file(&path).unwrap();
