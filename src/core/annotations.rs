@@ -2647,6 +2647,7 @@ mod key_hex {
     }
 }
 
+mod append;
 mod ids;
 mod journal;
 mod name;

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
+use super::append::{Appender, DIRECT_MIN};
 use super::{
     Access, Annotation, Line, Live, Prev, Prior, SaveError, Slot, Snapshot, StoreOpenError, encode,
     encode_into, event_id, folder_writable, parent_dir, parse_line, tick, with_suffix,
@@ -170,6 +171,9 @@ pub(super) struct Journal {
     /// That file, held open so that its inode number cannot be reused by a
     /// new journal (which would then look like the same file).
     held: Option<File>,
+    /// From how many bytes of lines (about [`LINE`] an event) an append
+    /// goes around the page cache ([`super::append`]; tests lower it).
+    pub(super) direct_from: usize,
     /// Annotations changed by other triages' events since the store last said.
     pub(super) merged: usize,
     /// This triage's decisions written again after the file lost them, since the store last said.
@@ -202,6 +206,7 @@ impl Journal {
             read_lines: 0,
             file_id: None,
             held: None,
+            direct_from: DIRECT_MIN,
             merged: 0,
             restored: 0,
         }
@@ -431,6 +436,7 @@ impl Journal {
             written,
             seen_next,
             read_pos,
+            direct_from,
             ..
         } = self;
         let pending: &[PendingEvent] = pending;
@@ -438,7 +444,7 @@ impl Journal {
             let events = pending
                 .iter()
                 .map(|p| (&*p.ann, p.prev.as_deref(), p.resolves.as_deref()));
-            append_durably(path, events, *read_pos)
+            append_durably(path, events, *read_pos, *direct_from)
         };
         // While the events are written, they are applied (those queued):
         // at millions of decisions each takes seconds, and they share no
@@ -1151,7 +1157,12 @@ where
 ///
 /// Called with the lock held, after reading the journal up to `read_pos`;
 /// returns the new end of the file and the file.
-fn append_durably<'a, I>(path: &Path, events: I, read_pos: u64) -> io::Result<(u64, File)>
+fn append_durably<'a, I>(
+    path: &Path,
+    events: I,
+    read_pos: u64,
+    direct_from: usize,
+) -> io::Result<(u64, File)>
 where
     I: ExactSizeIterator<Item = EventRef<'a>>,
 {
@@ -1176,24 +1187,24 @@ where
             glue = b"\n";
         }
     }
-    let mut written_bytes = glue.len() as u64;
-    let written = file
-        .write_all(glue)
-        .and_then(|()| {
-            encode_in_stretches(events, &mut |lines| {
-                written_bytes += lines.len() as u64;
-                file.write_all(lines)
-            })
-        })
-        .and_then(|()| file.sync_data());
-    if let Err(e) = written {
-        // The events stay pending and are written again, so drop any part of
-        // them that did land (this also frees the space on a full disk).
-        let _ = file.set_len(len);
-        let _ = file.sync_data();
-        return Err(e);
-    }
-    Ok((len + written_bytes, file))
+    let around = events.len() * LINE >= direct_from;
+    let mut appender = Appender::new(&mut file, len, around);
+    let written = appender
+        .write(glue)
+        .and_then(|()| encode_in_stretches(events, &mut |lines| appender.write(lines)))
+        .and_then(|()| appender.finish())
+        .and_then(|end| file.sync_data().map(|()| end));
+    let end = match written {
+        Ok(end) => end,
+        Err(e) => {
+            // The events stay pending and are written again, so drop any part of
+            // them that did land (this also frees the space on a full disk).
+            let _ = file.set_len(len);
+            let _ = file.sync_data();
+            return Err(e);
+        }
+    };
+    Ok((end, file))
 }
 
 /// Remove temp files a crashed compaction left; called with the lock held, so none is in use.

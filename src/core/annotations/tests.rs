@@ -638,10 +638,21 @@ fn store_on_a_full_disk(dir: &TempDir) -> Option<(PathBuf, AnnotationStore)> {
 #[cfg(target_os = "linux")]
 #[test]
 fn full_disk_keeps_pending_with_a_clear_message() {
+    // Written through the page cache, and around it as a large save is.
+    for around_the_cache in [false, true] {
+        full_disk_keeps_pending(around_the_cache);
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn full_disk_keeps_pending(around_the_cache: bool) {
     let dir = TempDir::new().unwrap();
     let Some((path, mut store)) = store_on_a_full_disk(&dir) else {
         return;
     };
+    if around_the_cache {
+        store.journals[0].direct_from = 0;
+    }
     let err = store
         .apply(vec![change(1, "c1", Some("a"), None)])
         .unwrap_err();
@@ -2093,12 +2104,29 @@ fn events_encoded_in_rounds_are_the_lines_in_order_and_stop_at_the_first_error()
 
 #[test]
 fn a_save_of_many_decisions_appends_their_lines_in_order_and_replays_to_the_same_store() {
+    many_decisions_append_in_order_and_replay(false);
+}
+
+/// The same, with the lines written around the page cache from the first
+/// block boundary after the journal's end (a save of millions of decisions
+/// is; `super::append`), where the system allows it.
+#[test]
+fn a_save_of_many_decisions_written_around_the_page_cache_reads_back_the_same() {
+    many_decisions_append_in_order_and_replay(true);
+}
+
+fn many_decisions_append_in_order_and_replay(around_the_cache: bool) {
     let dir = TempDir::new().unwrap();
     let path = journal(&dir);
     let mut store = AnnotationStore::open(&path, "ann").unwrap();
     store
         .apply(vec![change(1, "c-first", Some("a"), None)])
         .unwrap();
+    if around_the_cache {
+        store.journals[0].direct_from = 0;
+    }
+    // (The journal now ends mid-block, so the new lines begin there.)
+    assert_ne!(fs::metadata(&path).unwrap().len() % 4096, 0);
     let first = lines(&path);
     // More than two chunks, so the lines are encoded on rayon's threads
     // and appended a stretch at a time.
