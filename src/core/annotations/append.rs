@@ -24,10 +24,7 @@
 use std::fs::File;
 use std::io::{self, Write};
 
-/// Direct writes start and end on multiples of this many bytes, and come
-/// from buffers aligned to it: a multiple of the block size of every disk
-/// and filesystem Linux writes directly.
-const ALIGN: usize = 4096;
+use crate::core::load::direct::{ALIGN, Block, as_bytes, as_bytes_mut, reopen_direct};
 
 /// From this many bytes expected, an append goes around the page cache.
 /// Below it, a direct write saves less than it costs: the kernel's copy of a
@@ -36,11 +33,6 @@ pub(super) const DIRECT_MIN: usize = 32 << 20;
 
 /// How many bytes are gathered before they are written directly.
 const GATHER: usize = 8 << 20;
-
-/// One aligned block of the gathering buffer.
-#[repr(C, align(4096))]
-#[derive(Clone, Copy)]
-struct Block([u8; ALIGN]);
 
 /// Appends bytes to a journal opened for appending: whole aligned blocks
 /// through a second, direct handle on the same file where it can.
@@ -63,7 +55,7 @@ impl<'f> Appender<'f> {
     /// `around` (the caller expects [`DIRECT_MIN`] bytes or more) and the
     /// system allows it.
     pub(super) fn new(file: &'f mut File, end: u64, around: bool) -> Appender<'f> {
-        let direct = around.then(|| open_direct(file)).flatten();
+        let direct = around.then(|| reopen_direct(file, true)).flatten();
         Appender::with(file, end, direct, GATHER)
     }
 
@@ -71,7 +63,7 @@ impl<'f> Appender<'f> {
     /// gathering `gather` bytes (whole blocks) between direct writes.
     fn with(file: &'f mut File, end: u64, direct: Option<File>, gather: usize) -> Appender<'f> {
         let blocks = match direct {
-            Some(_) => vec![Block([0; ALIGN]); gather.div_ceil(ALIGN).max(1)],
+            Some(_) => vec![Block::ZERO; gather.div_ceil(ALIGN).max(1)],
             None => Vec::new(),
         };
         Appender {
@@ -103,7 +95,7 @@ impl<'f> Appender<'f> {
             let room = gather - self.fill;
             let take = room.min(bytes.len());
             let fill = self.fill;
-            self.gathered_mut()[fill..fill + take].copy_from_slice(&bytes[..take]);
+            as_bytes_mut(&mut self.blocks)[fill..fill + take].copy_from_slice(&bytes[..take]);
             self.fill += take;
             bytes = &bytes[take..];
             if self.fill == gather {
@@ -140,7 +132,7 @@ impl<'f> Appender<'f> {
             Ok(()) => {
                 self.end += whole as u64;
                 let fill = self.fill;
-                self.gathered_mut().copy_within(whole..fill, 0);
+                as_bytes_mut(&mut self.blocks).copy_within(whole..fill, 0);
                 self.fill -= whole;
                 Ok(())
             }
@@ -161,23 +153,6 @@ impl<'f> Appender<'f> {
             Err(e) => Err(e),
         }
     }
-
-    fn gathered_mut(&mut self) -> &mut [u8] {
-        // SAFETY: `Block` is `repr(C)` around a byte array, so the blocks
-        // are `len * ALIGN` initialised bytes in one allocation, borrowed
-        // mutably with `self`.
-        unsafe {
-            std::slice::from_raw_parts_mut(
-                self.blocks.as_mut_ptr().cast::<u8>(),
-                self.blocks.len() * ALIGN,
-            )
-        }
-    }
-}
-
-fn as_bytes(blocks: &[Block]) -> &[u8] {
-    // SAFETY: as in `Appender::gathered_mut`, borrowed shared.
-    unsafe { std::slice::from_raw_parts(blocks.as_ptr().cast::<u8>(), blocks.len() * ALIGN) }
 }
 
 #[cfg(unix)]
@@ -188,27 +163,6 @@ fn write_all_at(file: &File, bytes: &[u8], offset: u64) -> io::Result<()> {
 #[cfg(not(unix))]
 fn write_all_at(_: &File, _: &[u8], _: u64) -> io::Result<()> {
     unreachable!("no direct handle is opened off Unix")
-}
-
-/// `file` opened again for direct writes, through `/proc/self/fd` so that
-/// it is the file the journal's lock and checks were made on.
-#[cfg(target_os = "linux")]
-fn open_direct(file: &File) -> Option<File> {
-    use std::os::fd::AsRawFd;
-    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-    let path = format!("/proc/self/fd/{}", file.as_raw_fd());
-    let direct = std::fs::OpenOptions::new()
-        .write(true)
-        .custom_flags(libc::O_DIRECT)
-        .open(path)
-        .ok()?;
-    let (a, b) = (file.metadata().ok()?, direct.metadata().ok()?);
-    (a.dev() == b.dev() && a.ino() == b.ino()).then_some(direct)
-}
-
-#[cfg(not(target_os = "linux"))]
-fn open_direct(_: &File) -> Option<File> {
-    None
 }
 
 #[cfg(test)]
@@ -228,7 +182,7 @@ mod tests {
             .append(true)
             .open(&path)
             .unwrap();
-        let direct = open_direct(&file);
+        let direct = reopen_direct(&file, true);
         (dir, path, file, direct)
     }
 

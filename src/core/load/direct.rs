@@ -18,21 +18,43 @@
 //! (`RunIndex::for_each_line` reads on a thread of its own). Where the
 //! system cannot read a file directly (not Linux, no `/proc`, a filesystem
 //! that refuses `O_DIRECT` or an alignment), reads go through the cache.
+//!
+//! The aligned blocks and the second, direct handle also serve a large
+//! save's journal lines (`core::annotations::append`).
 
 use std::fs::File;
 use std::io;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU8, Ordering};
 
-/// Direct reads start, end and land on multiples of this many bytes: a
-/// multiple of the block size of every disk and filesystem Linux reads
-/// directly.
-const ALIGN: usize = 4096;
+/// Direct reads and writes start, end and land on multiples of this many
+/// bytes: a multiple of the block size of every disk and filesystem Linux
+/// reads and writes directly.
+pub(crate) const ALIGN: usize = 4096;
 
-/// One aligned block of a [`SpanBuf`].
+/// One aligned block of a buffer for direct reads or writes.
 #[repr(C, align(4096))]
 #[derive(Clone, Copy)]
-struct Block([u8; ALIGN]);
+pub(crate) struct Block(pub(crate) [u8; ALIGN]);
+
+impl Block {
+    pub(crate) const ZERO: Block = Block([0; ALIGN]);
+}
+
+/// Blocks as the bytes they hold.
+pub(crate) fn as_bytes(blocks: &[Block]) -> &[u8] {
+    // SAFETY: `Block` is `repr(C)` around a byte array, so the blocks are
+    // `len * ALIGN` initialised bytes in one allocation.
+    unsafe { std::slice::from_raw_parts(blocks.as_ptr().cast::<u8>(), blocks.len() * ALIGN) }
+}
+
+/// Blocks as the bytes they hold, to fill.
+pub(crate) fn as_bytes_mut(blocks: &mut [Block]) -> &mut [u8] {
+    // SAFETY: as in `as_bytes`; the borrow keeps the blocks alive and unshared.
+    unsafe {
+        std::slice::from_raw_parts_mut(blocks.as_mut_ptr().cast::<u8>(), blocks.len() * ALIGN)
+    }
+}
 
 /// A reusable buffer for reading spans: plain bytes for reads through the
 /// page cache, aligned blocks for direct ones.
@@ -64,26 +86,16 @@ impl SpanBuf {
     }
 
     fn aligned(&self) -> &[u8] {
-        // SAFETY: `Block` is `repr(C)` around a byte array, so the blocks
-        // are `len * ALIGN` initialised bytes in one allocation.
-        unsafe {
-            std::slice::from_raw_parts(self.blocks.as_ptr().cast::<u8>(), self.blocks.len() * ALIGN)
-        }
+        as_bytes(&self.blocks)
     }
 
     /// At least `len` aligned bytes (the blocks kept for the next read).
     fn aligned_mut(&mut self, len: usize) -> &mut [u8] {
         let n = len.div_ceil(ALIGN);
         if self.blocks.len() < n {
-            self.blocks.resize(n, Block([0; ALIGN]));
+            self.blocks.resize(n, Block::ZERO);
         }
-        // SAFETY: as in `aligned`; the borrow of `self` keeps the blocks alive and unshared.
-        unsafe {
-            std::slice::from_raw_parts_mut(
-                self.blocks.as_mut_ptr().cast::<u8>(),
-                self.blocks.len() * ALIGN,
-            )
-        }
+        as_bytes_mut(&mut self.blocks)
     }
 
     /// Read `len` bytes at `offset` of `file` through the page cache.
@@ -184,24 +196,31 @@ impl Direct {
     }
 }
 
-/// `reader`'s file opened again for direct reads, through `/proc/self/fd`
-/// so that it is the same file even if its path now names another one.
-#[cfg(target_os = "linux")]
+/// `reader`'s file opened again for direct reads.
 fn open_direct(reader: &File) -> Option<File> {
+    reopen_direct(reader, false)
+}
+
+/// `file` opened again with `O_DIRECT`, to read or (`write`) to write at
+/// given offsets, through `/proc/self/fd` so that it is the same file even
+/// if its path now names another one. `None` where the system cannot.
+#[cfg(target_os = "linux")]
+pub(crate) fn reopen_direct(file: &File, write: bool) -> Option<File> {
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
-    let path = format!("/proc/self/fd/{}", reader.as_raw_fd());
-    let file = std::fs::OpenOptions::new()
-        .read(true)
+    let path = format!("/proc/self/fd/{}", file.as_raw_fd());
+    let direct = std::fs::OpenOptions::new()
+        .read(!write)
+        .write(write)
         .custom_flags(libc::O_DIRECT)
         .open(path)
         .ok()?;
-    let (a, b) = (reader.metadata().ok()?, file.metadata().ok()?);
-    (a.dev() == b.dev() && a.ino() == b.ino()).then_some(file)
+    let (a, b) = (file.metadata().ok()?, direct.metadata().ok()?);
+    (a.dev() == b.dev() && a.ino() == b.ino()).then_some(direct)
 }
 
 #[cfg(not(target_os = "linux"))]
-fn open_direct(_: &File) -> Option<File> {
+pub(crate) fn reopen_direct(_: &File, _: bool) -> Option<File> {
     None
 }
 
