@@ -730,6 +730,19 @@ impl Pair {
         }
     }
 
+    /// Put an event in its slot and work out what the pair shows; whether
+    /// it replaced one.
+    fn put(&mut self, entry: Entry, seq: u64) -> bool {
+        let replaced = if entry.resolves.is_some() {
+            self.resolution.replace(Box::new(entry)).is_some()
+        } else {
+            self.put_decision(entry)
+        };
+        self.newest = self.newest.max(seq);
+        self.compute();
+        replaced
+    }
+
     /// The annotation the pair shows, if some reviewer decided it.
     fn shown(&self) -> Option<&Annotation> {
         self.shown_shared().map(|a| &**a)
@@ -860,9 +873,16 @@ struct Live {
     shown: usize,
     /// The shown pairs by their ids, for stale look-ups without a scan.
     ids: IdIndex,
+    /// Whether `ids` is left as it is while events are put, to be filed
+    /// again whole afterwards ([`Live::putting`]).
+    unfiled: bool,
     /// Bumped whenever an annotation is set or removed.
     revision: u64,
 }
+
+/// From how many events at once [`Live::putting`] may file the ids again
+/// whole rather than event by event.
+const REFILE_MIN: usize = 50_000;
 
 impl Live {
     /// Room for `additional` more pairs.
@@ -885,21 +905,64 @@ impl Live {
         });
     }
 
+    /// Let `put` put about `events` events. When they are many and at
+    /// least half as many as the shown pairs (the undo of accepting every
+    /// suggestion, a journal read whole), the id index is not kept up event
+    /// by event, a look-up at random in tables of millions each, but filed
+    /// again whole afterwards in one sweep of the pairs ([`Live::refile`]).
+    fn putting<R>(&mut self, events: usize, put: impl FnOnce(&mut Live) -> R) -> R {
+        let held = self.hold_filing(events);
+        let done = put(self);
+        self.resume_filing(held);
+        done
+    }
+
+    /// Before putting about `events` events, as [`Live::putting`] does:
+    /// whether the id index is left alone until [`Live::resume_filing`].
+    fn hold_filing(&mut self, events: usize) -> bool {
+        let hold = !self.unfiled && events >= REFILE_MIN && events >= self.shown / 2;
+        self.unfiled |= hold;
+        hold
+    }
+
+    /// After the events [`Live::hold_filing`] was told of: the id index
+    /// filed again whole if it was held.
+    fn resume_filing(&mut self, held: bool) {
+        if held {
+            self.unfiled = false;
+            self.refile();
+        }
+    }
+
+    /// File every shown pair under its ids afresh.
+    fn refile(&mut self) {
+        self.ids.clear();
+        self.ids.reserve(self.shown);
+        for (key, pair) in &self.pairs {
+            if let Some(a) = pair.shown() {
+                self.ids.insert(*key, &a.case_id, &a.variant_id);
+            }
+        }
+    }
+
     fn insert(&mut self, entry: Entry) {
         self.revision += 1;
         let key = entry.ann.key;
         let seq = entry.seq;
         let pair = self.pairs.entry(key).or_default();
+        if self.unfiled {
+            // Only how many pairs show an annotation is kept up.
+            let had = pair.shown_shared().is_some();
+            if !pair.put(entry, seq) {
+                self.slots += 1;
+            }
+            let has = pair.shown_shared().is_some();
+            self.shown = self.shown + usize::from(has) - usize::from(had);
+            return;
+        }
         // (Shared, not copied: the ids are only compared and looked up.)
         let old = pair.shown_shared().cloned();
-        let replaced = if entry.resolves.is_some() {
-            pair.resolution.replace(Box::new(entry)).is_some()
-        } else {
-            pair.put_decision(entry)
-        };
-        pair.newest = pair.newest.max(seq);
-        pair.compute();
-        if !replaced {
+        if !pair.put(entry, seq) {
             self.slots += 1;
         }
         let new = pair.shown_shared().cloned();
@@ -1248,9 +1311,11 @@ impl AnnotationStore {
             }
         }
         let mut union = Live::default();
-        for e in newest.into_values() {
-            union.insert(e.clone());
-        }
+        union.putting(newest.len(), |union| {
+            for e in newest.into_values() {
+                union.insert(e.clone());
+            }
+        });
         self.union = Some(union);
         self.union_at = at;
     }

@@ -144,6 +144,11 @@ impl IdIndex {
         self.variants.contains_key(&id_hash(variant_id))
     }
 
+    /// Room for `additional` more pairs.
+    pub(super) fn reserve(&mut self, additional: usize) {
+        self.pairs.reserve(additional);
+    }
+
     pub(super) fn clear(&mut self) {
         self.pairs.clear();
         self.cases.clear();

@@ -852,8 +852,27 @@ impl Journal {
         let mut file = file;
         file.seek(SeekFrom::Start(self.read_pos))?;
         let mut reader = BufReader::new(file);
-        let mut buf = Vec::new();
         let mut out = Replay::default();
+        // A journal of many events read whole files its pairs' ids once, at the end.
+        let unread =
+            usize::try_from(meta.len().saturating_sub(self.read_pos)).unwrap_or(usize::MAX);
+        let held = self.live.hold_filing(unread / LINE);
+        let read = self.replay_lines(&mut reader, count, &mut out);
+        self.live.resume_filing(held);
+        read?;
+        self.file_id = Some(file_id(meta));
+        self.held = Some(reader.into_inner());
+        Ok(out)
+    }
+
+    /// [`Journal::replay`]'s lines, to the end of the file.
+    fn replay_lines(
+        &mut self,
+        reader: &mut BufReader<File>,
+        count: bool,
+        out: &mut Replay,
+    ) -> io::Result<()> {
+        let mut buf = Vec::new();
         loop {
             buf.clear();
             let n = reader.read_until(b'\n', &mut buf)?;
@@ -907,9 +926,7 @@ impl Journal {
                 }
             }
         }
-        self.file_id = Some(file_id(meta));
-        self.held = Some(reader.into_inner());
-        Ok(out)
+        Ok(())
     }
 
     /// Remember an unreadable line (its bytes, while within the bounds).
@@ -1241,9 +1258,11 @@ fn sync_dir(file: &Path) -> io::Result<()> {
 
 /// Apply these events in memory, oldest first.
 fn apply(live: &mut Live, events: &[PendingEvent]) {
-    for ev in events {
-        live.put(ev.ann.clone(), ev.prev.clone(), ev.resolves.clone(), tick());
-    }
+    live.putting(events.len(), |live| {
+        for ev in events {
+            live.put(ev.ann.clone(), ev.prev.clone(), ev.resolves.clone(), tick());
+        }
+    });
 }
 
 /// Record events written (or being written) as this triage's own: each

@@ -2255,6 +2255,68 @@ proptest! {
             prop_assert_eq!(live.shown, shown);
         }
     }
+
+    /// Events put in batches, some with the id index held and filed again
+    /// whole afterwards ([`Live::putting`], as the undo of a bulk step or
+    /// a journal read whole does), leave the index and the count of shown
+    /// pairs as filing event by event does.
+    #[test]
+    fn the_ids_index_filed_again_whole_is_the_one_kept_up_event_by_event(
+        batches in prop::collection::vec(
+            (
+                any::<bool>(),
+                prop::collection::vec(
+                    (0u8..6, 0u8..2, 0u8..3, 0u8..2, prop::option::of(0u8..2), any::<bool>()),
+                    0..16,
+                ),
+            ),
+            1..8,
+        )
+    ) {
+        let (mut held, mut kept) = (Live::default(), Live::default());
+        let mut seq = 0u64;
+        for (hold, events) in batches {
+            // (Told of more events than the threshold, so that it holds.)
+            let holding = hold && held.hold_filing(REFILE_MIN.max(2 * held.shown));
+            prop_assert_eq!(holding, hold);
+            for (k, reviewer, case, variant, cat, noted) in events {
+                seq += 1;
+                let ann = Arc::new(Annotation {
+                    key: key(k),
+                    case_id: format!("c{case}").into(),
+                    variant_id: format!("v{variant}").into(),
+                    category: cat.map(|c| Name::new(&format!("cat{c}"))),
+                    note: noted.then(|| "n".to_string()),
+                    reviewer: ["ann", "bob"][reviewer as usize].into(),
+                    at: now_rfc3339().into(),
+                    source: AnnotationSource::Manual,
+                    carried_from: None,
+                    nonce: seq,
+                });
+                held.put(ann.clone(), None, None, seq);
+                kept.put(ann, None, None, seq);
+                prop_assert_eq!(held.shown, kept.shown);
+            }
+            held.resume_filing(holding);
+            prop_assert!(!held.unfiled);
+            prop_assert_eq!(ids_indexed(&held), ids_indexed(&kept));
+            prop_assert_eq!(ids_indexed(&held), ids_rebuilt(&held));
+            prop_assert_eq!(held.slots, kept.slots);
+        }
+    }
+}
+
+#[test]
+fn few_events_or_fewer_than_half_the_shown_pairs_keep_the_ids_filed_event_by_event() {
+    let mut live = Live::default();
+    assert!(!live.hold_filing(REFILE_MIN - 1), "too few events");
+    live.shown = 4 * REFILE_MIN;
+    assert!(
+        !live.hold_filing(REFILE_MIN),
+        "fewer than half the shown pairs"
+    );
+    assert!(live.hold_filing(2 * REFILE_MIN));
+    assert!(!live.hold_filing(4 * REFILE_MIN), "already held");
 }
 
 /// What a line reads as, to compare two readings.
