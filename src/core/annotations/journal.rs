@@ -448,28 +448,28 @@ impl Journal {
         };
         // While the events are written, they are applied (those queued):
         // at millions of decisions each takes seconds, and they share no
-        // memory but the events. Whichever is done first records them as
-        // this triage's own, which takes seconds too (which one is longer
-        // depends on the step: an undo applies faster than it writes).
+        // memory but the events. Recording them as this triage's own takes
+        // seconds too, in two parts: whichever side is done first takes the
+        // first part, and the second if the other side is still busy.
         // Recorded before they are durable: if the write fails, they stay
         // pending, and a pending event's slot is never restored from `own`
         // ([`Journal::queue_lost_own_events`]); their ids are taken back
         // from `written`, which must list only events the file got.
         let wrote_before = written.len();
         let appended = {
-            let remember = Mutex::new(Some((
-                &mut *own,
-                &mut *own_reviewers,
-                &mut *written,
-                &mut *seen_next,
-            )));
+            // Recording them is two parts, the map of slots and the list of
+            // ids, each done once by whichever side is free first.
+            let slots = Mutex::new(Some((&mut *own, &mut *own_reviewers)));
+            let ids = Mutex::new(Some((&mut *written, &mut *seen_next)));
+            fn take<T>(part: &Mutex<Option<T>>) -> Option<T> {
+                part.lock().unwrap_or_else(PoisonError::into_inner).take()
+            }
             let remember_once = || {
-                let taken = remember
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .take();
-                if let Some((own, own_reviewers, written, seen_next)) = taken {
-                    remember_own(pending, own, own_reviewers, written, seen_next);
+                if let Some((own, own_reviewers)) = take(&slots) {
+                    remember_slots(pending, own, own_reviewers);
+                }
+                if let Some((written, seen_next)) = take(&ids) {
+                    remember_ids(pending, written, seen_next);
                 }
             };
             let (appended, ()) = rayon::join(
@@ -1274,6 +1274,12 @@ fn remember_own(
     written: &mut Vec<(u64, u64)>,
     seen_next: &mut u64,
 ) {
+    remember_ids(events, written, seen_next);
+    remember_slots(events, own, own_reviewers);
+}
+
+/// [`remember_own`]'s list of ids, in order.
+fn remember_ids(events: &[PendingEvent], written: &mut Vec<(u64, u64)>, seen_next: &mut u64) {
     use rayon::prelude::*;
     // (Each id hashes a whole event: on every core free for it.)
     let first = *seen_next;
@@ -1288,6 +1294,14 @@ fn remember_own(
             }),
     );
     *seen_next += events.len() as u64;
+}
+
+/// [`remember_own`]'s map of slots: each event the newest of its own.
+fn remember_slots(
+    events: &[PendingEvent],
+    own: &mut FxHashMap<OwnSlot, PendingEvent>,
+    own_reviewers: &mut Vec<String>,
+) {
     for ev in events {
         let who = match ev.resolves {
             Some(_) => None,
