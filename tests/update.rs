@@ -15,6 +15,7 @@ use triage::tui::action::Action;
 use triage::tui::app::{self, App, Effect, Focus, Overlay};
 use triage::tui::effects;
 use triage::tui::keymap::{KeyChord, Keymap};
+use triage::tui::listing::SortKey;
 use triage::tui::run::handle_key;
 use triage::tui::style::Theme;
 use triage::tui::testing;
@@ -1627,4 +1628,35 @@ fn many_record_keys_are_read_a_stretch_at_a_time_and_the_status_line_counts_them
         "the count goes once the keys are read: {:?}",
         f.app.message
     );
+}
+
+/// The cases of the view, in order.
+fn view_cases(app: &App) -> Vec<String> {
+    app.view
+        .iter()
+        .map(|&r| app.index.str(app.index.rows[r as usize].case).to_string())
+        .collect()
+}
+
+#[test]
+fn a_reloaded_run_is_sorted_by_its_own_strings() {
+    let mut f = Fixture::new();
+    f.act(Action::ToggleAllPairs);
+    while f.app.sort.key != SortKey::Case {
+        f.act(Action::CycleSort);
+    }
+    let cases = view_cases(&f.app);
+    assert!(cases.is_sorted(), "{cases:?}");
+    // The same lines in reverse order: as many strings, interned the other
+    // way round, so ranks kept from the first index would sort them backwards.
+    let text = fs::read_to_string(&f.run).unwrap();
+    let reversed: Vec<&str> = text.lines().rev().collect();
+    fs::write(&f.run, reversed.join("\n") + "\n").unwrap();
+    let run = f.run.to_str().unwrap().to_string();
+    let index = triage::core::index::load_run(&[run], &Default::default()).unwrap();
+    effects::replace_index(&mut f.app, index);
+    assert_eq!(f.app.sort.key, SortKey::Case);
+    let after = view_cases(&f.app);
+    assert_eq!(after.len(), cases.len());
+    assert!(after.is_sorted(), "{after:?}");
 }

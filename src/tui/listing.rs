@@ -135,6 +135,12 @@ impl SortCache {
     pub fn is_ranked(&self) -> bool {
         !self.ranks.rank.is_empty()
     }
+
+    /// Forget the ranks: they are of another index's strings (a run read
+    /// again, whose strings may be as many and interned in another order).
+    pub fn forget_ranks(&mut self) {
+        self.ranks = Ranks::default();
+    }
 }
 
 /// Order `view` by `sort`; ties keep file order.

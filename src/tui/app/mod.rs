@@ -602,6 +602,8 @@ impl App {
     pub fn reset_index(&mut self, index: RunIndex, watch: RunWatch) {
         self.index = index;
         self.watch = watch;
+        // The new index's strings may be as many, interned in another order.
+        self.sorting.forget_ranks();
         self.list_widths.set(None);
         self.run_change = None;
         self.detail = None;
