@@ -15,7 +15,7 @@ use triage::tui::action::Action;
 use triage::tui::app::{self, App, Effect, Focus, Overlay};
 use triage::tui::effects;
 use triage::tui::keymap::{KeyChord, Keymap};
-use triage::tui::listing::SortKey;
+use triage::tui::listing::{SortKey, SortWarmup};
 use triage::tui::run::handle_key;
 use triage::tui::style::Theme;
 use triage::tui::testing;
@@ -1659,4 +1659,46 @@ fn a_reloaded_run_is_sorted_by_its_own_strings() {
     let after = view_cases(&f.app);
     assert_eq!(after.len(), cases.len());
     assert!(after.is_sorted(), "{after:?}");
+}
+
+#[test]
+fn the_sort_warmup_is_taken_by_the_next_sort_and_a_reload_drops_one_in_flight() {
+    let mut f = Fixture::new();
+    f.act(Action::ToggleAllPairs);
+    let rows = f.app.index.rows.len();
+    let (send, ready) = std::sync::mpsc::channel();
+    f.app.await_sort_warmup(ready);
+    assert!(f.app.sorting_is_warm(), "a warm-up awaited counts as warm");
+    assert!(f.app.take_sort_warmup(), "not ready yet");
+    send.send(SortWarmup::make(f.app.index.strings(), rows))
+        .unwrap();
+    while f.app.sort.key != SortKey::Case {
+        f.act(Action::CycleSort);
+    }
+    assert!(!f.app.take_sort_warmup(), "the sort took it");
+    assert!(f.app.sorting_is_warm());
+    assert!(view_cases(&f.app).is_sorted());
+
+    // One made for the index a reload replaces is never taken.
+    // (Ready before the reload, as if the first sort had not come yet.)
+    let (send, ready) = std::sync::mpsc::channel();
+    f.app.await_sort_warmup(ready);
+    f.app.take_sort_warmup();
+    send.send(SortWarmup::make(f.app.index.strings(), rows))
+        .unwrap();
+    let text = fs::read_to_string(&f.run).unwrap();
+    let reversed: Vec<&str> = text.lines().rev().collect();
+    fs::write(&f.run, reversed.join("\n") + "\n").unwrap();
+    let run = f.run.to_str().unwrap().to_string();
+    let index = triage::core::index::load_run(&[run], &Default::default()).unwrap();
+    effects::replace_index(&mut f.app, index);
+    let after = view_cases(&f.app);
+    assert!(
+        after.is_sorted(),
+        "sorted by the old index's ranks: {after:?}"
+    );
+    assert!(
+        send.send(SortWarmup::default()).is_err(),
+        "nobody awaits a warm-up any more"
+    );
 }

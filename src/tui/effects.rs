@@ -32,6 +32,7 @@ use super::app::{
     self, App, Confirm, Detail, Effect, Guard, MessageKind, OnYes, Overlay, ResolutionGuard,
 };
 use super::doc;
+use super::listing::SortWarmup;
 use super::style::Theme;
 use super::ui;
 
@@ -160,6 +161,32 @@ pub fn replace_index(app: &mut App, index: RunIndex) {
     app.filter_view();
     if app.index.done {
         app.find_orphans();
+    }
+}
+
+/// From how many pairs the sort's warm-up is made: below, the first sort
+/// ranks the strings and maps its buffers in a few milliseconds.
+const SORT_WARMUP_MIN: usize = 200_000;
+
+/// Once the run is indexed, make what its first sort would otherwise make
+/// ([`SortWarmup::make_aside`]) on a thread of its own. The app takes it
+/// when it is ready.
+pub fn warm_sorting(app: &mut App) {
+    let rows = app.index.rows.len();
+    if rows < SORT_WARMUP_MIN || app.sorting_is_warm() {
+        return;
+    }
+    // (The full chunks are shared, not copied.)
+    let strings = app.index.strings().clone();
+    let (send, ready) = std::sync::mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("sort warm-up".into())
+        .spawn(move || {
+            let _ = send.send(SortWarmup::make_aside(&strings, rows));
+        });
+    // (Without a thread, the first sort makes it as before.)
+    if spawned.is_ok() {
+        app.await_sort_warmup(ready);
     }
 }
 

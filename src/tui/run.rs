@@ -48,6 +48,8 @@ pub fn run(
     let mut last_watch = Instant::now();
     // When the first frame with rows was drawn (TRIAGE_TRACE_FIRST_FRAME).
     let mut first_rows: Option<(Duration, usize)> = None;
+    // Whether the sort's warm-up was started for this index.
+    let mut warmed = false;
     let exit = loop {
         if let Some(l) = &loader {
             if l.drain_into(&mut app.index) {
@@ -64,6 +66,11 @@ pub fn run(
                 dirty = true;
             }
         }
+        if app.index.done && !warmed {
+            warmed = true;
+            effects::warm_sorting(&mut app);
+        }
+        app.take_sort_warmup();
         if last_watch.elapsed() > WATCH_EVERY {
             last_watch = Instant::now();
             dirty |= watch(&mut app);
@@ -195,6 +202,7 @@ pub fn run(
                             && let Some(l) = reload(app)
                         {
                             loader = Some(l);
+                            warmed = false;
                         } else if e == Effect::Redraw {
                             draw(&mut terminal, app, &keymap, &theme)?;
                         }

@@ -44,7 +44,7 @@ use super::action::Action;
 pub use super::doc::DetailMode;
 use super::doc::{DetailDoc, wrap};
 use super::input::{Jump, JumpTarget};
-use super::listing::{Item, Sort, SortCache, build_items, sort_rows_with};
+use super::listing::{Item, Sort, SortCache, SortWarmup, build_items, sort_rows_with};
 use super::note::NoteEditor;
 use crate::core::query::{self, Query, QueryError};
 
@@ -353,6 +353,9 @@ pub struct App {
     /// The rank of every interned string and the sort's buffers, kept
     /// between sorts.
     sorting: SortCache,
+    /// What the first sort needs, being made on a thread once the run is
+    /// indexed ([`crate::tui::effects::warm_sorting`]): taken when ready.
+    sort_warmup: Option<std::sync::mpsc::Receiver<SortWarmup>>,
     /// When the view was last rebuilt while the loader was still adding rows.
     last_rebuild: std::time::Instant,
     /// How many index rows the view has considered (for incremental growth).
@@ -425,6 +428,7 @@ impl App {
             folded: HashSet::new(),
             sort: Sort::default(),
             sorting: SortCache::default(),
+            sort_warmup: None,
             last_rebuild: std::time::Instant::now(),
             seen_rows: 0,
             show_all: false,
@@ -594,6 +598,39 @@ impl App {
         self.reopen.as_ref().is_some_and(|r| r.opts.follow)
     }
 
+    /// Expect what [`crate::tui::effects::warm_sorting`] is making for the
+    /// first sort: [`App::take_sort_warmup`] keeps it once it is ready.
+    pub fn await_sort_warmup(&mut self, ready: std::sync::mpsc::Receiver<SortWarmup>) {
+        self.sort_warmup = Some(ready);
+    }
+
+    /// Whether the first sort has nothing left to make: the strings ranked
+    /// (or being ranked by a warm-up).
+    pub fn sorting_is_warm(&self) -> bool {
+        self.sort_warmup.is_some() || self.sorting.is_ranked()
+    }
+
+    /// Keep what the sort's warm-up made, if it is ready; whether a
+    /// warm-up is still being made.
+    pub fn take_sort_warmup(&mut self) -> bool {
+        use std::sync::mpsc::TryRecvError;
+        let Some(ready) = &self.sort_warmup else {
+            return false;
+        };
+        match ready.try_recv() {
+            Ok(warmup) => {
+                self.sorting.warm(warmup);
+                self.sort_warmup = None;
+                false
+            }
+            Err(TryRecvError::Empty) => true,
+            Err(TryRecvError::Disconnected) => {
+                self.sort_warmup = None;
+                false
+            }
+        }
+    }
+
     /// Take a run indexed again from disk: the view, marks, folds and
     /// orphans start over, while the annotations, query, sort and grouping
     /// stay. [`crate::tui::effects::replace_index`] then watches the new
@@ -604,6 +641,7 @@ impl App {
         self.watch = watch;
         // The new index's strings may be as many, interned in another order.
         self.sorting.forget_ranks();
+        self.sort_warmup = None;
         self.list_widths.set(None);
         self.run_change = None;
         self.detail = None;
@@ -944,6 +982,7 @@ impl App {
             self.count_new_rows();
         }
         self.seen_rows = self.index.rows.len();
+        self.take_sort_warmup();
         sort_rows_with(
             &mut self.sorting,
             &self.index,
