@@ -880,8 +880,8 @@ struct Live {
     revision: u64,
 }
 
-/// From how many events at once [`Live::putting`] may file the ids again
-/// whole rather than event by event.
+/// From how many clearing events at once [`Live::putting`] may file the
+/// ids again whole rather than event by event.
 const REFILE_MIN: usize = 50_000;
 
 impl Live {
@@ -905,22 +905,26 @@ impl Live {
         });
     }
 
-    /// Let `put` put about `events` events. When they are many and at
-    /// least half as many as the shown pairs (the undo of accepting every
-    /// suggestion, a journal read whole), the id index is not kept up event
-    /// by event, a look-up at random in tables of millions each, but filed
-    /// again whole afterwards in one sweep of the pairs ([`Live::refile`]).
-    fn putting<R>(&mut self, events: usize, put: impl FnOnce(&mut Live) -> R) -> R {
-        let held = self.hold_filing(events);
+    /// Let `put` put events, `clears` of them clearing a decision. When
+    /// those are many and at least half as many as the shown pairs (the
+    /// undo of accepting every suggestion), the id index is not kept up
+    /// event by event, a look-up at random in tables of millions each, but
+    /// filed again whole afterwards in one sweep of the pairs
+    /// ([`Live::refile`]), which then show few annotations. (Filing a pair
+    /// reads its ids: at once while its event is at hand, and at random
+    /// in a sweep; so a step that shows annotations files them as it goes.)
+    fn putting<R>(&mut self, clears: usize, put: impl FnOnce(&mut Live) -> R) -> R {
+        let held = self.hold_filing(clears);
         let done = put(self);
         self.resume_filing(held);
         done
     }
 
-    /// Before putting about `events` events, as [`Live::putting`] does:
-    /// whether the id index is left alone until [`Live::resume_filing`].
-    fn hold_filing(&mut self, events: usize) -> bool {
-        let hold = !self.unfiled && events >= REFILE_MIN && events >= self.shown / 2;
+    /// Before putting events that clear `clears` decisions, as
+    /// [`Live::putting`] does: whether the id index is left alone until
+    /// [`Live::resume_filing`].
+    fn hold_filing(&mut self, clears: usize) -> bool {
+        let hold = !self.unfiled && clears >= REFILE_MIN && clears >= self.shown / 2;
         self.unfiled |= hold;
         hold
     }
@@ -1311,11 +1315,9 @@ impl AnnotationStore {
             }
         }
         let mut union = Live::default();
-        union.putting(newest.len(), |union| {
-            for e in newest.into_values() {
-                union.insert(e.clone());
-            }
-        });
+        for e in newest.into_values() {
+            union.insert(e.clone());
+        }
         self.union = Some(union);
         self.union_at = at;
     }

@@ -852,27 +852,8 @@ impl Journal {
         let mut file = file;
         file.seek(SeekFrom::Start(self.read_pos))?;
         let mut reader = BufReader::new(file);
-        let mut out = Replay::default();
-        // A journal of many events read whole files its pairs' ids once, at the end.
-        let unread =
-            usize::try_from(meta.len().saturating_sub(self.read_pos)).unwrap_or(usize::MAX);
-        let held = self.live.hold_filing(unread / LINE);
-        let read = self.replay_lines(&mut reader, count, &mut out);
-        self.live.resume_filing(held);
-        read?;
-        self.file_id = Some(file_id(meta));
-        self.held = Some(reader.into_inner());
-        Ok(out)
-    }
-
-    /// [`Journal::replay`]'s lines, to the end of the file.
-    fn replay_lines(
-        &mut self,
-        reader: &mut BufReader<File>,
-        count: bool,
-        out: &mut Replay,
-    ) -> io::Result<()> {
         let mut buf = Vec::new();
+        let mut out = Replay::default();
         loop {
             buf.clear();
             let n = reader.read_until(b'\n', &mut buf)?;
@@ -926,7 +907,9 @@ impl Journal {
                 }
             }
         }
-        Ok(())
+        self.file_id = Some(file_id(meta));
+        self.held = Some(reader.into_inner());
+        Ok(out)
     }
 
     /// Remember an unreadable line (its bytes, while within the bounds).
@@ -1258,7 +1241,12 @@ fn sync_dir(file: &Path) -> io::Result<()> {
 
 /// Apply these events in memory, oldest first.
 fn apply(live: &mut Live, events: &[PendingEvent]) {
-    live.putting(events.len(), |live| {
+    // (Counted only where they could be enough to hold the filing.)
+    let clears = match events.len() >= super::REFILE_MIN {
+        true => events.iter().filter(|ev| ev.ann.is_empty()).count(),
+        false => 0,
+    };
+    live.putting(clears, |live| {
         for ev in events {
             live.put(ev.ann.clone(), ev.prev.clone(), ev.resolves.clone(), tick());
         }

@@ -2276,7 +2276,7 @@ proptest! {
         let (mut held, mut kept) = (Live::default(), Live::default());
         let mut seq = 0u64;
         for (hold, events) in batches {
-            // (Told of more events than the threshold, so that it holds.)
+            // (Told of more clears than the threshold, so that it holds.)
             let holding = hold && held.hold_filing(REFILE_MIN.max(2 * held.shown));
             prop_assert_eq!(holding, hold);
             for (k, reviewer, case, variant, cat, noted) in events {
@@ -2307,9 +2307,9 @@ proptest! {
 }
 
 #[test]
-fn few_events_or_fewer_than_half_the_shown_pairs_keep_the_ids_filed_event_by_event() {
+fn few_clears_or_fewer_than_half_the_shown_pairs_keep_the_ids_filed_event_by_event() {
     let mut live = Live::default();
-    assert!(!live.hold_filing(REFILE_MIN - 1), "too few events");
+    assert!(!live.hold_filing(REFILE_MIN - 1), "too few clears");
     live.shown = 4 * REFILE_MIN;
     assert!(
         !live.hold_filing(REFILE_MIN),
