@@ -864,15 +864,10 @@ fn reload_keeps_annotations_attached_by_record_key() {
     );
 
     // The run rewritten in reverse line order, then indexed again.
-    let text = fs::read_to_string(&f.run).unwrap();
-    let reversed: Vec<&str> = text.lines().rev().collect();
-    fs::write(&f.run, reversed.join("\n") + "\n").unwrap();
     f.app.run_change = Some(triage::core::load::follow::RunChange::Replaced {
         file: "support-urgency.jsonl".to_string(),
     });
-    let run = f.run.to_str().unwrap().to_string();
-    let index = triage::core::index::load_run(&[run], &Default::default()).unwrap();
-    effects::replace_index(&mut f.app, index);
+    reload_reversed(&mut f);
 
     assert_eq!(f.app.run_change, None);
     assert_eq!(f.app.classified, 1);
@@ -1630,6 +1625,17 @@ fn many_record_keys_are_read_a_stretch_at_a_time_and_the_status_line_counts_them
     );
 }
 
+/// Write the fixture's run with its lines in reverse order and take it
+/// indexed again, as `R` does.
+fn reload_reversed(f: &mut Fixture) {
+    let text = fs::read_to_string(&f.run).unwrap();
+    let reversed: Vec<&str> = text.lines().rev().collect();
+    fs::write(&f.run, reversed.join("\n") + "\n").unwrap();
+    let run = f.run.to_str().unwrap().to_string();
+    let index = triage::core::index::load_run(&[run], &Default::default()).unwrap();
+    effects::replace_index(&mut f.app, index);
+}
+
 /// The cases of the view, in order.
 fn view_cases(app: &App) -> Vec<String> {
     app.view
@@ -1649,12 +1655,7 @@ fn a_reloaded_run_is_sorted_by_its_own_strings() {
     assert!(cases.is_sorted(), "{cases:?}");
     // The same lines in reverse order: as many strings, interned the other
     // way round, so ranks kept from the first index would sort them backwards.
-    let text = fs::read_to_string(&f.run).unwrap();
-    let reversed: Vec<&str> = text.lines().rev().collect();
-    fs::write(&f.run, reversed.join("\n") + "\n").unwrap();
-    let run = f.run.to_str().unwrap().to_string();
-    let index = triage::core::index::load_run(&[run], &Default::default()).unwrap();
-    effects::replace_index(&mut f.app, index);
+    reload_reversed(&mut f);
     assert_eq!(f.app.sort.key, SortKey::Case);
     let after = view_cases(&f.app);
     assert_eq!(after.len(), cases.len());
@@ -1686,12 +1687,7 @@ fn the_sort_warmup_is_taken_by_the_next_sort_and_a_reload_drops_one_in_flight() 
     f.app.take_sort_warmup();
     send.send(SortWarmup::make(f.app.index.strings(), rows))
         .unwrap();
-    let text = fs::read_to_string(&f.run).unwrap();
-    let reversed: Vec<&str> = text.lines().rev().collect();
-    fs::write(&f.run, reversed.join("\n") + "\n").unwrap();
-    let run = f.run.to_str().unwrap().to_string();
-    let index = triage::core::index::load_run(&[run], &Default::default()).unwrap();
-    effects::replace_index(&mut f.app, index);
+    reload_reversed(&mut f);
     let after = view_cases(&f.app);
     assert!(
         after.is_sorted(),

@@ -954,20 +954,20 @@ impl Live {
         let key = entry.ann.key;
         let seq = entry.seq;
         let pair = self.pairs.entry(key).or_default();
+        // (Shared, not copied: the ids are only compared and looked up;
+        // while the index is held, only how many pairs show one counts.)
+        let had = pair.shown_shared().is_some();
+        let old = match self.unfiled {
+            true => None,
+            false => pair.shown_shared().cloned(),
+        };
+        if !pair.put(entry, seq) {
+            self.slots += 1;
+        }
         if self.unfiled {
-            // Only how many pairs show an annotation is kept up.
-            let had = pair.shown_shared().is_some();
-            if !pair.put(entry, seq) {
-                self.slots += 1;
-            }
             let has = pair.shown_shared().is_some();
             self.shown = self.shown + usize::from(has) - usize::from(had);
             return;
-        }
-        // (Shared, not copied: the ids are only compared and looked up.)
-        let old = pair.shown_shared().cloned();
-        if !pair.put(entry, seq) {
-            self.slots += 1;
         }
         let new = pair.shown_shared().cloned();
         fn ids(a: &Arc<Annotation>) -> (&str, &str) {

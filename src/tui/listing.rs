@@ -193,13 +193,12 @@ impl SortWarmup {
         }
     }
 
-    /// [`SortWarmup::make`] as work set aside for the screen: at a lower
-    /// priority than the screen's, on the calling thread and one core of
-    /// the ranking's own, so that a reviewer reading the first screen
-    /// keeps the other. Lowers the calling thread's priority for good:
-    /// call it on a thread made for it.
+    /// [`SortWarmup::make`] as work set aside for the screen: on one
+    /// thread of a pool of its own at a lower priority than the screen's,
+    /// so that a reviewer reading the first screen keeps the other core.
+    /// Without that pool, made on the calling thread, whose priority is
+    /// then lowered for good: call it on a thread made for it.
     pub fn make_aside(strings: &Strings, rows: usize) -> SortWarmup {
-        lower_priority();
         let make = || SortWarmup::make(strings, rows);
         match rayon::ThreadPoolBuilder::new()
             .num_threads(1)
@@ -207,7 +206,10 @@ impl SortWarmup {
             .build()
         {
             Ok(pool) => pool.install(make),
-            Err(_) => make(),
+            Err(_) => {
+                lower_priority();
+                make()
+            }
         }
     }
 }
@@ -762,6 +764,14 @@ mod tests {
 
     /// `n` rows cloned from the sample with shuffled case names, repeated
     /// and missing numbers, so every key has ties and "not recorded" values.
+    /// An empty store in a temporary folder (kept while the folder is).
+    fn scratch_store() -> (tempfile::TempDir, AnnotationStore) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store =
+            AnnotationStore::open(&dir.path().join("j.triage.jsonl"), "tester").expect("journal");
+        (dir, store)
+    }
+
     fn synthetic(n: usize) -> RunIndex {
         let base = sample();
         let mut strings: Vec<Box<str>> = base.strings().to_vec();
@@ -855,9 +865,7 @@ mod tests {
 
     #[test]
     fn sorts_match_comparing_the_values_on_small_and_parallel_views() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let store =
-            AnnotationStore::open(&dir.path().join("j.triage.jsonl"), "tester").expect("journal");
+        let (_dir, store) = scratch_store();
         // Above PAR_MIN the keys are built and sorted on every core; from
         // SPLIT_MIN, the most significant digit first.
         for n in [500, PAR_MIN * 2 + 3, SPLIT_MIN * 2 + 5] {
@@ -892,9 +900,7 @@ mod tests {
 
     #[test]
     fn a_cache_kept_between_sorts_of_views_of_any_size_sorts_each_alike() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let store =
-            AnnotationStore::open(&dir.path().join("j.triage.jsonl"), "tester").expect("journal");
+        let (_dir, store) = scratch_store();
         let n = PAR_MIN * 2 + 3;
         let index = synthetic(n);
         let all: Vec<u32> = (0..n as u32).collect();
@@ -924,13 +930,14 @@ mod tests {
 
     #[test]
     fn a_warmed_cache_sorts_as_a_cold_one_with_the_buffers_the_warmup_made() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let store =
-            AnnotationStore::open(&dir.path().join("j.triage.jsonl"), "tester").expect("journal");
+        let (_dir, store) = scratch_store();
         let n = PAR_MIN * 2 + 3;
         let index = synthetic(n);
         let all: Vec<u32> = (0..n as u32).collect();
-        let warmup = SortWarmup::make_aside(index.strings(), n);
+        let strings = index.strings().clone();
+        let warmup = std::thread::spawn(move || SortWarmup::make_aside(&strings, n))
+            .join()
+            .expect("the warm-up");
         assert_eq!(warmup.ranks.rank, index.strings().ranks());
         assert!(warmup.keys.capacity() >= n && warmup.spare.capacity() >= n);
         let mut cache = SortCache::default();
@@ -1070,9 +1077,7 @@ mod tests {
 
     #[test]
     fn ranks_follow_new_strings() {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let store =
-            AnnotationStore::open(&dir.path().join("j.triage.jsonl"), "tester").expect("journal");
+        let (_dir, store) = scratch_store();
         let mut index = synthetic(50);
         let mut ranks = SortCache::default();
         let mut view: Vec<u32> = (0..50).collect();

@@ -449,16 +449,15 @@ impl Journal {
         // While the events are written, they are applied (those queued):
         // at millions of decisions each takes seconds, and they share no
         // memory but the events. Recording them as this triage's own takes
-        // seconds too, in two parts: whichever side is done first takes the
-        // first part, and the second if the other side is still busy.
+        // seconds too, in two parts (the map of slots, the list of ids):
+        // whichever side is done first takes the first part, and the
+        // second if the other side is still busy.
         // Recorded before they are durable: if the write fails, they stay
         // pending, and a pending event's slot is never restored from `own`
         // ([`Journal::queue_lost_own_events`]); their ids are taken back
         // from `written`, which must list only events the file got.
         let wrote_before = written.len();
         let appended = {
-            // Recording them is two parts, the map of slots and the list of
-            // ids, each done once by whichever side is free first.
             let slots = Mutex::new(Some((&mut *own, &mut *own_reviewers)));
             let ids = Mutex::new(Some((&mut *written, &mut *seen_next)));
             fn take<T>(part: &Mutex<Option<T>>) -> Option<T> {

@@ -2257,9 +2257,9 @@ proptest! {
     }
 
     /// Events put in batches, some with the id index held and filed again
-    /// whole afterwards ([`Live::putting`], as the undo of a bulk step or
-    /// a journal read whole does), leave the index and the count of shown
-    /// pairs as filing event by event does.
+    /// whole afterwards ([`Live::putting`], as the undo of a bulk step
+    /// does), leave the index and the count of shown pairs as filing event
+    /// by event does.
     #[test]
     fn the_ids_index_filed_again_whole_is_the_one_kept_up_event_by_event(
         batches in prop::collection::vec(
