@@ -87,12 +87,12 @@ fn clicks_select_rows_and_classify_from_the_legend() {
     t.send("\x1b[<0;20;5M\x1b[<0;20;5m");
     t.wait_for("3/29");
     let col = t.with_screen(|s| {
-        let (rows, _) = s.size();
+        let rows = s.size().0.get();
         let legend = s.contents_between(rows - 2, 0, rows - 2, 200);
         legend.find("5:boundary").map(|c| c as u16 + 2)
     });
     let col = col.expect("legend shows 5:boundary");
-    let rows = t.with_screen(|s| s.size().0);
+    let rows = t.with_screen(|s| s.size().0.get());
     t.send(&format!(
         "\x1b[<0;{col};{}M\x1b[<0;{col};{}m",
         rows - 1,

@@ -395,6 +395,7 @@ fn modes(t: &Tui) -> Modes {
 fn frame_cells(t: &Tui) -> Vec<(u16, u16, String, vt100::Color, vt100::Color)> {
     t.with_screen(|s| {
         let (rows, cols) = s.size();
+        let (rows, cols) = (rows.get(), cols.get());
         let mut out = Vec::new();
         for r in 0..rows {
             for c in [0, cols - 1] {

@@ -171,7 +171,12 @@ impl Tui {
         let writer: Arc<Mutex<Box<dyn Write + Send>>> =
             Arc::new(Mutex::new(pair.master.take_writer().expect("pty writer")));
         let shared = Arc::new(Mutex::new(Shared {
-            parser: vt100::Parser::new_with_callbacks(rows, cols, 0, Terminal::default()),
+            parser: vt100::Parser::new_with_callbacks(
+                nonzero(rows),
+                nonzero(cols),
+                0,
+                Terminal::default(),
+            ),
             output: Vec::new(),
             eof: false,
         }));
@@ -297,6 +302,7 @@ impl Tui {
     fn describe_screen(&self) -> String {
         self.with_screen(|screen| {
             let (rows, cols) = screen.size();
+            let (rows, cols) = (rows.get(), cols.get());
             let (cy, cx) = screen.cursor_position();
             let mut out = format!(
                 "--- screen {cols}x{rows}, cursor at row {cy} col {cx}{} ---\n",
@@ -335,7 +341,10 @@ impl Tui {
     /// SIGWINCH to the program), so the redraw is parsed at the new size.
     pub fn resize(&mut self, cols: u16, rows: u16) {
         let mut shared = lock(&self.shared);
-        shared.parser.screen_mut().set_size(rows, cols);
+        shared
+            .parser
+            .screen_mut()
+            .set_size(nonzero(rows), nonzero(cols));
         self.master
             .resize(PtySize {
                 rows,
@@ -442,9 +451,15 @@ impl Drop for Tui {
     }
 }
 
+/// A terminal size as the screen parser takes it (a pty of no rows or
+/// columns is no terminal to test on).
+fn nonzero(n: u16) -> std::num::NonZeroU16 {
+    std::num::NonZeroU16::new(n).expect("a terminal of at least one row and one column")
+}
+
 /// Rows joined with '\n', trailing spaces trimmed per row.
 fn screen_text(screen: &vt100::Screen) -> String {
-    let (_, cols) = screen.size();
+    let cols = screen.size().1.get();
     screen
         .rows(0, cols)
         .map(|row| row.trim_end_matches(' ').to_string())
