@@ -416,7 +416,7 @@ fn inspect_json_log() {
     let para = c
         .records
         .iter()
-        .find(|r| r["variant_id"] == "outage-paraphrase @ epoch 1")
+        .find(|r| r["variant_id"] == "outage-paraphrase" && r["repetition"] == 0)
         .expect("paraphrase");
     assert_eq!(para["repetition"], 0);
     assert!(

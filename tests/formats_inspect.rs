@@ -158,7 +158,7 @@ fn each_side_shows_the_models_answer_its_output_the_target_and_every_score() {
     let typo = c
         .records
         .iter()
-        .find(|r| r["variant_id"] == "q1-typo @ epoch 1")
+        .find(|r| r["variant_id"] == "q1-typo" && r["repetition"] == 0)
         .expect("typo pair");
     for side in ["source", "variant"] {
         let s = &typo[side];
@@ -192,13 +192,14 @@ fn each_side_shows_the_models_answer_its_output_the_target_and_every_score() {
 #[test]
 fn variant_metadata_is_the_transformation_family_and_relation() {
     let c = convert("urgency.json");
-    let find = |id: &str| {
+    // (An epoch is a repetition: the pair's id is the same in each.)
+    let find = |id: &str, epoch: u64| {
         c.records
             .iter()
-            .find(|r| r["variant_id"] == id)
-            .unwrap_or_else(|| panic!("{id}"))
+            .find(|r| r["variant_id"] == id && r["repetition"] == epoch - 1)
+            .unwrap_or_else(|| panic!("{id}, epoch {epoch}"))
     };
-    let typo = find("q1-typo @ epoch 2");
+    let typo = find("q1-typo", 2);
     assert_eq!(
         (&typo["case_id"], &typo["transformation"], &typo["family"]),
         (
@@ -208,7 +209,7 @@ fn variant_metadata_is_the_transformation_family_and_relation() {
         )
     );
     assert_eq!(typo["repetition"], 1);
-    let drill = find("q3-drill @ epoch 1");
+    let drill = find("q3-drill", 1);
     assert_eq!(drill["transformation"], "drill-not-incident");
     assert_eq!(drill["family"], "evidence-contrast");
     assert_eq!(drill["expectation"]["kind"], "counterfactual");
@@ -391,7 +392,8 @@ fn the_viewer_shows_answers_targets_and_scores() {
     let dir = tempfile::tempdir().expect("temp");
     std::fs::copy(fixture("urgency.eval"), dir.path().join("urgency.eval")).expect("copy");
     let mut t = common::Tui::spawn(&["urgency.eval"], 120, 60, dir.path(), &[]);
-    t.wait_for("q1-typo @ epoch 1");
+    t.wait_for("q1-typo");
+    t.wait_for("repetition 0");
     t.wait_for("── Answers");
     t.wait_for("decision urgent → routine");
     t.wait_for("target   urgent");
@@ -417,4 +419,101 @@ fn the_fixtures_open_through_the_index_without_problems() {
         assert_eq!(idx.rows.len(), c.records.len(), "{name}");
         assert_eq!(idx.failures, c.report.failures, "{name}");
     }
+}
+
+/// `make_checks.sh`: a sample's epochs are its repeated trials. Inspect
+/// scores t1-flaky C, I, C in epochs 1 to 3: one pair of the five that
+/// repeat disagrees with itself.
+#[test]
+fn epochs_are_the_repeated_trials_of_one_pair() {
+    let c = convert("epochs.eval");
+    let flaky: Vec<&Value> = c
+        .records
+        .iter()
+        .filter(|r| r["variant_id"] == "t1-flaky")
+        .collect();
+    let reps: Vec<&Value> = flaky.iter().map(|r| &r["repetition"]).collect();
+    assert_eq!(reps, [0, 1, 2], "{flaky:?}");
+    let passed: Vec<&Value> = flaky.iter().map(|r| &r["passed"]).collect();
+    assert_eq!(passed, [true, false, true]);
+    let (code, out, err) = triage(&[
+        "summary",
+        "--format",
+        "json",
+        fixture("epochs.eval").to_str().expect("path"),
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let summary: Value = serde_json::from_str(&out).expect("summary JSON");
+    let r = &summary["repetition"];
+    assert_eq!(
+        (&r["repeated_pair_ids"], &r["inconsistent_pair_ids"]),
+        (&Value::from(5), &Value::from(1)),
+        "{r}"
+    );
+}
+
+/// Integer sample ids: a `base_id` given as a number pairs as a string
+/// does, and the archive's samples come in the JSON log's order (2 before
+/// 11), so both formats give the same records in the same order.
+#[test]
+fn integer_ids_pair_and_both_formats_give_one_order() {
+    let ids = |name: &str| -> Vec<(String, String)> {
+        convert(name)
+            .records
+            .iter()
+            .map(|r| {
+                (
+                    r["variant_id"].as_str().expect("id").to_string(),
+                    r["transformation"]
+                        .as_str()
+                        .expect("transformation")
+                        .to_string(),
+                )
+            })
+            .collect()
+    };
+    let eval = ids("int-ids.eval");
+    assert_eq!(eval, ids("int-ids.json"));
+    let order: Vec<&str> = eval.iter().map(|(id, _)| id.as_str()).collect();
+    assert_eq!(order, ["2", "3", "11", "21", "30"]);
+    // Sample 2 names its base as the integer 1, sample 3 as the string "1".
+    assert_eq!(eval[0].1, "typo");
+    assert_eq!(eval[1].1, "typo-bang");
+    // 30 names base 999, which no sample is.
+    assert_eq!(eval[4].1, formats::UNPAIRED);
+}
+
+/// An `.eval` taken while its eval still runs opens: Inspect reads it, as
+/// status "started", from what it started with and the samples so far.
+#[test]
+fn an_eval_still_running_opens_with_its_status() {
+    let c = convert("partial.eval");
+    assert_eq!(c.report.rows, 2);
+    assert_eq!(c.records.len(), 1);
+    assert_eq!(c.records[0]["variant_id"], "t1-typo");
+    assert_eq!(c.records[0]["passed"], false);
+    assert!(
+        c.report
+            .warnings
+            .iter()
+            .any(|w| w == "the eval's status is started, not success"),
+        "{:?}",
+        c.report.warnings
+    );
+}
+
+/// A scorer that gives dicts is named with a value on one line, never as
+/// one giving numbers.
+#[test]
+fn a_dict_scorer_is_shown_on_one_line() {
+    let err = match convert_with("rules.eval", Some("dict_score")) {
+        Err(e) => e.to_string(),
+        Ok(c) => panic!("expected a refusal, got {} records", c.records.len()),
+    };
+    assert!(
+        err.contains(r#"gives values such as {"right":0,"conf":0.5}, not verdicts"#),
+        "{err}"
+    );
+    let note = convert("rules.eval").report.warnings.join("\n");
+    assert!(note.contains("(dict_score gives other values)"), "{note}");
 }

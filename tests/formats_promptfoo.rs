@@ -245,7 +245,9 @@ fn reasons_are_the_failed_assertions_and_the_output_is_what_is_compared() {
     let typo = c
         .records
         .iter()
-        .find(|r| r["variant_id"] == "outage-typo @ keyword-json / prompt 0 · repetition 0")
+        .find(|r| {
+            r["variant_id"] == "outage-typo @ keyword-json / prompt 0" && r["repetition"] == 0
+        })
         .expect("typo");
     let reasons: Vec<&str> = typo["reasons"]
         .as_array()
@@ -285,7 +287,7 @@ fn reasons_are_the_failed_assertions_and_the_output_is_what_is_compared() {
     let greeting = c
         .records
         .iter()
-        .find(|r| r["variant_id"] == "Greeting @ keyword-json / prompt 0 · repetition 0")
+        .find(|r| r["variant_id"] == "Greeting @ keyword-json / prompt 0" && r["repetition"] == 0)
         .expect("greeting");
     assert_eq!(greeting["transformation"], formats::UNPAIRED);
     assert_eq!(greeting["source"]["state"]["answer"], "routine");
@@ -555,4 +557,41 @@ fn a_large_results_file_shows_progress_while_it_is_read() {
     let out = String::from_utf8_lossy(&t.output_bytes()).into_owned();
     assert!(out.contains("reading"), "no progress bar:\n{out}");
     assert!(out.contains("\"pairs\": 900"), "{out}");
+}
+
+/// `scenarios/`: promptfoo's `scenarios` run the same two tests (metadata
+/// and all) once for each configuration's vars, on two providers. Each
+/// variant pairs with the base of its own configuration (the one sharing
+/// its `place`), every result row is held once with promptfoo's own
+/// verdict, and the counterfactual whose verdict changed is judged by its
+/// checks, not by the change.
+#[test]
+fn scenarios_pair_within_their_configuration() {
+    let c = convert("scenarios/results.json");
+    let rows = row_verdicts(&c.records);
+    assert_eq!(rows.len(), c.report.rows);
+    assert_eq!(tally(&rows), stats("scenarios/results.json"));
+    let typos: Vec<&Value> = c.records.iter().filter(|r| r["case_id"] == "net").collect();
+    assert_eq!(typos.len(), 4, "two configurations on two providers");
+    for r in &typos {
+        let place = |side: &str| &r["origin"][side]["testCase"]["vars"]["place"];
+        assert_eq!(place("base"), place("variant"), "{}", r["variant_id"]);
+        assert_ne!(r["transformation"], formats::UNPAIRED);
+    }
+    assert!(
+        c.report
+            .warnings
+            .iter()
+            .any(|w| w.contains("shares the most vars"))
+    );
+    let changed: Vec<&Value> = c
+        .records
+        .iter()
+        .filter(|r| r["relation"] == "counterfactual")
+        .filter(|r| r["source"]["decision"] == "fail" && r["variant"]["decision"] == "pass")
+        .collect();
+    assert_eq!(changed.len(), 1, "pr-fire on the noisy provider");
+    let reasons = changed[0]["reasons"].to_string();
+    assert!(!reasons.contains("The verdict changed"), "{reasons}");
+    assert!(reasons.contains("Base: parsed (javascript)"), "{reasons}");
 }

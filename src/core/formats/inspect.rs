@@ -86,8 +86,10 @@ pub(super) fn convert(
 }
 
 /// Where a sample sorts among the others: its place in a JSON log, or its
-/// epoch and id in an `.eval` archive (whose members come in any order).
-type Place = (u64, String);
+/// epoch and id in an `.eval` archive (whose members come in any order):
+/// integer ids by their value, as Inspect orders them (2 before 11), then
+/// any others by their text.
+type Place = (u64, u64, String);
 
 /// A log's samples, set aside as they are read, with what choosing the
 /// verdict scorer and ordering them reads.
@@ -121,12 +123,15 @@ impl Samples {
         self.total += 1;
         let Value::Object(o) = v else { return Ok(()) };
         let place: Place = if self.by_id {
-            (
-                o.get("epoch").and_then(Value::as_u64).unwrap_or(0),
-                o.get("id").map(as_text).unwrap_or_default(),
-            )
+            let epoch = o.get("epoch").and_then(Value::as_u64).unwrap_or(0);
+            match o.get("id") {
+                Some(Value::Number(n)) if n.is_u64() => {
+                    (epoch, n.as_u64().unwrap_or(0), String::new())
+                }
+                id => (epoch, u64::MAX, id.map(as_text).unwrap_or_default()),
+            }
         } else {
-            (self.total as u64, String::new())
+            (self.total as u64, 0, String::new())
         };
         if let Some(Value::Object(sc)) = o.get("scores") {
             for (pos, (name, score)) in sc.iter().enumerate() {
@@ -152,7 +157,12 @@ impl Samples {
                     if verdict_of(v).is_none() {
                         seen.verdicts = false;
                         if seen.example.as_ref().is_none_or(|(p, _)| place < *p) {
-                            seen.example = Some((place.clone(), inert_line(&as_text(v))));
+                            // (On one line: a structured value compactly.)
+                            let text = match v {
+                                Value::String(t) => t.clone(),
+                                other => other.to_string(),
+                            };
+                            seen.example = Some((place.clone(), inert_line(&text)));
                         }
                     }
                 }
@@ -166,6 +176,9 @@ impl Samples {
 
 /// The most one member of an `.eval` archive may unpack to.
 const MAX_MEMBER_BYTES: u64 = 1 << 30;
+
+/// The member an `.eval` archive holds from its start: the eval and its plan.
+const START: &str = "_journal/start.json";
 
 /// Whether bytes start like a zip archive (an `.eval` log).
 pub(super) fn is_zip(bytes: &[u8]) -> bool {
@@ -183,6 +196,9 @@ pub(super) fn convert_archive(
     let bad = |e: zip::result::ZipError| format!("not a readable .eval archive ({e})");
     let mut zip = zip::ZipArchive::new(archive).map_err(bad)?;
     let mut header: Option<Map<String, Value>> = None;
+    // An eval still running (or stopped short) has no header yet: what it
+    // started with (`_journal/start.json`: the eval and its plan) stands in.
+    let mut start: Option<Map<String, Value>> = None;
     let mut samples = Samples {
         by_id: true,
         ..Samples::default()
@@ -191,7 +207,7 @@ pub(super) fn convert_archive(
         let mut member = zip.by_index_raw(i).map_err(bad)?;
         let name = member.name().map_err(bad)?.to_string();
         let is_sample = name.starts_with("samples/") && name.ends_with(".json");
-        if name != "header.json" && !is_sample {
+        if name != "header.json" && name != START && !is_sample {
             continue;
         }
         let shown = crate::core::text::inert_line(&name);
@@ -206,13 +222,27 @@ pub(super) fn convert_archive(
             .map_err(|e| format!("cannot unpack {shown} from the .eval archive: {e}"))?;
         let v: Value = serde_json::from_slice(&data)
             .map_err(|e| format!("{shown} in the .eval archive is not JSON ({e})"))?;
-        if is_sample {
-            samples.add(v, sink)?;
-        } else if let Value::Object(o) = v {
-            header = Some(o);
+        match v {
+            v if is_sample => samples.add(v, sink)?,
+            Value::Object(o) if name == START => start = Some(o),
+            Value::Object(o) => header = Some(o),
+            _ => {}
         }
     }
-    let mut log = header.ok_or("the .eval archive has no header.json; is it an Inspect log?")?;
+    let mut log = match (header, start) {
+        (Some(header), _) => header,
+        (None, Some(mut start)) => {
+            // As Inspect reads such a log: its status is "started".
+            start.insert("status".into(), Value::from("started"));
+            start
+        }
+        (None, None) => {
+            return Err(
+                "the .eval archive has neither header.json nor _journal/start.json; is it an Inspect log?"
+                    .into(),
+            );
+        }
+    };
     log.remove("samples");
     samples.at.sort_by(|(a, _), (b, _)| a.cmp(b));
     convert_log(log, samples, opts, sink)
@@ -462,7 +492,7 @@ impl Scorers {
                     "the first scorer".to_string()
                 } else {
                     format!(
-                        "the first scorer that gives verdicts ({} gives numbers)",
+                        "the first scorer that gives verdicts ({} gives other values)",
                         inert_line(&self.names[0])
                     )
                 };
@@ -528,6 +558,14 @@ fn row(
             _ => None,
         })
     };
+    // Ids may be numbers, as Inspect's sample ids often are.
+    let id = |names: &[&str]| {
+        pick(meta, names).and_then(|v| match v {
+            Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            _ => None,
+        })
+    };
     let mut side_extra = Map::new();
     // The model's parsed answer is its decision; a pass/fail verdict is not.
     side_extra.insert(
@@ -549,9 +587,9 @@ fn row(
         side_extra.insert("verdict_scorer".into(), json!(v));
     }
     Row {
-        id: word(&["variant_id", "variantId"]).unwrap_or_else(|| sample_id.clone()),
-        case_id: word(&["case_id", "caseId"]),
-        base_id: word(&[
+        id: id(&["variant_id", "variantId"]).unwrap_or_else(|| sample_id.clone()),
+        case_id: id(&["case_id", "caseId"]),
+        base_id: id(&[
             "base_id",
             "baseId",
             "variant_of",
@@ -572,7 +610,9 @@ fn row(
         family: word(&["family", "group", "variant_group", "variant_family"]),
         allowed_changes: pick(meta, &["allowed_changes", "allowedChanges"]).cloned(),
         label: task.map(|t| format!("{t} sample {sample_id}")),
-        group: format!("epoch {epoch}"),
+        // One column: the epoch is the repetition (a pair's id the same in
+        // every epoch, so that its epochs are its repeated trials).
+        group: String::new(),
         repetition: Some(epoch.saturating_sub(1)),
         input: s.get("input").map(input_text),
         vars: None,
@@ -817,7 +857,7 @@ mod tests {
         let note = warnings.join("\n");
         assert!(
             note.contains("verdicts come from scorer exact")
-                && note.contains("(confidence gives numbers)")
+                && note.contains("(confidence gives other values)")
                 && note.contains("--scorer loose"),
             "{note}"
         );

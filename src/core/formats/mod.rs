@@ -923,6 +923,14 @@ pub fn pick<'a>(o: &'a Map<String, Value>, names: &[&str]) -> Option<&'a Value> 
         .find_map(|n| o.get(*n).filter(|v| !v.is_null()))
 }
 
+/// "1 row names" or "N rows name", to start a note about rows.
+pub(super) fn rows_name(n: usize) -> String {
+    match n {
+        1 => "1 row names".to_string(),
+        n => format!("{n} rows name"),
+    }
+}
+
 /// The first present string (numbers are written as text) among `names`.
 pub fn pick_str(o: &Map<String, Value>, names: &[&str]) -> Option<String> {
     match pick(o, names)? {
@@ -1272,16 +1280,17 @@ pub fn write_paired(mut p: Pairing, format: Format, sink: &mut Sink) -> Result<(
         used[r.group as usize] = true;
     }
     let several_groups = used.iter().filter(|u| **u).count() > 1;
-    let mut by_id: rustc_hash::FxHashMap<(u32, &str), usize> = Default::default();
+    // A variant pairs within its group and repetition.
+    let mut by_id: rustc_hash::FxHashMap<(u32, Option<u64>, &str), usize> = Default::default();
     let mut dup = 0usize;
     for (i, r) in rows.iter().enumerate() {
-        if by_id.insert((r.group, &r.id), i).is_some() {
+        if by_id.insert((r.group, r.repetition, &r.id), i).is_some() {
             dup += 1;
         }
     }
     if dup > 0 {
         sink.warn(format!(
-            "{dup} rows repeat the id of an earlier row in the same group; a variant pairs with the last of them"
+            "{dup} rows repeat the id of an earlier row in the same group and repetition; a variant pairs with the last of them"
         ));
     }
     let mut is_base = vec![false; rows.len()];
@@ -1289,7 +1298,7 @@ pub fn write_paired(mut p: Pairing, format: Format, sink: &mut Sink) -> Result<(
     let mut missing = 0usize;
     for (i, r) in rows.iter().enumerate() {
         if let Some(b) = &r.base_id {
-            match by_id.get(&(r.group, &**b)) {
+            match by_id.get(&(r.group, r.repetition, &**b)) {
                 Some(&j) if j != i => {
                     is_base[j] = true;
                     base_of[i] = Some(j);
@@ -1301,7 +1310,8 @@ pub fn write_paired(mut p: Pairing, format: Format, sink: &mut Sink) -> Result<(
     drop(by_id);
     if missing > 0 {
         sink.warn(format!(
-            "{missing} rows name a base_id that no row of theirs has; listed unpaired"
+            "{} a base_id that no row of theirs has; listed unpaired",
+            rows_name(missing)
         ));
     }
     warn_mixed(
@@ -1309,6 +1319,9 @@ pub fn write_paired(mut p: Pairing, format: Format, sink: &mut Sink) -> Result<(
         "model_id",
         rows.iter().map(|r| r.model.map(|m| p.models.name(m))),
     );
+    // Relations other than the seeds' (and the route relations) are
+    // checked as an invariant is: said once, with their names.
+    let mut unknown: Vec<String> = Vec::new();
     // A base's problems go with the first record that holds it.
     let mut base_told = vec![false; rows.len()];
     for (i, slim) in rows.iter().enumerate() {
@@ -1333,6 +1346,12 @@ pub fn write_paired(mut p: Pairing, format: Format, sink: &mut Sink) -> Result<(
                     "base": std::mem::take(&mut base.raw),
                     "variant": std::mem::take(&mut r.raw),
                 });
+                if let Some(rel) = &r.relation
+                    && !known_relation(rel)
+                    && !unknown.iter().any(|u| u.eq_ignore_ascii_case(rel))
+                {
+                    unknown.push(rel.to_ascii_lowercase());
+                }
                 sink.record_with_problems(pair_record(&base, &r, id, format, origin), problems)?;
             }
             None => {
@@ -1355,7 +1374,24 @@ pub fn write_paired(mut p: Pairing, format: Format, sink: &mut Sink) -> Result<(
             }
         }
     }
+    if !unknown.is_empty() {
+        sink.warn(format!(
+            "pairs declare the relation {}, which triage does not know: checked as invariant (the verdict must not change)",
+            unknown.join(", ")
+        ));
+    }
     Ok(())
+}
+
+/// Whether a pair's relation is one triage checks by its own rule (the
+/// seeds' invariant and counterfactual, and the route relations).
+fn known_relation(relation: &str) -> bool {
+    let r = relation.to_ascii_lowercase();
+    r.starts_with("counterfactual")
+        || matches!(
+            r.as_str(),
+            "invariant" | "invariance" | "not-less-urgent" | "not-more-urgent" | "allowed-routes"
+        )
 }
 
 /// The native expectation kind of a relation: never one of the native
@@ -1381,13 +1417,18 @@ fn pair_record(base: &Row, v: &Row, variant_id: String, format: Format, origin: 
     if let Some((_, e)) = &base.error {
         reasons.push(format!("The base request failed: {e}"));
     }
+    let counterfactual = relation.starts_with("counterfactual");
     if base.error.is_none() && v.error.is_none() {
+        // A counterfactual variant changes what the answer should be: a
+        // verdict that changes with it is no fault (its own checks say
+        // whether it answered right).
         if let (Some(a), Some(b)) = (base.verdict_word(), v.verdict_word())
             && a != b
+            && !counterfactual
         {
             reasons.push(format!("The verdict changed from {a} to {b}."));
         }
-        if relation.starts_with("counterfactual")
+        if counterfactual
             && let (Some(a), Some(b)) = (&base.output, &v.output)
             && as_text(a).trim() == as_text(b).trim()
         {

@@ -156,20 +156,62 @@ struct Keys {
     column: Option<u64>,
     description: Option<Box<str>>,
     vars: u64,
+    /// A digest of each var (its name and value), sorted: which vars two
+    /// tests share.
+    each_var: Box<[u64]>,
 }
 
 impl Keys {
     fn of(r: &Row) -> Keys {
         use std::hash::{Hash, Hasher};
         let idx = |k: &str| r.raw.get(k).and_then(Value::as_u64);
-        let mut h = std::hash::DefaultHasher::new();
-        r.vars.as_ref().map(Value::to_string).hash(&mut h);
+        let digest = |v: &dyn Fn(&mut std::hash::DefaultHasher)| {
+            let mut h = std::hash::DefaultHasher::new();
+            v(&mut h);
+            h.finish()
+        };
+        let mut each_var: Vec<u64> = r
+            .vars
+            .as_ref()
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .map(|(k, v)| {
+                digest(&|h| {
+                    k.hash(h);
+                    v.to_string().hash(h);
+                })
+            })
+            .collect();
+        each_var.sort_unstable();
         Keys {
             test: idx("testIdx"),
             column: idx("promptIdx"),
             description: description_of(&r.raw).map(Into::into),
-            vars: h.finish(),
+            vars: digest(&|h| r.vars.as_ref().map(Value::to_string).hash(h)),
+            each_var: each_var.into(),
         }
+    }
+
+    /// How many vars (name and value) these tests share.
+    fn shared_vars(&self, other: &Keys) -> usize {
+        let (mut a, mut b) = (
+            self.each_var.iter().peekable(),
+            other.each_var.iter().peekable(),
+        );
+        let mut n = 0;
+        while let (Some(x), Some(y)) = (a.peek(), b.peek()) {
+            match x.cmp(y) {
+                std::cmp::Ordering::Less => _ = a.next(),
+                std::cmp::Ordering::Greater => _ = b.next(),
+                std::cmp::Ordering::Equal => {
+                    n += 1;
+                    a.next();
+                    b.next();
+                }
+            }
+        }
+        n
     }
 }
 
@@ -230,7 +272,7 @@ fn description_of(raw: &Value) -> Option<String> {
 /// `variant_id`, else `case_id`, else test description, in the same column
 /// and repetition. A matched variant takes its base's case.
 fn link(p: &mut Pairing, keys: &[Keys], sink: &mut Sink) {
-    let Pairing { rows, groups, .. } = p;
+    let Pairing { rows, .. } = p;
     let test = |i: usize| keys[i].test.unwrap_or(u64::MAX);
     // Repetitions (`repeat`): rows of one column with the same test (id,
     // description and vars), numbered in test order.
@@ -252,43 +294,56 @@ fn link(p: &mut Pairing, keys: &[Keys], sink: &mut Sink) {
         }
     }
     drop(order);
+    // (The column stays the group: a pair's id is the same in every
+    // repetition, so that its repetitions are its repeated trials.)
     for (r, rep) in rows.iter_mut().zip(reps) {
-        if repeated {
-            let g = format!("{} · repetition {rep}", groups.name(r.group));
-            r.group = groups.id(&g);
-            r.repetition = Some(rep);
-        } else {
-            r.repetition = None;
-        }
+        r.repetition = repeated.then_some(rep);
     }
-    // Distinct tests that share an id in one column keep it apart by their index.
-    let renamed: Vec<(usize, u64)> = {
-        let mut count: rustc_hash::FxHashMap<(u32, &str), u32> = Default::default();
-        for r in rows.iter() {
-            *count.entry((r.group, &r.id)).or_default() += 1;
+    // Distinct tests that share an id in one column (and repetition) keep
+    // it apart by their place among them, in test order: `id (2 of 3)`,
+    // the same in every repetition. A `base_id` still names them by the
+    // id their test gave (below).
+    let given: Vec<Box<str>> = rows.iter().map(|r| r.id.clone()).collect();
+    let renamed: Vec<(usize, String)> = {
+        let mut sharing: rustc_hash::FxHashMap<(u32, Option<u64>, &str), Vec<usize>> =
+            Default::default();
+        for (i, r) in rows.iter().enumerate() {
+            sharing
+                .entry((r.group, r.repetition, &r.id))
+                .or_default()
+                .push(i);
         }
-        rows.iter()
-            .enumerate()
-            .filter(|(_, r)| count[&(r.group, &*r.id)] > 1)
-            .filter_map(|(i, _)| Some((i, keys[i].test?)))
-            .collect()
+        let mut renamed = Vec::new();
+        for (_, mut those) in sharing.into_iter().filter(|(_, v)| v.len() > 1) {
+            those.sort_by_key(|&i| (test(i), i));
+            let n = those.len();
+            renamed.extend(
+                those
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &i)| (i, format!("{} ({} of {n})", rows[i].id, k + 1))),
+            );
+        }
+        renamed
     };
-    for (i, t) in renamed {
-        rows[i].id = format!("{} (test {t})", rows[i].id).into();
+    for (i, id) in renamed {
+        rows[i].id = id.into();
     }
-    // Each key names rows of a column: by their own id (rank 0), their
-    // case (1) or their description (2). The names are numbered (row times
-    // four plus rank) and sorted by the key they stand for, to be looked up.
-    // (The case ids are still the metadata's: only linking changes them.)
+    // Each key names rows of a column: by the id their test gave (rank 0),
+    // their case (1) or their description (2). The names are numbered (row
+    // times four plus rank) and sorted by the key they stand for, to be
+    // looked up. (The case ids are still the metadata's: only linking
+    // changes them.)
     let key = |e: u64| -> Option<&str> {
         let i = (e >> 2) as usize;
         match e & 3 {
-            0 => Some(&*rows[i].id),
+            0 => Some(&*given[i]),
             1 => rows[i].case_id.as_deref(),
             _ => keys[i].description.as_deref(),
         }
     };
-    let sort_key = |e: u64| (rows[(e >> 2) as usize].group, key(e), e & 3, e >> 2);
+    let place = |i: usize| (rows[i].group, rows[i].repetition);
+    let sort_key = |e: u64| (place((e >> 2) as usize), key(e), e & 3, e >> 2);
     let mut names: Vec<u64> = (0..rows.len() as u64)
         .flat_map(|i| [i << 2, (i << 2) | 1, (i << 2) | 2])
         .filter(|&e| key(e).is_some())
@@ -300,15 +355,23 @@ fn link(p: &mut Pairing, keys: &[Keys], sink: &mut Sink) {
         let Some(b) = r.base_id.as_deref() else {
             continue;
         };
-        let at = |e: &u64| (rows[(*e >> 2) as usize].group, key(*e).unwrap_or_default());
-        let from = names.partition_point(|e| at(e) < (r.group, b));
-        let to = names.partition_point(|e| at(e) <= (r.group, b));
+        let at = |e: &u64| (place((*e >> 2) as usize), key(*e).unwrap_or_default());
+        let from = names.partition_point(|e| at(e) < (place(i), b));
+        let to = names.partition_point(|e| at(e) <= (place(i), b));
         // The best name first; a base (a row with no base of its own)
-        // before a variant; then the test order.
+        // before a variant; then the test that shares the most vars with
+        // this one (promptfoo's `scenarios` run the same tests, metadata
+        // and all, once for each configuration's vars); then the nearest
+        // test before it, else the first after it.
         let row_of = |e: u64| (e >> 2) as usize;
         let rank_of = |e: u64| {
             let j = row_of(e);
-            (e & 3, rows[j].base_id.is_some(), test(j), j)
+            let near = match test(j) < test(i) {
+                true => (false, test(i) - test(j)),
+                false => (true, test(j)),
+            };
+            let unshared = usize::MAX - keys[i].shared_vars(&keys[j]);
+            (e & 3, rows[j].base_id.is_some(), unshared, near, j)
         };
         let Some(best) = names[from..to]
             .iter()
@@ -332,7 +395,8 @@ fn link(p: &mut Pairing, keys: &[Keys], sink: &mut Sink) {
     drop(names);
     if ambiguous > 0 {
         sink.warn(format!(
-            "{ambiguous} rows name a base_id that several rows of their column carry; each pairs with the first test of them"
+            "{} a base_id that several rows of their column carry; each pairs with the one that shares the most vars with it, else the nearest test before it",
+            super::rows_name(ambiguous)
         ));
     }
     for (i, j) in linked {
@@ -352,13 +416,12 @@ fn row(o: Map<String, Value>) -> Row {
         .unwrap_or(&empty);
     let test_idx = o.get("testIdx").and_then(Value::as_u64);
     let description = test.and_then(|t| pick_str(t, &["description"]));
-    let id = pick_str(
-        meta,
-        &["variant_id", "variantId", "id", "test_id", "testId"],
-    )
-    .or_else(|| pick_str(meta, &["case_id", "caseId"]))
-    .or_else(|| description.clone())
-    .unwrap_or_else(|| format!("test-{}", test_idx.unwrap_or(0)));
+    // (A blank name names nothing: the next one is taken.)
+    let name = |names: &[&str]| pick_str(meta, names).filter(|s| !s.trim().is_empty());
+    let id = name(&["variant_id", "variantId", "id", "test_id", "testId"])
+        .or_else(|| name(&["case_id", "caseId"]))
+        .or_else(|| description.clone().filter(|s| !s.trim().is_empty()))
+        .unwrap_or_else(|| format!("test-{}", test_idx.unwrap_or(0)));
     let provider = o.get("provider").and_then(|p| match p {
         Value::String(s) => Some(s.clone()),
         // An empty label (promptfoo writes "" when none is set) names nothing.
@@ -446,8 +509,8 @@ fn row(o: Map<String, Value>) -> Row {
         .or_else(|| expected_from_asserts(&components, test));
     let mut r = Row {
         id,
-        case_id: pick_str(meta, &["case_id", "caseId"]),
-        base_id: pick_str(meta, &["base_id", "baseId", "variant_of", "variantOf"]),
+        case_id: name(&["case_id", "caseId"]),
+        base_id: name(&["base_id", "baseId", "variant_of", "variantOf"]),
         relation: pick_str(meta, &["relation", "expectation"]),
         transformation: pick_str(meta, &["transformation"]),
         family: pick_str(meta, &["family"]),
@@ -698,10 +761,10 @@ mod tests {
     }
 
     #[test]
-    fn a_base_id_several_rows_carry_pairs_with_the_first_and_says_so() {
+    fn a_base_id_several_rows_carry_pairs_with_the_nearest_before_it_and_says_so() {
         let (records, warnings) = run(vec![
             result(0, 0, "one", json!({"case_id": "a"}), true),
-            result(1, 0, "two", json!({"case_id": "a"}), true),
+            result(1, 0, "two", json!({"case_id": "a"}), false),
             result(
                 2,
                 0,
@@ -715,17 +778,125 @@ mod tests {
             .iter()
             .find(|r| r["variant_id"] == "v")
             .expect("pair");
+        // Named by the id their test gave, though the two are told apart.
+        assert_eq!(pair["origin"]["base"]["testIdx"], 1);
+        assert_eq!(pair["case_id"], "a");
         let lone = records
             .iter()
-            .find(|r| r["variant_id"] == "a (test 1)")
-            .expect("the second row named a, unpaired");
+            .find(|r| r["variant_id"] == "a (1 of 2)")
+            .expect("the first row named a, unpaired");
         assert_eq!(lone["transformation"], super::super::UNPAIRED);
-        assert_eq!(pair["origin"]["base"]["testIdx"], 0);
         assert!(
             warnings
                 .iter()
-                .any(|w| w.contains("several rows of their column")),
+                .any(|w| w.starts_with("1 row names a base_id that several rows of their column")),
             "{warnings:?}"
         );
+    }
+
+    #[test]
+    fn scenarios_pair_each_variant_with_the_base_of_its_own_configuration() {
+        // promptfoo's `scenarios`: each configuration's tests in turn,
+        // the same metadata in each; a variant named before its base
+        // pairs with the first after it.
+        // (Their vars differ: the same test with the same vars is a repetition.)
+        let place = |mut r: Value, at: &str| {
+            r["testCase"]["vars"] = json!({ "place": at });
+            r
+        };
+        let base = |t, at| {
+            let meta = json!({"case_id": "net", "variant_id": "b"});
+            place(result(t, 0, "base", meta, true), at)
+        };
+        let typo = |t, at, ok| {
+            let meta = json!({"case_id": "net", "variant_id": "t", "base_id": "b"});
+            place(result(t, 0, "typo", meta, ok), at)
+        };
+        let (records, _) = run(vec![
+            base(0, "office"),
+            typo(1, "office", true),
+            base(2, "lab"),
+            typo(3, "lab", false),
+            typo(4, "home", true),
+            base(5, "home"),
+        ]);
+        let pairs: Vec<(u64, u64, &str)> = records
+            .iter()
+            .map(|r| {
+                (
+                    r["origin"]["base"]["testIdx"].as_u64().expect("a pair"),
+                    r["origin"]["variant"]["testIdx"].as_u64().expect("a pair"),
+                    r["variant_id"].as_str().expect("id"),
+                )
+            })
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                (0, 1, "t (1 of 3)"),
+                (2, 3, "t (2 of 3)"),
+                (5, 4, "t (3 of 3)")
+            ],
+            "{records:?}"
+        );
+    }
+
+    #[test]
+    fn a_repeated_test_keeps_its_id_in_every_repetition_and_a_blank_id_names_nothing() {
+        // `repeat: 2`: the same tests again, later test indexes.
+        let (records, _) = run(vec![
+            result(
+                0,
+                0,
+                "base",
+                json!({"case_id": "c", "variant_id": "b"}),
+                true,
+            ),
+            result(
+                1,
+                0,
+                "typo",
+                json!({"case_id": "c", "variant_id": "t", "base_id": "b"}),
+                true,
+            ),
+            result(
+                2,
+                0,
+                "blank",
+                json!({"case_id": "g", "variant_id": " "}),
+                true,
+            ),
+            result(
+                3,
+                0,
+                "base",
+                json!({"case_id": "c", "variant_id": "b"}),
+                true,
+            ),
+            result(
+                4,
+                0,
+                "typo",
+                json!({"case_id": "c", "variant_id": "t", "base_id": "b"}),
+                false,
+            ),
+            result(
+                5,
+                0,
+                "blank",
+                json!({"case_id": "g", "variant_id": " "}),
+                true,
+            ),
+        ]);
+        let ids: Vec<(&str, u64)> = records
+            .iter()
+            .map(|r| {
+                (
+                    r["variant_id"].as_str().expect("id"),
+                    r["repetition"].as_u64().expect("repetition"),
+                )
+            })
+            .collect();
+        assert_eq!(ids, [("t", 0), ("g", 0), ("t", 1), ("g", 1)], "{records:?}");
     }
 }
