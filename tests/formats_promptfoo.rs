@@ -595,3 +595,42 @@ fn scenarios_pair_within_their_configuration() {
     assert!(!reasons.contains("The verdict changed"), "{reasons}");
     assert!(reasons.contains("Base: parsed (javascript)"), "{reasons}");
 }
+
+/// The converted copy of another tool's file has no name: while the viewer
+/// shows it, and after `kill -9`, the temporary folder holds nothing of it
+/// (a named copy, with every output of the run in it, used to stay behind
+/// when triage died by a signal or a broken pipe).
+#[test]
+fn a_converted_copy_leaves_nothing_in_the_temporary_folder() {
+    let run = tempfile::tempdir().expect("run folder");
+    let tmp = tempfile::tempdir().expect("temporary folder");
+    std::fs::copy(
+        fixture("keyword/results.json"),
+        run.path().join("results.json"),
+    )
+    .expect("copy");
+    let listed = || -> Vec<std::ffi::OsString> {
+        std::fs::read_dir(tmp.path())
+            .expect("the temporary folder")
+            .map(|e| e.expect("entry").file_name())
+            .collect()
+    };
+    let tmpdir = tmp.path().to_str().expect("path");
+    let mut t = common::Tui::spawn(
+        &["results.json"],
+        120,
+        40,
+        run.path(),
+        &[("TMPDIR", tmpdir)],
+    );
+    t.wait_for("outage-typo @ keyword / prompt 0");
+    assert_eq!(listed(), Vec::<std::ffi::OsString>::new(), "while it runs");
+    let pid = t.pid().expect("the viewer's pid").to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-KILL", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    assert!(!t.wait_exit_status().success());
+    assert_eq!(listed(), Vec::<std::ffi::OsString>::new(), "once killed");
+}

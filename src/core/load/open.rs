@@ -19,6 +19,17 @@ use super::direct::SpanBuf;
 use crate::core::formats::{self, ConvertOptions, Format};
 use crate::core::problem::{Problem, ProblemKind};
 
+/// A private copy the index reads instead of the file at the input's path.
+#[derive(Debug)]
+enum PrivateCopy {
+    /// A temporary file with a name, removed when the index is dropped.
+    Named {
+        _removed_on_drop: tempfile::TempPath,
+    },
+    /// A file with no name, read through its handle alone.
+    Unnamed,
+}
+
 /// One opened input.
 #[derive(Debug)]
 pub struct RunFile {
@@ -30,9 +41,9 @@ pub struct RunFile {
     /// How spans of the file are read again (around the page cache when
     /// it is larger than memory).
     direct: super::direct::Direct,
-    /// Keeps a copy of standard input (or a decompressed input) alive for as
-    /// long as the index is.
-    _temp: Option<tempfile::TempPath>,
+    /// What the index reads when it is not the file at `path`: a copy of
+    /// standard input, a decompressed input or a converted one.
+    copy: Option<PrivateCopy>,
     /// A gzip input being decompressed into `reader`'s file in the background.
     growing: Option<Arc<Growing>>,
     /// What the file was read as: native pair records, or another tool's
@@ -58,7 +69,7 @@ impl RunFile {
     /// Whether this input is the file at `path` (not a private copy of
     /// standard input, a FIFO or a decompressed gzip).
     pub fn on_disk(&self) -> bool {
-        self._temp.is_none()
+        self.copy.is_none()
     }
 
     /// Read `buf.len()` bytes at `offset` of the file the index reads (a
@@ -317,7 +328,9 @@ fn open_gzip(file: File, display: String, compressed: u64) -> Result<RunFile, Op
         size: isize.max(compressed),
         reader,
         direct: Default::default(),
-        _temp: Some(temp_path),
+        copy: Some(PrivateCopy::Named {
+            _removed_on_drop: temp_path,
+        }),
         growing: Some(growing),
         format: Format::Native,
         notes: Vec::new(),
@@ -426,7 +439,7 @@ fn open_any(p: &str, want: Option<Format>, convert: &ConvertOptions) -> Result<R
             size: meta.len(),
             reader: file,
             direct: Default::default(),
-            _temp: None,
+            copy: None,
             growing: None,
             format: Format::Native,
             notes: Vec::new(),
@@ -503,9 +516,12 @@ fn open_converted(
 ) -> Result<RunFile, OpenError> {
     let io_err =
         |e: io::Error| OpenError(format!("triage: cannot convert {display} ({format}): {e}"));
-    let mut tmp = tempfile::NamedTempFile::new().map_err(io_err)?;
+    // A file with no name: the converted copy holds every output of the
+    // run, and is gone with the last handle however triage ends (a broken
+    // pipe, a closed terminal, kill -9), never left in the temporary folder.
+    let mut tmp = tempfile::tempfile().map_err(io_err)?;
     let report = {
-        let mut w = io::BufWriter::new(tmp.as_file_mut());
+        let mut w = io::BufWriter::new(&mut tmp);
         let report = formats::convert_with(src, format, convert, &mut w).map_err(|e| {
             if e.is_refusal() {
                 return OpenError(format!("triage: {e}"));
@@ -522,8 +538,8 @@ fn open_converted(
         io::Write::flush(&mut w).map_err(io_err)?;
         report
     };
-    let size = tmp.as_file().metadata().map_err(io_err)?.len();
-    let reader = tmp.reopen().map_err(io_err)?;
+    let size = tmp.metadata().map_err(io_err)?.len();
+    io::Seek::rewind(&mut tmp).map_err(io_err)?;
     // Each names a field of its record (the configuration ids, a digest,
     // a source id or split), so it is listed as a field warning.
     let problems = report
@@ -540,9 +556,9 @@ fn open_converted(
         display,
         path: path.to_path_buf(),
         size,
-        reader,
+        reader: tmp,
         direct: Default::default(),
-        _temp: Some(tmp.into_temp_path()),
+        copy: Some(PrivateCopy::Unnamed),
         growing: None,
         format,
         notes: report.warnings,
@@ -623,7 +639,9 @@ fn copy_to_temp(mut input: impl Read, display: String) -> Result<RunFile, OpenEr
         size,
         reader,
         direct: Default::default(),
-        _temp: Some(temp_path),
+        copy: Some(PrivateCopy::Named {
+            _removed_on_drop: temp_path,
+        }),
         growing: None,
         format: Format::Native,
         notes: Vec::new(),
