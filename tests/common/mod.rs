@@ -416,7 +416,7 @@ impl Tui {
 
     /// Raw access to the parser's screen, for tests that check modes,
     /// colours and cells (`alternate_screen()`, `hide_cursor()`,
-    /// `cell(row, col)`...). The window title is not part of a vt100 0.16
+    /// `cell(row, col)`...). The window title is not part of a vt100
     /// screen: use [`Tui::title`].
     pub fn with_screen<R>(&self, f: impl FnOnce(&vt100::Screen) -> R) -> R {
         f(lock(&self.shared).parser.screen())
