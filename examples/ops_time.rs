@@ -31,6 +31,10 @@
 //! text search and `Y`, so that each reads the run from disk, as they must on a
 //! run larger than memory: `bench/compare.sh` compares a ten-million-pair
 //! run with a one-million-pair one read the same way.
+//!
+//! `PAUSE_BEFORE_UNDO=S` waits S seconds once `Y y` is done and prints
+//! `# undo starts`, so that a profiler can attach for the undo alone
+//! (`perf record -p PID`).
 
 use std::time::{Duration, Instant};
 
@@ -410,6 +414,14 @@ fn main() {
         app.classified - before
     );
     println!("# rss_anon_after_accept {}", proc_status("RssAnon:"));
+    if let Some(s) = std::env::var("PAUSE_BEFORE_UNDO")
+        .ok()
+        .and_then(|s| s.parse().ok())
+    {
+        // Time for a profiler to attach to this process (`perf record -p`).
+        std::thread::sleep(std::time::Duration::from_secs_f64(s));
+        println!("# undo starts");
+    }
     let (t, cpu) = (Instant::now(), cpu_ms());
     let work = app::update(&mut app, Action::Undo);
     testing::run_effects(&mut app, work, &theme);
