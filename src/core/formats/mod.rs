@@ -1289,8 +1289,12 @@ pub fn write_paired(mut p: Pairing, format: Format, sink: &mut Sink) -> Result<(
         }
     }
     if dup > 0 {
+        let (rows_repeat, them) = match dup {
+            1 => ("1 row repeats".to_string(), "the two"),
+            n => (format!("{n} rows repeat"), "them"),
+        };
         sink.warn(format!(
-            "{dup} rows repeat the id of an earlier row in the same group and repetition; a variant pairs with the last of them"
+            "{rows_repeat} the id of an earlier row in the same group and repetition; a variant pairs with the last of {them}"
         ));
     }
     let mut is_base = vec![false; rows.len()];

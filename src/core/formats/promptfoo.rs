@@ -313,16 +313,32 @@ fn link(p: &mut Pairing, keys: &[Keys], sink: &mut Sink) {
                 .or_default()
                 .push(i);
         }
+        // The ids that stay, where a new name must not land (a test may
+        // be called `t (1 of 2)` already): such a name takes its test's
+        // index too.
+        let mut taken: rustc_hash::FxHashSet<(u32, Option<u64>, String)> = sharing
+            .iter()
+            .filter(|(_, v)| v.len() == 1)
+            .map(|(&(g, rep, id), _)| (g, rep, id.to_string()))
+            .collect();
+        let mut shared: Vec<Vec<usize>> = sharing.into_values().filter(|v| v.len() > 1).collect();
+        shared.sort_by_key(|v| v[0]);
         let mut renamed = Vec::new();
-        for (_, mut those) in sharing.into_iter().filter(|(_, v)| v.len() > 1) {
+        for mut those in shared {
             those.sort_by_key(|&i| (test(i), i));
             let n = those.len();
-            renamed.extend(
-                those
-                    .iter()
-                    .enumerate()
-                    .map(|(k, &i)| (i, format!("{} ({} of {n})", rows[i].id, k + 1))),
-            );
+            for (k, &i) in those.iter().enumerate() {
+                let (g, rep) = (rows[i].group, rows[i].repetition);
+                let mut name = format!("{} ({} of {n})", rows[i].id, k + 1);
+                if taken.contains(&(g, rep, name.clone())) {
+                    name = format!("{name} · test {}", test(i));
+                }
+                while taken.contains(&(g, rep, name.clone())) {
+                    name.push('\'');
+                }
+                taken.insert((g, rep, name.clone()));
+                renamed.push((i, name));
+            }
         }
         renamed
     };
@@ -395,7 +411,7 @@ fn link(p: &mut Pairing, keys: &[Keys], sink: &mut Sink) {
     drop(names);
     if ambiguous > 0 {
         sink.warn(format!(
-            "{} a base_id that several rows of their column carry; each pairs with the one that shares the most vars with it, else the nearest test before it",
+            "{} a base_id that several rows of their column carry; each pairs with the one that shares the most vars with it, else the nearest test before it (or the first after it)",
             super::rows_name(ambiguous)
         ));
     }
@@ -792,6 +808,38 @@ mod tests {
                 .any(|w| w.starts_with("1 row names a base_id that several rows of their column")),
             "{warnings:?}"
         );
+    }
+
+    #[test]
+    fn a_name_given_to_tests_that_share_an_id_never_takes_another_tests_id() {
+        // (Distinct tests: the same test twice would be a repetition.)
+        let named = |t: u64, id: &str| {
+            let meta = json!({"case_id": "c", "variant_id": id});
+            result(t, 0, &format!("test {t}"), meta, true)
+        };
+        let (records, _) = run(vec![
+            named(0, "t (1 of 2)"),
+            named(1, "t"),
+            named(2, "t"),
+            result(
+                3,
+                0,
+                "v",
+                json!({"case_id": "c", "variant_id": "v", "base_id": "t (1 of 2)"}),
+                true,
+            ),
+        ]);
+        let pair = records
+            .iter()
+            .find(|r| r["variant_id"] == "v")
+            .expect("the pair");
+        assert_eq!(pair["origin"]["base"]["testIdx"], 0, "{records:?}");
+        let mut ids: Vec<&str> = records
+            .iter()
+            .map(|r| r["variant_id"].as_str().expect("id"))
+            .collect();
+        ids.sort_unstable();
+        assert_eq!(ids, ["t (1 of 2) · test 1", "t (2 of 2)", "v"]);
     }
 
     #[test]
