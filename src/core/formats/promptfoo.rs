@@ -304,6 +304,8 @@ fn link(p: &mut Pairing, keys: &[Keys], sink: &mut Sink) {
     // the same in every repetition. A `base_id` still names them by the
     // id their test gave (below).
     let given: Vec<Box<str>> = rows.iter().map(|r| r.id.clone()).collect();
+    // Each such test's place among them and how many they are.
+    let mut ordinal: Vec<Option<(usize, usize)>> = vec![None; rows.len()];
     let renamed: Vec<(usize, String)> = {
         let mut sharing: rustc_hash::FxHashMap<(u32, Option<u64>, &str), Vec<usize>> =
             Default::default();
@@ -328,6 +330,7 @@ fn link(p: &mut Pairing, keys: &[Keys], sink: &mut Sink) {
             those.sort_by_key(|&i| (test(i), i));
             let n = those.len();
             for (k, &i) in those.iter().enumerate() {
+                ordinal[i] = Some((k, n));
                 let (g, rep) = (rows[i].group, rows[i].repetition);
                 let mut name = format!("{} ({} of {n})", rows[i].id, k + 1);
                 if taken.contains(&(g, rep, name.clone())) {
@@ -375,19 +378,30 @@ fn link(p: &mut Pairing, keys: &[Keys], sink: &mut Sink) {
         let from = names.partition_point(|e| at(e) < (place(i), b));
         let to = names.partition_point(|e| at(e) <= (place(i), b));
         // The best name first; a base (a row with no base of its own)
-        // before a variant; then the test that shares the most vars with
-        // this one (promptfoo's `scenarios` run the same tests, metadata
-        // and all, once for each configuration's vars); then the nearest
-        // test before it, else the first after it.
+        // before a variant. Among tests that share the name: the one in
+        // this test's place when the variant's id is shared by as many
+        // tests (a test whose vars list several values runs once for each,
+        // the metadata the same: the Nth variant goes with the Nth base);
+        // then the one that shares the most vars with it (promptfoo's
+        // `scenarios` run the same tests once per configuration); then the
+        // nearest test before it, else the first after it.
         let row_of = |e: u64| (e >> 2) as usize;
         let rank_of = |e: u64| {
             let j = row_of(e);
+            let other_place = ordinal[i].is_none() || ordinal[j] != ordinal[i];
             let near = match test(j) < test(i) {
                 true => (false, test(i) - test(j)),
                 false => (true, test(j)),
             };
             let unshared = usize::MAX - keys[i].shared_vars(&keys[j]);
-            (e & 3, rows[j].base_id.is_some(), unshared, near, j)
+            (
+                e & 3,
+                rows[j].base_id.is_some(),
+                other_place,
+                unshared,
+                near,
+                j,
+            )
         };
         let Some(best) = names[from..to]
             .iter()
@@ -411,7 +425,7 @@ fn link(p: &mut Pairing, keys: &[Keys], sink: &mut Sink) {
     drop(names);
     if ambiguous > 0 {
         sink.warn(format!(
-            "{} a base_id that several rows of their column carry; each pairs with the one that shares the most vars with it, else the nearest test before it (or the first after it)",
+            "{} a base_id that several rows of their column carry; each pairs with the one in its own place among as many, else the one that shares the most vars with it, else the nearest test before it (or the first after it)",
             super::rows_name(ambiguous)
         ));
     }
@@ -840,6 +854,40 @@ mod tests {
             .collect();
         ids.sort_unstable();
         assert_eq!(ids, ["t (1 of 2) · test 1", "t (2 of 2)", "v"]);
+    }
+
+    #[test]
+    fn a_list_of_vars_pairs_the_nth_variant_with_the_nth_base() {
+        // `vars: {ticket: [...]}` on the base and on its variant: each runs
+        // once per value, the metadata the same; no two share a var.
+        let with = |mut r: Value, ticket: &str| {
+            r["testCase"]["vars"] = json!({ "ticket": ticket });
+            r
+        };
+        let base = |t, ticket| {
+            let meta = json!({"case_id": "c", "variant_id": "b"});
+            with(result(t, 0, "base", meta, true), ticket)
+        };
+        let shout = |t, ticket| {
+            let meta = json!({"case_id": "c", "variant_id": "v", "base_id": "b"});
+            with(result(t, 0, "shout", meta, true), ticket)
+        };
+        let (records, _) = run(vec![
+            base(0, "db outage"),
+            base(1, "printer jam"),
+            shout(2, "DB OUTAGE"),
+            shout(3, "PRINTER JAM"),
+        ]);
+        let pairs: Vec<(u64, u64)> = records
+            .iter()
+            .map(|r| {
+                (
+                    r["origin"]["base"]["testIdx"].as_u64().expect("a pair"),
+                    r["origin"]["variant"]["testIdx"].as_u64().expect("a pair"),
+                )
+            })
+            .collect();
+        assert_eq!(pairs, [(0, 2), (1, 3)], "{records:?}");
     }
 
     #[test]
