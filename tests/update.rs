@@ -850,6 +850,42 @@ fn export_prompt_writes_the_pairs_in_view() {
     );
 }
 
+/// Another tool's file is read through a converted copy, but the file at
+/// its path is still the user's run: the export prompt never writes over it.
+#[test]
+fn the_export_prompt_never_writes_over_another_tools_file_that_is_open() {
+    use triage::core::export::Format;
+    use triage::tui::app::Effect;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let run = dir.path().join("results.json");
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/formats/promptfoo/results.json"
+        ),
+        &run,
+    )
+    .expect("copy");
+    let before = std::fs::read(&run).expect("the run");
+    let theme = Theme::dark();
+    let mut app = open(&run, &dir.path().join("results.json.triage.jsonl"));
+    let rows = app.view.clone();
+    let export = Effect::Export {
+        format: Format::Json,
+        path: run.to_str().expect("utf-8 path").to_string(),
+        rows,
+        overwrite: true,
+    };
+    testing::run_effects(&mut app, vec![export], &theme);
+    assert!(
+        app.message.as_ref().is_some_and(|(m, _)| m
+            == "NOT EXPORTED: that path is a run that is open, which triage never overwrites"),
+        "{:?}",
+        app.message
+    );
+    assert_eq!(std::fs::read(&run).expect("the run"), before);
+}
+
 #[test]
 fn reload_keeps_annotations_attached_by_record_key() {
     let mut f = Fixture::new();

@@ -540,9 +540,10 @@ fn say_unreadable(app: &mut App) {
 }
 
 /// Why the export prompt may not write to `target`: it is a run that is
-/// open, a journal, or one of a journal's own files.
+/// open (the user's file, also when the index reads a converted copy of
+/// it), a journal, or one of a journal's own files.
 fn refused(app: &App, target: &Path) -> Option<String> {
-    for f in app.index.files.iter().filter(|f| f.on_disk()) {
+    for f in &app.index.files {
         if same_file(&f.path, target) {
             return Some("that path is a run that is open, which triage never overwrites".into());
         }
