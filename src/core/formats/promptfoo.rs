@@ -149,13 +149,13 @@ pub(super) fn convert(
 
 /// What pairing reads of a result besides its [`super::Slim`] (whose case
 /// id is its metadata's): its test and column indexes, its test's
-/// description, and a digest of its vars (repetitions of a test are told
-/// apart by them).
+/// description, and a digest of its whole test case (the repetitions of
+/// a test are the rows whose test case is the same).
 struct Keys {
     test: Option<u64>,
     column: Option<u64>,
     description: Option<Box<str>>,
-    vars: u64,
+    test_case: u64,
     /// A digest of each var (its name and value), sorted: which vars two
     /// tests share.
     each_var: Box<[u64]>,
@@ -188,7 +188,15 @@ impl Keys {
             test: idx("testIdx"),
             column: idx("promptIdx"),
             description: description_of(&r.raw).map(Into::into),
-            vars: digest(&|h| r.vars.as_ref().map(Value::to_string).hash(h)),
+            // The whole test (vars, assertions, options...): a test copied
+            // with other assertions is another test, not a repetition.
+            test_case: digest(&|h| {
+                r.raw
+                    .get("testCase")
+                    .map(Value::to_string)
+                    .or_else(|| r.vars.as_ref().map(Value::to_string))
+                    .hash(h)
+            }),
             each_var: each_var.into(),
         }
     }
@@ -286,7 +294,12 @@ fn link(p: &mut Pairing, keys: &[Keys], sink: &mut Sink) {
         for &i in &order {
             let k = &keys[i];
             let n = seen
-                .entry((rows[i].group, &rows[i].id, k.description.as_deref(), k.vars))
+                .entry((
+                    rows[i].group,
+                    &rows[i].id,
+                    k.description.as_deref(),
+                    k.test_case,
+                ))
                 .or_insert(0);
             reps[i] = *n;
             repeated |= *n > 0;
@@ -994,5 +1007,50 @@ mod tests {
             })
             .collect();
         assert_eq!(ids, [("t", 0), ("g", 0), ("t", 1), ("g", 1)], "{records:?}");
+    }
+
+    #[test]
+    fn a_test_copied_with_other_assertions_is_another_test_not_a_repetition() {
+        let mut rows = vec![
+            result(
+                0,
+                0,
+                "base",
+                json!({"case_id": "c", "variant_id": "b"}),
+                true,
+            ),
+            result(
+                1,
+                0,
+                "typo",
+                json!({"case_id": "c", "variant_id": "t", "base_id": "b"}),
+                true,
+            ),
+            result(
+                2,
+                0,
+                "typo",
+                json!({"case_id": "c", "variant_id": "t", "base_id": "b"}),
+                false,
+            ),
+        ];
+        rows[1]["testCase"]["assert"] = json!([{"type": "contains", "value": "a"}]);
+        rows[2]["testCase"]["assert"] = json!([{"type": "contains", "value": "z"}]);
+        let (records, _) = run(rows);
+        let ids: Vec<(&str, Option<u64>)> = records
+            .iter()
+            .map(|r| {
+                (
+                    r["variant_id"].as_str().expect("id"),
+                    r["repetition"].as_u64(),
+                )
+            })
+            .collect();
+        // No repetition at all: each pairs with the base once.
+        assert_eq!(
+            ids,
+            [("t (1 of 2)", None), ("t (2 of 2)", None)],
+            "{records:?}"
+        );
     }
 }
