@@ -1002,3 +1002,45 @@ fn multivon_reports_count_their_cases_as_the_reports_summary_does() {
         );
     }
 }
+
+#[test]
+fn a_json_document_written_on_one_line_is_read_as_its_tool_wrote_it() {
+    // As `jq -c` leaves them: each tool's JSON fixtures, compacted, are
+    // detected as the same format and give the same records.
+    let dir = tempfile::tempdir().expect("temp");
+    for rel in [
+        "promptfoo/results.json",
+        "promptfoo/keyword/results.json",
+        "promptfoo/columns/results.json",
+        "promptfoo/scenarios/results.json",
+        "inspect/log.json",
+        "inspect/int-ids.json",
+        "checklist/support-brittle.json",
+        "multivon/report.json",
+        "multivon/validations-wrapped.json",
+    ] {
+        let pretty = std::fs::read(fixture(rel)).expect("fixture");
+        let doc: Value = serde_json::from_slice(&pretty).expect("JSON");
+        let compact = doc.to_string();
+        assert!(!compact.contains('\n'), "{rel}");
+        let Some(format) = detected(rel) else {
+            panic!("{rel}: not detected")
+        };
+        let n = compact.len().min(formats::DETECT_HEAD_BYTES);
+        assert_eq!(
+            formats::detect(&compact.as_bytes()[..n]).format,
+            Some(format),
+            "{rel} on one line"
+        );
+        let path = dir.path().join(rel.replace('/', "-"));
+        std::fs::write(&path, &compact).expect("write");
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        formats::convert(&fixture(rel), format, &mut a).expect("convert");
+        formats::convert(&path, format, &mut b).expect("convert one line");
+        assert_eq!(
+            String::from_utf8_lossy(&a),
+            String::from_utf8_lossy(&b),
+            "{rel}"
+        );
+    }
+}

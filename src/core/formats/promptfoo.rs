@@ -19,7 +19,12 @@ use super::{
 };
 
 pub(super) fn sniff(s: &Sniff) -> Result<(), String> {
-    if let Some(o) = s.line_object() {
+    // (A results document written on one line, as `jq -c` leaves it, is
+    // a document, not a result line.)
+    if let Some(o) = s.line_object()
+        && !o.contains_key("evalId")
+        && !o.contains_key("results")
+    {
         return if is_result(o) {
             Ok(())
         } else {
