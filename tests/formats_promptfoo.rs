@@ -634,3 +634,41 @@ fn a_converted_copy_leaves_nothing_in_the_temporary_folder() {
     assert!(!t.wait_exit_status().success());
     assert_eq!(listed(), Vec::<std::ffi::OsString>::new(), "once killed");
 }
+
+#[test]
+fn a_variant_whose_base_did_not_run_is_a_problem_that_strict_fails_on() {
+    // The keyword run as `--filter-pattern` would leave it: the two
+    // "Refund request" bases did not run, their polite variants did.
+    let mut doc: Value =
+        serde_json::from_slice(&std::fs::read(fixture("keyword/results.json")).expect("fixture"))
+            .expect("JSON");
+    let results = doc["results"]["results"].as_array_mut().expect("results");
+    let before = results.len();
+    results.retain(|r| r["testCase"]["description"] != "Refund request");
+    assert_eq!(results.len(), before - 2);
+    let dir = tempfile::tempdir().expect("temp");
+    let file = dir.path().join("results.json");
+    std::fs::write(&file, doc.to_string()).expect("write");
+    let path = file.to_str().expect("path");
+
+    let mut out = Vec::new();
+    let report = formats::convert(&file, Format::Promptfoo, &mut out).expect("convert");
+    assert_eq!(report.problems.len(), 2, "{:?}", report.problems);
+    for p in &report.problems {
+        assert!(
+            p.message.starts_with(
+                "the variant refund-polite names the base refund, which no row of its group has"
+            ),
+            "{p:?}"
+        );
+    }
+    let (code, out, _) = triage(&["check", "--strict", path]);
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("FAIL  --strict  2 problems in the run"),
+        "{out}"
+    );
+    // Without --strict the two unjudged variants fail no gate.
+    let (code, out, _) = triage(&["check", path]);
+    assert_eq!(code, Some(0), "{out}");
+}

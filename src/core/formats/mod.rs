@@ -1299,6 +1299,9 @@ pub fn write_paired(mut p: Pairing, format: Format, sink: &mut Sink) -> Result<(
     }
     let mut is_base = vec![false; rows.len()];
     let mut base_of: Vec<Option<usize>> = vec![None; rows.len()];
+    // The rows whose base_id names no row: each is a problem of the run
+    // (its pair cannot be judged), which `check --strict` fails on.
+    let mut dangling = vec![false; rows.len()];
     let mut missing = 0usize;
     for (i, r) in rows.iter().enumerate() {
         if let Some(b) = &r.base_id {
@@ -1307,7 +1310,10 @@ pub fn write_paired(mut p: Pairing, format: Format, sink: &mut Sink) -> Result<(
                     is_base[j] = true;
                     base_of[i] = Some(j);
                 }
-                _ => missing += 1,
+                _ => {
+                    missing += 1;
+                    dangling[i] = true;
+                }
             }
         }
     }
@@ -1374,7 +1380,11 @@ pub fn write_paired(mut p: Pairing, format: Format, sink: &mut Sink) -> Result<(
                 if let Some(sc) = r.scores {
                     u.extra.insert("scores".into(), sc);
                 }
-                sink.record_with_problems(u.into_record(format, r.raw), r.problems)?;
+                let mut problems = r.problems;
+                if dangling[i] {
+                    problems.push(dangling_base(&r.id, r.base_id.as_deref(), r.repetition));
+                }
+                sink.record_with_problems(u.into_record(format, r.raw), problems)?;
             }
         }
     }
@@ -1385,6 +1395,26 @@ pub fn write_paired(mut p: Pairing, format: Format, sink: &mut Sink) -> Result<(
         ));
     }
     Ok(())
+}
+
+/// The problem of a variant whose `base_id` names no row of its group and
+/// repetition: its pair is not in the run, so nothing judged it.
+fn dangling_base(id: &str, base: Option<&str>, repetition: Option<u64>) -> String {
+    if base == Some(id) {
+        return format!(
+            "the variant {} names itself as its base: a variant and its base need distinct ids; it is listed unpaired and not judged",
+            crate::core::text::inert_line(id)
+        );
+    }
+    let base = crate::core::text::inert_line(base.unwrap_or_default());
+    let place = match repetition {
+        Some(n) => format!(" in repetition {n}"),
+        None => String::new(),
+    };
+    format!(
+        "the variant {} names the base {base}, which no row of its group has{place}: the pair is not in the run, so it is listed unpaired and not judged; run the base too, or correct the base_id",
+        crate::core::text::inert_line(id)
+    )
 }
 
 /// Whether a pair's relation is one triage checks by its own rule (the
