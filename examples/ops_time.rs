@@ -32,6 +32,9 @@
 //! run larger than memory: `bench/compare.sh` compares a ten-million-pair
 //! run with a one-million-pair one read the same way.
 //!
+//! `SORT_ROUNDS=N` sorts on each key N times (default 5) and prints the
+//! median, with the fastest and the slowest.
+//!
 //! `PAUSE_BEFORE_UNDO=S` waits S seconds once `Y y` is done and prints
 //! `# undo starts`, so that a profiler can attach for the undo alone
 //! (`perf record -p PID`).
@@ -277,6 +280,11 @@ fn main() {
         );
         let mut cache = SortCache::default();
         cache.warm(warmup);
+        let rounds: usize = std::env::var("SORT_ROUNDS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .filter(|&n| n > 0)
+            .unwrap_or(5);
         let mut sorts = Vec::new();
         let mut sorts_cpu = Vec::new();
         for key in [
@@ -289,19 +297,28 @@ fn main() {
             SortKey::Route,
         ] {
             for descending in [false, true] {
-                let mut view = all.clone();
-                let (t, cpu) = (Instant::now(), cpu_ms());
-                sort_rows_with(
-                    &mut cache,
-                    &app.index,
-                    &app.store,
-                    &mut view,
-                    Sort { key, descending },
-                );
-                let d = ms(t.elapsed());
-                let d_cpu = cpu_ms() - cpu;
+                // Each sort `rounds` times over, the median kept: a sort of
+                // a few ms moves by as much from one try to the next.
+                let (mut walls, mut cpus) = (Vec::new(), Vec::new());
+                for _ in 0..rounds {
+                    let mut view = all.clone();
+                    let (t, cpu) = (Instant::now(), cpu_ms());
+                    sort_rows_with(
+                        &mut cache,
+                        &app.index,
+                        &app.store,
+                        &mut view,
+                        Sort { key, descending },
+                    );
+                    walls.push(ms(t.elapsed()));
+                    cpus.push(cpu_ms() - cpu);
+                }
+                let (lo, hi) = (pct(&mut walls, 0.0), pct(&mut walls, 1.0));
+                let (d, d_cpu) = (pct(&mut walls, 0.5), pct(&mut cpus, 0.5));
                 let dir = if descending { "desc" } else { "asc" };
-                println!("sort_{key:?}_{dir}_ms {d:.1} (cpu {d_cpu:.1})");
+                println!(
+                    "sort_{key:?}_{dir}_ms {d:.1} (cpu {d_cpu:.1}; {rounds} tries, {lo:.1} to {hi:.1})"
+                );
                 sorts.push(d);
                 sorts_cpu.push(d_cpu);
             }
