@@ -279,8 +279,9 @@ pair could be read. A file from which only some lines could be read is gated, an
         /// Gate only the pairs this query selects (the query syntax of the viewer's `/`).
         #[arg(long, value_name = "QUERY")]
         filter: Option<String>,
-        /// Fail when the run has any problem (a bad line, an unusable field, or a case
-        /// that mixes policies or regenerated its repetitions' inputs).
+        /// Fail when the run has any problem (a bad line, an unusable field, a case
+        /// that mixes policies or regenerated its repetitions' inputs, or a converted
+        /// variant whose base is not in the run).
         #[arg(long)]
         strict: bool,
         /// Refused with a pointer to --from: check writes only its report.
