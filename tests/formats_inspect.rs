@@ -479,8 +479,20 @@ fn integer_ids_pair_and_both_formats_give_one_order() {
     // Sample 2 names its base as the integer 1, sample 3 as the string "1".
     assert_eq!(eval[0].1, "typo");
     assert_eq!(eval[1].1, "typo-bang");
-    // 30 names base 999, which no sample is.
+    // 30 names base 999, which no sample is: listed unpaired, and a
+    // problem at its line, in both formats.
     assert_eq!(eval[4].1, formats::UNPAIRED);
+    for name in ["int-ids.eval", "int-ids.json"] {
+        let problems = convert(name).report.problems;
+        assert_eq!(problems.len(), 1, "{name}: {problems:?}");
+        assert_eq!(problems[0].line, 5, "{name}");
+        assert!(
+            problems[0]
+                .message
+                .starts_with("the variant 30 names the base 999, which no row of its group has"),
+            "{name}: {problems:?}"
+        );
+    }
 }
 
 /// An `.eval` taken while its eval still runs opens: Inspect reads it, as
