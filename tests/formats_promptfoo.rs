@@ -220,6 +220,24 @@ fn prompts_providers_and_repetitions_each_pair_in_their_own_column() {
             reps.insert(r["repetition"].as_u64());
         }
         assert_eq!(reps.len(), 2);
+        // Each column is named by its provider and its prompt's label,
+        // not by promptIdx (which runs on across the providers: 0 to 3).
+        let columns: BTreeSet<&str> = c
+            .records
+            .iter()
+            .filter_map(|r| r["variant_id"].as_str()?.split_once(" @ "))
+            .map(|(_, column)| column)
+            .collect();
+        assert_eq!(
+            columns.into_iter().collect::<Vec<_>>(),
+            [
+                "echo / instructed",
+                "echo / plain",
+                "keyword-json / instructed",
+                "keyword-json / plain"
+            ],
+            "{name}"
+        );
         // The keyword provider throws on one test: a service error in both
         // of its prompt columns and both repetitions.
         let st = statuses(&c.records);
@@ -245,9 +263,7 @@ fn reasons_are_the_failed_assertions_and_the_output_is_what_is_compared() {
     let typo = c
         .records
         .iter()
-        .find(|r| {
-            r["variant_id"] == "outage-typo @ keyword-json / prompt 0" && r["repetition"] == 0
-        })
+        .find(|r| r["variant_id"] == "outage-typo @ keyword-json / plain" && r["repetition"] == 0)
         .expect("typo");
     let reasons: Vec<&str> = typo["reasons"]
         .as_array()
@@ -287,7 +303,7 @@ fn reasons_are_the_failed_assertions_and_the_output_is_what_is_compared() {
     let greeting = c
         .records
         .iter()
-        .find(|r| r["variant_id"] == "Greeting @ keyword-json / prompt 0" && r["repetition"] == 0)
+        .find(|r| r["variant_id"] == "Greeting @ keyword-json / plain" && r["repetition"] == 0)
         .expect("greeting");
     assert_eq!(greeting["transformation"], formats::UNPAIRED);
     assert_eq!(greeting["source"]["state"]["answer"], "routine");

@@ -1107,6 +1107,18 @@ impl Names {
         i
     }
 
+    /// Give the name `from` another, `to`, keeping its number (nothing
+    /// when `from` is not a name, or `to` already is one).
+    pub fn rename(&mut self, from: &str, to: &str) {
+        if self.index.contains_key(to) {
+            return;
+        }
+        if let Some(i) = self.index.remove(from) {
+            self.list[i as usize] = to.into();
+            self.index.insert(to.into(), i);
+        }
+    }
+
     /// The name numbered `i`.
     pub fn name(&self, i: u32) -> &str {
         self.list.get(i as usize).map_or("", |s| s)

@@ -10,6 +10,8 @@
 //! unpaired. promptfoo's CSV, YAML and XML exports keep no test metadata,
 //! so they are refused with the file to open instead.
 
+use std::collections::{BTreeMap, HashSet};
+
 use serde_json::{Map, Value, json};
 
 use super::stream::Top;
@@ -129,14 +131,31 @@ pub(super) fn convert(
     };
     let mut pairing = Pairing::default();
     let mut keys: Vec<Keys> = Vec::new();
+    // Each column's provider and prompt label, to name it once all are read.
+    let mut columns: BTreeMap<u64, (String, Option<String>)> = BTreeMap::new();
     let top = each_record(reader, &layout, sink, &mut |_, o, sink| {
         if is_result(&o) {
             let r = row(o);
-            keys.push(Keys::of(&r));
+            let k = Keys::of(&r);
+            if let Some(c) = k.column {
+                columns.entry(c).or_insert_with(|| {
+                    (
+                        r.model_id.clone().unwrap_or_default(),
+                        r.settings_id.clone(),
+                    )
+                });
+            }
+            keys.push(k);
             pairing.set_aside(&r, sink)?;
         }
         Ok(())
     })?;
+    for (c, name) in column_names(&columns) {
+        let provider = &columns[&c].0;
+        pairing
+            .groups
+            .rename(&format!("{provider} / prompt {c}"), &name);
+    }
     if let Top::Object(o) = &top
         && keys.is_empty()
         && !o.contains_key("evalId")
@@ -150,6 +169,62 @@ pub(super) fn convert(
     pairing.rows.shrink_to_fit();
     keys.shrink_to_fit();
     pair_and_write(pairing, keys, sink)
+}
+
+/// The longest prompt label a column is named by; a longer one (promptfoo
+/// labels a prompt given inline by its whole text) is numbered instead.
+const LABEL_MAX: usize = 40;
+
+/// Each column's name, `provider / prompt`, from its provider and its
+/// prompt's label (`columns`: by `promptIdx`, which numbers each prompt on
+/// each provider in turn). The prompt is its label when that is one short
+/// line and no template, else `prompt N`, N its place among the run's prompts (in column
+/// order). A column whose name another column would have too, or that is
+/// another column's name as read, keeps the `prompt <promptIdx>` it was
+/// read with, so that no two share one.
+fn column_names(columns: &BTreeMap<u64, (String, Option<String>)>) -> Vec<(u64, String)> {
+    let mut prompts: Vec<&str> = Vec::new();
+    let (mut taken, mut shared) = (HashSet::new(), HashSet::new());
+    let mut out = Vec::new();
+    for (&c, (provider, label)) in columns {
+        let Some(label) = label.as_deref().filter(|l| !l.trim().is_empty()) else {
+            continue;
+        };
+        let n = match prompts.iter().position(|p| *p == label) {
+            Some(n) => n,
+            None => {
+                prompts.push(label);
+                prompts.len() - 1
+            }
+        };
+        // (Without a label of its own, a prompt is labelled by its text:
+        // a template, `{{var}}` and all, is numbered.)
+        let short = label.chars().count() <= LABEL_MAX
+            && !label.contains(['\n', '\r'])
+            && !label.contains("{{");
+        let name = match short {
+            true => format!("{provider} / {}", label.trim()),
+            false => format!("{provider} / prompt {n}"),
+        };
+        out.push((c, name));
+    }
+    // A name several columns would share is none of theirs.
+    for (_, name) in &out {
+        if !taken.insert(name.clone()) {
+            shared.insert(name.clone());
+        }
+    }
+    out.retain(|(_, name)| !shared.contains(name));
+    // A name that is some other column's as read stays that column's.
+    let read: HashSet<String> = columns
+        .iter()
+        .map(|(c, (provider, _))| format!("{provider} / prompt {c}"))
+        .collect();
+    out.retain(|(c, name)| {
+        let own = format!("{} / prompt {c}", columns[c].0);
+        *name == own || !read.contains(name)
+    });
+    out
 }
 
 /// What pairing reads of a result besides its [`super::Slim`] (whose case
@@ -1056,6 +1131,73 @@ mod tests {
             ids,
             [("t (1 of 2)", None), ("t (2 of 2)", None)],
             "{records:?}"
+        );
+    }
+
+    #[test]
+    fn a_column_is_named_by_its_provider_and_its_prompts_label_or_place() {
+        let cols = |list: &[(u64, &str, Option<&str>)]| -> BTreeMap<u64, (String, Option<String>)> {
+            list.iter()
+                .map(|&(c, p, l)| (c, (p.to_string(), l.map(str::to_string))))
+                .collect()
+        };
+        let names = |list: &[(u64, &str, Option<&str>)]| super::column_names(&cols(list));
+        // Two prompts on two providers: promptIdx runs on across providers,
+        // the names do not.
+        assert_eq!(
+            names(&[
+                (0, "a", Some("plain")),
+                (1, "a", Some("instructed")),
+                (2, "b", Some("plain")),
+                (3, "b", Some("instructed")),
+            ]),
+            [
+                (0, "a / plain".to_string()),
+                (1, "a / instructed".to_string()),
+                (2, "b / plain".to_string()),
+                (3, "b / instructed".to_string()),
+            ]
+        );
+        // A prompt labelled by its template, or by a long text, is numbered
+        // by its place among the prompts.
+        let long = "Classify the ticket urgency as urgent or routine";
+        assert_eq!(
+            names(&[
+                (0, "a", Some("Ticket: {{ticket}}")),
+                (1, "a", Some(long)),
+                (2, "b", Some("Ticket: {{ticket}}")),
+                (3, "b", Some(long)),
+            ]),
+            [
+                (0, "a / prompt 0".to_string()),
+                (1, "a / prompt 1".to_string()),
+                (2, "b / prompt 0".to_string()),
+                (3, "b / prompt 1".to_string()),
+            ]
+        );
+        // Without a label, or when two columns would share a name, a column
+        // keeps the name it was read with (`prompt <promptIdx>`).
+        assert_eq!(names(&[(0, "a", None), (1, "a", Some(" "))]), []);
+        assert_eq!(names(&[(0, "a", Some("same")), (1, "a", Some("same"))]), []);
+        // A name that is another column's as read is not taken from it.
+        assert_eq!(
+            names(&[
+                (0, "a", Some("{{x}}")),
+                (1, "a", Some("{{y}}")),
+                (2, "a", None)
+            ]),
+            [
+                (0, "a / prompt 0".to_string()),
+                (1, "a / prompt 1".to_string())
+            ]
+        );
+        assert_eq!(
+            names(&[
+                (0, "a", None),
+                (1, "a", Some("{{y}}")),
+                (2, "a", Some("{{z}}"))
+            ]),
+            []
         );
     }
 }
