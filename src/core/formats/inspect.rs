@@ -21,8 +21,8 @@ use serde_json::{Map, Value, json};
 use super::stream::Spilled;
 use super::stream::Top;
 use super::{
-    ConvertError, ConvertOptions, Format, Pairing, Row, Sink, Sniff, as_text, pick, pick_str,
-    write_paired,
+    ConvertError, ConvertOptions, Format, Pairing, Row, Sink, Sniff, as_text, pick, pick_id,
+    pick_str, write_paired,
 };
 use crate::core::text::inert_line;
 
@@ -558,14 +558,6 @@ fn row(
             _ => None,
         })
     };
-    // Ids may be numbers, as Inspect's sample ids often are.
-    let id = |names: &[&str]| {
-        pick(meta, names).and_then(|v| match v {
-            Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
-            Value::Number(n) => Some(n.to_string()),
-            _ => None,
-        })
-    };
     let mut side_extra = Map::new();
     // The model's parsed answer is its decision; a pass/fail verdict is not.
     side_extra.insert(
@@ -587,17 +579,21 @@ fn row(
         side_extra.insert("verdict_scorer".into(), json!(v));
     }
     Row {
-        id: id(&["variant_id", "variantId"]).unwrap_or_else(|| sample_id.clone()),
-        case_id: id(&["case_id", "caseId"]),
-        base_id: id(&[
-            "base_id",
-            "baseId",
-            "variant_of",
-            "variantOf",
-            "parent_id",
-            "parentId",
-            "original_id",
-        ]),
+        // Ids may be numbers, as Inspect's sample ids often are.
+        id: pick_id(meta, &["variant_id", "variantId"]).unwrap_or_else(|| sample_id.clone()),
+        case_id: pick_id(meta, &["case_id", "caseId"]),
+        base_id: pick_id(
+            meta,
+            &[
+                "base_id",
+                "baseId",
+                "variant_of",
+                "variantOf",
+                "parent_id",
+                "parentId",
+                "original_id",
+            ],
+        ),
         relation: word(&["relation", "expectation"]),
         transformation: word(&[
             "transformation",

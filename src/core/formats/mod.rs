@@ -931,6 +931,17 @@ pub(super) fn rows_name(n: usize) -> String {
     }
 }
 
+/// The first present id among `names`: a string that is not blank, or a
+/// number (sample ids often are), as text. A blank one, or a flag, names
+/// nothing.
+pub fn pick_id(o: &Map<String, Value>, names: &[&str]) -> Option<String> {
+    match pick(o, names)? {
+        Value::String(s) if !s.trim().is_empty() => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
 /// The first present string (numbers are written as text) among `names`.
 pub fn pick_str(o: &Map<String, Value>, names: &[&str]) -> Option<String> {
     match pick(o, names)? {
@@ -1314,7 +1325,6 @@ pub fn write_paired(mut p: Pairing, format: Format, sink: &mut Sink) -> Result<(
     // The rows whose base_id names no row: each is a problem of the run
     // (its pair cannot be judged), which `check --strict` fails on.
     let mut dangling = vec![false; rows.len()];
-    let mut missing = 0usize;
     for (i, r) in rows.iter().enumerate() {
         if let Some(b) = &r.base_id {
             match by_id.get(&(r.group, r.repetition, &**b)) {
@@ -1322,14 +1332,12 @@ pub fn write_paired(mut p: Pairing, format: Format, sink: &mut Sink) -> Result<(
                     is_base[j] = true;
                     base_of[i] = Some(j);
                 }
-                _ => {
-                    missing += 1;
-                    dangling[i] = true;
-                }
+                _ => dangling[i] = true,
             }
         }
     }
     drop(by_id);
+    let missing = dangling.iter().filter(|&&d| d).count();
     if missing > 0 {
         sink.warn(format!(
             "{} a base_id that no row of theirs has; listed unpaired",

@@ -10,14 +10,14 @@
 //! unpaired. promptfoo's CSV, YAML and XML exports keep no test metadata,
 //! so they are refused with the file to open instead.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde_json::{Map, Value, json};
 
 use super::stream::Top;
 use super::{
-    ConvertError, Format, Layout, Pairing, Row, Sink, Sniff, as_text, each_record, pick, pick_str,
-    write_paired,
+    ConvertError, Format, Layout, Pairing, Row, Sink, Sniff, as_text, each_record, pick, pick_id,
+    pick_str, write_paired,
 };
 
 pub(super) fn sniff(s: &Sniff) -> Result<(), String> {
@@ -151,10 +151,8 @@ pub(super) fn convert(
         Ok(())
     })?;
     for (c, name) in column_names(&columns) {
-        let provider = &columns[&c].0;
-        pairing
-            .groups
-            .rename(&format!("{provider} / prompt {c}"), &name);
+        let read = column_as_read(&columns[&c].0, c);
+        pairing.groups.rename(&read, &name);
     }
     if let Top::Object(o) = &top
         && keys.is_empty()
@@ -171,6 +169,12 @@ pub(super) fn convert(
     pair_and_write(pairing, keys, sink)
 }
 
+/// A column's name as its rows are read: its provider and its `promptIdx`
+/// (unique in the run, but counted across providers).
+fn column_as_read(provider: &str, prompt_idx: u64) -> String {
+    format!("{provider} / prompt {prompt_idx}")
+}
+
 /// The longest prompt label a column is named by; a longer one (promptfoo
 /// labels a prompt given inline by its whole text) is numbered instead.
 const LABEL_MAX: usize = 40;
@@ -184,7 +188,6 @@ const LABEL_MAX: usize = 40;
 /// read with, so that no two share one.
 fn column_names(columns: &BTreeMap<u64, (String, Option<String>)>) -> Vec<(u64, String)> {
     let mut prompts: Vec<&str> = Vec::new();
-    let (mut taken, mut shared) = (HashSet::new(), HashSet::new());
     let mut out = Vec::new();
     for (&c, (provider, label)) in columns {
         let Some(label) = label.as_deref().filter(|l| !l.trim().is_empty()) else {
@@ -208,21 +211,18 @@ fn column_names(columns: &BTreeMap<u64, (String, Option<String>)>) -> Vec<(u64, 
         };
         out.push((c, name));
     }
-    // A name several columns would share is none of theirs.
+    // A name several columns would share is none of theirs, and one that
+    // is another column's as read stays that column's.
+    let mut uses: HashMap<String, usize> = HashMap::new();
     for (_, name) in &out {
-        if !taken.insert(name.clone()) {
-            shared.insert(name.clone());
-        }
+        *uses.entry(name.clone()).or_default() += 1;
     }
-    out.retain(|(_, name)| !shared.contains(name));
-    // A name that is some other column's as read stays that column's.
     let read: HashSet<String> = columns
         .iter()
-        .map(|(c, (provider, _))| format!("{provider} / prompt {c}"))
+        .map(|(&c, (provider, _))| column_as_read(provider, c))
         .collect();
     out.retain(|(c, name)| {
-        let own = format!("{} / prompt {c}", columns[c].0);
-        *name == own || !read.contains(name)
+        uses[name] == 1 && (*name == column_as_read(&columns[c].0, *c) || !read.contains(name))
     });
     out
 }
@@ -540,7 +540,7 @@ fn row(o: Map<String, Value>) -> Row {
     let test_idx = o.get("testIdx").and_then(Value::as_u64);
     let description = test.and_then(|t| pick_str(t, &["description"]));
     // (A blank name names nothing: the next one is taken.)
-    let name = |names: &[&str]| pick_str(meta, names).filter(|s| !s.trim().is_empty());
+    let name = |names: &[&str]| pick_id(meta, names);
     let id = name(&["variant_id", "variantId", "id", "test_id", "testId"])
         .or_else(|| name(&["case_id", "caseId"]))
         .or_else(|| description.clone().filter(|s| !s.trim().is_empty()))
@@ -557,7 +557,7 @@ fn row(o: Map<String, Value>) -> Row {
     let prompt_label = prompt.and_then(|p| pick_str(p, &["label", "id"]));
     // The column: promptIdx numbers each prompt on each provider.
     let group = match o.get("promptIdx").and_then(Value::as_u64) {
-        Some(i) => format!("{} / prompt {i}", provider.clone().unwrap_or_default()),
+        Some(i) => column_as_read(provider.as_deref().unwrap_or_default(), i),
         None => format!(
             "{} / {}",
             provider.clone().unwrap_or_default(),
@@ -824,6 +824,19 @@ mod tests {
         }
     }
 
+    /// Each record's variant id and repetition.
+    fn ids_and_repetitions(records: &[Value]) -> Vec<(&str, Option<u64>)> {
+        records
+            .iter()
+            .map(|r| {
+                (
+                    r["variant_id"].as_str().expect("id"),
+                    r["repetition"].as_u64(),
+                )
+            })
+            .collect()
+    }
+
     fn run(results: Vec<Value>) -> (Vec<Value>, Vec<String>) {
         let text = json!({"evalId": "e", "results": {"results": results}}).to_string();
         let (records, report) =
@@ -1077,16 +1090,16 @@ mod tests {
                 true,
             ),
         ]);
-        let ids: Vec<(&str, u64)> = records
-            .iter()
-            .map(|r| {
-                (
-                    r["variant_id"].as_str().expect("id"),
-                    r["repetition"].as_u64().expect("repetition"),
-                )
-            })
-            .collect();
-        assert_eq!(ids, [("t", 0), ("g", 0), ("t", 1), ("g", 1)], "{records:?}");
+        assert_eq!(
+            ids_and_repetitions(&records),
+            [
+                ("t", Some(0)),
+                ("g", Some(0)),
+                ("t", Some(1)),
+                ("g", Some(1))
+            ],
+            "{records:?}"
+        );
     }
 
     #[test]
@@ -1117,18 +1130,9 @@ mod tests {
         rows[1]["testCase"]["assert"] = json!([{"type": "contains", "value": "a"}]);
         rows[2]["testCase"]["assert"] = json!([{"type": "contains", "value": "z"}]);
         let (records, _) = run(rows);
-        let ids: Vec<(&str, Option<u64>)> = records
-            .iter()
-            .map(|r| {
-                (
-                    r["variant_id"].as_str().expect("id"),
-                    r["repetition"].as_u64(),
-                )
-            })
-            .collect();
         // No repetition at all: each pairs with the base once.
         assert_eq!(
-            ids,
+            ids_and_repetitions(&records),
             [("t (1 of 2)", None), ("t (2 of 2)", None)],
             "{records:?}"
         );
