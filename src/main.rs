@@ -108,7 +108,7 @@ enum Command {
         /// The annotation journal (default: the one `triage RUN` uses).
         #[arg(long, value_name = "PATH")]
         annotations: Option<PathBuf>,
-        /// Where to write the copy.
+        /// Where to write the copy; `-` is standard output.
         #[arg(short, long, value_name = "OUT")]
         output: PathBuf,
         /// Overwrite OUT if it exists.
@@ -144,7 +144,8 @@ enum Command {
         /// What to write.
         #[arg(long, value_enum, value_name = "FORMAT", default_value_t = FormatArg::Markdown)]
         format: FormatArg,
-        /// Write to PATH (through a temporary file and a rename) instead of standard output.
+        /// Write to PATH (through a temporary file and a rename) instead of standard
+        /// output; `-` is standard output.
         #[arg(short, long, value_name = "PATH")]
         output: Option<PathBuf>,
         /// Only the pairs this query selects (the query syntax of the viewer's `/`).
@@ -525,20 +526,27 @@ fn main() -> ExitCode {
             if let Some(given) = format {
                 return refuse_format(&given, "apply writes native records only");
             }
-            done(
-                triage::core::apply::apply(
-                    Path::new(&run),
-                    annotations.as_deref(),
-                    &output,
-                    force,
-                    from,
-                    &ConvertOptions {
-                        scorer,
-                        ..ConvertOptions::default()
-                    },
-                )
-                .map_err(|e| e.to_string()),
+            // (`-o -`: standard output, and the summary to standard error.)
+            let to_stdout = output == Path::new("-");
+            let applied = triage::core::apply::apply(
+                Path::new(&run),
+                annotations.as_deref(),
+                (!to_stdout).then_some(output.as_path()),
+                force,
+                from,
+                &ConvertOptions {
+                    scorer,
+                    ..ConvertOptions::default()
+                },
             )
+            .map_err(|e| e.to_string());
+            match applied {
+                Ok(summary) if to_stdout => {
+                    eprintln!("{summary}");
+                    ExitCode::SUCCESS
+                }
+                applied => done(applied),
+            }
         }
         Some(Command::Config {
             what: Some(ConfigCommand::Init),
@@ -629,7 +637,8 @@ fn main() -> ExitCode {
         }) => export_cmd(
             &runs,
             format.into(),
-            output.as_deref(),
+            // (`-o -`: standard output, as a run named `-` is standard input.)
+            output.as_deref().filter(|p| *p != Path::new("-")),
             filter.as_deref(),
             all,
             &load,

@@ -340,6 +340,17 @@ fn apply_writes_triage_objects_on_annotated_lines_only() {
     assert_eq!(code, 0, "--force overwrites: {stdout}{stderr}");
     assert_eq!(std::fs::read(dir.path().join("out.jsonl")).unwrap(), before);
 
+    // `-o -`: the same copy on standard output, the summary on standard
+    // error, and no file named `-`.
+    let (code, stdout, stderr) = apply(dir.path(), &["run.jsonl", "-o", "-"]);
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(stdout.as_bytes(), before.as_slice());
+    assert_eq!(
+        stderr.trim_end(),
+        "wrote standard output: 2 of 72 lines carry a triage object"
+    );
+    assert!(!dir.path().join("-").exists());
+
     // OUT = the run, however it is spelled, is refused even with --force.
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     std::os::unix::fs::symlink("run.jsonl", dir.path().join("link.jsonl")).unwrap();

@@ -448,6 +448,9 @@ fn markdown_is_deterministic_and_o_writes_the_same_bytes() {
     let out = fx.run(&["export", RICH, "--all", "-o", "report.md"]);
     assert_eq!(code(&out), Some(0), "{}", stderr(&out));
     assert_ne!(fs::read_to_string(fx.path("report.md")).expect("report"), a);
+    // `-o -` is standard output, not a file named `-`.
+    assert_eq!(fx.ok(&["export", RICH, "-o", "-"]), a);
+    assert!(!fx.path("-").exists());
     // No clock unless asked for.
     assert!(!a.contains("Generated"));
     let stamped = fx.ok(&["export", RICH, "--timestamp"]);

@@ -26,11 +26,12 @@ use super::key::record_key;
 use super::record::map_record;
 use super::suggest::suggest;
 
-/// Write `out` as a copy of `run` with annotations applied; returns a summary line.
+/// Write `out` as a copy of `run` with annotations applied (`None`: to
+/// standard output); returns a summary line.
 pub fn apply(
     run: &Path,
     annotations: Option<&Path>,
-    out: &Path,
+    out: Option<&Path>,
     force: bool,
     format: Option<Format>,
     convert_opts: &formats::ConvertOptions,
@@ -52,15 +53,17 @@ pub fn apply(
     if meta.is_dir() {
         return Err(ApplyError::IsDirectory { run: shown.clone() });
     }
-    if let (Ok(a), Ok(b)) = (std::fs::canonicalize(run), std::fs::canonicalize(out))
-        && a == b
-    {
-        return Err(ApplyError::OutIsRun);
-    }
-    if out.exists() && !force {
-        return Err(ApplyError::OutExists {
-            out: super::text::inert_line(&out.display().to_string()),
-        });
+    if let Some(out) = out {
+        if let (Ok(a), Ok(b)) = (std::fs::canonicalize(run), std::fs::canonicalize(out))
+            && a == b
+        {
+            return Err(ApplyError::OutIsRun);
+        }
+        if out.exists() && !force {
+            return Err(ApplyError::OutExists {
+                out: super::text::inert_line(&out.display().to_string()),
+            });
+        }
     }
     // The journal the viewer writes (and, in a read-only folder, the one
     // committed beside the run too); a run nobody has annotated yet is
@@ -97,6 +100,13 @@ pub fn apply(
         input = tmp.reopen().map_err(convert)?;
         Some(tmp)
     };
+    let Some(out) = out else {
+        let stdout = std::io::stdout();
+        let mut w = BufWriter::new(stdout.lock());
+        let (applied, total) = copy_applied(input, store.as_ref(), &shown, &mut w)?;
+        w.flush().map_err(ApplyError::Write)?;
+        return Ok(summary("standard output", format, applied, total));
+    };
     let dir = out
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -106,6 +116,39 @@ pub fn apply(
         error,
     })?;
     let mut w = BufWriter::new(tmp.as_file());
+    let (applied, total) = copy_applied(input, store.as_ref(), &shown, &mut w)?;
+    w.flush().map_err(ApplyError::Write)?;
+    drop(w);
+    // The copy gets the run's permissions, not the temp file's private 0600.
+    tmp.as_file()
+        .set_permissions(meta.permissions())
+        .map_err(ApplyError::Write)?;
+    tmp.as_file().sync_all().map_err(ApplyError::Write)?;
+    tmp.persist(out).map_err(|e| ApplyError::Persist {
+        out: out.to_path_buf(),
+        error: e.error,
+    })?;
+    Ok(summary(&out.display().to_string(), format, applied, total))
+}
+
+/// The summary line of a copy written to `to`.
+fn summary(to: &str, format: Format, applied: usize, total: usize) -> String {
+    let from = if format == Format::Native {
+        String::new()
+    } else {
+        format!(" (native records converted from {format})")
+    };
+    format!("wrote {to}{from}: {applied} of {total} lines carry a triage object")
+}
+
+/// Copy the run's lines from `input` to `w`, each annotated record with
+/// its `triage` object; how many lines carry one, of how many.
+fn copy_applied(
+    input: File,
+    store: Option<&AnnotationStore>,
+    shown: &str,
+    w: &mut impl Write,
+) -> Result<(usize, usize), ApplyError> {
     let mut reader = BufReader::new(input);
     let mut line = Vec::new();
     let (mut total, mut applied) = (0usize, 0usize);
@@ -114,7 +157,7 @@ pub fn apply(
         let n = reader
             .read_until(b'\n', &mut line)
             .map_err(|error| ApplyError::Reading {
-                run: shown.clone(),
+                run: shown.to_string(),
                 error,
             })?;
         if n == 0 {
@@ -135,7 +178,7 @@ pub fn apply(
         };
         let annotated = serde_json::from_slice::<Value>(trimmed).ok().and_then(|v| {
             let key = record_key(&v);
-            let store = store.as_ref()?;
+            let store = store?;
             let ann = store.get(&key)?.clone();
             // With several reviewers: how they stand, and who said what.
             let several = store.decisions(&key).len() > 1 || store.resolution(&key).is_some();
@@ -175,33 +218,14 @@ pub fn apply(
                         t.extend(r);
                     }
                 }
-                serde_json::to_writer(&mut w, &v).map_err(ApplyError::Serialize)?;
+                serde_json::to_writer(&mut *w, &v).map_err(ApplyError::Serialize)?;
                 w.write_all(ending).map_err(ApplyError::Write)?;
                 applied += 1;
             }
             None => w.write_all(&line).map_err(ApplyError::Write)?,
         }
     }
-    w.flush().map_err(ApplyError::Write)?;
-    drop(w);
-    // The copy gets the run's permissions, not the temp file's private 0600.
-    tmp.as_file()
-        .set_permissions(meta.permissions())
-        .map_err(ApplyError::Write)?;
-    tmp.as_file().sync_all().map_err(ApplyError::Write)?;
-    tmp.persist(out).map_err(|e| ApplyError::Persist {
-        out: out.to_path_buf(),
-        error: e.error,
-    })?;
-    let from = if format == Format::Native {
-        String::new()
-    } else {
-        format!(" (native records converted from {format})")
-    };
-    Ok(format!(
-        "wrote {}{from}: {applied} of {total} lines carry a triage object",
-        out.display()
-    ))
+    Ok((applied, total))
 }
 
 /// Why [`apply`] wrote no copy. `run` is the run's path as shown to the user.
@@ -283,7 +307,7 @@ mod tests {
         let out = dir.path().join("out.jsonl");
         let shown = |p: &Path| p.display().to_string();
         let err = |run: &Path, out: &Path, force| {
-            apply(run, None, out, force, None, &Default::default())
+            apply(run, None, Some(out), force, None, &Default::default())
                 .unwrap_err()
                 .to_string()
         };
