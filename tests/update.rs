@@ -523,6 +523,84 @@ fn accept_all_suggestions_asks_first() {
     assert_eq!(f.app.classified, 0);
 }
 
+/// A step of more pairs than the store takes in the view's order (50,000
+/// and up) is saved in the order of the store's table, which is not the
+/// view's; its undo still names and selects the first pair in view, and
+/// takes every decision back.
+#[test]
+fn a_large_step_is_kept_in_the_stores_order_and_undone_from_the_first_pair_in_view() {
+    let n = 50_010;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let run = dir.path().join("large.jsonl");
+    let mut text = String::new();
+    for i in 0..n {
+        // A route flip on a reworded question: a failure whose suggestion
+        // is an ambiguous contract.
+        text.push_str(&format!(
+            r#"{{"case_id":"c{i:05}","variant_id":"v1","family":"question","policy":{{"review_threshold":0.55,"action_threshold":0.9}},"expectation":{{"kind":"invariant","max_probability_drift":0.1,"require_same_route":true}},"source":{{"question":"q?","response":{{"probability":0.3,"confidence":0.8}}}},"variant":{{"question":"q, again?","response":{{"probability":0.95,"confidence":0.8}}}}}}"#
+        ));
+        text.push('\n');
+    }
+    fs::write(&run, text).expect("write the run");
+    let journal = dir.path().join("large.jsonl.triage.jsonl");
+    let theme = Theme::dark();
+    let mut app = open(&run, &journal);
+    let act = |app: &mut App, action| {
+        let effects = app::update(app, action);
+        testing::run_effects(app, effects, &theme)
+    };
+    assert_eq!(app.view.len(), n);
+
+    act(&mut app, Action::AcceptAllSuggestions);
+    let effects = act(&mut app, Action::Confirm);
+    assert_eq!(only_save(&effects).len(), n);
+    assert_eq!(app.classified, n);
+    let step = app.undo.last().expect("one step").clone();
+    let cases: Vec<&str> = step.after.iter().map(|c| &*c.case_id).collect();
+    assert!(
+        !cases.is_sorted(),
+        "kept in the store's order, not the view's"
+    );
+    let mut every = cases.clone();
+    every.sort_unstable();
+    every.dedup();
+    assert_eq!(every.len(), n, "every pair once");
+    // Each change's `before` is the same pair's.
+    assert!(
+        step.before
+            .iter()
+            .zip(step.after.iter())
+            .all(|(b, a)| b.key == a.key && b.category.is_none())
+    );
+    assert_eq!(step.pairs(false).0.map(|c| &*c.case_id), Some("c00000"));
+
+    act(&mut app, Action::LastPair);
+    assert_eq!(app.cursor, n - 1);
+    let effects = act(&mut app, Action::Undo);
+    assert_eq!(only_save(&effects).len(), n);
+    let label = effects
+        .iter()
+        .find_map(|e| match e {
+            Effect::Save { label, .. } => Some(label.clone()),
+            _ => None,
+        })
+        .expect("a save");
+    assert_eq!(
+        label,
+        format!(
+            "undid: accepted {n} suggestions — c00000 / v1 and {} more",
+            n - 1
+        )
+    );
+    assert_eq!(app.cursor, 0, "back on the first pair in view");
+    assert_eq!(app.classified, 0);
+    assert!(app.store.all().is_empty());
+    drop(app);
+    // Reopened from the journal: nothing decided.
+    let app = open(&run, &journal);
+    assert_eq!(app.classified, 0);
+}
+
 #[test]
 fn classify_view_picks_a_category_then_confirms() {
     let mut f = Fixture::new();

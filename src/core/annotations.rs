@@ -1646,6 +1646,62 @@ impl AnnotationStore {
         )
     }
 
+    /// Put the changes of a large step (from [`PREPARE_PAR_MIN`] on) in
+    /// the order their pairs sit in the store's table, and say where the
+    /// change that came first now is; a smaller step is left as it is (0).
+    ///
+    /// A step of millions of decisions looks every pair up several times
+    /// over, to save it and again to undo it: what each replaces, the
+    /// check that each still holds the step, the event put in the pairs'
+    /// table and in this triage's own. Beyond the CPU's caches, a look-up
+    /// in the view's order waits for memory at random each time; in the
+    /// table's order the next one is already on its way. Only the order
+    /// of the journal's lines changes: changes on one pair keep their
+    /// order among themselves, so the step decides the same.
+    pub fn order_for_lookups(&self, changes: &mut Vec<Change>) -> usize {
+        if changes.len() < PREPARE_PAR_MIN {
+            return 0;
+        }
+        let pairs = &self.live().pairs;
+        // The table's buckets once the step is in (a hash table is at most
+        // 7/8 full); a guess one size too large walks the table in two
+        // sweeps, one too small jumps about within neighbouring buckets.
+        let room = pairs.capacity().max(pairs.len() + changes.len());
+        let buckets = (room.saturating_mul(8) / 7).next_power_of_two();
+        let mask = u64::try_from(buckets - 1).unwrap_or(u64::MAX);
+        let hasher = pairs.hasher();
+        // (A hash table finds a key's bucket from the low bits of its hash;
+        // with the change's place after it, equal buckets keep their order.)
+        let mut order: Vec<(u64, usize)> = changes
+            .par_iter()
+            .enumerate()
+            .map(|(i, c)| (std::hash::BuildHasher::hash_one(hasher, c.key) & mask, i))
+            .collect();
+        order.par_sort_unstable();
+        // Each change made again in its new place, its ids copied afresh
+        // while the old ones still stand: every pass over the step reads
+        // them (to write its events, to file them), and in the old order
+        // each would be a read at random. (Dropped one by one as they are
+        // copied, a copy would take the place the old one left.)
+        let ordered: Vec<Change> = order
+            .par_iter()
+            .with_min_len(1 << 14)
+            .map(|&(_, i)| {
+                let c = &changes[i];
+                Change {
+                    key: c.key,
+                    case_id: Id::from(&*c.case_id),
+                    variant_id: Id::from(&*c.variant_id),
+                    category: c.category,
+                    note: c.note.clone(),
+                    source: c.source,
+                }
+            })
+            .collect();
+        *changes = ordered;
+        order.iter().position(|&(_, i)| i == 0).unwrap_or(0)
+    }
+
     /// Write decisions carried forward from an earlier run, each with its
     /// [`Provenance`], as one durable step through the same locked,
     /// fsynced append as [`AnnotationStore::apply`] (the reviewer and time

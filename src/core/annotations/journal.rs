@@ -70,7 +70,23 @@ struct OwnReviewer(usize);
 
 /// A [`Slot`] of [`Journal::own`], its reviewer by number: finding one
 /// among millions compares no text.
-type OwnSlot = (RecordKey, Option<OwnReviewer>);
+///
+/// Hashed by its pair's key alone (a pair has at most a decision and a
+/// resolution of this triage's here), so that it sits in the map where its
+/// pair sits in the pairs' table: a large step put in that table's order
+/// ([`super::AnnotationStore::order_for_lookups`]) records its events here
+/// in one sweep too, not at random.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct OwnSlot {
+    key: RecordKey,
+    reviewer: Option<OwnReviewer>,
+}
+
+impl std::hash::Hash for OwnSlot {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.key.hash(state);
+    }
+}
 
 /// A journal line that could not be read.
 #[derive(Debug, Clone)]
@@ -1304,6 +1320,10 @@ fn remember_slots(
                 Some(OwnReviewer(at))
             }
         };
-        own.insert((ev.ann.key, who), ev.clone());
+        let slot = OwnSlot {
+            key: ev.ann.key,
+            reviewer: who,
+        };
+        own.insert(slot, ev.clone());
     }
 }

@@ -2808,3 +2808,58 @@ fn a_step_of_many_decisions_replaces_what_arrived_just_before_it_silently() {
         Some("b")
     );
 }
+
+/// A large step put in the order of the store's table keeps every change,
+/// keeps the changes on one pair in their order, says where its first
+/// change went, and decides as the step in its own order does. A small step
+/// is left as it is.
+#[test]
+fn a_large_step_in_the_tables_order_decides_as_in_its_own() {
+    let dir = TempDir::new().unwrap();
+    let mut store = AnnotationStore::open(&journal(&dir), "ann").unwrap();
+    let small: Vec<Change> = (0..10).map(|i| numbered(i, "a")).collect();
+    let mut same = small.clone();
+    assert_eq!(store.order_for_lookups(&mut same), 0);
+    assert_eq!(same, small);
+
+    let n = PREPARE_PAR_MIN + 7;
+    // Pair n twice: "a" first, "b" last.
+    let mut given: Vec<Change> = (0..n).map(|i| numbered(n - i, "a")).collect();
+    given.push(numbered(n, "b"));
+    let mut step = given.clone();
+    let lead = store.order_for_lookups(&mut step);
+    assert_eq!(step[lead], given[0]);
+    assert_ne!(step, given, "put in another order");
+    let sorted = |v: &[Change]| {
+        let mut v: Vec<(RecordKey, Option<Name>)> = v.iter().map(|c| (c.key, c.category)).collect();
+        v.sort_unstable();
+        v
+    };
+    assert_eq!(sorted(&step), sorted(&given), "every change, once");
+    let on_n: Vec<Option<&str>> = step
+        .iter()
+        .filter(|c| c.key == numbered(n, "").key)
+        .map(|c| c.category.as_deref())
+        .collect();
+    assert_eq!(on_n, [Some("a"), Some("b")]);
+
+    let other_dir = TempDir::new().unwrap();
+    let mut other = AnnotationStore::open(&journal(&other_dir), "ann").unwrap();
+    store.apply(step).unwrap();
+    other.apply(given).unwrap();
+    let category = |s: &AnnotationStore, i: usize| {
+        s.get(&numbered(i, "").key)
+            .and_then(|a| a.category.map(String::from))
+    };
+    for i in 0..=n {
+        assert_eq!(category(&store, i), category(&other, i), "pair {i}");
+    }
+    assert_eq!(category(&store, n).as_deref(), Some("b"));
+
+    // Once the table holds them, a step on the same pairs is ordered as it
+    // sits: its first change is found again.
+    let mut again: Vec<Change> = (1..=n).map(|i| numbered(i, "c")).collect();
+    let first = again[0].clone();
+    let lead = store.order_for_lookups(&mut again);
+    assert_eq!(again[lead], first);
+}

@@ -120,6 +120,10 @@ pub enum MessageKind {
 pub struct UndoStep {
     pub before: Arc<Vec<Change>>,
     pub after: Arc<Vec<Change>>,
+    /// Where in `before` and `after` the change on the step's first pair
+    /// (in the view's order) is: a large step's changes are kept in the
+    /// store's order ([`AnnotationStore::order_for_lookups`]).
+    pub lead: usize,
     pub label: String,
     pub resolutions: Option<Resolutions>,
 }
@@ -144,7 +148,7 @@ impl UndoStep {
             }
             None => {
                 let side = if after { &self.after } else { &self.before };
-                (side.first(), side.len())
+                (side.get(self.lead), side.len())
             }
         }
     }
@@ -1149,8 +1153,11 @@ impl App {
     }
 
     /// Record an undo step for `changes` and return the effect that writes them.
-    pub fn save(&mut self, changes: Vec<Change>, label: String) -> Effect {
+    pub fn save(&mut self, mut changes: Vec<Change>, label: String) -> Effect {
         use rayon::prelude::*;
+        // (Millions of changes: in the order the store looks them up, for
+        // the save, its undo and its redo.)
+        let lead = self.store.order_for_lookups(&mut changes);
         // (On every core: a bulk change can hold millions.)
         let store = &self.store;
         let before = changes
@@ -1179,6 +1186,7 @@ impl App {
         self.undo.push(UndoStep {
             before: Arc::new(before),
             after: changes.clone(),
+            lead,
             label: label.clone(),
             resolutions: None,
         });
@@ -1211,6 +1219,7 @@ impl App {
         self.undo.push(UndoStep {
             before: Arc::default(),
             after: Arc::default(),
+            lead: 0,
             label: label.clone(),
             resolutions: Some(Resolutions {
                 before,
