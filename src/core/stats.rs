@@ -15,6 +15,8 @@
 //! skipped, never unwrapped. `docs/statistics.md` defines every metric and
 //! its denominator for users.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
@@ -325,8 +327,9 @@ pub struct Summary {
     pub repetition: Option<Repetition>,
     /// Cases whose pairs cannot be compared (seed 000, section 7): two
     /// policies mixed within one case, repetitions sent with regenerated
-    /// inputs.
-    pub input_warnings: Vec<InputWarning>,
+    /// inputs. (Shared by the summaries of one count: at ten million
+    /// pairs there can be hundreds of thousands.)
+    pub input_warnings: Arc<[InputWarning]>,
     /// Variants that approved where approval was not the expected
     /// decision, out of the pairs that record it (context-probe trials,
     /// seed 002); None, and left out of the JSON, when no selected pair
@@ -879,9 +882,8 @@ fn summarize_on(
             )
         },
     );
-    // One list of warnings for each summary: the last one takes it, the
-    // others a copy (at ten million pairs it can hold hundreds of thousands).
-    let input_warnings = std::iter::repeat_n(input_warnings, bys.len());
+    // One list of warnings, shared by every summary.
+    let input_warnings = std::iter::repeat_n(Arc::from(input_warnings), bys.len());
     bys.iter()
         .zip(groupings)
         .zip(input_warnings)
@@ -924,7 +926,7 @@ fn finish(
     cases: &Cases,
     (repeated_pair_ids, inconsistent_pair_ids): (u64, u64),
     unsafe_approvals: Option<UnsafeApprovals>,
-    input_warnings: Vec<InputWarning>,
+    input_warnings: Arc<[InputWarning]>,
 ) -> Summary {
     let count =
         |f: fn(&CaseAcc) -> bool| cases.acc.iter().filter(|c| c.rows > 0 && f(c)).count() as u64;

@@ -1361,7 +1361,7 @@ fn a_case_that_mixes_policies_is_warned_about() {
         file: index.files[0].display.clone(),
         line: 3,
     };
-    assert_eq!(s.input_warnings, std::slice::from_ref(&want));
+    assert_eq!(*s.input_warnings, *std::slice::from_ref(&want));
     assert_eq!(index.problems.len(), 1);
     let p = &index.problems[0];
     assert_eq!((p.kind, p.line), (ProblemKind::Inconsistent, 3));
@@ -1380,7 +1380,7 @@ fn a_case_that_mixes_policies_is_warned_about() {
     );
     // Without the pair of the other policy, nothing is mixed.
     let s = summarize(&index, &[0, 1, 3, 4], None, GroupBy::Transformation);
-    assert_eq!(s.input_warnings, []);
+    assert!(s.input_warnings.is_empty());
 }
 
 /// Seed 000, section 7: repetitions of one case and variant must resend the
@@ -1406,7 +1406,7 @@ fn repetitions_whose_inputs_were_regenerated_are_warned_about() {
         file: index.files[0].display.clone(),
         line: 2,
     };
-    assert_eq!(s.input_warnings, std::slice::from_ref(&want));
+    assert_eq!(*s.input_warnings, *std::slice::from_ref(&want));
     let found: Vec<(ProblemKind, u64)> = index.problems.iter().map(|p| (p.kind, p.line)).collect();
     assert_eq!(found, [(ProblemKind::Inconsistent, 2)]);
     assert_eq!(
@@ -1415,7 +1415,7 @@ fn repetitions_whose_inputs_were_regenerated_are_warned_about() {
     );
     // The first and third trials alone resent the same inputs.
     let s = summarize(&index, &[0, 2, 3, 4], None, GroupBy::Case);
-    assert_eq!(s.input_warnings, []);
+    assert!(s.input_warnings.is_empty());
     // The sample's repetitions (checkout-outage-001) resend their inputs.
     let sample = crate::core::index::sample::sample();
     assert!(
