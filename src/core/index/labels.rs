@@ -91,10 +91,22 @@ impl LabelSets {
     /// Keep the row numbers in `sel` whose set satisfies `keep`, which is
     /// asked once per distinct set, not per row; row numbers past the end
     /// go.
+    ///
+    /// A term no set satisfies (a value being typed that names no family
+    /// yet) keeps nothing, and one every set satisfies keeps every row,
+    /// without reading a code: at ten million rows the codes are tens of
+    /// megabytes to read on each keystroke.
     pub fn retain(&self, sel: &mut Vec<u32>, mut keep: impl FnMut(&RowLabels) -> bool) {
         let verdict: Vec<bool> = self.sets.iter().map(&mut keep).collect();
-        self.codes
-            .retain(sel, |c| verdict.get(c as usize).copied().unwrap_or(false));
+        if !verdict.contains(&true) {
+            sel.clear();
+        } else if !verdict.contains(&false) {
+            let len = self.codes.len();
+            sel.retain(|&i| (i as usize) < len);
+        } else {
+            self.codes
+                .retain(sel, |c| verdict.get(c as usize).copied().unwrap_or(false));
+        }
     }
 
     /// Bytes held by the codes, used or not (the small table aside).
@@ -195,6 +207,7 @@ mod tests {
             prop_assert_eq!(sets.sets().len(), distinct.len());
             // A term decided per set keeps exactly the rows it holds for.
             let term = |s: &RowLabels| s.family != NO_SYM && s.versions % 3 == want;
+            let picks_all = picks.clone();
             let mut sel = picks.clone();
             let mut asked = 0;
             sets.retain(&mut sel, |s| {
@@ -207,6 +220,18 @@ mod tests {
                 .filter(|&i| model.get(i as usize).is_some_and(term))
                 .collect();
             prop_assert_eq!(sel, want);
+            // A term no set satisfies keeps nothing; one every set
+            // satisfies, every row that exists.
+            let mut none = picks_all.clone();
+            sets.retain(&mut none, |_| false);
+            prop_assert!(none.is_empty());
+            let mut every = picks_all.clone();
+            sets.retain(&mut every, |_| true);
+            let exists: Vec<u32> = picks_all
+                .into_iter()
+                .filter(|&i| (i as usize) < model.len())
+                .collect();
+            prop_assert_eq!(every, exists);
         }
     }
 }
