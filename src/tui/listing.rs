@@ -77,17 +77,34 @@ pub struct Sort {
 }
 
 /// One line of the list.
+///
+/// (Counts in `u32`, as row numbers are: the list is rebuilt on every
+/// keystroke of a query, and at ten million pairs each byte of an item is
+/// ten megabytes written.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Item {
     /// A case header; its pairs are `view[start..start + len]`.
     Case {
         case: Sym,
-        start: usize,
-        len: usize,
-        failures: usize,
+        start: u32,
+        len: u32,
+        failures: u32,
         folded: bool,
     },
     Pair(u32),
+}
+
+impl Item {
+    /// A case header's pairs, as a range of the view.
+    pub fn case_rows(&self) -> Option<std::ops::Range<usize>> {
+        match *self {
+            Item::Case { start, len, .. } => {
+                let start = start as usize;
+                Some(start..start + len as usize)
+            }
+            Item::Pair(_) => None,
+        }
+    }
 }
 
 /// The byte-order rank of every interned string, so rows sort by integers.
@@ -247,7 +264,10 @@ pub fn sort_rows_with(
     sort: Sort,
 ) {
     if sort.key == SortKey::File {
-        if view.len() >= PAR_MIN {
+        // (A rebuild gives its rows in file order already: one read of
+        // them says so, where even a sort of sorted rows writes them.)
+        if view.is_sorted() {
+        } else if view.len() >= PAR_MIN {
             view.par_sort_unstable();
         } else {
             view.sort_unstable();
@@ -737,11 +757,13 @@ pub fn build_items(
             .filter(|&&r| index.rows[r as usize].status().is_failure())
             .count();
         let is_folded = folded.contains(&case);
+        // (A view holds at most one of each of the u32 row numbers.)
+        let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         items.push(Item::Case {
             case,
-            start: new_view.len(),
-            len: rows.len(),
-            failures,
+            start: count(new_view.len()),
+            len: count(rows.len()),
+            failures: count(failures),
             folded: is_folded,
         });
         if !is_folded {

@@ -702,9 +702,12 @@ impl App {
     /// The case header under the cursor, with the rows of its pairs.
     pub fn selected_case(&self) -> Option<(crate::core::row::Sym, &[u32])> {
         match self.items.get(self.cursor) {
-            Some(Item::Case {
-                case, start, len, ..
-            }) => Some((*case, self.view.get(*start..*start + *len).unwrap_or(&[]))),
+            Some(item @ Item::Case { case, .. }) => Some((
+                *case,
+                item.case_rows()
+                    .and_then(|rows| self.view.get(rows))
+                    .unwrap_or(&[]),
+            )),
             _ => None,
         }
     }

@@ -261,16 +261,18 @@ pub fn render(f: &mut Frame, area: Rect, app: &App, t: &Theme) {
             (true, false) => t.selected_unfocused,
             (false, _) => Style::default(),
         };
-        let row_idx = match app.items[i] {
+        let item = app.items[i];
+        let row_idx = match item {
             Item::Pair(r) => r,
             Item::Case {
                 case,
-                start,
                 len,
                 failures,
                 folded,
+                ..
             } => {
-                let marked = app.view.get(start..start + len).is_some_and(|rows| {
+                let in_view = item.case_rows().and_then(|rows| app.view.get(rows));
+                let marked = in_view.is_some_and(|rows| {
                     !rows.is_empty() && rows.iter().all(|r| app.marks.contains(r))
                 });
                 let mut spans = vec![
