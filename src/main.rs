@@ -526,12 +526,12 @@ fn main() -> ExitCode {
             if let Some(given) = format {
                 return refuse_format(&given, "apply writes native records only");
             }
-            // (`-o -`: standard output, and the summary to standard error.)
-            let to_stdout = output == Path::new("-");
+            // (To standard output, the summary goes to standard error.)
+            let to_file = file_output(&output);
             let applied = triage::core::apply::apply(
                 Path::new(&run),
                 annotations.as_deref(),
-                (!to_stdout).then_some(output.as_path()),
+                to_file,
                 force,
                 from,
                 &ConvertOptions {
@@ -541,7 +541,7 @@ fn main() -> ExitCode {
             )
             .map_err(|e| e.to_string());
             match applied {
-                Ok(summary) if to_stdout => {
+                Ok(summary) if to_file.is_none() => {
                     eprintln!("{summary}");
                     ExitCode::SUCCESS
                 }
@@ -637,8 +637,7 @@ fn main() -> ExitCode {
         }) => export_cmd(
             &runs,
             format.into(),
-            // (`-o -`: standard output, as a run named `-` is standard input.)
-            output.as_deref().filter(|p| *p != Path::new("-")),
+            output.as_deref().and_then(file_output),
             filter.as_deref(),
             all,
             &load,
@@ -1770,6 +1769,12 @@ fn refuse_format(given: &str, why: &str) -> ExitCode {
 fn fail(msg: &str) -> ExitCode {
     eprintln!("{msg}");
     ExitCode::from(2)
+}
+
+/// The file an `-o` names: `-` is standard output (as a run named `-` is
+/// standard input), no file.
+fn file_output(output: &Path) -> Option<&Path> {
+    (output != Path::new("-")).then_some(output)
 }
 
 fn done(r: Result<String, String>) -> ExitCode {

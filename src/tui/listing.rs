@@ -267,6 +267,7 @@ pub fn sort_rows_with(
         // (A rebuild gives its rows in file order already: one read of
         // them says so, where even a sort of sorted rows writes them.)
         if view.is_sorted() {
+            // Nothing to move.
         } else if view.len() >= PAR_MIN {
             view.par_sort_unstable();
         } else {
