@@ -37,7 +37,8 @@
 //!
 //! `PAUSE_BEFORE_UNDO=S` waits S seconds once `Y y` is done and prints
 //! `# undo starts`, so that a profiler can attach for the undo alone
-//! (`perf record -p PID`).
+//! (`perf record -p PID`). `PAUSE_BEFORE_SUMMARY=S` does the same before
+//! the summary, printing `# summary starts`.
 
 use std::time::{Duration, Instant};
 
@@ -386,6 +387,9 @@ fn main() {
         if !ops.wants(name) {
             continue;
         }
+        if name == "summary" {
+            pause("PAUSE_BEFORE_SUMMARY", "# summary starts");
+        }
         let (t, cpu) = (Instant::now(), cpu_ms());
         let work = app::update(&mut app, action);
         testing::run_effects(&mut app, work, &theme);
@@ -431,14 +435,7 @@ fn main() {
         app.classified - before
     );
     println!("# rss_anon_after_accept {}", proc_status("RssAnon:"));
-    if let Some(s) = std::env::var("PAUSE_BEFORE_UNDO")
-        .ok()
-        .and_then(|s| s.parse().ok())
-    {
-        // Time for a profiler to attach to this process (`perf record -p`).
-        std::thread::sleep(std::time::Duration::from_secs_f64(s));
-        println!("# undo starts");
-    }
+    pause("PAUSE_BEFORE_UNDO", "# undo starts");
     let (t, cpu) = (Instant::now(), cpu_ms());
     let work = app::update(&mut app, Action::Undo);
     testing::run_effects(&mut app, work, &theme);
@@ -449,4 +446,13 @@ fn main() {
         app.classified - before
     );
     println!("# rss_anon_after_undo {}", proc_status("RssAnon:"));
+}
+
+/// Waits the seconds the variable `var` names, if set, then prints `said`:
+/// time for a profiler to attach to this process (`perf record -p PID`).
+fn pause(var: &str, said: &str) {
+    if let Some(s) = std::env::var(var).ok().and_then(|s| s.parse().ok()) {
+        std::thread::sleep(Duration::from_secs_f64(s));
+        println!("{said}");
+    }
 }
