@@ -535,6 +535,14 @@ fn pair_json(p: &Pair) -> Value {
 pub fn summary_json(index: &RunIndex, rows: &[u32], summary: &Summary) -> Value {
     let mut v = serde_json::to_value(summary).unwrap_or(Value::Null);
     if let Value::Object(m) = &mut v {
+        // The warnings, named from the index, where the summary's fields
+        // put them: after the repetitions.
+        let warnings: Vec<_> = summary.input_warnings.named(index).collect();
+        let at = m
+            .keys()
+            .position(|k| k == "repetition")
+            .map_or(m.len(), |i| i + 1);
+        m.shift_insert(at, "input_warnings".into(), json!(warnings));
         m.insert("format".into(), json!(index.format_name()));
         m.insert(
             "conclusion".into(),

@@ -99,7 +99,7 @@ pub struct RunIndex {
     warned_cases: inputs::CaseSet,
     /// That check's regenerated trials, by first row: the whole run's, so
     /// that a summary of every pair need not sort the rows again.
-    regenerated: Vec<inputs::Regenerated>,
+    regenerated: std::sync::Arc<[inputs::Regenerated]>,
 }
 
 /// A parsed pair with its derived facts and the raw line, for the detail view.

@@ -23,7 +23,7 @@ use serde::Serialize;
 use super::annotations::AnnotationStore;
 use super::derive::{Status, ValidityCode};
 use super::index::RunIndex;
-use super::index::inputs::InputWarning;
+use super::index::inputs::InputWarnings;
 use super::row::{ExpKind, NO_SYM, PairRow, Sym, flags};
 
 /// The z value of a two-sided 95% interval.
@@ -328,8 +328,12 @@ pub struct Summary {
     /// Cases whose pairs cannot be compared (seed 000, section 7): two
     /// policies mixed within one case, repetitions sent with regenerated
     /// inputs. (Shared by the summaries of one count: at ten million
-    /// pairs there can be hundreds of thousands.)
-    pub input_warnings: Arc<[InputWarning]>,
+    /// pairs there can be hundreds of thousands, put in words when read.)
+    /// In the JSON, named by
+    /// [`summary_json`](crate::core::export::summary_json), which has the
+    /// index they name.
+    #[serde(skip)]
+    pub input_warnings: Arc<InputWarnings>,
     /// Variants that approved where approval was not the expected
     /// decision, out of the pairs that record it (context-probe trials,
     /// seed 002); None, and left out of the JSON, when no selected pair
@@ -858,8 +862,7 @@ fn summarize_on(
     let groupings = std::mem::take(&mut rest.groupings);
     // Each group's medians selected on its own thread, with the whole's,
     // beside the unsafe approvals and the input warnings (a pass each over
-    // the rows, and hundreds of thousands of warnings put in words at ten
-    // million pairs), rather than after them on one core.
+    // the rows), rather than after them on one core.
     let ((shared, groupings), (unsafe_approvals, input_warnings)) = maybe_join(
         parallel,
         || {
@@ -926,7 +929,7 @@ fn finish(
     cases: &Cases,
     (repeated_pair_ids, inconsistent_pair_ids): (u64, u64),
     unsafe_approvals: Option<UnsafeApprovals>,
-    input_warnings: Arc<[InputWarning]>,
+    input_warnings: Arc<InputWarnings>,
 ) -> Summary {
     let count =
         |f: fn(&CaseAcc) -> bool| cases.acc.iter().filter(|c| c.rows > 0 && f(c)).count() as u64;

@@ -22,6 +22,8 @@
 //! keeps those of the whole run among its problems, where `triage check
 //! --strict` fails on them.
 
+use std::sync::Arc;
+
 use rustc_hash::FxHashMap;
 use serde::Serialize;
 
@@ -118,6 +120,42 @@ impl InputWarning {
     }
 }
 
+/// The warnings of a selection of rows, as [`RunIndex::input_warnings`]
+/// found them: the cases that mix policies in words, and each regenerated
+/// trial as its rows and counts (16 bytes), put in words only when read.
+/// At ten million pairs a run can hold hundreds of thousands of such
+/// trials; a summary shows a few and counts the rest, and the summary of
+/// every pair shares the list the load's check made.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct InputWarnings {
+    /// Each case that mixes policies, in the order first seen.
+    mixed: Vec<InputWarning>,
+    /// Each regenerated trial, in the order first seen.
+    regenerated: Arc<[Regenerated]>,
+}
+
+impl InputWarnings {
+    /// How many warnings there are.
+    pub fn len(&self) -> usize {
+        self.mixed.len() + self.regenerated.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Each warning in words, in order: the cases that mix policies, then
+    /// the regenerated trials. `index` is the one they were found in (a
+    /// trial whose row it does not hold is left out).
+    pub fn named<'a>(&'a self, index: &'a RunIndex) -> impl Iterator<Item = InputWarning> + 'a {
+        self.mixed.iter().cloned().chain(
+            self.regenerated
+                .iter()
+                .filter_map(|r| index.regenerated_warning(r)),
+        )
+    }
+}
+
 /// A case's policies in the order first seen, with how many pairs each
 /// routed, and the row where the second first appears.
 type CasePolicies = (Vec<(Policy, u64)>, Option<u32>);
@@ -211,47 +249,45 @@ impl RunIndex {
     /// Once [`Self::check_inputs`] has checked every row, only the rows of
     /// the cases it warned about are looked at: a part of the rows cannot
     /// mix policies in a case, or record two sets of inputs for a trial,
-    /// that the whole run does not.
-    pub fn input_warnings(&self, rows: &[u32]) -> Vec<InputWarning> {
-        let mut out = Vec::new();
+    /// that the whole run does not; and every row is answered with the
+    /// trials that check found, shared, not sorted again.
+    pub fn input_warnings(&self, rows: &[u32]) -> InputWarnings {
         if self.inputs_checked == self.rows.len() && self.inputs_checked > 0 {
             // Only the cases the whole run's check warned about can warn.
             let warned = &self.warned_cases;
             if warned.is_empty() {
-                return out;
+                return InputWarnings::default();
             }
             if self.is_every_row(rows) {
                 // The whole run: its check found them already.
-                self.mixed_policies(rows.iter().copied())
-                    .into_iter()
-                    .for_each(|(_, w)| out.push(w));
-                out.extend(self.regenerated.iter().map(|r| self.regenerated_warning(r)));
-                return out;
+                return InputWarnings {
+                    mixed: (self.mixed_policies(rows.iter().copied()).into_iter())
+                        .map(|(_, w)| w)
+                        .collect(),
+                    regenerated: Arc::clone(&self.regenerated),
+                };
             }
             let rows = rows.iter().copied().filter(|&i| {
                 self.rows
                     .get(i as usize)
                     .is_some_and(|r| warned.contains(r.case))
             });
-            self.each_input_warning(rows, |_, w| out.push(w));
+            self.warnings_of(rows)
         } else {
-            self.each_input_warning(rows.iter().copied(), |_, w| out.push(w));
+            self.warnings_of(rows.iter().copied())
         }
-        out
     }
 
-    /// [`Self::input_warnings`], each given to `sink` as it is found (a
-    /// run whose every trial was regenerated has as many warnings as
-    /// trials: they need not all be held twice).
-    fn each_input_warning(
-        &self,
-        rows: impl Iterator<Item = u32> + Clone,
-        mut sink: impl FnMut(Sym, InputWarning),
-    ) {
-        self.mixed_policies(rows.clone())
-            .into_iter()
-            .for_each(|(case, w)| sink(case, w));
-        self.regenerated(rows, sink);
+    /// [`Self::input_warnings`], found by looking at every row of `rows`.
+    fn warnings_of(&self, rows: impl Iterator<Item = u32> + Clone) -> InputWarnings {
+        InputWarnings {
+            mixed: self
+                .mixed_policies(rows.clone())
+                .into_iter()
+                .map(|(_, w)| w)
+                .collect(),
+            regenerated: self.regenerated_in_parts(rows, PART_ROWS).into(),
+        }
     }
 
     /// Whether `rows` is every row, in order (a summary without a query).
@@ -259,25 +295,13 @@ impl RunIndex {
         rows.len() == self.rows.len() && rows.iter().enumerate().all(|(i, &r)| r as usize == i)
     }
 
-    /// Each repeated trial of `rows` (its rows that record inputs) whose
-    /// lines record more than one set of inputs, given to `out` in the
-    /// order first seen.
-    fn regenerated(
-        &self,
-        rows: impl Iterator<Item = u32> + Clone,
-        mut out: impl FnMut(Sym, InputWarning),
-    ) {
-        for r in self.regenerated_in_parts(rows, PART_ROWS) {
-            out(self.rows[r.at as usize].case, self.regenerated_warning(&r));
-        }
-    }
-
-    /// The warning of a regenerated trial.
-    fn regenerated_warning(&self, r: &Regenerated) -> InputWarning {
+    /// The warning of a regenerated trial; `None` if its row is not among
+    /// the rows (it was found in another index).
+    fn regenerated_warning(&self, r: &Regenerated) -> Option<InputWarning> {
         let at = r.at;
-        let row = &self.rows[at as usize];
+        let row = self.rows.get(at as usize)?;
         let model = self.model(at as usize);
-        InputWarning::RegeneratedInputs {
+        Some(InputWarning::RegeneratedInputs {
             case: self.name(row.case),
             variant: self.name(row.variant),
             model: (model != NO_SYM).then(|| self.name(model)),
@@ -285,7 +309,7 @@ impl RunIndex {
             inputs: u64::from(r.inputs),
             file: self.file_of(row),
             line: self.loc(at as usize).line,
-        }
+        })
     }
 
     /// The repeated trials of `rows` whose lines record more than one set
@@ -422,13 +446,15 @@ impl RunIndex {
         let mut warned = CaseSet::default();
         // Only the warnings listed are put in words; the trials are kept
         // for a summary of the whole run.
-        let mut keep = |make: &dyn Fn() -> InputWarning| {
+        let mut keep = |make: &dyn Fn() -> Option<InputWarning>| {
             if kept == KEPT_PER_KIND {
                 unlisted += 1;
                 return;
             }
+            let Some(w) = make() else {
+                return;
+            };
             kept += 1;
-            let w = make();
             let (file, line) = w.at();
             problems.push(Problem {
                 file: file.to_string(),
@@ -440,7 +466,7 @@ impl RunIndex {
         let all = 0..self.rows.len() as u32;
         for (case, w) in self.mixed_policies(all.clone()) {
             warned.insert(case);
-            keep(&|| w.clone());
+            keep(&|| Some(w.clone()));
         }
         let regenerated = self.regenerated_in_parts(all, PART_ROWS);
         for r in &regenerated {
@@ -449,7 +475,7 @@ impl RunIndex {
         }
         self.problems = problems;
         self.warned_cases = warned;
-        self.regenerated = regenerated;
+        self.regenerated = regenerated.into();
         self.unlisted.clear(ProblemKind::Inconsistent);
         self.unlisted.add(ProblemKind::Inconsistent, unlisted);
     }
@@ -494,11 +520,8 @@ mod tests {
     fn a_clean_run_skips_the_check_of_its_parts() {
         use crate::core::index::{OpenOptions, load_run};
         use std::io::Write;
-        let slow = |index: &RunIndex, rows: &[u32]| {
-            let mut out = Vec::new();
-            index.each_input_warning(rows.iter().copied(), |_, w| out.push(w));
-            out
-        };
+        // Every row of the part looked at.
+        let slow = |index: &RunIndex, rows: &[u32]| index.warnings_of(rows.iter().copied());
         let mut f = tempfile::NamedTempFile::new().unwrap();
         for t in 0..4 {
             for rep in 0..3 {
@@ -547,8 +570,8 @@ mod tests {
         let mut index = load_run(&[path], &OpenOptions::default()).unwrap();
         assert!(index.warned_cases.is_empty());
         for part in parts {
-            assert_eq!(index.input_warnings(part), Vec::new());
-            assert_eq!(slow(&index, part), Vec::new());
+            assert!(index.input_warnings(part).is_empty());
+            assert!(slow(&index, part).is_empty());
         }
         // Rows the check has not seen (a followed run grows) are looked at.
         let again = index.rows[0];
@@ -593,7 +616,7 @@ mod tests {
         let warnings = |part_rows: usize| {
             let mut out = Vec::new();
             for r in index.regenerated_in_parts(rows.clone(), part_rows) {
-                out.push(index.regenerated_warning(&r));
+                out.extend(index.regenerated_warning(&r));
             }
             out
         };
@@ -626,16 +649,21 @@ mod tests {
         let all: Vec<u32> = rows.clone().collect();
         assert!(index.is_every_row(&all));
         assert_eq!(index.regenerated.len(), 6);
-        assert_eq!(index.input_warnings(&all), at_once);
+        let named = |w: InputWarnings| w.named(&index).collect::<Vec<_>>();
+        assert_eq!(named(index.input_warnings(&all)), at_once);
+        // Shared with the check, not sorted again.
+        assert!(Arc::ptr_eq(
+            &index.input_warnings(&all).regenerated,
+            &index.regenerated
+        ));
         // Rows left out, or every row but in another order: found again.
         let mut shuffled = all.clone();
         shuffled.swap(0, 1);
         assert!(!index.is_every_row(&shuffled));
-        assert_eq!(index.input_warnings(&shuffled), at_once);
+        assert_eq!(named(index.input_warnings(&shuffled)), at_once);
         let some: Vec<u32> = (0..index.rows.len() as u32 / 2).collect();
         assert!(!index.is_every_row(&some));
-        let mut want = Vec::new();
-        index.each_input_warning(some.iter().copied(), |_, w| want.push(w));
+        let want = index.warnings_of(some.iter().copied());
         assert_eq!(index.input_warnings(&some), want);
         assert!(want.len() < at_once.len(), "{want:?}");
     }

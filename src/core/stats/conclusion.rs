@@ -10,7 +10,7 @@ use super::{
 };
 use crate::core::derive::Status;
 use crate::core::index::RunIndex;
-use crate::core::index::inputs::InputWarning;
+use crate::core::index::inputs::InputWarnings;
 use crate::core::model::fmt_num;
 use crate::core::row::{Sym, flags};
 use crate::core::text::inert_line;
@@ -138,7 +138,7 @@ pub fn conclusion(index: &RunIndex, rows: &[u32], s: &Summary) -> Vec<String> {
             count_of(u.of, "pair", "pairs")
         )
     }));
-    warning_sentences(&mut out, &s.input_warnings);
+    warning_sentences(&mut out, index, &s.input_warnings);
     out.extend(classification_sentence(s));
     if s.problems > 0 {
         out.push(unreadable(s.problems));
@@ -465,8 +465,8 @@ const WARNINGS_SHOWN: usize = 5;
 
 /// Writes one sentence per case that mixes policies or repetition sent with
 /// regenerated inputs (at most [`WARNINGS_SHOWN`]), then how many more.
-pub(super) fn warning_sentences(out: &mut Vec<String>, warnings: &[InputWarning]) {
-    for w in warnings.iter().take(WARNINGS_SHOWN) {
+pub(super) fn warning_sentences(out: &mut Vec<String>, index: &RunIndex, warnings: &InputWarnings) {
+    for w in warnings.named(index).take(WARNINGS_SHOWN) {
         out.push(format!("Warning: {}.", w.message()));
     }
     if warnings.len() > WARNINGS_SHOWN {

@@ -1361,7 +1361,8 @@ fn a_case_that_mixes_policies_is_warned_about() {
         file: index.files[0].display.clone(),
         line: 3,
     };
-    assert_eq!(*s.input_warnings, *std::slice::from_ref(&want));
+    let named: Vec<InputWarning> = s.input_warnings.named(&index).collect();
+    assert_eq!(named, std::slice::from_ref(&want));
     assert_eq!(index.problems.len(), 1);
     let p = &index.problems[0];
     assert_eq!((p.kind, p.line), (ProblemKind::Inconsistent, 3));
@@ -1406,7 +1407,8 @@ fn repetitions_whose_inputs_were_regenerated_are_warned_about() {
         file: index.files[0].display.clone(),
         line: 2,
     };
-    assert_eq!(*s.input_warnings, *std::slice::from_ref(&want));
+    let named: Vec<InputWarning> = s.input_warnings.named(&index).collect();
+    assert_eq!(named, std::slice::from_ref(&want));
     let found: Vec<(ProblemKind, u64)> = index.problems.iter().map(|p| (p.kind, p.line)).collect();
     assert_eq!(found, [(ProblemKind::Inconsistent, 2)]);
     assert_eq!(
@@ -1428,31 +1430,43 @@ fn repetitions_whose_inputs_were_regenerated_are_warned_about() {
     );
 }
 
+/// A summary names its first five warnings in sentences, counts the
+/// rest, and names them from the index they were found in.
 #[test]
 fn at_most_five_case_warnings_are_sentences() {
-    use crate::core::index::inputs::InputWarning;
-    let w = |i: u64| InputWarning::RegeneratedInputs {
-        case: format!("c{i}"),
-        variant: "v".into(),
-        model: None,
-        trials: 2,
-        inputs: 2,
-        file: "run.jsonl".into(),
-        line: i as u32,
-    };
+    use crate::core::index::inputs::InputWarnings;
+    use std::io::Write;
+    let mut f = tempfile::NamedTempFile::new().unwrap();
+    // Seven trials, each sent with other inputs on its second repetition.
+    for i in 1..=7 {
+        for rep in 0..2 {
+            writeln!(
+                f,
+                r#"{{"case_id":"c{i}","variant_id":"v","repetition":{rep},"source":{{"question":"q","state":{{"a":1}}}},"variant":{{"question":"q{rep}","state":{{"a":1}}}}}}"#
+            )
+            .unwrap();
+        }
+    }
+    f.flush().unwrap();
+    let path = f.path().to_string_lossy().to_string();
+    let index = load_run(&[path], &OpenOptions::default()).unwrap();
+    let rows: Vec<u32> = (0..index.rows.len() as u32).collect();
+    let s = summarize(&index, &rows, None, GroupBy::Case);
+    assert_eq!(s.input_warnings.len(), 7);
     let mut out = Vec::new();
-    warning_sentences(&mut out, &(1..=7).map(w).collect::<Vec<_>>());
+    warning_sentences(&mut out, &index, &s.input_warnings);
     assert_eq!(out.len(), 6, "{out:#?}");
     assert_eq!(
         out[0],
         "Warning: c1 / v was sent with 2 different inputs over 2 trials; a repetition must resend the exact recorded question, state and declared changes, or it tests another input (seed 000, section 7)."
     );
+    assert!(out[4].starts_with("Warning: c5 / v "), "{}", out[4]);
     assert_eq!(
         out[5],
         "2 more warnings of cases that mix policies or repetitions sent with regenerated inputs; the problems list names them all."
     );
     let mut none = Vec::new();
-    warning_sentences(&mut none, &[]);
+    warning_sentences(&mut none, &index, &InputWarnings::default());
     assert!(none.is_empty());
 }
 
