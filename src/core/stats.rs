@@ -25,6 +25,7 @@ use super::derive::{Status, ValidityCode};
 use super::index::RunIndex;
 use super::index::inputs::InputWarnings;
 use super::row::{ExpKind, NO_SYM, PairRow, Sym, flags};
+use kept::Kept;
 
 /// The z value of a two-sided 95% interval.
 pub const Z95: f64 = 1.96;
@@ -398,29 +399,22 @@ fn magnitude_micros(bits: u32) -> u64 {
 }
 
 /// The median of [`magnitude`]s in millionths (the mean of the two middle
-/// ones for an even count), selected in place: a value [`widen`]ed is its
-/// millionths over a million, so this is the median of the widened values.
-fn median_micros(mut v: Vec<u32>) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let (mid, odd) = (v.len() / 2, v.len() % 2 == 1);
-    let (below, &mut m, _) = v.select_nth_unstable(mid);
-    let m = magnitude_micros(m) as f64 / MICRO;
-    Some(if odd {
+/// ones for an even count): a value [`widen`]ed is its millionths over a
+/// million, so this is the median of the widened values.
+fn median_micros(v: &Kept) -> Option<f64> {
+    let n = v.len();
+    let at = |k: usize| v.select(k).map(|m| magnitude_micros(m) as f64 / MICRO);
+    let m = at(n / 2)?;
+    Some(if n % 2 == 1 {
         m
     } else {
-        let lower = below
-            .iter()
-            .max()
-            .map_or(m, |&l| magnitude_micros(l) as f64 / MICRO);
-        (lower + m) / 2.0
+        (at(n / 2 - 1)? + m) / 2.0
     })
 }
 
 /// The largest of [`magnitude`]s, as a value in whole millionths.
-fn max_micros(v: &[u32]) -> Option<f64> {
-    v.iter().max().map(|&m| magnitude_micros(m) as f64 / MICRO)
+fn max_micros(v: &Kept) -> Option<f64> {
+    v.max().map(|m| magnitude_micros(m) as f64 / MICRO)
 }
 
 /// The name of an interned field, "not recorded" when absent.
@@ -504,23 +498,11 @@ fn latency_bits(ms: f32) -> Option<u32> {
     (ms.is_finite() && ms >= 0.0).then(|| ms.abs().to_bits())
 }
 
-/// The nearest-rank `pct`th percentile of `v` (1 ≤ pct ≤ 100): the value at
-/// rank ⌈pct · n / 100⌉ of the sorted values, counted from 1. None when empty.
-fn nearest_rank<T: Ord + Copy>(v: &mut [T], pct: u64) -> Option<T> {
-    let n = v.len() as u64;
-    if n == 0 {
-        return None;
-    }
-    let rank = (pct * n).div_ceil(100).clamp(1, n);
-    let (_, &mut x, _) = v.select_nth_unstable((rank - 1) as usize);
-    Some(x)
-}
-
 /// The latency percentiles of a group's latencies ([`latency_bits`]).
-fn latency_of(mut v: Vec<u32>) -> Option<Latency> {
+fn latency_of(v: &Kept) -> Option<Latency> {
     let ms = |x: u32| latency_units(f32::from_bits(x)).unwrap_or(0) as f64 / LATENCY_UNITS;
-    let p50 = nearest_rank(&mut v, 50)?;
-    let p95 = nearest_rank(&mut v, 95)?;
+    let p50 = v.nearest_rank(50)?;
+    let p95 = v.nearest_rank(95)?;
     Some(Latency {
         pairs: v.len() as u64,
         p50_ms: ms(p50),
@@ -549,10 +531,10 @@ struct Acc {
     /// |Δp| and |Δc| as [`magnitude`]s: a quarter the size of `f64`s, and
     /// selected faster for the medians (at ten million pairs, every group
     /// of two groupings and the whole hold one of each a pair).
-    abs_dp: Vec<u32>,
-    abs_dc: Vec<u32>,
+    abs_dp: Kept,
+    abs_dc: Kept,
     /// Latencies as [`latency_bits`].
-    latencies: Vec<u32>,
+    latencies: Kept,
     classified: u64,
 }
 
@@ -649,13 +631,27 @@ impl Acc {
         self.service_errors += o.service_errors;
         self.invalid += o.invalid;
         self.undeclared += o.undeclared;
-        extend_larger(&mut self.abs_dp, o.abs_dp);
-        extend_larger(&mut self.abs_dc, o.abs_dc);
-        extend_larger(&mut self.latencies, o.latencies);
+        self.abs_dp.append(o.abs_dp);
+        self.abs_dc.append(o.abs_dc);
+        self.latencies.append(o.latencies);
         self.classified += o.classified;
     }
 
     fn finish(self, name: &str) -> GroupStats {
+        // A large group's selections on both cores: the whole's are made
+        // while the groups' are.
+        let large = self.abs_dp.is_large() || self.latencies.is_large();
+        let ((median_abs_dp, median_abs_dc), latency) = maybe_join(
+            large,
+            || {
+                maybe_join(
+                    large,
+                    || median_micros(&self.abs_dp),
+                    || median_micros(&self.abs_dc),
+                )
+            },
+            || latency_of(&self.latencies),
+        );
         GroupStats {
             name: name.to_string(),
             pairs: self.pairs,
@@ -674,10 +670,10 @@ impl Acc {
             invalid_pairs: self.invalid,
             undeclared_pairs: self.undeclared,
             max_abs_dp: max_micros(&self.abs_dp),
-            median_abs_dp: median_micros(self.abs_dp),
+            median_abs_dp,
             max_abs_dc: max_micros(&self.abs_dc),
-            median_abs_dc: median_micros(self.abs_dc),
-            latency: latency_of(self.latencies),
+            median_abs_dc,
+            latency,
             classified: self.classified,
         }
     }
@@ -791,15 +787,6 @@ fn bucket_of(abs_micros: u64) -> usize {
 /// Sort name/count pairs by count, most first, then by name.
 fn by_count_then_name<T: Ord>(v: &mut [(T, u64)]) {
     v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-}
-
-/// Add `other` to `v`, copying the shorter of the two: the values are
-/// read only as a multiset (maxima and medians), so their order is free.
-fn extend_larger(v: &mut Vec<u32>, mut other: Vec<u32>) {
-    if other.len() > v.len() {
-        std::mem::swap(v, &mut other);
-    }
-    v.extend(other);
 }
 
 /// Summarise the given rows (indices into `index.rows`; out-of-range ones are skipped).
@@ -1230,6 +1217,7 @@ fn count_cases(index: &RunIndex, rows: &[u32]) -> Cases {
 pub use conclusion::conclusion;
 
 mod conclusion;
+mod kept;
 pub mod table;
 
 #[cfg(test)]

@@ -61,6 +61,18 @@ fn median(values: &[f64]) -> Option<f64> {
     }
 }
 
+/// The nearest-rank `pct`th percentile of `v` (1 ≤ pct ≤ 100), by
+/// selecting in place: what [`Kept::nearest_rank`] is checked against.
+fn nearest_rank<T: Ord + Copy>(v: &mut [T], pct: u64) -> Option<T> {
+    let n = v.len() as u64;
+    if n == 0 {
+        return None;
+    }
+    let rank = (pct * n).div_ceil(100).clamp(1, n);
+    let (_, &mut x, _) = v.select_nth_unstable((rank - 1) as usize);
+    Some(x)
+}
+
 proptest::proptest! {
     /// Counted in millionths, the medians and maxima are those of the
     /// widened values, to the bit.
@@ -71,11 +83,11 @@ proptest::proptest! {
         let widened: Vec<f64> = xs.iter().filter_map(|&x| widen(x)).map(f64::abs).collect();
         let kept: Vec<u32> = xs.iter().filter_map(|&x| magnitude(x)).collect();
         proptest::prop_assert_eq!(
-            median_micros(kept.clone()).map(f64::to_bits),
+            median_micros(&Kept::from(kept.clone())).map(f64::to_bits),
             median(&widened).map(f64::to_bits)
         );
         let max = widened.iter().copied().max_by(f64::total_cmp);
-        proptest::prop_assert_eq!(max_micros(&kept).map(f64::to_bits), max.map(f64::to_bits));
+        proptest::prop_assert_eq!(max_micros(&Kept::from(kept)).map(f64::to_bits), max.map(f64::to_bits));
     }
 
     /// Kept as an `f32`'s bits, any finite magnitude (0 and -0, the
@@ -102,7 +114,8 @@ proptest::proptest! {
             n if n % 2 == 1 => Some(sorted[n / 2] as f64 / MICRO),
             n => Some((sorted[n / 2 - 1] as f64 / MICRO + sorted[n / 2] as f64 / MICRO) / 2.0),
         };
-        proptest::prop_assert_eq!(median_micros(kept.clone()).map(f64::to_bits), want.map(f64::to_bits));
+        let kept = Kept::from(kept);
+        proptest::prop_assert_eq!(median_micros(&kept).map(f64::to_bits), want.map(f64::to_bits));
         proptest::prop_assert_eq!(
             max_micros(&kept).map(f64::to_bits),
             sorted.last().map(|&m| (m as f64 / MICRO).to_bits())
@@ -123,10 +136,10 @@ proptest::proptest! {
         pct in 1u64..=100,
     ) {
         let mut units: Vec<u64> = ms.iter().filter_map(|&x| latency_units(x)).collect();
-        let mut kept: Vec<u32> = ms.iter().filter_map(|&x| latency_bits(x)).collect();
+        let kept = Kept::from(ms.iter().filter_map(|&x| latency_bits(x)).collect::<Vec<u32>>());
         proptest::prop_assert_eq!(kept.len(), units.len());
         proptest::prop_assert_eq!(
-            nearest_rank(&mut kept, pct).and_then(|b| latency_units(f32::from_bits(b))),
+            kept.nearest_rank(pct).and_then(|b| latency_units(f32::from_bits(b))),
             nearest_rank(&mut units, pct)
         );
     }
@@ -135,16 +148,18 @@ proptest::proptest! {
 #[test]
 fn median_of_odd_and_even_counts() {
     let kept = |xs: &[f32]| {
-        xs.iter()
-            .filter_map(|&x| magnitude(x))
-            .collect::<Vec<u32>>()
+        Kept::from(
+            xs.iter()
+                .filter_map(|&x| magnitude(x))
+                .collect::<Vec<u32>>(),
+        )
     };
-    assert_eq!(median_micros(Vec::new()), None);
+    assert_eq!(median_micros(&Kept::default()), None);
     // Odd: 0.1, 0.3, 0.5 → 0.3.
-    assert_close(median_micros(kept(&[0.5, -0.1, 0.3])), 0.3);
+    assert_close(median_micros(&kept(&[0.5, -0.1, 0.3])), 0.3);
     // Even: 0.1, 0.2, 0.4, 0.8 → (0.2 + 0.4) / 2 = 0.3.
-    assert_close(median_micros(kept(&[0.8, 0.1, -0.4, 0.2])), 0.3);
-    assert_close(median_micros(kept(&[0.25, f32::NAN])), 0.25);
+    assert_close(median_micros(&kept(&[0.8, 0.1, -0.4, 0.2])), 0.3);
+    assert_close(median_micros(&kept(&[0.25, f32::NAN])), 0.25);
     // Stored f32 values come back as the decimals that were written.
     assert_eq!(widen(0.05_f32), Some(0.05));
     assert_eq!(widen(f32::NAN), None);
@@ -1305,26 +1320,26 @@ fn service_errors_stay_out_of_every_model_metric() {
 #[test]
 fn latency_percentiles_are_nearest_rank() {
     // 1..=20: p50 is the 10th value, p95 the 19th.
-    let v: Vec<u64> = (1..=20).rev().map(|x| x * 1000).collect();
-    assert_eq!(nearest_rank(&mut v.clone(), 50), Some(10_000));
-    assert_eq!(nearest_rank(&mut v.clone(), 95), Some(19_000));
+    let v = Kept::from((1..=20).rev().map(|x| x * 1000).collect::<Vec<u32>>());
+    assert_eq!(v.nearest_rank(50), Some(10_000));
+    assert_eq!(v.nearest_rank(95), Some(19_000));
     // One value is every percentile; none has none.
-    assert_eq!(nearest_rank(&mut [7], 95), Some(7));
-    assert_eq!(nearest_rank::<u64>(&mut [], 50), None);
+    assert_eq!(Kept::from(vec![7]).nearest_rank(95), Some(7));
+    assert_eq!(Kept::default().nearest_rank(50), None);
     // 3 values: p50 is the 2nd (⌈1.5⌉), p95 the 3rd (⌈2.85⌉).
-    assert_eq!(nearest_rank(&mut [30, 10, 20], 50), Some(20));
-    assert_eq!(nearest_rank(&mut [30, 10, 20], 95), Some(30));
+    assert_eq!(Kept::from(vec![30, 10, 20]).nearest_rank(50), Some(20));
+    assert_eq!(Kept::from(vec![30, 10, 20]).nearest_rank(95), Some(30));
     // Recorded latencies come back as written; negative and missing ones are not latencies.
     assert_eq!(latency_units(1197.3), Some(1_197_300));
     assert_eq!(latency_units(f32::NAN), None);
     assert_eq!(latency_units(-5.0), None);
     assert_eq!(
-        latency_of(
+        latency_of(&Kept::from(
             [1197.3f32, 30000.0]
                 .iter()
                 .filter_map(|&x| latency_bits(x))
-                .collect()
-        ),
+                .collect::<Vec<u32>>()
+        )),
         Some(Latency {
             pairs: 2,
             p50_ms: 1197.3,

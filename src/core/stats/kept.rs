@@ -1,0 +1,205 @@
+//! The values a group keeps for its medians, maxima and percentiles.
+//!
+//! A summary counts its rows in chunks on every core, each thread into its
+//! own groups, then adds the groups up. The values kept for the medians
+//! (|Δp|, |Δc|, latencies; four bytes each) are a multiset: their order
+//! means nothing. Adding two groups up therefore moves the other's parts
+//! in rather than copying them into one vector, and a rank is selected
+//! across the parts by the values' bits, a digit at a time (a radix
+//! select: a few reads of the values, no writes), rather than by
+//! partitioning one vector in place. At ten million pairs the summary
+//! screen's count took fresh memory for 255,000 pages (a gigabyte) with
+//! the copies and for 121,000 without them. A small group is still copied
+//! and partitioned, which is quicker for a few values.
+
+/// Values kept as bits that order as the values do (see
+/// [`magnitude`](super::magnitude) and [`latency_bits`](super::latency_bits)),
+/// in the parts they were counted into.
+#[derive(Debug, Default)]
+pub(super) struct Kept {
+    parts: Vec<Vec<u32>>,
+}
+
+/// Sets of fewer values are copied and partitioned to select a rank (in
+/// tests a few, so that the digits' path is tested on small sets too).
+const COPIED_BELOW: usize = if cfg!(test) { 8 } else { 1 << 14 };
+
+/// The digits of a select, most significant first: (shift, width in bits).
+const DIGITS: [(u32, u32); 3] = [(21, WIDEST), (10, WIDEST), (0, 10)];
+
+/// The widest digit, in bits: a count for each of its values fits the
+/// stack (16 KiB).
+const WIDEST: u32 = 11;
+
+impl Kept {
+    pub(super) fn push(&mut self, x: u32) {
+        match self.parts.last_mut() {
+            Some(part) => part.push(x),
+            None => self.parts.push(vec![x]),
+        }
+    }
+
+    /// Keep `x` if there is one.
+    pub(super) fn extend(&mut self, x: Option<u32>) {
+        if let Some(x) = x {
+            self.push(x);
+        }
+    }
+
+    /// Keep `other`'s values too, moved in, not copied.
+    pub(super) fn append(&mut self, other: Kept) {
+        self.parts
+            .extend(other.parts.into_iter().filter(|p| !p.is_empty()));
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.parts.iter().map(Vec::len).sum()
+    }
+
+    fn values(&self) -> impl Iterator<Item = u32> + '_ {
+        self.parts.iter().flatten().copied()
+    }
+
+    pub(super) fn max(&self) -> Option<u32> {
+        self.values().max()
+    }
+
+    /// The value of rank `k` (counted from 0) among the values in
+    /// ascending order; `None` past the last.
+    pub(super) fn select(&self, k: usize) -> Option<u32> {
+        let n = self.len();
+        if k >= n {
+            return None;
+        }
+        if n < COPIED_BELOW {
+            let mut v: Vec<u32> = self.values().collect();
+            return Some(*v.select_nth_unstable(k).1);
+        }
+        // The digits fixed so far (`prefix` under `fixed`); `k` is the rank
+        // among the values that share them, so it stays below their count.
+        let (mut prefix, mut fixed, mut k) = (0u32, 0u32, k);
+        for (shift, width) in DIGITS {
+            let mask = (1u32 << width) - 1;
+            let mut counts = [0usize; 1 << WIDEST];
+            for part in &self.parts {
+                for &x in part {
+                    if x & fixed == prefix {
+                        counts[((x >> shift) & mask) as usize] += 1;
+                    }
+                }
+            }
+            let mut digit = 0;
+            while k >= counts[digit] {
+                k -= counts[digit];
+                digit += 1;
+            }
+            prefix |= (digit as u32) << shift;
+            fixed |= mask << shift;
+        }
+        Some(prefix)
+    }
+
+    /// The nearest-rank `pct`th percentile (1 ≤ pct ≤ 100): the value at
+    /// rank ⌈pct · n / 100⌉ of the sorted values, counted from 1. None when
+    /// there are none.
+    pub(super) fn nearest_rank(&self, pct: u64) -> Option<u32> {
+        let n = self.len() as u64;
+        if n == 0 {
+            return None;
+        }
+        let rank = (pct * n).div_ceil(100).clamp(1, n);
+        self.select((rank - 1) as usize)
+    }
+
+    /// Whether there are more values than are copied to select, so that
+    /// selecting is worth a thread of its own.
+    pub(super) fn is_large(&self) -> bool {
+        self.len() >= COPIED_BELOW
+    }
+}
+
+impl From<Vec<u32>> for Kept {
+    fn from(v: Vec<u32>) -> Kept {
+        Kept { parts: vec![v] }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// Values in parts as a group added up from several threads holds them.
+    fn kept(parts: &[Vec<u32>]) -> Kept {
+        let mut k = Kept::default();
+        for p in parts {
+            k.append(Kept::from(p.clone()));
+        }
+        k
+    }
+
+    proptest! {
+        /// Every rank selects what sorting every part's values together
+        /// gives, whether copied (few values) or by digits (more), with
+        /// values that share their high digits, repeat, or use every bit.
+        #[test]
+        fn a_rank_selects_as_sorting_the_parts_together_does(
+            parts in proptest::collection::vec(
+                proptest::collection::vec(
+                    prop_oneof![
+                        any::<u32>(),
+                        0u32..4,
+                        (0u32..4).prop_map(|d| 0x3f80_0000 | d << 10),
+                        proptest::sample::select(vec![0u32, u32::MAX, 1 << 21, (1 << 21) - 1, 1 << 10]),
+                    ],
+                    0..30,
+                ),
+                0..5,
+            ),
+        ) {
+            let k = kept(&parts);
+            let mut sorted: Vec<u32> = parts.iter().flatten().copied().collect();
+            sorted.sort_unstable();
+            prop_assert_eq!(k.len(), sorted.len());
+            for (rank, want) in sorted.iter().enumerate() {
+                prop_assert_eq!(k.select(rank), Some(*want), "rank {}", rank);
+            }
+            prop_assert_eq!(k.select(sorted.len()), None);
+            prop_assert_eq!(k.max(), sorted.last().copied());
+        }
+    }
+
+    /// Pushing after parts were moved in keeps every value; an empty part
+    /// moved in adds none.
+    #[test]
+    fn pushes_and_parts_moved_in_are_all_kept() {
+        let mut k = Kept::default();
+        assert_eq!((k.len(), k.select(0), k.max()), (0, None, None));
+        k.push(5);
+        k.append(Kept::from(vec![9, 1]));
+        k.append(Kept::from(Vec::new()));
+        k.extend(Some(3));
+        k.extend(None);
+        assert_eq!(k.parts.len(), 2);
+        assert_eq!(k.len(), 4);
+        let all: Vec<Option<u32>> = (0..5).map(|r| k.select(r)).collect();
+        assert_eq!(all, [Some(1), Some(3), Some(5), Some(9), None]);
+        // A large set, selected by digits: ten thousand values in three parts.
+        let mut big = Kept::default();
+        for part in 0..3u32 {
+            big.append(Kept::from(
+                (0..10_000 / 3 + 1)
+                    .map(|i| i * 3 + part)
+                    .collect::<Vec<_>>(),
+            ));
+        }
+        assert!(big.is_large());
+        assert_eq!(big.select(0), Some(0));
+        assert_eq!(big.select(5_000), Some(5_000));
+        assert_eq!(
+            big.nearest_rank(50),
+            Some((big.len() as u32).div_ceil(2) - 1)
+        );
+        assert_eq!(big.nearest_rank(100), big.max());
+    }
+}
