@@ -402,13 +402,12 @@ fn magnitude_micros(bits: u32) -> u64 {
 /// ones for an even count): a value [`widen`]ed is its millionths over a
 /// million, so this is the median of the widened values.
 fn median_micros(v: &Kept) -> Option<f64> {
-    let n = v.len();
-    let at = |k: usize| v.select(k).map(|m| magnitude_micros(m) as f64 / MICRO);
-    let m = at(n / 2)?;
-    Some(if n % 2 == 1 {
-        m
+    let value = |m: u32| magnitude_micros(m) as f64 / MICRO;
+    let (lower, upper) = v.middles()?;
+    Some(if lower == upper {
+        value(upper)
     } else {
-        (at(n / 2 - 1)? + m) / 2.0
+        (value(lower) + value(upper)) / 2.0
     })
 }
 

@@ -261,9 +261,7 @@ impl RunIndex {
             if self.is_every_row(rows) {
                 // The whole run: its check found them already.
                 return InputWarnings {
-                    mixed: (self.mixed_policies(rows.iter().copied()).into_iter())
-                        .map(|(_, w)| w)
-                        .collect(),
+                    mixed: self.mixed_warnings(rows.iter().copied()),
                     regenerated: Arc::clone(&self.regenerated),
                 };
             }
@@ -281,13 +279,15 @@ impl RunIndex {
     /// [`Self::input_warnings`], found by looking at every row of `rows`.
     fn warnings_of(&self, rows: impl Iterator<Item = u32> + Clone) -> InputWarnings {
         InputWarnings {
-            mixed: self
-                .mixed_policies(rows.clone())
-                .into_iter()
-                .map(|(_, w)| w)
-                .collect(),
+            mixed: self.mixed_warnings(rows.clone()),
             regenerated: self.regenerated_in_parts(rows, PART_ROWS).into(),
         }
+    }
+
+    /// The warnings of the cases of `rows` that mix policies.
+    fn mixed_warnings(&self, rows: impl Iterator<Item = u32>) -> Vec<InputWarning> {
+        let mixed = self.mixed_policies(rows).into_iter();
+        mixed.map(|(_, w)| w).collect()
     }
 
     /// Whether `rows` is every row, in order (a summary without a query).

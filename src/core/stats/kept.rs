@@ -99,6 +99,33 @@ impl Kept {
         Some(prefix)
     }
 
+    /// The two middle values (the same one twice for an odd count), for a
+    /// median; `None` when there are none. A small set is copied and
+    /// partitioned once for both.
+    pub(super) fn middles(&self) -> Option<(u32, u32)> {
+        let n = self.len();
+        if n == 0 {
+            return None;
+        }
+        let mid = n / 2;
+        if n >= COPIED_BELOW {
+            let upper = self.select(mid)?;
+            let lower = if n % 2 == 1 {
+                upper
+            } else {
+                self.select(mid - 1)?
+            };
+            return Some((lower, upper));
+        }
+        let mut v: Vec<u32> = self.values().collect();
+        let (below, &mut upper, _) = v.select_nth_unstable(mid);
+        let lower = match n % 2 {
+            1 => upper,
+            _ => below.iter().copied().max().unwrap_or(upper),
+        };
+        Some((lower, upper))
+    }
+
     /// The nearest-rank `pct`th percentile (1 ≤ pct ≤ 100): the value at
     /// rank ⌈pct · n / 100⌉ of the sorted values, counted from 1. None when
     /// there are none.
