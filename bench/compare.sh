@@ -16,6 +16,8 @@
 #   REF_PAIRS=N bench/compare.sh     # the run the interactive figures are set
 #                                    # against (default 1000000 when PAIRS is
 #                                    # larger; none otherwise)
+#   ROUNDS=N bench/compare.sh        # tries of each interactive operation
+#                                    # (default 3; each figure is the median)
 #
 # A run larger than the memory available is read from disk by every
 # command: hyperfine takes no warm-up run, `jq` is timed on the run's first
@@ -314,18 +316,18 @@ else
 fi
 printf '%-34s %-26s %-40s %s\n' "full index CPU (user+sys)" "(info)" "${CPU_INDEX} s" "-"
 printf '%-34s %-26s %-40s %s\n' "peak anonymous RSS, indexing" "<= $((MEM_BUDGET_KB / 1024)) MB (48 B/pair+50MB)" "$((PEAK_ANON / 1024)) MB = ${BYTES_PER_PAIR} B/pair (file-backed $((PEAK_FILE / 1024)) MB, not mapped: read())" "$(verdict "$PEAK_ANON <= $MEM_BUDGET_KB")"
-printf '%-34s %-26s %-40s %s\n' "query keystroke (max over keys)" "<= 10 ms" "$(op query_keystroke_max) ms (p50 $(op query_keystroke_p50), CPU $(op query_keystroke_max_cpu) ms)" "$(verdict "$(op query_keystroke_max) <= 10")"
+printf '%-34s %-26s %-40s %s\n' "query keystroke (worst key)" "<= 10 ms" "$(op query_keystroke_max) ms (p50 $(op query_keystroke_p50), CPU $(op query_keystroke_max_cpu) ms)" "$(verdict "$(op query_keystroke_max) <= 10")"
 printf '%-34s %-26s %-40s %s\n' "whole query applied at once (p50)" "(info)" "$(op query_apply_p50) ms (CPU $(op query_apply_p50_cpu) ms)" "-"
-printf '%-34s %-26s %-40s %s\n' "text search on Enter (not a key)" "(info)" "$(op text_search_ms) ms, $(op text_search_matches) matches" "-"
+printf '%-34s %-26s %-40s %s\n' "text search on Enter (median)" "(info)" "$(op text_search_ms) ms, $(op text_search_matches) matches" "-"
 printf '%-34s %-26s %-40s %s\n' "sort all pairs (worst key)" "<= 150 ms" "$(op sort_max) ms (CPU $(op sort_max_cpu) ms)" "$(verdict "$(op sort_max) <= 150")"
 printf '%-34s %-26s %-40s %s\n' "sort warm-up, once indexed" "(info)" "$(op sort_warmup_ms) ms (the ranking alone $(op rank_strings_ms) ms)" "-"
 printf '%-34s %-26s %-40s %s\n' "a string sort before the warm-up" "(info)" "$(op sort_unwarmed_Case_ms) ms" "-"
 printf '%-34s %-26s %-40s %s\n' "frame render 200x50 p99" "<= 2 ms" "$(op render_p99) ms (p50 $(op render_p50))" "$(verdict "$(op render_p99) <= 2")"
 printf '%-34s %-26s %-40s %s\n' "next pair with its diff p99" "<= 5 ms" "$(op next_pair_p99) ms (p50 $(op next_pair_p50))" "$(verdict "$(op next_pair_p99) <= 5")"
-printf '%-34s %-26s %-40s %s\n' "facets" "(info)" "$(op facets_ms) ms" "-"
-printf '%-34s %-26s %-40s %s\n' "summary" "(info)" "$(op summary_ms) ms" "-"
+printf '%-34s %-26s %-40s %s\n' "facets (median)" "(info)" "$(op facets_ms) ms" "-"
+printf '%-34s %-26s %-40s %s\n' "summary (median)" "(info)" "$(op summary_ms) ms" "-"
 printf '%-34s %-26s %-40s %s\n' "Y y (accept every suggestion)" "(info)" "$(op accept_all_ms) ms ($(awk '$1=="accept_all_ms"{print $5}' "$OUT/ops.txt") decisions)" "-"
-printf '%-34s %-26s %-40s %s\n' "its undo" "(info)" "$(op undo_all_ms) ms" "-"
+printf '%-34s %-26s %-40s %s\n' "its undo (median)" "(info)" "$(op undo_all_ms) ms" "-"
 if [ "$LARGE" = 1 ]; then
   echo
   echo "== full index and wc -l alternated on a run larger than memory"

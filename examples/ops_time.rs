@@ -32,8 +32,14 @@
 //! run larger than memory: `bench/compare.sh` compares a ten-million-pair
 //! run with a one-million-pair one read the same way.
 //!
-//! `SORT_ROUNDS=N` sorts on each key N times (default 5) and prints the
-//! median, with the fastest and the slowest.
+//! `ROUNDS=N` (default 3) does each of the other operations N times over
+//! and prints the median of the tries, with the fastest and the slowest: on
+//! a shared machine one try of an operation moves by a third from one try to
+//! the next, so a ratio of one try against one try says little. The query is
+//! typed N times (each key's median, the worst of those printed), the text
+//! search run N times (the run's pages dropped before each under `COLD=1`),
+//! the facets and the summary opened N times, and the undo of `Y y` done N
+//! times (redone in between; `Y y` itself once, see below). `SORT_ROUNDS=N` sorts on each key N times (default 5).
 //!
 //! `PAUSE_BEFORE_UNDO=S` waits S seconds once `Y y` is done and prints
 //! `# undo starts`, so that a profiler can attach for the undo alone
@@ -74,6 +80,50 @@ fn pct(v: &mut [f64], p: f64) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     let i = ((v.len() as f64 - 1.0) * p).round() as usize;
     v.get(i).copied().unwrap_or(f64::NAN)
+}
+
+/// The tries of one operation: wall and CPU time of each, in ms.
+#[derive(Default)]
+struct Tries {
+    wall: Vec<f64>,
+    cpu: Vec<f64>,
+}
+
+impl Tries {
+    /// Time `f` once more.
+    fn time<T>(&mut self, f: impl FnOnce() -> T) -> T {
+        let (t, cpu) = (Instant::now(), cpu_ms());
+        let out = f();
+        self.wall.push(ms(t.elapsed()));
+        self.cpu.push(cpu_ms() - cpu);
+        out
+    }
+
+    fn median(&self) -> f64 {
+        pct(&mut self.wall.clone(), 0.5)
+    }
+
+    /// `name median (cpu median; N tries, fastest to slowest)`, `digits`
+    /// after the point.
+    fn print(&self, name: &str, digits: usize) {
+        let mut wall = self.wall.clone();
+        let (lo, hi) = (pct(&mut wall, 0.0), pct(&mut wall, 1.0));
+        println!(
+            "{name} {:.digits$} (cpu {:.digits$}; {} tries, {lo:.digits$} to {hi:.digits$})",
+            self.median(),
+            pct(&mut self.cpu.clone(), 0.5),
+            self.wall.len(),
+        );
+    }
+}
+
+/// A count from the environment variable `var`, at least 1, or `default`.
+fn count_var(var: &str, default: usize) -> usize {
+    std::env::var(var)
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or(default)
 }
 
 fn proc_status(field: &str) -> String {
@@ -181,70 +231,72 @@ fn main() {
     println!("view {}", app.view.len());
     println!("cold {}", u8::from(cold));
 
+    let rounds = count_var("ROUNDS", 3);
     if ops.wants("query") {
         // A query typed one key at a time into the query bar, as a user does:
         // each key re-parses the text and, when it parses, re-filters every pair
         // (a bare word on the way, like `stat`, waits for Enter on a large run).
-        let work = app::update(&mut app, Action::StartQuery);
-        testing::run_effects(&mut app, work, &theme);
-        let mut keys = Vec::new();
-        let mut key_cpu = Vec::new();
-        for (i, c) in QUERY.char_indices() {
-            let (t, cpu) = (Instant::now(), cpu_ms());
-            app::type_text(&mut app, &c.to_string());
-            // A text term is filtered by the runner before the next frame.
-            if app.filter_pending() {
-                app.filter_view();
+        // Typed `rounds` times: each key's tries, in the order typed.
+        let mut keys: Vec<(&str, Tries)> = QUERY
+            .char_indices()
+            .map(|(i, c)| (&QUERY[..i + c.len_utf8()], Tries::default()))
+            .collect();
+        for round in 0..rounds {
+            let _ = app.set_query("");
+            let work = app::update(&mut app, Action::StartQuery);
+            testing::run_effects(&mut app, work, &theme);
+            for (c, (prefix, tries)) in QUERY.chars().zip(keys.iter_mut()) {
+                tries.time(|| {
+                    app::type_text(&mut app, &c.to_string());
+                    // A text term is filtered by the runner before the next frame.
+                    if app.filter_pending() {
+                        app.filter_view();
+                    }
+                });
+                let wall = tries.wall.last().copied().unwrap_or_default();
+                if round == 0 && wall >= 1.0 {
+                    println!("# key {prefix:?}: {wall:.2} ms, {} in view", app.view.len());
+                }
             }
-            let (wall, cpu) = (ms(t.elapsed()), cpu_ms() - cpu);
-            let prefix = &QUERY[..i + c.len_utf8()];
-            if wall >= 1.0 {
-                println!(
-                    "# key {prefix:?}: {wall:.2} ms (CPU {cpu:.2}), {} in view",
-                    app.view.len()
-                );
-            }
-            keys.push((wall, prefix));
-            key_cpu.push(cpu);
+            let work = app::update(&mut app, Action::InputSubmit);
+            testing::run_effects(&mut app, work, &theme);
         }
-        if let Some((worst, prefix)) = keys.iter().max_by(|a, b| a.0.total_cmp(&b.0)) {
-            println!("query_worst_prefix {prefix:?} {worst:.2}");
-        }
-        let mut key_ms: Vec<f64> = keys.iter().map(|k| k.0).collect();
-        println!("query_keystroke_p50 {:.2}", pct(&mut key_ms.clone(), 0.5));
-        println!("query_keystroke_max {:.2}", pct(&mut key_ms, 1.0));
-        println!("query_keystroke_max_cpu {:.2}", pct(&mut key_cpu, 1.0));
         println!("query_matches {}", app.view.len());
-        let work = app::update(&mut app, Action::InputSubmit);
-        testing::run_effects(&mut app, work, &theme);
+        // The key whose median is the slowest, and the median key.
+        let mut medians: Vec<f64> = keys.iter().map(|(_, t)| t.median()).collect();
+        if let Some((prefix, worst)) = keys
+            .iter()
+            .max_by(|a, b| a.1.median().total_cmp(&b.1.median()))
+        {
+            println!("query_worst_prefix {prefix:?} {:.2}", worst.median());
+            worst.print("query_keystroke_max", 2);
+        }
+        println!("query_keystroke_p50 {:.2}", pct(&mut medians, 0.5));
         // The whole query applied at once (Enter, a facet, a history entry).
-        let mut applied = Vec::new();
-        let mut applied_cpu = Vec::new();
-        for _ in 0..5 {
-            let (t, cpu) = (Instant::now(), cpu_ms());
-            let _ = app.set_query(QUERY);
-            applied.push(ms(t.elapsed()));
-            applied_cpu.push(cpu_ms() - cpu);
+        let mut applied = Tries::default();
+        for _ in 0..rounds.max(5) {
+            applied.time(|| {
+                let _ = app.set_query(QUERY);
+            });
         }
-        println!("query_apply_p50 {:.2}", pct(&mut applied, 0.5));
-        println!("query_apply_p50_cpu {:.2}", pct(&mut applied_cpu, 0.5));
-        // A text search (Enter on a bare word) reads every line again: for information.
-        if cold {
-            drop_pages(&run);
-        }
+        applied.print("query_apply_p50", 2);
+        // A text search (Enter on a bare word) reads every line again.
         // Typed, then Enter: the effect runner searches, a stretch at a
         // time on a large run, as the viewer does.
-        let _ = app.set_query("");
-        let (t, cpu) = (Instant::now(), cpu_ms());
-        let _ = app::update(&mut app, Action::StartQuery);
-        app::type_text(&mut app, "timeout");
-        let work = app::update(&mut app, Action::InputSubmit);
-        testing::run_effects(&mut app, work, &theme);
-        println!(
-            "text_search_ms {:.0} (cpu {:.0})",
-            ms(t.elapsed()),
-            cpu_ms() - cpu
-        );
+        let mut search = Tries::default();
+        for _ in 0..rounds {
+            let _ = app.set_query("");
+            if cold {
+                drop_pages(&run);
+            }
+            search.time(|| {
+                let _ = app::update(&mut app, Action::StartQuery);
+                app::type_text(&mut app, "timeout");
+                let work = app::update(&mut app, Action::InputSubmit);
+                testing::run_effects(&mut app, work, &theme);
+            });
+        }
+        search.print("text_search_ms", 0);
         println!("text_search_matches {}", app.view.len());
         let _ = app.set_query("");
     }
@@ -281,11 +333,7 @@ fn main() {
         );
         let mut cache = SortCache::default();
         cache.warm(warmup);
-        let rounds: usize = std::env::var("SORT_ROUNDS")
-            .ok()
-            .and_then(|n| n.parse().ok())
-            .filter(|&n| n > 0)
-            .unwrap_or(5);
+        let sort_rounds = count_var("SORT_ROUNDS", 5);
         let mut sorts = Vec::new();
         let mut sorts_cpu = Vec::new();
         for key in [
@@ -301,7 +349,7 @@ fn main() {
                 // Each sort `rounds` times over, the median kept: a sort of
                 // a few ms moves by as much from one try to the next.
                 let (mut walls, mut cpus) = (Vec::new(), Vec::new());
-                for _ in 0..rounds {
+                for _ in 0..sort_rounds {
                     let mut view = all.clone();
                     let (t, cpu) = (Instant::now(), cpu_ms());
                     sort_rows_with(
@@ -318,7 +366,7 @@ fn main() {
                 let (d, d_cpu) = (pct(&mut walls, 0.5), pct(&mut cpus, 0.5));
                 let dir = if descending { "desc" } else { "asc" };
                 println!(
-                    "sort_{key:?}_{dir}_ms {d:.1} (cpu {d_cpu:.1}; {rounds} tries, {lo:.1} to {hi:.1})"
+                    "sort_{key:?}_{dir}_ms {d:.1} (cpu {d_cpu:.1}; {sort_rounds} tries, {lo:.1} to {hi:.1})"
                 );
                 sorts.push(d);
                 sorts_cpu.push(d_cpu);
@@ -379,7 +427,7 @@ fn main() {
     }
 
     // The facets and the summary over every pair, each opened (counted and
-    // laid out) and drawn once, then closed.
+    // laid out) and drawn, then closed, `rounds` times.
     for (name, action) in [
         ("facets", Action::ShowFacets),
         ("summary", Action::ShowSummary),
@@ -390,26 +438,29 @@ fn main() {
         if name == "summary" {
             pause("PAUSE_BEFORE_SUMMARY", "# summary starts");
         }
-        let (t, cpu) = (Instant::now(), cpu_ms());
-        let work = app::update(&mut app, action);
-        testing::run_effects(&mut app, work, &theme);
-        terminal
-            .draw(|f| ui::render(f, &app, &keymap, &theme))
-            .expect("draw");
-        println!(
-            "{name}_ms {:.1} (cpu {:.1})",
-            ms(t.elapsed()),
-            cpu_ms() - cpu
-        );
-        let work = app::update(&mut app, Action::Cancel);
-        testing::run_effects(&mut app, work, &theme);
+        let mut tries = Tries::default();
+        for _ in 0..rounds {
+            tries.time(|| {
+                let work = app::update(&mut app, action);
+                testing::run_effects(&mut app, work, &theme);
+                terminal
+                    .draw(|f| ui::render(f, &app, &keymap, &theme))
+                    .expect("draw");
+            });
+            let work = app::update(&mut app, Action::Cancel);
+            testing::run_effects(&mut app, work, &theme);
+        }
+        tries.print(&format!("{name}_ms"), 1);
     }
 
     if !ops.wants("accept") {
         return;
     }
     // Every suggestion in view accepted (`Y`, then `y` at the prompt),
-    // saved to the journal, then undone in one step (`u`).
+    // saved to the journal, then undone in one step (`u`). `Y y` is timed
+    // once: `Y` reads each failure's record key from the run and keeps it,
+    // so a second `Y y` would not read the run. The undo is timed `rounds`
+    // times: after the first, the step is redone (`Ctrl-r`) and undone again.
     let before = app.classified;
     if cold {
         drop_pages(&run);
@@ -436,16 +487,31 @@ fn main() {
     );
     println!("# rss_anon_after_accept {}", proc_status("RssAnon:"));
     pause("PAUSE_BEFORE_UNDO", "# undo starts");
-    let (t, cpu) = (Instant::now(), cpu_ms());
-    let work = app::update(&mut app, Action::Undo);
-    testing::run_effects(&mut app, work, &theme);
-    println!(
-        "undo_all_ms {:.1} (cpu {:.1}), {} left",
-        ms(t.elapsed()),
-        cpu_ms() - cpu,
-        app.classified - before
-    );
-    println!("# rss_anon_after_undo {}", proc_status("RssAnon:"));
+    let mut undo = Tries::default();
+    for round in 0..rounds {
+        if round > 0 {
+            let (t, decisions) = (Instant::now(), app.classified);
+            let work = app::update(&mut app, Action::Redo);
+            testing::run_effects(&mut app, work, &theme);
+            println!(
+                "# redo {round}: {:.1} ms, {} decisions",
+                ms(t.elapsed()),
+                app.classified - decisions
+            );
+        }
+        undo.time(|| {
+            let work = app::update(&mut app, Action::Undo);
+            testing::run_effects(&mut app, work, &theme);
+        });
+        println!(
+            "# undo {}: {:.1} ms, {} left; rss_anon {}",
+            round + 1,
+            undo.wall.last().copied().unwrap_or_default(),
+            app.classified - before,
+            proc_status("RssAnon:")
+        );
+    }
+    undo.print("undo_all_ms", 1);
 }
 
 /// Waits the seconds the variable `var` names, if set, then prints `said`:
