@@ -25,7 +25,7 @@ use super::derive::{Status, ValidityCode};
 use super::index::RunIndex;
 use super::index::inputs::InputWarnings;
 use super::row::{ExpKind, NO_SYM, PairRow, Sym, flags};
-use kept::Kept;
+use kept::{Kept, Values};
 
 /// The z value of a two-sided 95% interval.
 pub const Z95: f64 = 1.96;
@@ -401,7 +401,7 @@ fn magnitude_micros(bits: u32) -> u64 {
 /// The median of [`magnitude`]s in millionths (the mean of the two middle
 /// ones for an even count): a value [`widen`]ed is its millionths over a
 /// million, so this is the median of the widened values.
-fn median_micros(v: &Kept) -> Option<f64> {
+fn median_micros(v: &Values) -> Option<f64> {
     let value = |m: u32| magnitude_micros(m) as f64 / MICRO;
     let (lower, upper) = v.middles()?;
     Some(if lower == upper {
@@ -412,7 +412,7 @@ fn median_micros(v: &Kept) -> Option<f64> {
 }
 
 /// The largest of [`magnitude`]s, as a value in whole millionths.
-fn max_micros(v: &Kept) -> Option<f64> {
+fn max_micros(v: &Values) -> Option<f64> {
     v.max().map(|m| magnitude_micros(m) as f64 / MICRO)
 }
 
@@ -498,7 +498,7 @@ fn latency_bits(ms: f32) -> Option<u32> {
 }
 
 /// The latency percentiles of a group's latencies ([`latency_bits`]).
-fn latency_of(v: &Kept) -> Option<Latency> {
+fn latency_of(v: &Values) -> Option<Latency> {
     let ms = |x: u32| latency_units(f32::from_bits(x)).unwrap_or(0) as f64 / LATENCY_UNITS;
     let p50 = v.nearest_rank(50)?;
     let p95 = v.nearest_rank(95)?;
@@ -528,8 +528,9 @@ struct Acc {
     invalid: u64,
     undeclared: u64,
     /// |Δp| and |Δc| as [`magnitude`]s: a quarter the size of `f64`s, and
-    /// selected faster for the medians (at ten million pairs, every group
-    /// of two groupings and the whole hold one of each a pair).
+    /// selected faster for the medians (at ten million pairs, the groups of
+    /// each of two groupings hold one of each a pair). The whole's stay
+    /// empty: its medians are selected from a grouping's values.
     abs_dp: Kept,
     abs_dc: Kept,
     /// Latencies as [`latency_bits`].
@@ -548,6 +549,13 @@ struct Measures {
 }
 
 impl Measures {
+    /// None kept (the whole's: a grouping keeps them).
+    const NONE: Measures = Measures {
+        dp: None,
+        dc: None,
+        latency: None,
+    };
+
     fn of(row: &PairRow) -> Measures {
         Measures {
             dp: magnitude(row.dp),
@@ -636,20 +644,29 @@ impl Acc {
         self.classified += o.classified;
     }
 
-    fn finish(self, name: &str) -> GroupStats {
+    /// The group's statistics, its medians selected from its own values.
+    fn finish(&self, name: &str) -> GroupStats {
+        self.stats(
+            name,
+            [
+                self.abs_dp.view(),
+                self.abs_dc.view(),
+                self.latencies.view(),
+            ],
+        )
+    }
+
+    /// The group's statistics, its medians, maxima and percentiles
+    /// selected from `[|Δp|, |Δc|, latencies]`: its own, or for the whole,
+    /// which keeps none, every group's of a grouping.
+    fn stats(&self, name: &str, [abs_dp, abs_dc, latencies]: [Values<'_>; 3]) -> GroupStats {
         // A large group's selections on both cores: the whole's are made
         // while the groups' are.
-        let large = self.abs_dp.is_large() || self.latencies.is_large();
+        let large = abs_dp.is_large() || latencies.is_large();
         let ((median_abs_dp, median_abs_dc), latency) = maybe_join(
             large,
-            || {
-                maybe_join(
-                    large,
-                    || median_micros(&self.abs_dp),
-                    || median_micros(&self.abs_dc),
-                )
-            },
-            || latency_of(&self.latencies),
+            || maybe_join(large, || median_micros(&abs_dp), || median_micros(&abs_dc)),
+            || latency_of(&latencies),
         );
         GroupStats {
             name: name.to_string(),
@@ -668,9 +685,9 @@ impl Acc {
             service_error_rate: wilson(self.service_errors, self.pairs),
             invalid_pairs: self.invalid,
             undeclared_pairs: self.undeclared,
-            max_abs_dp: max_micros(&self.abs_dp),
+            max_abs_dp: max_micros(&abs_dp),
             median_abs_dp,
-            max_abs_dc: max_micros(&self.abs_dc),
+            max_abs_dc: max_micros(&abs_dc),
             median_abs_dc,
             latency,
             classified: self.classified,
@@ -846,19 +863,22 @@ fn summarize_on(
     // (No rows to count leaves no groups: each grouping has none.)
     rest.groupings.resize_with(bys.len(), Grouping::default);
     let groupings = std::mem::take(&mut rest.groupings);
-    // Each group's medians selected on its own thread, with the whole's,
-    // beside the unsafe approvals and the input warnings (a pass each over
-    // the rows), rather than after them on one core.
+    // Each grouping's groups named (the whole's medians are selected from
+    // the first one's values), then each group's medians selected on its
+    // own thread, with the whole's, beside the unsafe approvals and the
+    // input warnings (a pass each over the rows), rather than after them
+    // on one core.
+    let named: Vec<Vec<(&str, Acc)>> = groupings.into_iter().map(|g| g.named(index)).collect();
     let ((shared, groupings), (unsafe_approvals, input_warnings)) = maybe_join(
         parallel,
         || {
             rayon::join(
-                || rest.finish(),
+                || rest.finish(named.first().map_or(&[], Vec::as_slice)),
                 || {
                     use rayon::prelude::*;
-                    groupings
-                        .into_par_iter()
-                        .map(|g| g.finish(index))
+                    named
+                        .par_iter()
+                        .map(|groups| finish_groups(groups))
                         .collect::<Vec<_>>()
                 },
             )
@@ -1014,25 +1034,13 @@ impl<'a> Grouping<'a> {
         }
     }
 
-    /// The groups, named, each finished on rayon's threads, sorted by
-    /// failures (most first), then by name.
-    fn finish(self, index: &RunIndex) -> Vec<GroupStats> {
-        use rayon::prelude::*;
+    /// The groups by name (ids named), in no order.
+    fn named(self, index: &'a RunIndex) -> Vec<(&'a str, Acc)> {
         let mut named = self.by_name;
         for (id, acc) in self.by_id {
             named.entry(sym_name(index, id)).or_default().merge(acc);
         }
-        let named: Vec<(&str, Acc)> = named.into_iter().collect();
-        let mut groups: Vec<GroupStats> = named
-            .into_par_iter()
-            .map(|(name, acc)| acc.finish(name))
-            .collect();
-        groups.sort_by(|a, b| {
-            b.failures
-                .cmp(&a.failures)
-                .then_with(|| a.name.cmp(&b.name))
-        });
-        groups
+        named.into_iter().collect()
     }
 
     /// Add what `o` counted.
@@ -1044,6 +1052,23 @@ impl<'a> Grouping<'a> {
             self.by_name.entry(name).or_default().merge(acc);
         }
     }
+}
+
+/// The statistics of a grouping's groups ([`Grouping::named`]), each
+/// finished on rayon's threads, sorted by failures (most first), then by
+/// name.
+fn finish_groups(named: &[(&str, Acc)]) -> Vec<GroupStats> {
+    use rayon::prelude::*;
+    let mut groups: Vec<GroupStats> = named
+        .par_iter()
+        .map(|(name, acc)| acc.finish(name))
+        .collect();
+    groups.sort_by(|a, b| {
+        b.failures
+            .cmp(&a.failures)
+            .then_with(|| a.name.cmp(&b.name))
+    });
+    groups
 }
 
 impl<'a> Rest<'a> {
@@ -1067,7 +1092,9 @@ impl<'a> Rest<'a> {
             let category = index.failure_category(store, row);
             // Rounded once for every count that reads them.
             let m = Measures::of(row);
-            self.overall.add(row, category, m);
+            // The whole keeps no values: its medians are selected from a
+            // grouping's (see `Rest::finish`).
+            self.overall.add(row, category, Measures::NONE);
             for (grouping, &by) in self.groupings.iter_mut().zip(bys) {
                 grouping
                     .group(index, i, row, category, by)
@@ -1131,7 +1158,11 @@ impl<'a> Rest<'a> {
     }
 
     /// What every grouping shares, finished (the groupings taken out first).
-    fn finish(self) -> Shared {
+    /// The whole's medians are selected from the values of `groups`, a
+    /// grouping's groups: each pair is in one group of a grouping, so their
+    /// values are the whole's. (Without a grouping there is no summary.)
+    fn finish(self, groups: &[(&str, Acc)]) -> Shared {
+        let values = |of: fn(&Acc) -> &Kept| Values::union(groups.iter().map(|(_, a)| of(a)));
         let dp_histogram = self
             .histogram
             .iter()
@@ -1157,7 +1188,14 @@ impl<'a> Rest<'a> {
             total(b).cmp(&total(a)).then_with(|| a.0.cmp(&b.0))
         });
         Shared {
-            overall: self.overall.finish("all"),
+            overall: self.overall.stats(
+                "all",
+                [
+                    values(|a| &a.abs_dp),
+                    values(|a| &a.abs_dc),
+                    values(|a| &a.latencies),
+                ],
+            ),
             matrix: self.matrix,
             dp_histogram,
             categories_by_transformation,

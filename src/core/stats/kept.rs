@@ -11,6 +11,10 @@
 //! screen's count took fresh memory for 255,000 pages (a gigabyte) with
 //! the copies and for 121,000 without them. A small group is still copied
 //! and partitioned, which is quicker for a few values.
+//!
+//! The whole run's values are not kept a second time: every pair is in
+//! one group of each grouping, so the whole's medians are selected from
+//! one grouping's groups' values read together ([`Values::union`]).
 
 /// Values kept as bits that order as the values do (see
 /// [`magnitude`](super::magnitude) and [`latency_bits`](super::latency_bits)),
@@ -52,12 +56,37 @@ impl Kept {
             .extend(other.parts.into_iter().filter(|p| !p.is_empty()));
     }
 
+    /// The values, to select from.
+    pub(super) fn view(&self) -> Values<'_> {
+        Values::union([self])
+    }
+}
+
+/// The values of one or more [`Kept`]s, read together: a group's own, or
+/// the whole's, which are every group's of one grouping (each pair is in
+/// one group of it), so that the whole keeps none of its own.
+#[derive(Debug, Default)]
+pub(super) struct Values<'a> {
+    parts: Vec<&'a [u32]>,
+}
+
+impl<'a> Values<'a> {
+    /// The values of every one of `kept`.
+    pub(super) fn union(kept: impl IntoIterator<Item = &'a Kept>) -> Values<'a> {
+        Values {
+            parts: kept
+                .into_iter()
+                .flat_map(|k| k.parts.iter().map(Vec::as_slice))
+                .collect(),
+        }
+    }
+
     pub(super) fn len(&self) -> usize {
-        self.parts.iter().map(Vec::len).sum()
+        self.parts.iter().map(|p| p.len()).sum()
     }
 
     fn values(&self) -> impl Iterator<Item = u32> + '_ {
-        self.parts.iter().flatten().copied()
+        self.parts.iter().copied().flatten().copied()
     }
 
     pub(super) fn max(&self) -> Option<u32> {
@@ -82,7 +111,7 @@ impl Kept {
             let mask = (1u32 << width) - 1;
             let mut counts = [0usize; 1 << WIDEST];
             for part in &self.parts {
-                for &x in part {
+                for &x in *part {
                     if x & fixed == prefix {
                         counts[((x >> shift) & mask) as usize] += 1;
                     }
@@ -184,7 +213,8 @@ mod tests {
                 0..5,
             ),
         ) {
-            let k = kept(&parts);
+            let owned = kept(&parts);
+            let k = owned.view();
             let mut sorted: Vec<u32> = parts.iter().flatten().copied().collect();
             sorted.sort_unstable();
             prop_assert_eq!(k.len(), sorted.len());
@@ -193,6 +223,14 @@ mod tests {
             }
             prop_assert_eq!(k.select(sorted.len()), None);
             prop_assert_eq!(k.max(), sorted.last().copied());
+            // The parts kept apart, each its own `Kept`, read together.
+            let apart: Vec<Kept> = parts.iter().map(|p| Kept::from(p.clone())).collect();
+            let union = Values::union(&apart);
+            prop_assert_eq!(union.len(), sorted.len());
+            for (rank, want) in sorted.iter().enumerate() {
+                prop_assert_eq!(union.select(rank), Some(*want), "rank {} of the union", rank);
+            }
+            prop_assert_eq!(union.max(), sorted.last().copied());
         }
     }
 
@@ -201,13 +239,15 @@ mod tests {
     #[test]
     fn pushes_and_parts_moved_in_are_all_kept() {
         let mut k = Kept::default();
-        assert_eq!((k.len(), k.select(0), k.max()), (0, None, None));
+        let none = k.view();
+        assert_eq!((none.len(), none.select(0), none.max()), (0, None, None));
         k.push(5);
         k.append(Kept::from(vec![9, 1]));
         k.append(Kept::from(Vec::new()));
         k.extend(Some(3));
         k.extend(None);
         assert_eq!(k.parts.len(), 2);
+        let k = k.view();
         assert_eq!(k.len(), 4);
         let all: Vec<Option<u32>> = (0..5).map(|r| k.select(r)).collect();
         assert_eq!(all, [Some(1), Some(3), Some(5), Some(9), None]);
@@ -220,6 +260,7 @@ mod tests {
                     .collect::<Vec<_>>(),
             ));
         }
+        let big = big.view();
         assert!(big.is_large());
         assert_eq!(big.select(0), Some(0));
         assert_eq!(big.select(5_000), Some(5_000));

@@ -83,11 +83,11 @@ proptest::proptest! {
         let widened: Vec<f64> = xs.iter().filter_map(|&x| widen(x)).map(f64::abs).collect();
         let kept: Vec<u32> = xs.iter().filter_map(|&x| magnitude(x)).collect();
         proptest::prop_assert_eq!(
-            median_micros(&Kept::from(kept.clone())).map(f64::to_bits),
+            median_micros(&Kept::from(kept.clone()).view()).map(f64::to_bits),
             median(&widened).map(f64::to_bits)
         );
         let max = widened.iter().copied().max_by(f64::total_cmp);
-        proptest::prop_assert_eq!(max_micros(&Kept::from(kept)).map(f64::to_bits), max.map(f64::to_bits));
+        proptest::prop_assert_eq!(max_micros(&Kept::from(kept).view()).map(f64::to_bits), max.map(f64::to_bits));
     }
 
     /// Kept as an `f32`'s bits, any finite magnitude (0 and -0, the
@@ -115,6 +115,7 @@ proptest::proptest! {
             n => Some((sorted[n / 2 - 1] as f64 / MICRO + sorted[n / 2] as f64 / MICRO) / 2.0),
         };
         let kept = Kept::from(kept);
+        let kept = kept.view();
         proptest::prop_assert_eq!(median_micros(&kept).map(f64::to_bits), want.map(f64::to_bits));
         proptest::prop_assert_eq!(
             max_micros(&kept).map(f64::to_bits),
@@ -137,6 +138,7 @@ proptest::proptest! {
     ) {
         let mut units: Vec<u64> = ms.iter().filter_map(|&x| latency_units(x)).collect();
         let kept = Kept::from(ms.iter().filter_map(|&x| latency_bits(x)).collect::<Vec<u32>>());
+        let kept = kept.view();
         proptest::prop_assert_eq!(kept.len(), units.len());
         proptest::prop_assert_eq!(
             kept.nearest_rank(pct).and_then(|b| latency_units(f32::from_bits(b))),
@@ -154,12 +156,13 @@ fn median_of_odd_and_even_counts() {
                 .collect::<Vec<u32>>(),
         )
     };
-    assert_eq!(median_micros(&Kept::default()), None);
+    let median = |xs: &[f32]| median_micros(&kept(xs).view());
+    assert_eq!(median(&[]), None);
     // Odd: 0.1, 0.3, 0.5 → 0.3.
-    assert_close(median_micros(&kept(&[0.5, -0.1, 0.3])), 0.3);
+    assert_close(median(&[0.5, -0.1, 0.3]), 0.3);
     // Even: 0.1, 0.2, 0.4, 0.8 → (0.2 + 0.4) / 2 = 0.3.
-    assert_close(median_micros(&kept(&[0.8, 0.1, -0.4, 0.2])), 0.3);
-    assert_close(median_micros(&kept(&[0.25, f32::NAN])), 0.25);
+    assert_close(median(&[0.8, 0.1, -0.4, 0.2]), 0.3);
+    assert_close(median(&[0.25, f32::NAN]), 0.25);
     // Stored f32 values come back as the decimals that were written.
     assert_eq!(widen(0.05_f32), Some(0.05));
     assert_eq!(widen(f32::NAN), None);
@@ -1130,6 +1133,31 @@ mod arbitrary {
             }
             let valid = picks.iter().filter(|&&i| (i as usize) < index.rows.len()).count();
             prop_assert_eq!(s.pairs, valid as u64);
+            // The whole's medians, maxima and percentiles, selected from a
+            // grouping's values, are those of the picked rows themselves.
+            let picked: Vec<&PairRow> = picks.iter().filter_map(|&i| index.rows.get(i as usize)).collect();
+            let model: Vec<&PairRow> = picked.iter().copied().filter(|r| tests_model(r)).collect();
+            // (In millionths, as the summary counts them.)
+            let millionths = |x: fn(&PairRow) -> f32| -> Vec<u64> {
+                let mut v: Vec<u64> = model.iter().filter_map(|r| micros(x(r))).collect();
+                v.sort_unstable();
+                v
+            };
+            let value = |m: u64| m as f64 / MICRO;
+            let median = |v: &[u64]| match v.len() {
+                0 => None,
+                n if n % 2 == 1 => Some(value(v[n / 2])),
+                n => Some((value(v[n / 2 - 1]) + value(v[n / 2])) / 2.0),
+            };
+            let (dps, dcs) = (millionths(|r| r.dp), millionths(|r| r.dc));
+            let bits = |x: Option<f64>| x.map(f64::to_bits);
+            prop_assert_eq!(bits(s.overall.median_abs_dp), bits(median(&dps)));
+            prop_assert_eq!(bits(s.overall.max_abs_dp), bits(dps.last().map(|&m| value(m))));
+            prop_assert_eq!(bits(s.overall.median_abs_dc), bits(median(&dcs)));
+            prop_assert_eq!(bits(s.overall.max_abs_dc), bits(dcs.last().map(|&m| value(m))));
+            let mut units: Vec<u64> = picked.iter().filter_map(|r| latency_units(r.latency)).collect();
+            let p50 = nearest_rank(&mut units, 50).map(|u| u as f64 / LATENCY_UNITS);
+            prop_assert_eq!(bits(s.overall.latency.as_ref().map(|l| l.p50_ms)), bits(p50));
             prop_assert_eq!(s.groups.iter().map(|g| g.pairs).sum::<u64>(), s.pairs);
             prop_assert_eq!(s.groups.iter().map(|g| g.failures).sum::<u64>(), s.failures);
             prop_assert!(s.dp_histogram.iter().map(|b| b.count).sum::<u64>() <= s.pairs);
@@ -1321,25 +1349,35 @@ fn service_errors_stay_out_of_every_model_metric() {
 fn latency_percentiles_are_nearest_rank() {
     // 1..=20: p50 is the 10th value, p95 the 19th.
     let v = Kept::from((1..=20).rev().map(|x| x * 1000).collect::<Vec<u32>>());
+    let v = v.view();
     assert_eq!(v.nearest_rank(50), Some(10_000));
     assert_eq!(v.nearest_rank(95), Some(19_000));
     // One value is every percentile; none has none.
-    assert_eq!(Kept::from(vec![7]).nearest_rank(95), Some(7));
-    assert_eq!(Kept::default().nearest_rank(50), None);
+    assert_eq!(Kept::from(vec![7]).view().nearest_rank(95), Some(7));
+    assert_eq!(Kept::default().view().nearest_rank(50), None);
     // 3 values: p50 is the 2nd (⌈1.5⌉), p95 the 3rd (⌈2.85⌉).
-    assert_eq!(Kept::from(vec![30, 10, 20]).nearest_rank(50), Some(20));
-    assert_eq!(Kept::from(vec![30, 10, 20]).nearest_rank(95), Some(30));
+    assert_eq!(
+        Kept::from(vec![30, 10, 20]).view().nearest_rank(50),
+        Some(20)
+    );
+    assert_eq!(
+        Kept::from(vec![30, 10, 20]).view().nearest_rank(95),
+        Some(30)
+    );
     // Recorded latencies come back as written; negative and missing ones are not latencies.
     assert_eq!(latency_units(1197.3), Some(1_197_300));
     assert_eq!(latency_units(f32::NAN), None);
     assert_eq!(latency_units(-5.0), None);
     assert_eq!(
-        latency_of(&Kept::from(
-            [1197.3f32, 30000.0]
-                .iter()
-                .filter_map(|&x| latency_bits(x))
-                .collect::<Vec<u32>>()
-        )),
+        latency_of(
+            &Kept::from(
+                [1197.3f32, 30000.0]
+                    .iter()
+                    .filter_map(|&x| latency_bits(x))
+                    .collect::<Vec<u32>>()
+            )
+            .view()
+        ),
         Some(Latency {
             pairs: 2,
             p50_ms: 1197.3,
