@@ -103,6 +103,10 @@ impl Tries {
         pct(&mut self.wall.clone(), 0.5)
     }
 
+    fn cpu_median(&self) -> f64 {
+        pct(&mut self.cpu.clone(), 0.5)
+    }
+
     /// `name median (cpu median; N tries, fastest to slowest)`, `digits`
     /// after the point.
     fn print(&self, name: &str, digits: usize) {
@@ -111,7 +115,7 @@ impl Tries {
         println!(
             "{name} {:.digits$} (cpu {:.digits$}; {} tries, {lo:.digits$} to {hi:.digits$})",
             self.median(),
-            pct(&mut self.cpu.clone(), 0.5),
+            self.cpu_median(),
             self.wall.len(),
         );
     }
@@ -270,6 +274,7 @@ fn main() {
         {
             println!("query_worst_prefix {prefix:?} {:.2}", worst.median());
             worst.print("query_keystroke_max", 2);
+            println!("query_keystroke_max_cpu {:.2}", worst.cpu_median());
         }
         println!("query_keystroke_p50 {:.2}", pct(&mut medians, 0.5));
         // The whole query applied at once (Enter, a facet, a history entry).
@@ -280,6 +285,7 @@ fn main() {
             });
         }
         applied.print("query_apply_p50", 2);
+        println!("query_apply_p50_cpu {:.2}", applied.cpu_median());
         // A text search (Enter on a bare word) reads every line again.
         // Typed, then Enter: the effect runner searches, a stretch at a
         // time on a large run, as the viewer does.
