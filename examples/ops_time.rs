@@ -32,14 +32,15 @@
 //! run larger than memory: `bench/compare.sh` compares a ten-million-pair
 //! run with a one-million-pair one read the same way.
 //!
-//! `ROUNDS=N` (default 3) does each of the other operations N times over
-//! and prints the median of the tries, with the fastest and the slowest: on
-//! a shared machine one try of an operation moves by a third from one try to
-//! the next, so a ratio of one try against one try says little. The query is
-//! typed N times (each key's median, the worst of those printed), the text
-//! search run N times (the run's pages dropped before each under `COLD=1`),
-//! the facets and the summary opened N times, and the undo of `Y y` done N
-//! times (redone in between; `Y y` itself once, see below). `SORT_ROUNDS=N` sorts on each key N times (default 5).
+//! `ROUNDS=N` (default 3) does each operation N times over and prints the
+//! median of the tries, with the fastest and the slowest: on a shared
+//! machine one try of an operation moves by a third from the next, so a
+//! ratio of one try against one try says little. The query is typed N times
+//! (each key's median, the worst of those printed), the text search run N
+//! times (the run's pages dropped before each under `COLD=1`), the facets
+//! and the summary opened N times, and the undo of `Y y` done N times
+//! (redone in between; `Y y` itself once, see below). `SORT_ROUNDS=N` sorts
+//! on each key N times (default 5).
 //!
 //! `PAUSE_BEFORE_UNDO=S` waits S seconds once `Y y` is done and prints
 //! `# undo starts`, so that a profiler can attach for the undo alone
@@ -354,28 +355,23 @@ fn main() {
             for descending in [false, true] {
                 // Each sort `rounds` times over, the median kept: a sort of
                 // a few ms moves by as much from one try to the next.
-                let (mut walls, mut cpus) = (Vec::new(), Vec::new());
+                let mut tries = Tries::default();
                 for _ in 0..sort_rounds {
                     let mut view = all.clone();
-                    let (t, cpu) = (Instant::now(), cpu_ms());
-                    sort_rows_with(
-                        &mut cache,
-                        &app.index,
-                        &app.store,
-                        &mut view,
-                        Sort { key, descending },
-                    );
-                    walls.push(ms(t.elapsed()));
-                    cpus.push(cpu_ms() - cpu);
+                    tries.time(|| {
+                        sort_rows_with(
+                            &mut cache,
+                            &app.index,
+                            &app.store,
+                            &mut view,
+                            Sort { key, descending },
+                        )
+                    });
                 }
-                let (lo, hi) = (pct(&mut walls, 0.0), pct(&mut walls, 1.0));
-                let (d, d_cpu) = (pct(&mut walls, 0.5), pct(&mut cpus, 0.5));
                 let dir = if descending { "desc" } else { "asc" };
-                println!(
-                    "sort_{key:?}_{dir}_ms {d:.1} (cpu {d_cpu:.1}; {sort_rounds} tries, {lo:.1} to {hi:.1})"
-                );
-                sorts.push(d);
-                sorts_cpu.push(d_cpu);
+                tries.print(&format!("sort_{key:?}_{dir}_ms"), 1);
+                sorts.push(tries.median());
+                sorts_cpu.push(tries.cpu_median());
             }
         }
         println!("sort_max {:.1}", pct(&mut sorts, 1.0));

@@ -863,17 +863,18 @@ fn summarize_on(
     // (No rows to count leaves no groups: each grouping has none.)
     rest.groupings.resize_with(bys.len(), Grouping::default);
     let groupings = std::mem::take(&mut rest.groupings);
-    // Each grouping's groups named (the whole's medians are selected from
-    // the first one's values), then each group's medians selected on its
-    // own thread, with the whole's, beside the unsafe approvals and the
-    // input warnings (a pass each over the rows), rather than after them
-    // on one core.
+    // Each grouping's groups named, then each group's medians selected on
+    // its own thread, with the whole's, beside the unsafe approvals and the
+    // input warnings (a pass each over the rows), rather than after them on
+    // one core. The whole's are selected from the values of the grouping
+    // with the fewest groups (by case, a grouping has one a case).
     let named: Vec<Vec<(&str, Acc)>> = groupings.into_iter().map(|g| g.named(index)).collect();
+    let fewest = named.iter().min_by_key(|groups| groups.len());
     let ((shared, groupings), (unsafe_approvals, input_warnings)) = maybe_join(
         parallel,
         || {
             rayon::join(
-                || rest.finish(named.first().map_or(&[], Vec::as_slice)),
+                || rest.finish(fewest.map_or(&[], Vec::as_slice)),
                 || {
                     use rayon::prelude::*;
                     named

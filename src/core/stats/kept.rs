@@ -68,21 +68,24 @@ impl Kept {
 #[derive(Debug, Default)]
 pub(super) struct Values<'a> {
     parts: Vec<&'a [u32]>,
+    /// How many values the parts hold (counted once: the whole's are read
+    /// from as many parts as a grouping has groups).
+    len: usize,
 }
 
 impl<'a> Values<'a> {
     /// The values of every one of `kept`.
     pub(super) fn union(kept: impl IntoIterator<Item = &'a Kept>) -> Values<'a> {
-        Values {
-            parts: kept
-                .into_iter()
-                .flat_map(|k| k.parts.iter().map(Vec::as_slice))
-                .collect(),
-        }
+        let parts: Vec<&[u32]> = kept
+            .into_iter()
+            .flat_map(|k| k.parts.iter().map(Vec::as_slice))
+            .collect();
+        let len = parts.iter().map(|p| p.len()).sum();
+        Values { parts, len }
     }
 
     pub(super) fn len(&self) -> usize {
-        self.parts.iter().map(|p| p.len()).sum()
+        self.len
     }
 
     fn values(&self) -> impl Iterator<Item = u32> + '_ {
