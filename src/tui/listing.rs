@@ -483,8 +483,8 @@ fn radix_sort_in(
     // its old contents do not matter, only its length.
     spare.resize(n, 0);
     let shifts: Vec<u32> = (from_bit..64).step_by(DIGIT_BITS as usize).collect();
-    let total = count_digits(keys, &shifts, parts);
-    let passes = varying(&shifts, &total, n);
+    let counted = count_digits(keys, &shifts, parts);
+    let passes = varying(&shifts, &counted, n);
     let (written, in_spare) = sort_on(
         keys,
         spare,
@@ -502,23 +502,44 @@ fn radix_sort_in(
 /// The digits at `shifts` that are not the same in all `n` keys (whose
 /// counts are `counts`), with their counts: a digit the same in every key
 /// needs no pass.
-fn varying<'c>(shifts: &[u32], counts: &'c [Counts], n: usize) -> Vec<(u32, &'c Counts)> {
+fn varying<'c>(shifts: &[u32], counts: &'c [DigitCounts], n: usize) -> Vec<(u32, &'c DigitCounts)> {
     shifts
         .iter()
         .copied()
         .zip(counts)
-        .filter(|(_, all)| !all.contains(&n))
+        .filter(|(_, c)| !c.all.contains(&n))
         .collect()
 }
 
-/// Sort `a` (through `b`) on the digits of `passes`: split on the top one
+/// The counts of one digit's values in some keys, as they lay when
+/// counted: in each of their parts, and over all of them.
+struct DigitCounts {
+    /// Each part's, in order; empty when the keys are one part (`all`).
+    each: Vec<Counts>,
+    all: Counts,
+}
+
+impl DigitCounts {
+    /// Each part's counts: what a pass that moves the keys as they lay
+    /// when counted needs, so that it need not read them to count again.
+    fn each(&self) -> &[Counts] {
+        if self.each.is_empty() {
+            std::slice::from_ref(&self.all)
+        } else {
+            &self.each
+        }
+    }
+}
+
+/// Sort `a` (through `b`) on the digits of `passes` (counted in `a` as it
+/// lies, in `parts`): split on the top one
 /// first if more than one varies and there are `split_min` keys or more
 /// (the runs split again from `run_split_min`), else least significant
 /// first. Returns whether it wrote `rows`, and whether the keys ended in `b`.
 fn sort_on(
     a: &mut [u64],
     b: &mut [u64],
-    passes: &[(u32, &Counts)],
+    passes: &[(u32, &DigitCounts)],
     parts: usize,
     rows: Option<(&mut [u32], u32)>,
     (split_min, run_split_min): (usize, usize),
@@ -532,8 +553,9 @@ fn sort_on(
     }
 }
 
-/// The counts of each digit at `shifts` in `keys`, counted in `parts`.
-fn count_digits(keys: &[u64], shifts: &[u32], parts: usize) -> Vec<Counts> {
+/// The counts of each digit at `shifts` in `keys`, in each of `parts`
+/// (as [`scatter`] cuts them) and over all.
+fn count_digits(keys: &[u64], shifts: &[u32], parts: usize) -> Vec<DigitCounts> {
     let count_all = |part: &[u64]| -> Vec<Counts> {
         let mut counts: Vec<Counts> = shifts.iter().map(|_| no_counts()).collect();
         for &k in part {
@@ -544,26 +566,41 @@ fn count_digits(keys: &[u64], shifts: &[u32], parts: usize) -> Vec<Counts> {
         counts
     };
     if parts <= 1 {
-        return count_all(keys);
+        return count_all(keys)
+            .into_iter()
+            .map(|all| DigitCounts {
+                each: Vec::new(),
+                all,
+            })
+            .collect();
     }
-    let add = |mut a: Vec<Counts>, b: Vec<Counts>| {
-        for (x, y) in a.iter_mut().zip(&b) {
-            for (x, y) in x.iter_mut().zip(y.iter()) {
-                *x += y;
-            }
-        }
-        a
-    };
-    keys.par_chunks(keys.len().div_ceil(parts))
+    // Each part's counts of every digit, turned into every digit's counts
+    // in each part.
+    let mut by_part: Vec<std::vec::IntoIter<Counts>> = keys
+        .par_chunks(keys.len().div_ceil(parts))
         .map(count_all)
-        .reduce(|| shifts.iter().map(|_| no_counts()).collect(), add)
+        .collect::<Vec<_>>()
+        .into_iter()
+        .map(Vec::into_iter)
+        .collect();
+    shifts
+        .iter()
+        .map(|_| {
+            let each: Vec<Counts> = by_part.iter_mut().filter_map(Iterator::next).collect();
+            let mut all = no_counts();
+            for part in &each {
+                for (x, y) in all.iter_mut().zip(part.iter()) {
+                    *x += y;
+                }
+            }
+            DigitCounts { each, all }
+        })
+        .collect()
 }
 
-/// The counts of the digit at `shift` in each part of `keys`.
-fn part_counts(keys: &[u64], shift: u32, parts: usize, all: &Counts) -> Vec<Counts> {
-    if parts <= 1 {
-        return vec![all.clone()];
-    }
+/// The counts of the digit at `shift` in each part of `keys`, counted
+/// afresh (after a pass has moved them).
+fn part_counts(keys: &[u64], shift: u32, parts: usize) -> Vec<Counts> {
     keys.par_chunks(keys.len().div_ceil(parts))
         .map(|part| {
             let mut c = no_counts();
@@ -576,13 +613,13 @@ fn part_counts(keys: &[u64], shift: u32, parts: usize, all: &Counts) -> Vec<Coun
 }
 
 /// Least significant digit first: one pass per `passes` (each digit's
-/// shift and counts over all of `a`), from `a` to `b` and back, the last
-/// one to `rows` if given. Returns whether it wrote the rows, and whether
-/// the keys ended in `b`.
+/// shift and counts in `a` as it lies, in `parts`), from `a` to `b` and
+/// back, the last one to `rows` if given. Returns whether it wrote the
+/// rows, and whether the keys ended in `b`.
 fn lsd(
     a: &mut [u64],
     b: &mut [u64],
-    passes: &[(u32, &Counts)],
+    passes: &[(u32, &DigitCounts)],
     parts: usize,
     rows: Option<(&mut [u32], u32)>,
 ) -> (bool, bool) {
@@ -590,15 +627,24 @@ fn lsd(
     let (mut src, mut dst) = (a, b);
     let mut in_b = false;
     let mut rows = rows;
-    for (p, &(shift, all)) in passes.iter().enumerate() {
-        let counts = part_counts(src, shift, parts, all);
+    for (p, &(shift, counted)) in passes.iter().enumerate() {
+        // The first pass moves the keys as they were counted, and one part's
+        // counts are all the keys' however they lie; other parts' counts
+        // change with each pass.
+        let recounted;
+        let counts = if p == 0 || parts <= 1 {
+            counted.each()
+        } else {
+            recounted = part_counts(src, shift, parts);
+            &recounted
+        };
         if p + 1 == passes.len()
             && let Some((rows, mask)) = rows.take()
         {
-            scatter(src, size, &counts, shift, rows, |k| (k as u32) ^ mask);
+            scatter(src, size, counts, shift, rows, |k| (k as u32) ^ mask);
             return (true, in_b);
         }
-        scatter(src, size, &counts, shift, dst, |k| k);
+        scatter(src, size, counts, shift, dst, |k| k);
         std::mem::swap(&mut src, &mut dst);
         in_b = !in_b;
     }
@@ -606,22 +652,21 @@ fn lsd(
 }
 
 /// Most significant digit first: `a` to `b` on the digit at `top` (whose
-/// counts over all of `a` are `all`), then each run of one value of it
+/// counts in `a` as it lies, in `parts`, are `counted`), then each run of one value of it
 /// sorted on the `lower` digits by itself, and left in `b`, or written to
 /// `rows`. A run of `run_split_min` keys or more is split the same way
 /// again. Returns (whether it wrote the rows, `true`: the keys are in `b`).
 fn split_then_sort(
     a: &mut [u64],
     b: &mut [u64],
-    (top, all): (u32, &Counts),
+    (top, counted): (u32, &DigitCounts),
     lower: &[u32],
     parts: usize,
     rows: Option<(&mut [u32], u32)>,
     run_split_min: usize,
 ) -> (bool, bool) {
     let size = a.len().div_ceil(parts.max(1));
-    let counts = part_counts(a, top, parts, all);
-    scatter(a, size, &counts, top, b, |k| k);
+    scatter(a, size, counted.each(), top, b, |k| k);
     // One run per value of the top digit: its keys (now in `b`), the same
     // stretch of `a` to move them through, and of the rows.
     let written = rows.is_some();
@@ -629,7 +674,7 @@ fn split_then_sort(
     let mut runs: Vec<Run<'_>> = Vec::new();
     let (mut rest_b, mut rest_a) = (b, a);
     let mut rest_rows = rows.map(|(rows, _)| rows);
-    for &len in all.iter().filter(|&&len| len > 0) {
+    for &len in counted.all.iter().filter(|&&len| len > 0) {
         let (run_b, tail_b) = std::mem::take(&mut rest_b).split_at_mut(len);
         let (run_a, tail_a) = std::mem::take(&mut rest_a).split_at_mut(len);
         let run_rows = rest_rows.take().map(|r| {
