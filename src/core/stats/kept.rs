@@ -107,28 +107,34 @@ impl<'a> Values<'a> {
             let mut v: Vec<u32> = self.values().collect();
             return Some(*v.select_nth_unstable(k).1);
         }
-        // The digits fixed so far (`prefix` under `fixed`); `k` is the rank
-        // among the values that share them, so it stays below their count.
-        let (mut prefix, mut fixed, mut k) = (0u32, 0u32, k);
-        for (shift, width) in DIGITS {
-            let mask = (1u32 << width) - 1;
-            let mut counts = [0usize; 1 << WIDEST];
-            for part in &self.parts {
-                for &x in *part {
-                    if x & fixed == prefix {
-                        counts[((x >> shift) & mask) as usize] += 1;
-                    }
+        Some(self.select_from(Prefix::NONE, k, &DIGITS))
+    }
+
+    /// The value of rank `k` among the values that share `prefix`, found
+    /// a digit at a time on `digits` (the ones `prefix` does not fix).
+    fn select_from(&self, mut prefix: Prefix, mut k: usize, digits: &[(u32, u32)]) -> u32 {
+        for &(shift, width) in digits {
+            let counts = self.digit_counts(prefix, shift, width);
+            let (digit, rank) = place(&counts, k);
+            prefix = prefix.with(digit, shift, width);
+            k = rank;
+        }
+        prefix.bits
+    }
+
+    /// How many of the values that share `prefix` have each value of the
+    /// digit at `shift`, `width` bits wide.
+    fn digit_counts(&self, prefix: Prefix, shift: u32, width: u32) -> [usize; 1 << WIDEST] {
+        let mask = (1u32 << width) - 1;
+        let mut counts = [0usize; 1 << WIDEST];
+        for part in &self.parts {
+            for &x in *part {
+                if x & prefix.fixed == prefix.bits {
+                    counts[((x >> shift) & mask) as usize] += 1;
                 }
             }
-            let mut digit = 0;
-            while k >= counts[digit] {
-                k -= counts[digit];
-                digit += 1;
-            }
-            prefix |= (digit as u32) << shift;
-            fixed |= mask << shift;
         }
-        Some(prefix)
+        counts
     }
 
     /// The two middle values (the same one twice for an odd count), for a
@@ -141,13 +147,11 @@ impl<'a> Values<'a> {
         }
         let mid = n / 2;
         if n >= COPIED_BELOW {
-            let upper = self.select(mid)?;
-            let lower = if n % 2 == 1 {
-                upper
-            } else {
-                self.select(mid - 1)?
-            };
-            return Some((lower, upper));
+            if n % 2 == 1 {
+                let middle = self.select(mid)?;
+                return Some((middle, middle));
+            }
+            return Some(self.two_middles(mid));
         }
         let mut v: Vec<u32> = self.values().collect();
         let (below, &mut upper, _) = v.select_nth_unstable(mid);
@@ -156,6 +160,30 @@ impl<'a> Values<'a> {
             _ => below.iter().copied().max().unwrap_or(upper),
         };
         Some((lower, upper))
+    }
+
+    /// The values of ranks `mid - 1` and `mid` (0 < `mid` < the count),
+    /// selected together while they share their digits, as they do but
+    /// where the two straddle a gap: one set of reads for both, not two.
+    fn two_middles(&self, mid: usize) -> (u32, u32) {
+        let (mut prefix, mut lower, mut upper) = (Prefix::NONE, mid - 1, mid);
+        for (i, &(shift, width)) in DIGITS.iter().enumerate() {
+            let counts = self.digit_counts(prefix, shift, width);
+            let (low_digit, low_rank) = place(&counts, lower);
+            let (high_digit, high_rank) = place(&counts, upper);
+            if low_digit != high_digit {
+                // They part here: each finished on the digits below by
+                // itself (none when this digit is the last).
+                let rest = &DIGITS[i + 1..];
+                return (
+                    self.select_from(prefix.with(low_digit, shift, width), low_rank, rest),
+                    self.select_from(prefix.with(high_digit, shift, width), high_rank, rest),
+                );
+            }
+            prefix = prefix.with(low_digit, shift, width);
+            (lower, upper) = (low_rank, high_rank);
+        }
+        (prefix.bits, prefix.bits)
     }
 
     /// The nearest-rank `pct`th percentile (1 ≤ pct ≤ 100): the value at
@@ -175,6 +203,37 @@ impl<'a> Values<'a> {
     pub(super) fn is_large(&self) -> bool {
         self.len() >= COPIED_BELOW
     }
+}
+
+/// The digits a select has fixed so far: `bits` under the mask `fixed`.
+#[derive(Debug, Clone, Copy)]
+struct Prefix {
+    bits: u32,
+    fixed: u32,
+}
+
+impl Prefix {
+    /// No digit fixed: every value shares it.
+    const NONE: Prefix = Prefix { bits: 0, fixed: 0 };
+
+    /// This prefix with the digit at `shift`, `width` bits wide, fixed to `digit`.
+    fn with(self, digit: usize, shift: u32, width: u32) -> Prefix {
+        Prefix {
+            bits: self.bits | (digit as u32) << shift,
+            fixed: self.fixed | ((1u32 << width) - 1) << shift,
+        }
+    }
+}
+
+/// The digit that rank `k` falls in, given each digit's count of values
+/// (`k` below their sum), and `k`'s rank among that digit's values.
+fn place(counts: &[usize], mut k: usize) -> (usize, usize) {
+    let mut digit = 0;
+    while k >= counts[digit] {
+        k -= counts[digit];
+        digit += 1;
+    }
+    (digit, k)
 }
 
 impl From<Vec<u32>> for Kept {
@@ -226,6 +285,10 @@ mod tests {
             }
             prop_assert_eq!(k.select(sorted.len()), None);
             prop_assert_eq!(k.max(), sorted.last().copied());
+            // The two middles, together: the same twice for an odd count.
+            let n = sorted.len();
+            let middles = (n > 0).then(|| (sorted[(n - 1) / 2], sorted[n / 2]));
+            prop_assert_eq!(k.middles(), middles);
             // The parts kept apart, each its own `Kept`, read together.
             let apart: Vec<Kept> = parts.iter().map(|p| Kept::from(p.clone())).collect();
             let union = Values::union(&apart);
