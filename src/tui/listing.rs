@@ -532,10 +532,9 @@ impl DigitCounts {
 }
 
 /// Sort `a` (through `b`) on the digits of `passes` (counted in `a` as it
-/// lies, in `parts`): split on the top one
-/// first if more than one varies and there are `split_min` keys or more
-/// (the runs split again from `run_split_min`), else least significant
-/// first. Returns whether it wrote `rows`, and whether the keys ended in `b`.
+/// lies, in `parts`): split on the top one first if more than one varies
+/// and there are `split_min` keys or more (the runs split again from
+/// `run_split_min`), else least significant first. Returns whether it wrote `rows`, and whether the keys ended in `b`.
 fn sort_on(
     a: &mut [u64],
     b: &mut [u64],
@@ -652,9 +651,9 @@ fn lsd(
 }
 
 /// Most significant digit first: `a` to `b` on the digit at `top` (whose
-/// counts in `a` as it lies, in `parts`, are `counted`), then each run of one value of it
-/// sorted on the `lower` digits by itself, and left in `b`, or written to
-/// `rows`. A run of `run_split_min` keys or more is split the same way
+/// counts in `a` as it lies, in `parts`, are `counted`), then each run of
+/// one value of it sorted on the `lower` digits by itself, and left in
+/// `b`, or written to `rows`. A run of `run_split_min` keys or more is split the same way
 /// again. Returns (whether it wrote the rows, `true`: the keys are in `b`).
 fn split_then_sort(
     a: &mut [u64],
