@@ -147,11 +147,8 @@ impl<'a> Values<'a> {
         }
         let mid = n / 2;
         if n >= COPIED_BELOW {
-            if n % 2 == 1 {
-                let middle = self.select(mid)?;
-                return Some((middle, middle));
-            }
-            return Some(self.two_middles(mid));
+            // (One rank twice for an odd count.)
+            return Some(self.two_ranks((n - 1) / 2, mid));
         }
         let mut v: Vec<u32> = self.values().collect();
         let (below, &mut upper, _) = v.select_nth_unstable(mid);
@@ -162,11 +159,11 @@ impl<'a> Values<'a> {
         Some((lower, upper))
     }
 
-    /// The values of ranks `mid - 1` and `mid` (0 < `mid` < the count),
-    /// selected together while they share their digits, as they do but
-    /// where the two straddle a gap: one set of reads for both, not two.
-    fn two_middles(&self, mid: usize) -> (u32, u32) {
-        let (mut prefix, mut lower, mut upper) = (Prefix::NONE, mid - 1, mid);
+    /// The values of ranks `lower` ≤ `upper` (below the count), selected
+    /// together while they share their digits, as a median's two middles
+    /// do but where they straddle a gap: one set of reads for both, not two.
+    fn two_ranks(&self, lower: usize, upper: usize) -> (u32, u32) {
+        let (mut prefix, mut lower, mut upper) = (Prefix::NONE, lower, upper);
         for (i, &(shift, width)) in DIGITS.iter().enumerate() {
             let counts = self.digit_counts(prefix, shift, width);
             let (low_digit, low_rank) = place(&counts, lower);
