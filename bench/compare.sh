@@ -18,6 +18,9 @@
 #                                    # larger; none otherwise)
 #   ROUNDS=N bench/compare.sh        # tries of each interactive operation
 #                                    # (default 3; each figure is the median)
+#   ALTERNATE=N bench/compare.sh     # invocations of ops_time on the full
+#                                    # and the reference run, in turn (default
+#                                    # 3; each figure is their median)
 #
 # A run larger than the memory available is read from disk by every
 # command: hyperfine takes no warm-up run, `jq` is timed on the run's first
@@ -26,9 +29,11 @@
 # at a steady rate, and a full pass over 27 GB takes a quarter of an hour),
 # and the full index and `wc -l` are also run alternated three times, each
 # with its CPU time, to say which of the two the disk holds back. With
-# PAIRS above REF_PAIRS, `examples/ops_time` also runs on the REF_PAIRS run
-# and each interactive figure is printed with its ratio to it (target: at
-# most 10x; rendering and the next pair the same).
+# PAIRS above REF_PAIRS, `examples/ops_time` also runs on the REF_PAIRS run,
+# the two in turn ALTERNATE times, and each interactive figure (the median
+# over the invocations) is printed with its ratio to the reference's, and
+# with the ratio each invocation gave (target: at most 10x; rendering and
+# the next pair the same).
 #
 # Needs: cargo, hyperfine, jq, tmux (installed with apt-get when missing).
 # The run (and the derived run the comparison reads) is generated under
@@ -250,11 +255,28 @@ done
 FIRST_MED=$(printf '%s\n' "${FIRST[@]}" | sort -g | sed -n 3p)
 rm -f "$OUT/bench.triage.jsonl" "$OUT/bench.triage.jsonl.lock"
 
-echo "== interactive operations on the full run (examples/ops_time.rs)"
-"$BIN/examples/ops_time" "$FILE" | tee "$OUT/ops.txt"
-op() { awk -v k="$1" '$1==k{print $2; exit}' "$OUT/ops.txt"; }
+# The interactive operations (examples/ops_time.rs). Each figure is the
+# median of ops_time's own tries; with a reference run, ops_time runs on it
+# and on the full run in turn ALTERNATE times (default 3), and each figure
+# is the median over those invocations: on a shared machine one invocation
+# of the same build moves by a fifth, and alternating spreads any drift of
+# the machine over both runs alike.
+#
+# The median over the files "$2"... of each figure ops_time printed (the
+# first number after its name), into "$1": the whole line of the invocation
+# whose figure is the median (the lower one of an even count).
+median_ops() {
+  local out=$1 k f
+  shift
+  : > "$out"
+  for k in $(awk '$1 !~ /^#/ && $2 ~ /^-?[0-9.]+$/ && !seen[$1]++ {print $1}' "$1"); do
+    for f in "$@"; do
+      awk -v k="$k" '$1==k{print $2 "\t" $0; exit}' "$f"
+    done | sort -g | sed -n "$(( ($# + 1) / 2 ))p" | cut -f2- >> "$out"
+  done
+}
 
-# The same operations on a smaller run, for how each grows with the run.
+# The reference run, for how each interaction grows with the run.
 REF_PAIRS="${REF_PAIRS:-}"
 if [ -z "$REF_PAIRS" ] && [ "$PAIRS" -gt 1000000 ]; then REF_PAIRS=1000000; fi
 REF_OK=0
@@ -273,20 +295,51 @@ if [ -n "$REF_PAIRS" ] && [ "$REF_PAIRS" != "$PAIRS" ]; then
       echo "== no room for the reference run of $REF_PAIRS pairs: the ratios are skipped"
     fi
   fi
-  if [ -s "$REF" ]; then
+  [ -s "$REF" ] && REF_OK=1
+fi
+ALTERNATE="${ALTERNATE:-3}"
+[ "$REF_OK" = 1 ] || ALTERNATE=1
+FULL_OPS=() REF_OPS=() REF_COLD_OPS=()
+rm -f "$OUT"/ops*.txt
+for i in $(seq 1 "$ALTERNATE"); do
+  if [ "$REF_OK" = 1 ]; then
     cat "$REF" > /dev/null
-    echo "== interactive operations on the reference run ($REF_PAIRS pairs)"
-    "$BIN/examples/ops_time" "$REF" | tee "$OUT/ops-ref.txt"
-    REF_OK=1
+    echo "== interactive operations on the reference run ($REF_PAIRS pairs), invocation $i of $ALTERNATE"
+    "$BIN/examples/ops_time" "$REF" | tee "$OUT/ops-ref-$i.txt"
+    REF_OPS+=("$OUT/ops-ref-$i.txt")
     if [ "$LARGE" = 1 ]; then
       # The full run cannot stay in the page cache: what reads its lines
       # (loading, a text search, the keys `Y` reads) reads them from disk.
       # The reference run is read from disk too for those, to compare alike.
       echo "== the same on the reference run read from disk (COLD=1: its pages dropped first)"
-      COLD=1 OPS=query,accept "$BIN/examples/ops_time" "$REF" | tee "$OUT/ops-ref-cold.txt"
+      COLD=1 OPS=query,accept "$BIN/examples/ops_time" "$REF" | tee "$OUT/ops-ref-cold-$i.txt"
+      REF_COLD_OPS+=("$OUT/ops-ref-cold-$i.txt")
     fi
   fi
+  echo "== interactive operations on the full run, invocation $i of $ALTERNATE"
+  "$BIN/examples/ops_time" "$FILE" | tee "$OUT/ops-$i.txt"
+  FULL_OPS+=("$OUT/ops-$i.txt")
+done
+median_ops "$OUT/ops.txt" "${FULL_OPS[@]}"
+op() { awk -v k="$1" '$1==k{print $2; exit}' "$OUT/ops.txt"; }
+if [ "$REF_OK" = 1 ]; then
+  median_ops "$OUT/ops-ref.txt" "${REF_OPS[@]}"
+  [ "$LARGE" = 1 ] && median_ops "$OUT/ops-ref-cold.txt" "${REF_COLD_OPS[@]}"
 fi
+# The ratio of figure $1 in each invocation (full over reference, from the
+# files $2 and $3 of the invocation), lowest to highest: "a-b".
+spread() {
+  local i lo="" hi="" a b r
+  for i in $(seq 1 "$ALTERNATE"); do
+    a=$(awk -v k="$1" '$1==k{print $2; exit}' "$3-$i.txt")
+    b=$(awk -v k="$1" '$1==k{print $2; exit}' "$2-$i.txt")
+    [ -n "$a" ] && [ -n "$b" ] && awk "BEGIN{exit !($a > 0)}" || continue
+    r=$(awk "BEGIN{printf \"%.1f\", $b/$a}")
+    if [ -z "$lo" ] || awk "BEGIN{exit !($r < $lo)}"; then lo=$r; fi
+    if [ -z "$hi" ] || awk "BEGIN{exit !($r > $hi)}"; then hi=$r; fi
+  done
+  [ -n "$lo" ] && echo "$lo-$hi"
+}
 rop() { awk -v k="$1" '$1==k{print $2; exit}' "$OUT/ops-ref.txt"; }
 
 verdict() { if awk "BEGIN{exit !($1)}"; then echo MET; else echo MISSED; fi; }
@@ -336,7 +389,8 @@ fi
 if [ "$REF_OK" = 1 ]; then
   echo
   echo "== how each interaction grows: $PAIRS pairs against $REF_PAIRS (target: at most $((PAIRS / REF_PAIRS))x; rendering and the next pair the same, at most 1.5x)"
-  printf '%-34s %12s %12s %8s %s\n' "operation" "$REF_PAIRS" "$PAIRS" "ratio" "verdict"
+  echo "   each figure the median over $ALTERNATE alternated invocations; \"each\": the ratio in each invocation, lowest to highest"
+  printf '%-34s %12s %12s %8s %-10s %s\n' "operation" "$REF_PAIRS" "$PAIRS" "ratio" "each" "verdict"
   # Each sort key and direction (the median of ops_time's tries), then
   # the other interactions.
   SORT_KEYS=""
@@ -347,7 +401,7 @@ if [ "$REF_OK" = 1 ]; then
     A=$(rop "$k"); B=$(op "$k")
     [ -n "$A" ] && [ -n "$B" ] || continue
     if awk "BEGIN{exit !($A <= 0)}"; then
-      printf '%-34s %12s %12s %8s %s\n' "$k" "$A" "$B" "-" "(too quick at $REF_PAIRS to compare)"
+      printf '%-34s %12s %12s %8s %-10s %s\n' "$k" "$A" "$B" "-" "" "(too quick at $REF_PAIRS to compare)"
       continue
     fi
     R=$(awk "BEGIN{printf \"%.1f\", $B/$A}")
@@ -355,7 +409,7 @@ if [ "$REF_OK" = 1 ]; then
       render_*|next_pair_*) V=$(verdict "$R <= 1.5") ;;
       *) V=$(verdict "$R <= $PAIRS / $REF_PAIRS") ;;
     esac
-    printf '%-34s %12s %12s %7sx %s\n' "$k" "$A" "$B" "$R" "$V"
+    printf '%-34s %12s %12s %7sx %-10s %s\n' "$k" "$A" "$B" "$R" "$(spread "$k" "$OUT/ops" "$OUT/ops-ref")" "$V"
   done
   if [ -s "$OUT/ops-ref-cold.txt" ]; then
     echo "-- the same, with the reference run read from disk as the full run is"
@@ -363,7 +417,7 @@ if [ "$REF_OK" = 1 ]; then
       A=$(awk -v k="$k" '$1==k{print $2}' "$OUT/ops-ref-cold.txt"); B=$(op "$k")
       [ -n "$A" ] && [ -n "$B" ] || continue
       R=$(awk "BEGIN{printf \"%.1f\", $B/$A}")
-      printf '%-34s %12s %12s %7sx %s\n' "$k (disk)" "$A" "$B" "$R" "$(verdict "$R <= $PAIRS / $REF_PAIRS")"
+      printf '%-34s %12s %12s %7sx %-10s %s\n' "$k (disk)" "$A" "$B" "$R" "$(spread "$k" "$OUT/ops" "$OUT/ops-ref-cold")" "$(verdict "$R <= $PAIRS / $REF_PAIRS")"
     done
   fi
 fi
