@@ -33,7 +33,10 @@
 # the two in turn ALTERNATE times, and each interactive figure (the median
 # over the invocations) is printed with its ratio to the reference's, and
 # with the ratio each invocation gave (target: at most 10x; rendering and
-# the next pair the same).
+# the next pair the same). Each invocation's steal (the share of the
+# machine's time the hypervisor gave to other guests, from /proc/stat) is
+# printed at the end: on a shared host it reaches a third in bursts, and
+# an invocation that lost more than 5% of it says little.
 #
 # Needs: cargo, hyperfine, jq, tmux (installed with apt-get when missing).
 # The run (and the derived run the comparison reads) is generated under
@@ -301,23 +304,37 @@ ALTERNATE="${ALTERNATE:-3}"
 [ "$REF_OK" = 1 ] || ALTERNATE=1
 FULL_OPS=() REF_OPS=() REF_COLD_OPS=()
 rm -f "$OUT"/ops*.txt
+# The machine's CPU time so far, in /proc/stat's ticks: "steal total".
+# Steal is time the hypervisor gave this virtual machine's cores to other
+# guests; an invocation that lost much of it to them ran slower for it.
+cpu_ticks() { awk '$1=="cpu"{t=0; for(i=2;i<=9;i++) t+=$i; print $9, t; exit}' /proc/stat; }
+# Run "$2"... with its output to the terminal and to the file $1, and
+# append the share of the machine's time stolen meanwhile (steal_pct).
+with_steal() {
+  local file=$1 before after
+  shift
+  before=$(cpu_ticks)
+  "$@" | tee "$file"
+  after=$(cpu_ticks)
+  echo "$before $after" | awk '{t=$4-$2; printf "steal_pct %.1f\n", (t > 0 ? 100 * ($3 - $1) / t : 0)}' | tee -a "$file"
+}
 for i in $(seq 1 "$ALTERNATE"); do
   if [ "$REF_OK" = 1 ]; then
     cat "$REF" > /dev/null
     echo "== interactive operations on the reference run ($REF_PAIRS pairs), invocation $i of $ALTERNATE"
-    "$BIN/examples/ops_time" "$REF" | tee "$OUT/ops-ref-$i.txt"
+    with_steal "$OUT/ops-ref-$i.txt" "$BIN/examples/ops_time" "$REF"
     REF_OPS+=("$OUT/ops-ref-$i.txt")
     if [ "$LARGE" = 1 ]; then
       # The full run cannot stay in the page cache: what reads its lines
       # (loading, a text search, the keys `Y` reads) reads them from disk.
       # The reference run is read from disk too for those, to compare alike.
       echo "== the same on the reference run read from disk (COLD=1: its pages dropped first)"
-      COLD=1 OPS=query,accept "$BIN/examples/ops_time" "$REF" | tee "$OUT/ops-ref-cold-$i.txt"
+      COLD=1 OPS=query,accept with_steal "$OUT/ops-ref-cold-$i.txt" "$BIN/examples/ops_time" "$REF"
       REF_COLD_OPS+=("$OUT/ops-ref-cold-$i.txt")
     fi
   fi
   echo "== interactive operations on the full run, invocation $i of $ALTERNATE"
-  "$BIN/examples/ops_time" "$FILE" | tee "$OUT/ops-$i.txt"
+  with_steal "$OUT/ops-$i.txt" "$BIN/examples/ops_time" "$FILE"
   FULL_OPS+=("$OUT/ops-$i.txt")
 done
 median_ops "$OUT/ops.txt" "${FULL_OPS[@]}"
@@ -420,4 +437,20 @@ if [ "$REF_OK" = 1 ]; then
       printf '%-34s %12s %12s %7sx %-10s %s\n' "$k (disk)" "$A" "$B" "$R" "$(spread "$k" "$OUT/ops" "$OUT/ops-ref-cold")" "$(verdict "$R <= $PAIRS / $REF_PAIRS")"
     done
   fi
+fi
+
+# Steal in each invocation: an invocation slowed by other guests on the
+# same host says little, and its ratio less.
+steal_of() { awk '$1=="steal_pct"{printf "%s%% ", $2; exit}' "$1"; }
+echo
+echo "== time the hypervisor gave to other guests during each invocation of ops_time (steal; above 5% the figures are slowed by it)"
+printf '%-34s' "full run"; for f in "${FULL_OPS[@]}"; do steal_of "$f"; done; echo
+if [ "$REF_OK" = 1 ]; then
+  printf '%-34s' "reference run"; for f in "${REF_OPS[@]}"; do steal_of "$f"; done; echo
+  if [ "${#REF_COLD_OPS[@]}" -gt 0 ]; then
+    printf '%-34s' "reference run, read from disk"; for f in "${REF_COLD_OPS[@]}"; do steal_of "$f"; done; echo
+  fi
+fi
+if cat "${FULL_OPS[@]}" "${REF_OPS[@]}" "${REF_COLD_OPS[@]}" | awk '$1=="steal_pct" && $2 > 5 {found=1} END{exit !found}'; then
+  echo "   some invocations lost more than 5% of the machine to other guests: measure again (or with a larger ALTERNATE) before trusting their ratios"
 fi
