@@ -338,7 +338,9 @@ for i in $(seq 1 "$ALTERNATE"); do
   FULL_OPS+=("$OUT/ops-$i.txt")
 done
 median_ops "$OUT/ops.txt" "${FULL_OPS[@]}"
-op() { awk -v k="$1" '$1==k{print $2; exit}' "$OUT/ops.txt"; }
+# Figure $1 as ops_time printed it in the file $2.
+figure() { awk -v k="$1" '$1==k{print $2; exit}' "$2"; }
+op() { figure "$1" "$OUT/ops.txt"; }
 if [ "$REF_OK" = 1 ]; then
   median_ops "$OUT/ops-ref.txt" "${REF_OPS[@]}"
   [ "$LARGE" = 1 ] && median_ops "$OUT/ops-ref-cold.txt" "${REF_COLD_OPS[@]}"
@@ -348,8 +350,8 @@ fi
 spread() {
   local i lo="" hi="" a b r
   for i in $(seq 1 "$ALTERNATE"); do
-    a=$(awk -v k="$1" '$1==k{print $2; exit}' "$3-$i.txt")
-    b=$(awk -v k="$1" '$1==k{print $2; exit}' "$2-$i.txt")
+    a=$(figure "$1" "$3-$i.txt")
+    b=$(figure "$1" "$2-$i.txt")
     [ -n "$a" ] && [ -n "$b" ] && awk "BEGIN{exit !($a > 0)}" || continue
     r=$(awk "BEGIN{printf \"%.1f\", $b/$a}")
     if [ -z "$lo" ] || awk "BEGIN{exit !($r < $lo)}"; then lo=$r; fi
@@ -357,7 +359,7 @@ spread() {
   done
   [ -n "$lo" ] && echo "$lo-$hi"
 }
-rop() { awk -v k="$1" '$1==k{print $2; exit}' "$OUT/ops-ref.txt"; }
+rop() { figure "$1" "$OUT/ops-ref.txt"; }
 
 verdict() { if awk "BEGIN{exit !($1)}"; then echo MET; else echo MISSED; fi; }
 RATIO_WC=$(awk "BEGIN{printf \"%.1f\", $T_INDEX/$T_WC}")
@@ -431,7 +433,7 @@ if [ "$REF_OK" = 1 ]; then
   if [ -s "$OUT/ops-ref-cold.txt" ]; then
     echo "-- the same, with the reference run read from disk as the full run is"
     for k in load_ms text_search_ms accept_all_ms undo_all_ms; do
-      A=$(awk -v k="$k" '$1==k{print $2}' "$OUT/ops-ref-cold.txt"); B=$(op "$k")
+      A=$(figure "$k" "$OUT/ops-ref-cold.txt"); B=$(op "$k")
       [ -n "$A" ] && [ -n "$B" ] || continue
       R=$(awk "BEGIN{printf \"%.1f\", $B/$A}")
       printf '%-34s %12s %12s %7sx %-10s %s\n' "$k (disk)" "$A" "$B" "$R" "$(spread "$k" "$OUT/ops" "$OUT/ops-ref-cold")" "$(verdict "$R <= $PAIRS / $REF_PAIRS")"
@@ -440,17 +442,25 @@ if [ "$REF_OK" = 1 ]; then
 fi
 
 # Steal in each invocation: an invocation slowed by other guests on the
-# same host says little, and its ratio less.
-steal_of() { awk '$1=="steal_pct"{printf "%s%% ", $2; exit}' "$1"; }
+# same host says little, and its ratio less. One line of them, labelled $1,
+# for the invocations' files "$2"...; STOLEN=1 once one is above 5%.
+STOLEN=0
+steal_line() {
+  local f pct
+  printf '%-34s' "$1"
+  shift
+  for f in "$@"; do
+    pct=$(figure steal_pct "$f")
+    printf '%s%% ' "$pct"
+    if awk "BEGIN{exit !($pct > 5)}"; then STOLEN=1; fi
+  done
+  echo
+}
 echo
 echo "== time the hypervisor gave to other guests during each invocation of ops_time (steal; above 5% the figures are slowed by it)"
-printf '%-34s' "full run"; for f in "${FULL_OPS[@]}"; do steal_of "$f"; done; echo
-if [ "$REF_OK" = 1 ]; then
-  printf '%-34s' "reference run"; for f in "${REF_OPS[@]}"; do steal_of "$f"; done; echo
-  if [ "${#REF_COLD_OPS[@]}" -gt 0 ]; then
-    printf '%-34s' "reference run, read from disk"; for f in "${REF_COLD_OPS[@]}"; do steal_of "$f"; done; echo
-  fi
-fi
-if cat "${FULL_OPS[@]}" "${REF_OPS[@]}" "${REF_COLD_OPS[@]}" | awk '$1=="steal_pct" && $2 > 5 {found=1} END{exit !found}'; then
+steal_line "full run" "${FULL_OPS[@]}"
+[ "${#REF_OPS[@]}" -eq 0 ] || steal_line "reference run" "${REF_OPS[@]}"
+[ "${#REF_COLD_OPS[@]}" -eq 0 ] || steal_line "reference run, read from disk" "${REF_COLD_OPS[@]}"
+if [ "$STOLEN" = 1 ]; then
   echo "   some invocations lost more than 5% of the machine to other guests: measure again (or with a larger ALTERNATE) before trusting their ratios"
 fi
